@@ -1,0 +1,192 @@
+package model
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Str is an interned string: an index into the Interner. 0 is "".
+type Str uint32
+
+// ResourceID is an interned resource (one emitting process). 0 is the empty
+// resource.
+type ResourceID uint32
+
+// Resource is one process's resource: its attributes and its service.name.
+type Resource struct {
+	Attrs   Attrs
+	Service Str
+}
+
+const (
+	chunkBits = 14
+	chunkSize = 1 << chunkBits
+	maxChunks = 1 << 18
+	// inlineLen: longer values are stored inline; they rarely repeat.
+	inlineLen = 96
+	// keyCardinality: a key with more distinct values than this stores its
+	// values inline from then on, so unique values (urls with ids, messages)
+	// cannot grow the interner without bound.
+	keyCardinality = 4096
+)
+
+// Interner maps strings and resources to small ids. It is safe for concurrent
+// use: lookups of an id (Str, Resource) take no lock, and the tables are
+// append-only, so an id once handed out stays valid for the process lifetime.
+type Interner struct {
+	mu     sync.Mutex
+	ids    map[string]Str
+	n      atomic.Uint32
+	chunks [maxChunks]atomic.Pointer[[chunkSize]string]
+	card   map[Str]uint32 // distinct interned values per attribute key
+	hot    map[Str]bool   // keys whose values are stored inline
+
+	resMu  sync.Mutex
+	resIDs map[Attrs]ResourceID
+	res    atomic.Pointer[[]Resource]
+}
+
+// NewInterner returns an interner holding "" as Str 0 and the empty resource.
+func NewInterner() *Interner {
+	t := &Interner{ids: map[string]Str{"": 0}, card: map[Str]uint32{}, hot: map[Str]bool{}, resIDs: map[Attrs]ResourceID{"": 0}}
+	t.chunks[0].Store(new([chunkSize]string))
+	t.n.Store(1)
+	res := []Resource{{}}
+	t.res.Store(&res)
+	return t
+}
+
+// Str returns the text of id. Ids not handed out by this interner give "".
+func (t *Interner) Str(id Str) string {
+	if uint32(id) >= t.n.Load() {
+		return ""
+	}
+	c := t.chunks[id>>chunkBits].Load()
+	return c[id&(chunkSize-1)]
+}
+
+// Len returns the number of interned strings.
+func (t *Interner) Len() int { return int(t.n.Load()) }
+
+// Intern returns the id of s, adding it if new.
+func (t *Interner) Intern(s string) Str {
+	t.mu.Lock()
+	id := t.internLocked(s)
+	t.mu.Unlock()
+	return id
+}
+
+func (t *Interner) internLocked(s string) Str {
+	if id, ok := t.ids[s]; ok {
+		return id
+	}
+	n := t.n.Load()
+	c := t.chunks[n>>chunkBits].Load()
+	if c == nil {
+		c = new([chunkSize]string)
+		t.chunks[n>>chunkBits].Store(c)
+	}
+	c[n&(chunkSize-1)] = s
+	t.ids[s] = Str(n)
+	t.n.Store(n + 1) // publishes c[n] to lock-free readers
+	return Str(n)
+}
+
+// value interns v as a value of key k unless it should be stored inline.
+func (t *Interner) value(k Str, v []byte) (Str, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id, ok := t.ids[string(v)]; ok {
+		return id, true
+	}
+	if t.hot[k] {
+		return 0, false
+	}
+	t.card[k]++
+	if t.card[k] > keyCardinality {
+		t.hot[k] = true
+		delete(t.card, k)
+		return 0, false
+	}
+	return t.internLocked(string(v)), true
+}
+
+// InternResource returns the id of the resource with the given attributes
+// (packed with AttrBuilder.Sorted, so order does not matter) and service name.
+func (t *Interner) InternResource(attrs Attrs, service Str) ResourceID {
+	t.resMu.Lock()
+	defer t.resMu.Unlock()
+	if id, ok := t.resIDs[attrs]; ok {
+		return id
+	}
+	old := *t.res.Load()
+	next := append(old[:len(old):len(old)], Resource{Attrs: attrs, Service: service})
+	id := ResourceID(len(old))
+	t.resIDs[attrs] = id
+	t.res.Store(&next)
+	return id
+}
+
+// Resource returns the resource with the given id.
+func (t *Interner) Resource(id ResourceID) Resource {
+	res := *t.res.Load()
+	if int(id) < len(res) {
+		return res[id]
+	}
+	return Resource{}
+}
+
+// Resources returns every interned resource, indexed by ResourceID.
+func (t *Interner) Resources() []Resource { return *t.res.Load() }
+
+// Local is a per-goroutine cache in front of an Interner, so the hot decode
+// path is one map lookup with no lock. Not safe for concurrent use.
+type Local struct {
+	t      *Interner
+	m      map[string]Str
+	inline map[Str]bool
+}
+
+// NewLocal returns a cache in front of t.
+func NewLocal(t *Interner) *Local {
+	return &Local{t: t, m: make(map[string]Str, 256), inline: map[Str]bool{}}
+}
+
+// Interner returns the interner behind the cache.
+func (l *Local) Interner() *Interner { return l.t }
+
+// Intern returns the id of b, adding it if new. Used for keys and names.
+func (l *Local) Intern(b []byte) Str {
+	if id, ok := l.m[string(b)]; ok {
+		return id
+	}
+	l.trim()
+	id := l.t.Intern(string(b))
+	l.m[string(b)] = id
+	return id
+}
+
+// Value returns the id for a value of key k, or false when it should be
+// stored inline (too long, or k has too many distinct values).
+func (l *Local) Value(k Str, v []byte) (Str, bool) {
+	if id, ok := l.m[string(v)]; ok {
+		return id, true
+	}
+	if len(v) > inlineLen || l.inline[k] {
+		return 0, false
+	}
+	id, ok := l.t.value(k, v)
+	if !ok {
+		l.inline[k] = true
+		return 0, false
+	}
+	l.trim()
+	l.m[string(v)] = id
+	return id, true
+}
+
+func (l *Local) trim() {
+	if len(l.m) >= 1<<16 {
+		clear(l.m)
+	}
+}

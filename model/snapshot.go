@@ -1,0 +1,88 @@
+package model
+
+import "time"
+
+// Snapshot is an immutable view of the store, published by the writer after
+// it applies batches. Readers on any goroutine may use a Snapshot and
+// everything reachable from it without locks; nobody may modify it.
+type Snapshot struct {
+	Seq   uint64    // increases with every publication
+	Taken time.Time // the store clock when published
+	// Rollouts in the order they were first seen, oldest first.
+	Rollouts []*Rollout
+	// Jobs holds the gym.job spans, each as its own one-span fragment.
+	Jobs  []*Fragment
+	Stats Stats
+	// Services counts stored spans per resource, indexed by ResourceID.
+	Services []int64
+
+	strings *Interner
+}
+
+// Interner returns the table that resolves the snapshot's Str, Attrs and
+// ResourceID values.
+func (s *Snapshot) Interner() *Interner { return s.strings }
+
+// Str resolves an interned string.
+func (s *Snapshot) Str(id Str) string { return s.strings.Str(id) }
+
+// Resource resolves a resource id.
+func (s *Snapshot) Resource(id ResourceID) Resource { return s.strings.Resource(id) }
+
+// ServiceName returns the service.name of a resource.
+func (s *Snapshot) ServiceName(id ResourceID) string {
+	return s.strings.Str(s.strings.Resource(id).Service)
+}
+
+// Stats are the store's counters at publication time.
+type Stats struct {
+	Accepted        int64 // spans accepted into the queue, cumulative
+	Refused         int64 // spans refused because the queue was full
+	Stored          int   // spans held now
+	Duplicates      int64 // spans dropped because their id was already stored
+	EvictedSpans    int64 // spans dropped by the --max-spans bound
+	EvictedRollouts int64 // whole rollouts dropped by the --max-spans bound
+	Rollouts        int
+	Fragments       int
+	Traces          int   // distinct trace ids held
+	MetricPoints    int64 // metric data points received (counted, not stored)
+	LogRecords      int64 // log records received (counted, not stored)
+}
+
+// Rollout is one rollout as captured: the fragments (connected pieces of
+// trace) that carry its id. A healthy rollout has one fragment; several mean
+// the rollout was split across traces, or a parent has not arrived yet.
+// Immutable; a changed rollout is published as a new *Rollout with a higher
+// Version, so readers may cache work per (ID, Version).
+type Rollout struct {
+	ID        string // nemo.gym.rollout.id, the /ng-rollout/{id}/ path, or synthetic
+	Synthetic bool   // no id was found; ID is derived from the root span
+	Version   uint64
+	Fragments []*Fragment
+	Spans     int
+	Errors    int   // spans with status ERROR
+	Start     int64 // earliest span start, unix nanoseconds
+	End       int64 // latest span end, unix nanoseconds
+	Traces    int   // distinct trace ids among the fragments
+	// FirstSeen and LastSeen are the store clock when spans of the rollout
+	// first and last arrived; LastSeen drives the "pending" grace window.
+	FirstSeen time.Time
+	LastSeen  time.Time
+}
+
+// Fragment is a connected piece of one trace: Spans[0] is its top span and
+// every other span's Parent indexes its parent within Spans.
+type Fragment struct {
+	TraceID TraceID
+	Spans   []Span
+	// TopParent is Spans[0].ParentID: zero for a true root, else the id of a
+	// parent that has not arrived (Job is zero) or the gym.job span (Job set).
+	TopParent SpanID
+	// Job is the SpanID of the gym.job span this fragment hangs under, once
+	// that span has arrived.
+	Job     SpanID
+	Version uint64
+}
+
+// Orphan reports whether the fragment waits for a parent that has not arrived.
+func (f *Fragment) Orphan() bool { return !f.TopParent.IsZero() && f.Job.IsZero() }

@@ -1,0 +1,174 @@
+package model
+
+import (
+	"encoding/hex"
+	"errors"
+)
+
+// TraceID is a W3C trace id. The zero value means absent.
+type TraceID [16]byte
+
+// SpanID is a W3C span id. The zero value means absent (no parent).
+type SpanID [8]byte
+
+// IsZero reports whether the id is absent.
+func (t TraceID) IsZero() bool { return t == TraceID{} }
+
+// IsZero reports whether the id is absent.
+func (s SpanID) IsZero() bool { return s == SpanID{} }
+
+// String returns the id as 32 lower-case hex digits.
+func (t TraceID) String() string { return hex.EncodeToString(t[:]) }
+
+// String returns the id as 16 lower-case hex digits.
+func (s SpanID) String() string { return hex.EncodeToString(s[:]) }
+
+// ErrBadID reports an id that is not the right number of hex digits.
+var ErrBadID = errors.New("bad id")
+
+// ParseTraceID reads 32 hex digits (an optional 0x prefix is accepted, as the
+// Python SDK's console output writes it).
+func ParseTraceID(s string) (TraceID, error) {
+	var id TraceID
+	err := parseHex(id[:], s)
+	return id, err
+}
+
+// ParseSpanID reads 16 hex digits (an optional 0x prefix is accepted).
+func ParseSpanID(s string) (SpanID, error) {
+	var id SpanID
+	err := parseHex(id[:], s)
+	return id, err
+}
+
+func parseHex(dst []byte, s string) error {
+	if len(s) >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		s = s[2:]
+	}
+	if len(s) != 2*len(dst) {
+		return ErrBadID
+	}
+	if _, err := hex.Decode(dst, []byte(s)); err != nil {
+		return ErrBadID
+	}
+	return nil
+}
+
+// Kind is the OTLP span kind.
+type Kind uint8
+
+// Span kinds, numbered as in OTLP.
+const (
+	KindUnspecified Kind = iota
+	KindInternal
+	KindServer
+	KindClient
+	KindProducer
+	KindConsumer
+)
+
+var kindNames = [...]string{"UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"}
+
+// String returns the kind as OTLP names it without the prefix, e.g. "SERVER".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "UNSPECIFIED"
+}
+
+// StatusCode is the OTLP span status code.
+type StatusCode uint8
+
+// Status codes, numbered as in OTLP.
+const (
+	StatusUnset StatusCode = iota
+	StatusOK
+	StatusError
+)
+
+// String returns "UNSET", "OK" or "ERROR".
+func (c StatusCode) String() string {
+	switch c {
+	case StatusOK:
+		return "OK"
+	case StatusError:
+		return "ERROR"
+	}
+	return "UNSET"
+}
+
+// SpanFlags are per-span markers the store keeps in one byte.
+type SpanFlags uint8
+
+// Span flags.
+const (
+	// FlagTruncated marks a span force-closed at shutdown (nemo.span.truncated).
+	FlagTruncated SpanFlags = 1 << iota
+	// FlagAttrsCapped marks a span whose attributes were cut by a bound.
+	FlagAttrsCapped
+	// FlagException marks a span with an "exception" event.
+	FlagException
+)
+
+// Span is one received span in compact form. Strings are interned (Str) and
+// attributes are packed (Attrs), so a Span holds two pointers at most.
+// A Span is immutable once submitted; the store only sets Parent.
+type Span struct {
+	TraceID  TraceID
+	SpanID   SpanID
+	ParentID SpanID
+	Start    int64 // unix nanoseconds
+	End      int64 // unix nanoseconds
+	Name     Str
+	Resource ResourceID
+	// Parent is the index of the parent span within the same Fragment, or -1
+	// when the parent is not in the fragment (a root, a missing parent, or a
+	// gym.job span). Set by the store; decoders leave it alone.
+	Parent int32
+	Kind   Kind
+	Status StatusCode
+	Flags  SpanFlags
+	// WireSize is the span's encoded OTLP protobuf size in bytes, as received
+	// or as estimated by the decoder; the what-if byte estimate sums it.
+	WireSize uint32
+	Attrs    Attrs
+	Extra    *Extra // nil for most spans
+}
+
+// Duration returns End-Start in nanoseconds, never negative.
+func (s *Span) Duration() int64 {
+	if s.End < s.Start {
+		return 0
+	}
+	return s.End - s.Start
+}
+
+// Extra holds the rarely present parts of a span.
+type Extra struct {
+	StatusMessage string
+	Events        []Event
+	Links         []Link
+	// DroppedAttrs counts attributes dropped by the sender or by gymtrace's caps.
+	DroppedAttrs uint32
+}
+
+// Event is a span event.
+type Event struct {
+	Time  int64
+	Name  Str
+	Attrs Attrs
+}
+
+// Link is a span link.
+type Link struct {
+	TraceID TraceID
+	SpanID  SpanID
+	Attrs   Attrs
+}
+
+// Batch is what a receiver hands the store: spans decoded from one request or
+// one chunk of a file. Rejected counts spans the decoder refused.
+type Batch struct {
+	Spans []Span
+}
