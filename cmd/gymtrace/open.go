@@ -1,0 +1,11 @@
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func cmdOpen(args []string) int {
+	fmt.Fprintln(os.Stderr, "gymtrace open: not built yet")
+	return exitUsage
+}

@@ -1,0 +1,269 @@
+package gate
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sort"
+	"strings"
+)
+
+// Group is a span group, as a bit index into a Set.
+type Group uint8
+
+// The groups NeMo Gym defines, in registry order.
+const (
+	Job Group = iota
+	Server
+	HTTPClient
+	Rollout
+	Agent
+	ModelCall
+	Verify
+	Sandbox
+	Concurrency
+	Checkpoint
+	Evaluate
+	ModelInit
+	LoadCheckpoint
+	Step
+	ForwardBackward
+	Optimizer
+	numBuiltin
+)
+
+// Unclassified is the pseudo-group of spans no rule matches. It is never in a
+// Set: unclassified spans are always kept.
+const Unclassified Group = 63
+
+// MaxGroups bounds built-in plus user-defined groups.
+const MaxGroups = 63
+
+// Set is a set of groups. Membership is one bit test: the gate in front of a
+// span site costs a shift, an and and a compare.
+type Set uint64
+
+// Has reports whether g is in the set.
+func (s Set) Has(g Group) bool { return s&(1<<g) != 0 }
+
+// With returns the set with g added.
+func (s Set) With(g Group) Set { return s | 1<<g }
+
+// Without returns the set with g removed.
+func (s Set) Without(g Group) Set { return s &^ (1 << g) }
+
+// Toggle returns the set with g flipped.
+func (s Set) Toggle(g Group) Set { return s ^ (1 << g) }
+
+// Len returns the number of groups in the set.
+func (s Set) Len() int { return bits.OnesCount64(uint64(s)) }
+
+// GroupInfo describes one group.
+type GroupInfo struct {
+	Name        string
+	Description string
+	// Spans names the spans the group gates, for help text.
+	Spans string
+	// EmitsSpans is false for groups no Gym code emits spans under
+	// (concurrency is a metric; the training groups are inherited).
+	EmitsSpans bool
+}
+
+// Preset is a named set of groups.
+type Preset struct {
+	Name        string
+	Description string
+	Groups      []Group
+}
+
+// Registry holds the groups, presets and classification rules. The zero value
+// is empty; use Default, and Load to extend it from a groups file.
+type Registry struct {
+	groups  []GroupInfo
+	presets []Preset
+	rules   []Rule
+}
+
+// Default returns the registry of NeMo Gym's groups and presets.
+func Default() *Registry {
+	r := &Registry{
+		groups: []GroupInfo{
+			Job:             {"job", "one span around a whole rollout-collection run", "gym.job", true},
+			Server:          {"server", "SERVER spans of every FastAPI server, with their ASGI receive/send children; extracts traceparent", "<METHOD> <route>, … http receive, … http send", true},
+			HTTPClient:      {"http_client", "CLIENT spans of every outbound call; injects traceparent", "HTTP <METHOD>", true},
+			Rollout:         {"rollout", "the agent's /run handler, one per rollout", "gym.rollout", true},
+			Agent:           {"agent", "the agent's /v1/responses handler", "gym.agent.*", true},
+			ModelCall:       {"model_call", "model server calls", "gym.model.*", true},
+			Verify:          {"verify", "resources servers' /verify", "gym.verify", true},
+			Sandbox:         {"sandbox", "sandbox start and exec", "gym.sandbox.*", true},
+			Concurrency:     {"concurrency", "semaphore queue wait (a metric, no spans)", "", false},
+			Checkpoint:      {"checkpoint", "training group inherited from nemo-lens; no Gym spans", "", false},
+			Evaluate:        {"evaluate", "training group inherited from nemo-lens; no Gym spans", "", false},
+			ModelInit:       {"model_init", "training group inherited from nemo-lens; no Gym spans", "", false},
+			LoadCheckpoint:  {"load_checkpoint", "training group inherited from nemo-lens; no Gym spans", "", false},
+			Step:            {"step", "training group inherited from nemo-lens; no Gym spans", "", false},
+			ForwardBackward: {"forward_backward", "training group inherited from nemo-lens; no Gym spans", "", false},
+			Optimizer:       {"optimizer", "training group inherited from nemo-lens; no Gym spans", "", false},
+		},
+	}
+	r.presets = []Preset{
+		{"default", "one trace per rollout across every process, plus the run's job span", []Group{Job, Server, HTTPClient, Rollout}},
+		{"per_rollout", "per-rollout detail without the run-wide job span", []Group{Server, HTTPClient, Rollout, Verify, Agent, ModelCall, Concurrency}},
+		{"all", "every group: a debugging setting", nil},
+	}
+	r.rules = defaultRules()
+	return r
+}
+
+// Groups returns every group, indexed by Group.
+func (r *Registry) Groups() []GroupInfo { return r.groups }
+
+// Presets returns every preset.
+func (r *Registry) Presets() []Preset { return r.presets }
+
+// Info returns the description of g.
+func (r *Registry) Info(g Group) GroupInfo {
+	if g == Unclassified {
+		return GroupInfo{Name: "unclassified", Description: "spans no rule matches; always kept"}
+	}
+	if int(g) < len(r.groups) {
+		return r.groups[g]
+	}
+	return GroupInfo{Name: fmt.Sprintf("group%d", g)}
+}
+
+// Name returns the name of g.
+func (r *Registry) Name(g Group) string { return r.Info(g).Name }
+
+// Lookup returns the group with the given (lower-case) name.
+func (r *Registry) Lookup(name string) (Group, bool) {
+	for i, g := range r.groups {
+		if g.Name == name {
+			return Group(i), true
+		}
+	}
+	return 0, false
+}
+
+// All returns the set of every group.
+func (r *Registry) All() Set { return Set(1)<<len(r.groups) - 1 }
+
+// PresetSet returns the groups of a preset.
+func (r *Registry) PresetSet(name string) (Set, bool) {
+	for _, p := range r.presets {
+		if p.Name == name {
+			if p.Name == "all" {
+				return r.All(), true
+			}
+			var s Set
+			for _, g := range p.Groups {
+				s = s.With(g)
+			}
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+// ErrUnknownGroup is wrapped by Parse errors for names that are neither a
+// group nor a preset.
+var ErrUnknownGroup = errors.New("unknown span group")
+
+// ErrEmptySpec is returned by Parse for a spec with no names.
+var ErrEmptySpec = errors.New("empty span_groups spec")
+
+// Parse resolves a span_groups spec: comma-separated presets and groups,
+// case-insensitive, whitespace-trimmed, empty parts ignored; the union.
+func (r *Registry) Parse(spec string) (Set, error) {
+	var s Set
+	n := 0
+	var unknown []string
+	for _, part := range strings.Split(spec, ",") {
+		name := strings.ToLower(strings.TrimSpace(part))
+		if name == "" {
+			continue
+		}
+		n++
+		if p, ok := r.PresetSet(name); ok {
+			s |= p
+			continue
+		}
+		if g, ok := r.Lookup(name); ok {
+			s = s.With(g)
+			continue
+		}
+		unknown = append(unknown, name)
+	}
+	if len(unknown) > 0 {
+		return 0, fmt.Errorf("%w %s in span_groups %q; valid presets: %s; valid groups: %s",
+			ErrUnknownGroup, quoteList(unknown), spec, strings.Join(r.presetNames(), ", "), strings.Join(r.groupNames(), ", "))
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("%w: name at least one preset (%s) or group", ErrEmptySpec, strings.Join(r.presetNames(), ", "))
+	}
+	return s, nil
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}
+
+func (r *Registry) presetNames() []string {
+	out := make([]string, len(r.presets))
+	for i, p := range r.presets {
+		out[i] = p.Name
+	}
+	return out
+}
+
+func (r *Registry) groupNames() []string {
+	out := make([]string, len(r.groups))
+	for i, g := range r.groups {
+		out[i] = g.Name
+	}
+	return out
+}
+
+// Names returns the names of the groups in s, sorted.
+func (r *Registry) Names(s Set) []string {
+	var out []string
+	for i, g := range r.groups {
+		if s.Has(Group(i)) {
+			out = append(out, g.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Format returns the shortest spec for s: a preset name when s equals a
+// preset, a preset plus extra groups when s is a superset of one, else the
+// group list in registry order. Parse(Format(s)) == s.
+func (r *Registry) Format(s Set) string {
+	best, bestExtra := "", Set(0)
+	for _, p := range r.presets {
+		ps, _ := r.PresetSet(p.Name)
+		if s&ps != ps {
+			continue
+		}
+		extra := s &^ ps
+		if best == "" || extra.Len() < bestExtra.Len() {
+			best, bestExtra = p.Name, extra
+		}
+	}
+	var parts []string
+	if best != "" && bestExtra.Len() < s.Len()-1 {
+		parts = append(parts, best)
+		s = bestExtra
+	}
+	for i, g := range r.groups {
+		if s.Has(Group(i)) {
+			parts = append(parts, g.Name)
+		}
+	}
+	return strings.Join(parts, ",")
+}
