@@ -1,0 +1,87 @@
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// gymGen makes Gym-shaped rollouts: a driver CLIENT call, the agent's SERVER
+// /run with ASGI children, gym.rollout, model turns and tool calls across
+// four processes, with Gym's attributes.
+type gymGen struct {
+	l    *Local
+	res  [4]ResourceID
+	keys map[string]Str
+	next uint64
+	b    AttrBuilder
+}
+
+func newGymGen(st *Store) *gymGen {
+	g := &gymGen{l: NewLocal(st.Interner()), keys: map[string]Str{}}
+	for i, name := range []string{"rollout_collection", "simple_agent", "policy_model", "example_tools"} {
+		var b AttrBuilder
+		b.String(g.l, g.key("service.name"), []byte("nemo-gym/"+name))
+		b.String(g.l, g.key("nemo.gym.server.name"), []byte(name))
+		b.String(g.l, g.key("nemo.run.id"), []byte("374598f6823c"))
+		g.res[i] = st.Interner().InternResource(b.Sorted(st.Interner()), g.l.Intern([]byte("nemo-gym/"+name)))
+	}
+	return g
+}
+
+func (g *gymGen) key(k string) Str {
+	if id, ok := g.keys[k]; ok {
+		return id
+	}
+	id := g.l.Intern([]byte(k))
+	g.keys[k] = id
+	return id
+}
+
+func (g *gymGen) id() SpanID {
+	g.next++
+	var s SpanID
+	binary.BigEndian.PutUint64(s[:], g.next*0x9E3779B97F4A7C15|1)
+	return s
+}
+
+// rollout appends the spans of rollout n (about 4+turns*9 spans) to out.
+func (g *gymGen) rollout(out []Span, n int, turns int) []Span {
+	var trace TraceID
+	binary.BigEndian.PutUint64(trace[:8], uint64(n)+1)
+	binary.BigEndian.PutUint64(trace[8:], 0xabcdef)
+	rid := []byte(fmt.Sprintf("r-%06d", n))
+	t0 := int64(n) * 1e9
+	mk := func(parent SpanID, name string, kind Kind, res int, dur int64, withRID bool, url string) Span {
+		g.b.Reset()
+		if withRID {
+			g.b.String(g.l, g.key(RolloutIDKey), rid)
+		}
+		if url != "" {
+			g.b.String(g.l, g.key("http.request.method"), []byte("POST"))
+			g.b.String(g.l, g.key("url.full"), []byte(url))
+			g.b.Int(g.key("http.response.status_code"), 200)
+		}
+		t0 += 1000
+		return Span{TraceID: trace, SpanID: g.id(), ParentID: parent, Start: t0, End: t0 + dur,
+			Name: g.l.Intern([]byte(name)), Kind: kind, Resource: g.res[res], Attrs: g.b.Attrs(), WireSize: 200}
+	}
+	call := func(parent SpanID, from, to int, route, inner string) {
+		c := mk(parent, "HTTP POST", KindClient, from, 5e6, true, "http://127.0.0.1:8000/ng-rollout/"+string(rid)+route)
+		s := mk(c.SpanID, "POST "+route, KindServer, to, 4e6, false, "")
+		rcv := mk(s.SpanID, "POST "+route+" http receive", KindInternal, to, 1e3, false, "")
+		in := mk(s.SpanID, inner, KindInternal, to, 3e6, true, "")
+		s1 := mk(s.SpanID, "POST "+route+" http send", KindInternal, to, 1e3, false, "")
+		s2 := mk(s.SpanID, "POST "+route+" http send", KindInternal, to, 1e3, false, "")
+		out = append(out, c, s, rcv, in, s1, s2)
+	}
+	c := mk(SpanID{}, "HTTP POST", KindClient, 0, 1e9, false, "http://127.0.0.1:8000/run")
+	s := mk(c.SpanID, "POST /run", KindServer, 1, 1e9, false, "")
+	r := mk(s.SpanID, "gym.rollout", KindInternal, 1, 1e9, true, "")
+	out = append(out, c, s, r)
+	for i := 0; i < turns; i++ {
+		call(r.SpanID, 1, 2, "/v1/responses", "gym.model.responses")
+		call(r.SpanID, 1, 3, "/get_weather", "gym.sandbox.exec")
+	}
+	call(r.SpanID, 1, 3, "/verify", "gym.verify")
+	return out
+}

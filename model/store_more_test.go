@@ -1,0 +1,155 @@
+package model
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestStoreEvictsWholeOldestRollouts(t *testing.T) {
+	st := NewStore(Options{MaxSpans: 1000})
+	defer st.Close()
+	g := newGymGen(st)
+	per := len(g.rollout(nil, 0, 3))
+	for n := 0; n < 100; n++ {
+		if err := st.Add(Batch{Spans: g.rollout(nil, n, 3)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Sync()
+	s := st.Snapshot()
+	if s.Stats.Stored > 1000 {
+		t.Fatalf("stored %d spans, bound is 1000", s.Stats.Stored)
+	}
+	if s.Stats.EvictedRollouts == 0 || s.Stats.EvictedSpans != s.Stats.EvictedRollouts*int64(per) {
+		t.Fatalf("evicted %d spans in %d rollouts, want whole rollouts of %d spans", s.Stats.EvictedSpans, s.Stats.EvictedRollouts, per)
+	}
+	if got := int64(s.Stats.Stored) + s.Stats.EvictedSpans; got != int64(100*per) {
+		t.Fatalf("stored+evicted = %d, want %d", got, 100*per)
+	}
+	for _, r := range s.Rollouts {
+		if r.Spans != per || len(r.Fragments) != 1 {
+			t.Errorf("rollout %s: %d spans in %d fragments, want %d in 1", r.ID, r.Spans, len(r.Fragments), per)
+		}
+	}
+	if last := s.Rollouts[len(s.Rollouts)-1].ID; last != "r-000099" {
+		t.Errorf("newest rollout %s was evicted or misordered", last)
+	}
+	var services int64
+	for _, n := range s.Services {
+		services += n
+	}
+	if services != int64(s.Stats.Stored) {
+		t.Errorf("per-service counts sum to %d, stored %d", services, s.Stats.Stored)
+	}
+}
+
+func TestStoreRolloutIDFromPath(t *testing.T) {
+	st := NewStore(Options{})
+	defer st.Close()
+	l := NewLocal(st.Interner())
+	var b AttrBuilder
+	b.String(l, l.Intern([]byte("http.target")), []byte("/ng-rollout/abc-7/verify?x=1"))
+	var trace TraceID
+	trace[0] = 1
+	if err := st.Add(Batch{Spans: []Span{{TraceID: trace, SpanID: sid("a"), Name: l.Intern([]byte("POST /verify")), Kind: KindServer, Attrs: b.Attrs()}}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Sync()
+	if got := st.Snapshot().Rollouts[0]; got.ID != "abc-7" || got.Synthetic {
+		t.Fatalf("rollout id = %q (synthetic %v), want abc-7", got.ID, got.Synthetic)
+	}
+}
+
+func TestStoreDuplicatesAndPending(t *testing.T) {
+	now := time.Unix(100, 0)
+	st := NewStore(Options{Now: func() time.Time { return now }})
+	defer st.Close()
+	var trace TraceID
+	trace[0] = 9
+	spans := build(t, st, trace, jobTree[1:4]) // no job span: c1 waits for it
+	st.Add(Batch{Spans: spans})
+	st.Add(Batch{Spans: spans[:1]})
+	st.Sync()
+	s := st.Snapshot()
+	if s.Stats.Duplicates != 1 || s.Stats.Stored != 3 {
+		t.Fatalf("duplicates=%d stored=%d, want 1 and 3", s.Stats.Duplicates, s.Stats.Stored)
+	}
+	f := s.Rollouts[0].Fragments[0]
+	if !f.Orphan() {
+		t.Fatalf("fragment waiting for gym.job should be an orphan until it arrives")
+	}
+	if !s.Rollouts[0].LastSeen.Equal(now) {
+		t.Fatalf("LastSeen = %v, want the store clock %v", s.Rollouts[0].LastSeen, now)
+	}
+	st.Add(Batch{Spans: build(t, st, trace, jobTree[:1])})
+	st.Sync()
+	s = st.Snapshot()
+	if f := s.Rollouts[0].Fragments[0]; f.Orphan() || f.Job != sid("job") || len(s.Jobs) != 1 {
+		t.Fatalf("after gym.job arrived: orphan=%v job=%v jobs=%d", f.Orphan(), f.Job, len(s.Jobs))
+	}
+}
+
+// TestStoreWriterAndReaders runs one writer against readers that walk every
+// span of every snapshot; under -race it proves snapshots are immutable.
+func TestStoreWriterAndReaders(t *testing.T) {
+	st := NewStore(Options{MaxSpans: 20000, PublishEvery: time.Millisecond})
+	g := newGymGen(st)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s := st.Snapshot()
+				n := 0
+				for _, ro := range s.Rollouts {
+					for _, f := range ro.Fragments {
+						for i := range f.Spans {
+							sp := &f.Spans[i]
+							if sp.Parent >= int32(len(f.Spans)) {
+								t.Errorf("parent index %d out of range", sp.Parent)
+								return
+							}
+							_ = s.Str(sp.Name)
+							sp.Attrs.Each(s.Interner(), func(string, Value) bool { n++; return true })
+						}
+					}
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	sent := 0
+	for n := 0; n < 600; n++ {
+		spans := g.rollout(nil, n, 2)
+		// Children first: the worst arrival order.
+		for i, j := 0, len(spans)-1; i < j; i, j = i+1, j-1 {
+			spans[i], spans[j] = spans[j], spans[i]
+		}
+		sent += len(spans)
+		if err := st.Add(Batch{Spans: spans}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Sync()
+	close(stop)
+	wg.Wait()
+	s := st.Snapshot()
+	st.Close()
+	if int64(s.Stats.Stored)+s.Stats.EvictedSpans != int64(sent) {
+		t.Fatalf("stored %d + evicted %d != sent %d", s.Stats.Stored, s.Stats.EvictedSpans, sent)
+	}
+	for _, r := range s.Rollouts {
+		if len(r.Fragments) != 1 {
+			t.Fatalf("rollout %s has %d fragments after every parent arrived", r.ID, len(r.Fragments))
+		}
+	}
+}
