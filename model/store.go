@@ -231,8 +231,8 @@ type roll struct {
 	seq       uint64
 	frags     []*frag
 	spans     int
-	firstSeen time.Time
-	lastSeen  time.Time
+	firstSeen int64 // store clock, unix nanoseconds
+	lastSeen  int64
 	dirty     bool
 	dead      bool
 	version   uint64
@@ -258,7 +258,11 @@ type writer struct {
 	dups     int64
 	evSpans  int64
 	evRolls  int64
-	now      time.Time
+	nowNS    int64
+	// perTrace counts the current batch's spans per trace, so a fragment
+	// born from the batch gets its final capacity at once instead of
+	// doubling (which would leave a third of the memory unused).
+	perTrace map[TraceID]int32
 
 	jobName, ridKey Str
 	pathKeys        []Str
@@ -273,6 +277,7 @@ func (w *writer) init(s *Store) {
 	w.frags = map[uint32]*frag{}
 	w.rolls = map[string]*roll{}
 	w.traces = map[TraceID]int32{}
+	w.perTrace = map[TraceID]int32{}
 	w.jobName = s.strs.Intern(JobSpanName)
 	w.ridKey = s.strs.Intern(RolloutIDKey)
 	for _, k := range rolloutPathKeys {
@@ -281,7 +286,11 @@ func (w *writer) init(s *Store) {
 }
 
 func (w *writer) apply(b Batch) {
-	w.now = w.s.opts.Now()
+	w.nowNS = w.s.opts.Now().UnixNano()
+	clear(w.perTrace)
+	for i := range b.Spans {
+		w.perTrace[b.Spans[i].TraceID]++
+	}
 	for i := range b.Spans {
 		w.place(&b.Spans[i])
 	}
@@ -381,6 +390,9 @@ func (w *writer) newFrag(trace TraceID) *frag {
 	w.nextFrag++
 	w.seq++
 	f := &frag{id: w.nextFrag, seq: w.seq, trace: trace}
+	if n := w.perTrace[trace]; n > 1 {
+		f.spans = make([]Span, 0, n)
+	}
 	w.frags[f.id] = f
 	w.traces[trace]++
 	return f
@@ -464,7 +476,7 @@ func (w *writer) touch(f *frag) {
 	f.dirty = true
 	if f.roll != nil {
 		f.roll.dirty = true
-		f.roll.lastSeen = w.now
+		f.roll.lastSeen = w.nowNS
 	}
 }
 
@@ -483,7 +495,7 @@ func (w *writer) assign(f *frag) {
 	}
 	r := w.rolls[key]
 	if r == nil {
-		r = &roll{key: key, synthetic: synthetic, seq: f.seq, firstSeen: w.now}
+		r = &roll{key: key, synthetic: synthetic, seq: f.seq, firstSeen: w.nowNS}
 		w.rolls[key] = r
 		w.order = append(w.order, r)
 	}
@@ -494,7 +506,7 @@ func (w *writer) assign(f *frag) {
 	f.roll = r
 	r.spans = w.fragSpans(r)
 	r.dirty = true
-	r.lastSeen = w.now
+	r.lastSeen = w.nowNS
 }
 
 func (w *writer) fragSpans(r *roll) int {
@@ -610,7 +622,7 @@ func (w *writer) publish() *Snapshot {
 		if r.dirty || r.pub == nil {
 			w.version++
 			r.version = w.version
-			pr := &Rollout{ID: r.key, Synthetic: r.synthetic, Version: r.version, FirstSeen: r.firstSeen, LastSeen: r.lastSeen}
+			pr := &Rollout{ID: r.key, Synthetic: r.synthetic, Version: r.version, FirstSeen: time.Unix(0, r.firstSeen), LastSeen: time.Unix(0, r.lastSeen)}
 			traces := map[TraceID]bool{}
 			for i, f := range r.frags {
 				pf := w.pubFrag(f)
