@@ -1,5 +1,15 @@
 package gate
 
+import (
+	"strings"
+
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// SpanGroupAttr is the explicit span-group attribute: an emitter that names a
+// span's group on the span itself is believed before any name rule.
+const SpanGroupAttr = "nemo.gym.span_group"
+
 // Rule classifies spans into a group. First match wins, in registry order of
 // rules. Fields left empty match anything.
 type Rule struct {
@@ -11,6 +21,200 @@ type Rule struct {
 	Suffix string
 	// Kind matches the span kind ("SERVER", "CLIENT", "INTERNAL"); empty = any.
 	Kind string
+	// ParentKind, with Suffix, describes instrumentation children: the span's
+	// name must be its parent's name plus Suffix and the parent of this kind.
+	// When the parent is absent the suffix alone decides, because children end
+	// before their parent and routinely arrive first.
+	ParentKind string
+	// Method requires the rest of the name after Prefix to be an HTTP method
+	// (upper-case letters only), as in "HTTP POST".
+	Method bool
+	// Attr names an attribute whose value is the group's name: the rule
+	// matches when the value names a known group, whatever Group says.
+	Attr string
 }
 
-func defaultRules() []Rule { return nil }
+// String renders the rule the way `gymtrace groups` lists it.
+func (r Rule) String() string {
+	var parts []string
+	if r.Attr != "" {
+		parts = append(parts, "attribute "+r.Attr+" names the group")
+	}
+	switch {
+	case r.Name != "":
+		parts = append(parts, "name = "+r.Name)
+	case r.Prefix != "" && r.Method:
+		parts = append(parts, "name = "+r.Prefix+"<METHOD>")
+	case r.Prefix != "" && r.Suffix != "":
+		parts = append(parts, "name = "+r.Prefix+"*"+r.Suffix)
+	case r.Prefix != "":
+		parts = append(parts, "name = "+r.Prefix+"*")
+	case r.Suffix != "" && r.ParentKind != "":
+		parts = append(parts, "name = <parent name>"+r.Suffix+", parent kind "+r.ParentKind)
+	case r.Suffix != "":
+		parts = append(parts, "name = *"+r.Suffix)
+	}
+	if r.Kind != "" {
+		parts = append(parts, "kind "+r.Kind)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// defaultRules are NeMo Gym's classification rules, in match order. The
+// gym.* names come before the kind rules so that a future gym.* SERVER span
+// would still land in its semantic group.
+func defaultRules() []Rule {
+	return []Rule{
+		{Attr: SpanGroupAttr},
+		{Group: Job, Name: "gym.job"},
+		{Group: Rollout, Name: "gym.rollout"},
+		{Group: Agent, Prefix: "gym.agent."},
+		{Group: ModelCall, Prefix: "gym.model."},
+		{Group: Verify, Name: "gym.verify"},
+		{Group: Sandbox, Prefix: "gym.sandbox."},
+		{Group: Server, Kind: "SERVER"},
+		{Group: Server, Kind: "INTERNAL", Suffix: " http receive", ParentKind: "SERVER"},
+		{Group: Server, Kind: "INTERNAL", Suffix: " http send", ParentKind: "SERVER"},
+		{Group: HTTPClient, Kind: "CLIENT", Prefix: "HTTP ", Method: true},
+	}
+}
+
+// Rules returns the classification rules in match order.
+func (r *Registry) Rules() []Rule { return r.rules }
+
+// Classify returns the group of sp, or Unclassified. parent is sp's captured
+// parent, nil when it is absent (a root, or not arrived yet). in resolves
+// sp's interned name and attributes.
+func (r *Registry) Classify(in *model.Interner, sp *model.Span, parent *model.Span) Group {
+	name := in.Str(sp.Name)
+	parentName := ""
+	parentKind := model.KindUnspecified
+	if parent != nil {
+		parentName = in.Str(parent.Name)
+		parentKind = parent.Kind
+	}
+	for i := range r.rules {
+		rule := &r.rules[i]
+		if rule.Attr != "" {
+			if v, ok := sp.Attrs.Get(in, rule.Attr); ok {
+				if g, ok := r.Lookup(strings.ToLower(strings.TrimSpace(v.String()))); ok {
+					return g
+				}
+			}
+			continue
+		}
+		if rule.match(name, sp.Kind, parent != nil, parentName, parentKind) {
+			return rule.Group
+		}
+	}
+	return Unclassified
+}
+
+// attrRules returns the attribute keys rules read; everything else depends on
+// names and kinds only and can be memoized.
+func (r *Registry) attrRules() []string {
+	var keys []string
+	for _, rule := range r.rules {
+		if rule.Attr != "" {
+			keys = append(keys, rule.Attr)
+		}
+	}
+	return keys
+}
+
+func (rule *Rule) match(name string, kind model.Kind, hasParent bool, parentName string, parentKind model.Kind) bool {
+	if rule.Kind != "" && rule.Kind != kind.String() {
+		return false
+	}
+	if rule.Name != "" && name != rule.Name {
+		return false
+	}
+	if rule.Prefix != "" {
+		if !strings.HasPrefix(name, rule.Prefix) {
+			return false
+		}
+		if rule.Method && !isMethod(name[len(rule.Prefix):]) {
+			return false
+		}
+	}
+	if rule.Suffix != "" {
+		if !strings.HasSuffix(name, rule.Suffix) {
+			return false
+		}
+		if rule.ParentKind != "" && hasParent {
+			if parentKind.String() != rule.ParentKind || parentName+rule.Suffix != name {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isMethod(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// classKey is what a classification depends on when no attribute rule fires.
+type classKey struct {
+	name, parentName model.Str
+	kind, parentKind model.Kind
+	hasParent        bool
+}
+
+// classifier memoizes Classify by name and kind, and checks the attribute
+// rules per span. It belongs to one Engine and one interner.
+type classifier struct {
+	reg   *Registry
+	in    *model.Interner
+	attrs []string
+	memo  map[classKey]Group
+}
+
+func newClassifier(reg *Registry, in *model.Interner) *classifier {
+	return &classifier{reg: reg, in: in, attrs: reg.attrRules(), memo: map[classKey]Group{}}
+}
+
+func (c *classifier) classify(sp *model.Span, parent *model.Span) Group {
+	for _, key := range c.attrs {
+		if sp.Attrs == "" {
+			break
+		}
+		if v, ok := sp.Attrs.Get(c.in, key); ok {
+			if g, ok := c.reg.Lookup(strings.ToLower(strings.TrimSpace(v.String()))); ok {
+				return g
+			}
+		}
+	}
+	k := classKey{name: sp.Name, kind: sp.Kind}
+	if parent != nil {
+		k.hasParent, k.parentName, k.parentKind = true, parent.Name, parent.Kind
+	}
+	if g, ok := c.memo[k]; ok {
+		return g
+	}
+	g := c.reg.classifyByName(c.in.Str(sp.Name), sp.Kind, parent != nil, c.in.Str(k.parentName), k.parentKind)
+	c.memo[k] = g
+	return g
+}
+
+// classifyByName applies the rules that do not read attributes.
+func (r *Registry) classifyByName(name string, kind model.Kind, hasParent bool, parentName string, parentKind model.Kind) Group {
+	for i := range r.rules {
+		rule := &r.rules[i]
+		if rule.Attr != "" {
+			continue
+		}
+		if rule.match(name, kind, hasParent, parentName, parentKind) {
+			return rule.Group
+		}
+	}
+	return Unclassified
+}

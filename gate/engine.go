@@ -1,26 +1,5 @@
 package gate
 
-import (
-	"time"
-
-	"github.com/nemo-gym/gymtrace/model"
-)
-
-// Engine computes what-if previews and join checks over snapshots. It caches
-// per-rollout work keyed by (rollout ID, version, spec), so after a toggle
-// only what depends on the toggled group is redone, and a new snapshot only
-// costs the rollouts that changed. Not safe for concurrent use: one goroutine
-// (the TUI's compute command, or a subcommand) owns an Engine.
-type Engine struct {
-	reg *Registry
-}
-
-// NewEngine returns an engine classifying with reg.
-func NewEngine(reg *Registry) *Engine { return &Engine{reg: reg} }
-
-// Registry returns the registry the engine classifies with.
-func (e *Engine) Registry() *Registry { return e.reg }
-
 // Report is the what-if preview of one spec over one snapshot.
 type Report struct {
 	Spec       Set
@@ -58,18 +37,32 @@ type Result struct {
 
 // GroupCount is one group's captured and kept spans.
 type GroupCount struct {
-	Group           Group
+	Group          Group
 	Captured, Kept int
 }
 
-// RolloutResult is one rollout under the previewed spec.
+// RolloutResult is one rollout under the previewed spec. Results are shared
+// with the engine's cache: read them, never modify them.
 type RolloutResult struct {
 	ID     string
 	Spans  int // kept
 	Traces int
+	// Joined is true when the kept spans form exactly one trace. A rollout
+	// with no kept spans is neither joined nor split.
 	Joined bool
 	Breaks []Break
+	// Groups holds the captured and kept spans of each group present in the
+	// rollout, in registry order, then unclassified.
+	Groups []GroupCount
+	// Captured is the rollout's captured span count; Fragments its captured
+	// fragments (connected pieces of trace).
+	Captured, Fragments int
+	// Bytes is the kept spans' encoded size, without batch overhead.
+	Bytes int64
 }
+
+// Split reports whether the rollout's kept spans form several traces.
+func (r *RolloutResult) Split() bool { return r.Traces > 1 }
 
 // Break is one cross-process hop that the spec cuts.
 type Break struct {
@@ -77,6 +70,7 @@ type Break struct {
 	ToService   string // the callee's process, whose span becomes a new root
 	SpanName    string // the callee's first kept span
 	Reason      string // e.g. "http_client off: no traceparent sent"
+	Count       int    // spans cut at this hop in the rollout
 }
 
 // Project scales the report's per-rollout figures to n rollouts.
@@ -85,11 +79,6 @@ func (r *Report) Project(n int) (spans int, bytes int64) {
 		return 0, 0
 	}
 	return r.Result.Spans * n / r.Input.Rollouts, r.Result.Bytes * int64(n) / int64(r.Input.Rollouts)
-}
-
-// Preview computes what spec would produce from snap.
-func (e *Engine) Preview(snap *model.Snapshot, spec Set) *Report {
-	return &Report{Spec: spec}
 }
 
 // RolloutSim is one rollout's tree as it would look under a spec.
@@ -110,11 +99,6 @@ type FragSim struct {
 	// Cut marks kept spans whose link to their kept ancestor crosses a
 	// process boundary that the spec breaks: they start a new trace.
 	Cut []bool
-}
-
-// SimulateRollout shows one rollout's tree under spec (for the TUI's tree).
-func (e *Engine) SimulateRollout(snap *model.Snapshot, r *model.Rollout, spec Set) *RolloutSim {
-	return &RolloutSim{}
 }
 
 // JoinStatus is a rollout's cross-process joining as captured.
@@ -158,10 +142,4 @@ type BrokenHop struct {
 	FromService, ToService string
 	Reason                 string
 	Count                  int
-}
-
-// Check finds broken joins in snap. Rollouts whose spans last arrived less
-// than grace before now are pending, not broken (exporters batch for ~5 s).
-func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration) *CheckReport {
-	return &CheckReport{ByRollout: map[string]RolloutCheck{}}
 }

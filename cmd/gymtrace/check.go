@@ -1,11 +1,168 @@
 package main
 
 import (
+	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"sort"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/gate"
 )
 
-func cmdCheck(args []string) int {
-	fmt.Fprintln(os.Stderr, "gymtrace check: not built yet")
-	return exitUsage
+func cmdCheck(args []string) int { return runCheck(args, os.Stdout, os.Stderr) }
+
+// checkJSON is the documented schema of `check --json` (docs/json.md).
+type checkJSON struct {
+	Spans           int          `json:"spans"`
+	Rollouts        int          `json:"rollouts"`
+	Traces          int          `json:"traces"`
+	Intact          bool         `json:"intact"`
+	RolloutsJoined  int          `json:"rollouts_joined"`
+	RolloutsSplit   int          `json:"rollouts_split"`
+	RolloutsPending int          `json:"rollouts_pending"`
+	BrokenHops      []hopJSON    `json:"broken_hops"`
+	BadLines        badLinesJSON `json:"bad_lines"`
+	SplitRollouts   []string     `json:"split_rollouts"`
+	Spec            string       `json:"spec"`
+	SpecSource      string       `json:"spec_source"`
+	SpecWarning     string       `json:"spec_warning"`
+}
+
+type hopJSON struct {
+	FromService string `json:"from_service"`
+	ToService   string `json:"to_service"`
+	Reason      string `json:"reason"`
+	Count       int    `json:"count"`
+}
+
+// specWarning says why a spec cannot produce joined traces, or "".
+func specWarning(reg *gate.Registry, set gate.Set) string {
+	switch {
+	case !set.Has(gate.Server) && !set.Has(gate.HTTPClient):
+		return "the spec has neither server nor http_client: no process joins another's trace"
+	case !set.Has(gate.Server):
+		return "the spec lacks server: no process extracts traceparent, every callee starts a new trace"
+	case !set.Has(gate.HTTPClient):
+		return "the spec lacks http_client: no traceparent is sent, every callee starts a new trace"
+	}
+	return ""
+}
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	spec := fs.String("spec", "", "the span_groups the capture was made with, for advice (default $"+gate.EnvSpanGroups+", else --gym-config, else default)")
+	gymConfig := fs.String("gym-config", "", "Gym config YAML to read telemetry.span_groups from")
+	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	grace := fs.Duration("grace", 0, "rollouts whose spans arrived within this of the capture's last span are pending, not broken (files are complete: 0)")
+	asJSON := fs.Bool("json", false, "print the report as JSON (schema: docs/json.md)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n\n"+
+			"Checks that every rollout of a capture is one trace across processes.\n"+
+			"Exit status: 0 intact, 1 broken, 2 bad input or usage.\n\n")
+		fs.PrintDefaults()
+	}
+	files, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "gymtrace check: "+format+"\n", a...)
+		return exitUsage
+	}
+	if len(files) == 0 {
+		fs.Usage()
+		return fail("no capture files given")
+	}
+	if *grace < 0 {
+		return fail("--grace %v: want a duration >= 0", *grace)
+	}
+	reg, err := loadRegistry(*groups)
+	if err != nil {
+		return fail("%v", err)
+	}
+	specText, source, err := gate.CurrentSpec(*spec, os.Getenv(gate.EnvSpanGroups), *gymConfig)
+	if err != nil {
+		return fail("%v", err)
+	}
+	set, err := reg.Parse(specText)
+	if err != nil {
+		return fail("spec (%s): %v", source, err)
+	}
+	store, snap, frep, err := loadCaptures(files)
+	defer store.Close()
+	if err != nil {
+		return fail("%v", err)
+	}
+	// Every rollout of a file arrived at load time, so any grace > 0 keeps
+	// them all pending: files are complete, hence the default of 0.
+	rep := gate.NewEngine(reg).Check(snap, time.Now(), *grace)
+
+	out := checkJSON{
+		Spans: rep.Spans, Rollouts: rep.Rollouts, Traces: rep.Traces, Intact: rep.Intact,
+		RolloutsJoined: rep.Joined, RolloutsSplit: rep.Split, RolloutsPending: rep.Pending,
+		BrokenHops: []hopJSON{}, BadLines: badLines(frep), SplitRollouts: []string{},
+		Spec: specText, SpecSource: source, SpecWarning: specWarning(reg, set),
+	}
+	for _, h := range rep.Hops {
+		out.BrokenHops = append(out.BrokenHops, hopJSON{h.FromService, h.ToService, h.Reason, h.Count})
+	}
+	for id, rc := range rep.ByRollout {
+		if rc.Status == gate.Split {
+			out.SplitRollouts = append(out.SplitRollouts, id)
+		}
+	}
+	sort.Strings(out.SplitRollouts)
+	code := exitOK
+	if !rep.Intact {
+		code = exitBroken
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return fail("%v", err)
+		}
+		return code
+	}
+	status := "intact"
+	if !rep.Intact {
+		status = "BROKEN"
+	}
+	fmt.Fprintf(stdout, "%s: %d spans, %d rollouts, %d traces; %d joined, %d split, %d pending\n",
+		status, rep.Spans, rep.Rollouts, rep.Traces, rep.Joined, rep.Split, rep.Pending)
+	if out.BadLines.Count > 0 {
+		fmt.Fprintf(stdout, "skipped %d lines that are not spans (%d unreadable)\n", out.BadLines.Count, out.BadLines.Bad)
+	}
+	for _, h := range out.BrokenHops {
+		to := h.ToService
+		if to == "" {
+			to = "(no one)"
+		}
+		fmt.Fprintf(stdout, "  %s -> %s x%d: %s\n", h.FromService, to, h.Count, h.Reason)
+	}
+	if len(out.SplitRollouts) > 0 {
+		fmt.Fprintf(stdout, "split rollouts: %s\n", joinMax(out.SplitRollouts, 10))
+	}
+	if out.SpecWarning != "" {
+		fmt.Fprintf(stdout, "note: spec %q (%s): %s\n", specText, source, out.SpecWarning)
+	}
+	return code
+}
+
+func joinMax(xs []string, n int) string {
+	s := ""
+	for i, x := range xs {
+		if i == n {
+			return s + fmt.Sprintf(", … %d more", len(xs)-n)
+		}
+		if i > 0 {
+			s += ", "
+		}
+		s += x
+	}
+	return s
 }

@@ -1,11 +1,225 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gymsim"
+	"github.com/nemo-gym/gymtrace/receiver"
 )
 
 func cmdDemo(args []string) int {
-	fmt.Fprintln(os.Stderr, "gymtrace demo: not built yet")
-	return exitUsage
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runDemo(ctx, args, os.Stdout, os.Stderr, isTerminal(os.Stdout))
+}
+
+// demoOptions are the demo's flags.
+type demoOptions struct {
+	spec        string
+	rate        float64
+	concurrency int
+	seed        int64
+	rollouts    int
+	runSize     int
+	protocol    string
+	latency     time.Duration
+	batch       time.Duration
+	headless    bool
+	json        bool
+	grpcAddr    string
+	httpAddr    string
+	maxSpans    int
+}
+
+// runDemo starts the receivers, a simulated fleet exporting real OTLP to
+// them, and the TUI (or the headless status lines). It returns when the user
+// quits, on ctx's end (SIGINT/SIGTERM), or, headless with --rollouts, when
+// every rollout was answered and flushed.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o demoOptions
+	fs.StringVar(&o.spec, "spec", "all", "span_groups the simulated fleet runs with (the setting previewed against)")
+	fs.Float64Var(&o.rate, "rate", 3, "rollouts started per second (0 = as fast as possible)")
+	fs.IntVar(&o.concurrency, "concurrency", 8, "rollouts in flight at most")
+	fs.Int64Var(&o.seed, "seed", 1, "seed of the rollout shapes")
+	fs.IntVar(&o.rollouts, "rollouts", 0, "rollouts to run (0 = until interrupted)")
+	fs.IntVar(&o.runSize, "run-size", 0, "rollouts per collection run, one gym.job each (0 = all of --rollouts, or 10)")
+	fs.StringVar(&o.protocol, "protocol", "grpc", "how the fleet exports: grpc or http")
+	fs.DurationVar(&o.latency, "latency", 20*time.Millisecond, "unit of simulated work (a model call takes a few)")
+	fs.DurationVar(&o.batch, "batch-timeout", time.Second, "the fleet's batch span processor delay")
+	fs.BoolVar(&o.headless, "headless", false, "no TUI: a status line on stderr every second")
+	fs.BoolVar(&o.json, "json", false, "headless: print a JSON summary on stdout on exit")
+	fs.StringVar(&o.grpcAddr, "grpc-addr", "", "OTLP/gRPC listen address (default 127.0.0.1:4317 if free, else any free port)")
+	fs.StringVar(&o.httpAddr, "http-addr", "", "OTLP/HTTP listen address (default 127.0.0.1:4318 if free, else any free port)")
+	fs.IntVar(&o.maxSpans, "max-spans", 2_000_000, "spans kept in memory; oldest rollouts are evicted past it")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gymtrace demo: unexpected arguments %q\n", fs.Args())
+		return exitUsage
+	}
+	if o.protocol != "grpc" && o.protocol != "http" {
+		fmt.Fprintf(stderr, "gymtrace demo: --protocol %q: want grpc or http\n", o.protocol)
+		return exitUsage
+	}
+	if o.rollouts < 0 || o.rate < 0 || o.concurrency < 1 {
+		fmt.Fprintln(stderr, "gymtrace demo: --rollouts and --rate must be 0 or more, --concurrency at least 1")
+		return exitUsage
+	}
+	reg := gate.Default()
+	spec, err := reg.Parse(o.spec)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace demo: --spec: %v\n", err)
+		return exitUsage
+	}
+	headless := o.headless || o.json || !tty
+
+	rr, err := startDemoReceivers(ctx, o, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace demo: %v\n", err)
+		return exitUsage
+	}
+	grpcAddr, httpAddr := rr.GRPCAddr, rr.HTTPAddr
+	endpoint := grpcAddr
+	if o.protocol == "http" {
+		endpoint = httpAddr
+	}
+	fleet, err := gymsim.Start(ctx, gymsim.Config{
+		Seed: o.seed, Spec: spec, Rollouts: o.rollouts, RunSize: o.runSize, Rate: o.rate,
+		Concurrency: o.concurrency, Protocol: o.protocol, Endpoint: endpoint,
+		Latency: o.latency, BatchTimeout: o.batch,
+	})
+	if err != nil {
+		_ = rr.stop()
+		fmt.Fprintf(stderr, "gymtrace demo: start fleet: %v\n", err)
+		return exitUsage
+	}
+	// stopAll flushes the fleet into the receivers, then stops them, so the
+	// store holds every span the fleet emitted.
+	stopAll := func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		ferr := fleet.Shutdown(sctx)
+		return errors.Join(ferr, rr.stop())
+	}
+	fmt.Fprintf(stderr, "gymtrace demo: receiving OTLP/gRPC on %s and OTLP/HTTP on %s; fleet exports %s with span_groups %q\n",
+		grpcAddr, httpAddr, o.protocol, reg.Format(spec))
+
+	if !headless {
+		uiErr := runUI(uiConfig{
+			Store: rr.Store, Registry: reg, Current: spec, CurrentSpec: o.spec,
+			Addrs: rr.Addrs, Live: true,
+			Title: fmt.Sprintf("gymtrace demo (seed %d, %s)", o.seed, reg.Format(spec)),
+		})
+		if err := stopAll(); err != nil {
+			fmt.Fprintf(stderr, "gymtrace demo: shutdown: %v\n", err)
+		}
+		if uiErr != nil {
+			fmt.Fprintf(stderr, "gymtrace demo: %v\n", uiErr)
+			return exitUsage
+		}
+		return exitOK
+	}
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	finished := fleet.Done()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-finished:
+			if o.rollouts > 0 {
+				break loop
+			}
+			finished = nil
+		case <-tick.C:
+			fmt.Fprintln(stderr, statusLine(rr.Store.Snapshot(), rr.Server.Stats()))
+		}
+	}
+	err = stopAll()
+	snap := rr.Store.Snapshot()
+	fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats()))
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace demo: shutdown: %v\n", err)
+	}
+	if o.json {
+		if err := writeDemoSummary(stdout, newServeSummary(snap, rr.Server.Stats()), fleet.Stats(), reg.Format(spec)); err != nil {
+			fmt.Fprintf(stderr, "gymtrace demo: %v\n", err)
+			return exitUsage
+		}
+	}
+	return exitOK
+}
+
+// startDemoReceivers listens on the flags' addresses; without them it tries
+// the OTLP default ports and falls back to free ones, so the demo also runs
+// where a collector already holds 4317/4318.
+func startDemoReceivers(ctx context.Context, o demoOptions, warn io.Writer) (*runningReceivers, error) {
+	opts := receiverOptions{GRPCAddr: o.grpcAddr, HTTPAddr: o.httpAddr, MaxSpans: o.maxSpans, Warn: warn}
+	if opts.GRPCAddr == "" {
+		opts.GRPCAddr = receiver.DefaultGRPCAddr
+	}
+	if opts.HTTPAddr == "" {
+		opts.HTTPAddr = receiver.DefaultHTTPAddr
+	}
+	rr, err := startReceivers(ctx, opts)
+	if err == nil || (o.grpcAddr != "" && o.httpAddr != "") {
+		return rr, err
+	}
+	if o.grpcAddr == "" {
+		opts.GRPCAddr = "127.0.0.1:0"
+	}
+	if o.httpAddr == "" {
+		opts.HTTPAddr = "127.0.0.1:0"
+	}
+	return startReceivers(ctx, opts)
+}
+
+// demoSummary is the --json summary: serve's keys, plus the spec and what
+// the fleet says it emitted, so the two can be compared.
+type demoSummary struct {
+	serveSummary
+	Spec  string    `json:"spec"`
+	Fleet demoFleet `json:"fleet"`
+}
+
+type demoFleet struct {
+	RolloutsStarted   int64 `json:"rollouts_started"`
+	RolloutsCompleted int64 `json:"rollouts_completed"`
+	RolloutsFailed    int64 `json:"rollouts_failed"`
+	SpansEmitted      int64 `json:"spans_emitted"`
+	ExportErrors      int64 `json:"export_errors"`
+}
+
+func writeDemoSummary(w io.Writer, sum serveSummary, fs gymsim.Stats, spec string) error {
+	b, err := json.MarshalIndent(demoSummary{
+		serveSummary: sum,
+		Spec:         spec,
+		Fleet: demoFleet{
+			RolloutsStarted: fs.Started, RolloutsCompleted: fs.Completed, RolloutsFailed: fs.Failed,
+			SpansEmitted: fs.Spans, ExportErrors: fs.ExportErrors,
+		},
+	}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode summary: %w", err)
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

@@ -1,11 +1,111 @@
 package main
 
 import (
+	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strings"
+	"text/tabwriter"
 )
 
-func cmdGroups(args []string) int {
-	fmt.Fprintln(os.Stderr, "gymtrace groups: not built yet")
-	return exitUsage
+func cmdGroups(args []string) int { return runGroups(args, os.Stdout, os.Stderr) }
+
+type groupsJSON struct {
+	Groups  []groupInfoJSON  `json:"groups"`
+	Presets []presetInfoJSON `json:"presets"`
+	Rules   []ruleJSON       `json:"rules"`
+}
+
+type groupInfoJSON struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Spans       string `json:"spans"`
+	EmitsSpans  bool   `json:"emits_spans"`
+}
+
+type presetInfoJSON struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Groups      []string `json:"groups"`
+}
+
+type ruleJSON struct {
+	Order int    `json:"order"`
+	Group string `json:"group"`
+	Match string `json:"match"`
+}
+
+func runGroups(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("groups", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	asJSON := fs.Bool("json", false, "print groups, presets and rules as JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gymtrace groups [--groups FILE] [--json]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gymtrace groups: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	reg, err := loadRegistry(*groups)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace groups: %v\n", err)
+		return exitUsage
+	}
+	var out groupsJSON
+	for _, g := range reg.Groups() {
+		out.Groups = append(out.Groups, groupInfoJSON{g.Name, g.Description, g.Spans, g.EmitsSpans})
+	}
+	for _, p := range reg.Presets() {
+		s, _ := reg.PresetSet(p.Name)
+		out.Presets = append(out.Presets, presetInfoJSON{p.Name, p.Description, reg.Names(s)})
+	}
+	for i, r := range reg.Rules() {
+		g := reg.Name(r.Group)
+		if r.Attr != "" {
+			g = "(named by the attribute)"
+		}
+		out.Rules = append(out.Rules, ruleJSON{i + 1, g, r.String()})
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(stderr, "gymtrace groups: %v\n", err)
+			return exitUsage
+		}
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tSPANS\tDESCRIPTION")
+	for _, g := range out.Groups {
+		spans := g.Spans
+		if !g.EmitsSpans {
+			spans = "(none)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", g.Name, spans, g.Description)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PRESET\tGROUPS\tDESCRIPTION")
+	for _, p := range out.Presets {
+		gs := strings.Join(p.Groups, ",")
+		if p.Name == "all" {
+			gs = "(every group)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, gs, p.Description)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout, "\nclassification rules (first match wins; anything else is unclassified and always kept):")
+	for _, r := range out.Rules {
+		fmt.Fprintf(stdout, "  %2d. %-26s %s\n", r.Order, r.Group, r.Match)
+	}
+	return exitOK
 }

@@ -1,11 +1,404 @@
 package main
 
 import (
+	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
 )
 
-func cmdPreview(args []string) int {
-	fmt.Fprintln(os.Stderr, "gymtrace preview: not built yet")
-	return exitUsage
+func cmdPreview(args []string) int { return runPreview(args, os.Stdout, os.Stderr) }
+
+// parseInterleaved parses flags given before, between or after the files,
+// so `preview FILE --json` works as well as `preview --json FILE`.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return files, nil
+		}
+		files = append(files, args[0])
+		args = args[1:]
+		if len(args) > 0 && args[0] == "--" {
+			return append(files, args[1:]...), nil
+		}
+	}
+}
+
+// loadRegistry returns the built-in registry, extended by a groups file.
+func loadRegistry(groupsFile string) (*gate.Registry, error) {
+	if groupsFile == "" {
+		return gate.Default(), nil
+	}
+	reg, err := gate.Default().LoadFile(groupsFile)
+	if err != nil {
+		return nil, fmt.Errorf("--groups: %w", err)
+	}
+	return reg, nil
+}
+
+// loadCaptures reads files into a new store and returns its snapshot. Files
+// are complete, so everything is applied before the snapshot is taken.
+func loadCaptures(files []string) (*model.Store, *model.Snapshot, receiver.FileReport, error) {
+	store := model.NewStore(model.Options{})
+	rep, err := receiver.ReadFiles(store, files, receiver.ReadOptions{})
+	store.Sync()
+	snap := store.Snapshot()
+	if err == nil && snap.Stats.Stored == 0 {
+		err = fmt.Errorf("no spans in %s", strings.Join(files, ", "))
+	}
+	return store, snap, rep, err
+}
+
+// badLinesJSON is the bad_lines object of --json outputs: every line not
+// read as a span (plain log text, metric and log records, broken records),
+// with the first samples as file:line: reason.
+type badLinesJSON struct {
+	Count   int      `json:"count"`
+	Skipped int      `json:"skipped"`
+	Bad     int      `json:"bad"`
+	Samples []string `json:"samples"`
+}
+
+func badLines(rep receiver.FileReport) badLinesJSON {
+	out := badLinesJSON{Count: rep.Skipped + rep.BadLines, Skipped: rep.Skipped, Bad: rep.BadLines, Samples: []string{}}
+	samples := append(append([]receiver.BadLine(nil), rep.BadSamples...), rep.SkippedSamples...)
+	sort.SliceStable(samples, func(i, j int) bool {
+		if samples[i].File != samples[j].File {
+			return samples[i].File < samples[j].File
+		}
+		return samples[i].Line < samples[j].Line
+	})
+	for _, b := range samples {
+		out.Samples = append(out.Samples, b.String())
+	}
+	return out
+}
+
+// previewJSON is the documented schema of `preview --json` (docs/json.md).
+type previewJSON struct {
+	Spec         string               `json:"spec"`
+	Groups       []string             `json:"groups"`
+	Input        previewInputJSON     `json:"input"`
+	Result       previewResultJSON    `json:"result"`
+	PerGroup     map[string]groupJSON `json:"per_group"`
+	PerRollout   []rolloutJSON        `json:"per_rollout"`
+	NotInCapture []string             `json:"not_in_capture"`
+	NoSpans      []string             `json:"no_spans"`
+	WallSeconds  float64              `json:"wall_seconds"`
+	Projection   projectionJSON       `json:"projection"`
+	Current      *previewCurrentJSON  `json:"current"`
+	Snippets     map[string]string    `json:"snippets"`
+	BadLines     badLinesJSON         `json:"bad_lines"`
+	Breaks       []breakJSON          `json:"breaks"`
+}
+
+type previewInputJSON struct {
+	Spans          int      `json:"spans"`
+	Rollouts       int      `json:"rollouts"`
+	Traces         int      `json:"traces"`
+	CapturedGroups []string `json:"captured_groups"`
+	Unclassified   int      `json:"unclassified"`
+}
+
+type previewResultJSON struct {
+	Spans           int         `json:"spans"`
+	Dropped         int         `json:"dropped"`
+	Traces          int         `json:"traces"`
+	Bytes           int64       `json:"bytes"`
+	LargestTrace    int         `json:"largest_trace_spans"`
+	RolloutsJoined  int         `json:"rollouts_joined"`
+	RolloutsSplit   int         `json:"rollouts_split"`
+	SpansPerRollout percentiles `json:"spans_per_rollout"`
+	SpansPerSecond  float64     `json:"spans_per_second"`
+	BytesPerSecond  float64     `json:"bytes_per_second"`
+}
+
+type percentiles struct {
+	P50 int `json:"p50"`
+	P99 int `json:"p99"`
+	Max int `json:"max"`
+}
+
+type groupJSON struct {
+	Captured int `json:"captured"`
+	Kept     int `json:"kept"`
+}
+
+type rolloutJSON struct {
+	RolloutID string         `json:"rollout_id"`
+	Spans     int            `json:"spans"`
+	Traces    int            `json:"traces"`
+	Captured  int            `json:"captured"`
+	Joined    bool           `json:"joined"`
+	PerGroup  map[string]int `json:"per_group"`
+}
+
+type breakJSON struct {
+	FromService string `json:"from_service"`
+	ToService   string `json:"to_service"`
+	SpanName    string `json:"span_name"`
+	Reason      string `json:"reason"`
+	Count       int    `json:"count"`
+}
+
+type projectionJSON struct {
+	Rollouts int   `json:"rollouts"`
+	Spans    int   `json:"spans"`
+	Bytes    int64 `json:"bytes"`
+}
+
+type previewCurrentJSON struct {
+	Spec   string            `json:"spec"`
+	Source string            `json:"source"`
+	Result previewResultJSON `json:"result"`
+}
+
+func resultJSON(r gate.Result) previewResultJSON {
+	return previewResultJSON{
+		Spans: r.Spans, Dropped: r.Dropped, Traces: r.Traces, Bytes: r.Bytes, LargestTrace: r.LargestTrace,
+		RolloutsJoined: r.RolloutsJoined, RolloutsSplit: r.RolloutsSplit,
+		SpansPerRollout: percentiles{r.P50, r.P99, r.Max},
+		SpansPerSecond:  round2(r.SpansPerSecond), BytesPerSecond: round2(r.BytesPerSecond),
+	}
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+func groupNames(reg *gate.Registry, gs []gate.Group) []string {
+	out := []string{}
+	for _, g := range gs {
+		out = append(out, reg.Name(g))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func runPreview(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	spec := fs.String("spec", "", "span_groups spec to preview (required), e.g. per_rollout or default,sandbox")
+	current := fs.String("current", "", "the setting in force, shown side by side (default $"+gate.EnvSpanGroups+", else --gym-config, else default)")
+	gymConfig := fs.String("gym-config", "", "Gym config YAML to read telemetry.span_groups from")
+	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	rollouts := fs.Int("rollouts", 10000, "project spans and bytes to this many rollouts")
+	asJSON := fs.Bool("json", false, "print the report as JSON (schema: docs/json.md)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gymtrace preview --spec SPEC [--current SPEC] [--rollouts N] [--json] FILE...\n\n"+
+			"What a span_groups spec would produce from a capture (best captured with span_groups: all).\n\n")
+		fs.PrintDefaults()
+	}
+	files, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "gymtrace preview: "+format+"\n", a...)
+		return exitUsage
+	}
+	if *spec == "" {
+		fs.Usage()
+		return fail("--spec is required")
+	}
+	if len(files) == 0 {
+		fs.Usage()
+		return fail("no capture files given")
+	}
+	if *rollouts < 0 {
+		return fail("--rollouts %d: want a count >= 0", *rollouts)
+	}
+	reg, err := loadRegistry(*groups)
+	if err != nil {
+		return fail("%v", err)
+	}
+	set, err := reg.Parse(*spec)
+	if err != nil {
+		return fail("--spec: %v", err)
+	}
+	curSpec, curSource, err := gate.CurrentSpec(*current, os.Getenv(gate.EnvSpanGroups), *gymConfig)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if *current != "" {
+		curSource = "--current"
+	}
+	curSet, err := reg.Parse(curSpec)
+	if err != nil {
+		return fail("current spec (%s): %v", curSource, err)
+	}
+	store, snap, frep, err := loadCaptures(files)
+	defer store.Close()
+	if err != nil {
+		return fail("%v", err)
+	}
+
+	eng := gate.NewEngine(reg)
+	cur := eng.Preview(snap, curSet)
+	rep := eng.Preview(snap, set)
+	formatted := reg.Format(set)
+
+	if *asJSON {
+		out := previewJSON{
+			Spec:   *spec,
+			Groups: reg.Names(set),
+			Input: previewInputJSON{
+				Spans: rep.Input.Spans, Rollouts: rep.Input.Rollouts, Traces: rep.Input.Traces,
+				CapturedGroups: reg.Names(rep.Input.Captured), Unclassified: rep.Input.Unclassified,
+			},
+			Result:       resultJSON(rep.Result),
+			PerGroup:     map[string]groupJSON{},
+			PerRollout:   []rolloutJSON{},
+			NotInCapture: groupNames(reg, rep.NotInCapture),
+			NoSpans:      groupNames(reg, rep.NoSpans),
+			WallSeconds:  round2(rep.WallSeconds),
+			Current:      &previewCurrentJSON{Spec: curSpec, Source: curSource, Result: resultJSON(cur.Result)},
+			Snippets:     map[string]string{"yaml": gate.TelemetryYAML(formatted), "env": gate.EnvLine(formatted)},
+			BadLines:     badLines(frep),
+			Breaks:       []breakJSON{},
+		}
+		if out.Groups == nil {
+			out.Groups = []string{}
+		}
+		if out.Input.CapturedGroups == nil {
+			out.Input.CapturedGroups = []string{}
+		}
+		out.Projection.Rollouts = *rollouts
+		out.Projection.Spans, out.Projection.Bytes = rep.Project(*rollouts)
+		for _, gc := range rep.PerGroup {
+			if gc.Group == gate.Unclassified && gc.Captured == 0 {
+				continue
+			}
+			out.PerGroup[reg.Name(gc.Group)] = groupJSON{gc.Captured, gc.Kept}
+		}
+		for _, r := range rep.PerRollout {
+			rj := rolloutJSON{RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Joined, PerGroup: map[string]int{}}
+			for _, gc := range r.Groups {
+				if gc.Kept > 0 {
+					rj.PerGroup[reg.Name(gc.Group)] = gc.Kept
+				}
+			}
+			out.PerRollout = append(out.PerRollout, rj)
+		}
+		out.Breaks = collectBreaks(rep)
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(stderr, "gymtrace preview: %v\n", err)
+			return exitUsage
+		}
+		return exitOK
+	}
+	writePreviewText(stdout, reg, *spec, curSpec, curSource, cur, rep, frep, *rollouts)
+	return exitOK
+}
+
+// collectBreaks sums the per-rollout breaks by hop and reason, largest first.
+func collectBreaks(rep *gate.Report) []breakJSON {
+	sum := map[breakJSON]int{}
+	for _, r := range rep.PerRollout {
+		for _, b := range r.Breaks {
+			sum[breakJSON{FromService: b.FromService, ToService: b.ToService, SpanName: b.SpanName, Reason: b.Reason}] += b.Count
+		}
+	}
+	out := []breakJSON{}
+	for b, n := range sum {
+		b.Count = n
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return fmt.Sprint(a) < fmt.Sprint(b)
+	})
+	return out
+}
+
+func writePreviewText(w io.Writer, reg *gate.Registry, spec, curSpec, curSource string, cur, rep *gate.Report, frep receiver.FileReport, projectTo int) {
+	fmt.Fprintf(w, "capture: %d spans, %d rollouts, %d traces over %.1fs; groups captured: %s\n",
+		rep.Input.Spans, rep.Input.Rollouts, rep.Input.Traces, rep.WallSeconds, strings.Join(reg.Names(rep.Input.Captured), ", "))
+	if n := frep.Skipped + frep.BadLines; n > 0 {
+		fmt.Fprintf(w, "skipped %d lines that are not spans (first: %s)\n", n, firstSample(frep))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "\tcurrent: %s\tpreview: %s\t\n", curSpec, spec)
+	row := func(name string, a, b any) { fmt.Fprintf(tw, "%s\t%v\t%v\t\n", name, a, b) }
+	c, r := cur.Result, rep.Result
+	row("spans kept", c.Spans, r.Spans)
+	row("spans dropped", c.Dropped, r.Dropped)
+	row("traces", c.Traces, r.Traces)
+	row("largest trace (spans)", c.LargestTrace, r.LargestTrace)
+	row("rollouts joined", c.RolloutsJoined, r.RolloutsJoined)
+	row("rollouts split", c.RolloutsSplit, r.RolloutsSplit)
+	row("spans/rollout p50", c.P50, r.P50)
+	row("spans/rollout p99", c.P99, r.P99)
+	row("spans/rollout max", c.Max, r.Max)
+	row("est. OTLP bytes", c.Bytes, r.Bytes)
+	row("spans/s", fmt.Sprintf("%.1f", c.SpansPerSecond), fmt.Sprintf("%.1f", r.SpansPerSecond))
+	cs, cb := cur.Project(projectTo)
+	ps, pb := rep.Project(projectTo)
+	row(fmt.Sprintf("at %d rollouts: spans", projectTo), cs, ps)
+	row(fmt.Sprintf("at %d rollouts: bytes", projectTo), cb, pb)
+	tw.Flush()
+	fmt.Fprintf(w, "(current from %s)\n\n", curSource)
+
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "group\tcaptured\tkept now\tkept in preview\n")
+	for i, gc := range rep.PerGroup {
+		if gc.Captured == 0 && gc.Group == gate.Unclassified {
+			continue
+		}
+		if gc.Captured == 0 && !rep.Spec.Has(gc.Group) && !cur.Spec.Has(gc.Group) {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", reg.Name(gc.Group), gc.Captured, cur.PerGroup[i].Kept, gc.Kept)
+	}
+	tw.Flush()
+	if len(rep.NotInCapture) > 0 {
+		fmt.Fprintf(w, "\nnot in capture (emit spans, none captured: capture with span_groups: all to see them): %s\n", strings.Join(groupNames(reg, rep.NotInCapture), ", "))
+	}
+	if len(rep.NoSpans) > 0 {
+		fmt.Fprintf(w, "no spans (these groups never emit spans in Gym): %s\n", strings.Join(groupNames(reg, rep.NoSpans), ", "))
+	}
+	if br := collectBreaks(rep); len(br) > 0 {
+		fmt.Fprintf(w, "\nbroken joins under the preview:\n")
+		for _, b := range br {
+			fmt.Fprintf(w, "  %s -> %s (%s) x%d: %s\n", b.FromService, b.ToService, b.SpanName, b.Count, b.Reason)
+		}
+	}
+	formatted := reg.Format(rep.Spec)
+	fmt.Fprintf(w, "\nto use it, in the Gym config:\n%s\nor in the environment:\n  %s\n", indent(gate.TelemetryYAML(formatted)), gate.EnvLine(formatted))
+}
+
+func firstSample(rep receiver.FileReport) string {
+	all := append(append([]receiver.BadLine(nil), rep.BadSamples...), rep.SkippedSamples...)
+	if len(all) == 0 {
+		return "none kept"
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		return all[i].File < all[j].File || all[i].File == all[j].File && all[i].Line < all[j].Line
+	})
+	return all[0].String()
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n")
 }

@@ -1,11 +1,316 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
 )
 
+// envAuthToken is read when --auth-token is not given, so the token need not
+// appear in the process list.
+const envAuthToken = "GYMTRACE_AUTH_TOKEN"
+
+// defaultMaxSpans bounds the live store: past it the oldest rollouts go.
+const defaultMaxSpans = 2_000_000
+
 func cmdServe(args []string) int {
-	fmt.Fprintln(os.Stderr, "gymtrace serve: not built yet")
-	return exitUsage
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	return runServe(ctx, args, os.Stdout, os.Stderr, isTerminal(os.Stdout), nil)
+}
+
+// receiverOptions configures startReceivers.
+type receiverOptions struct {
+	GRPCAddr, HTTPAddr string
+	AuthToken          string
+	Insecure           bool
+	MaxSpans           int // 0: no bound
+	Queue              int // batches waiting for the store writer; 0: the store's default
+	MaxRecvBytes       int // 0: receiver.DefaultMaxRecvBytes
+	Record             string
+	// Warn receives warnings such as --insecure on an open address; nil
+	// discards them.
+	Warn io.Writer
+}
+
+// runningReceivers is a store with live receivers in front of it.
+type runningReceivers struct {
+	Store  *model.Store
+	Server *receiver.Server
+	// GRPCAddr and HTTPAddr are the bound addresses ("" when off).
+	GRPCAddr, HTTPAddr string
+	// Addrs names both for display, e.g. "grpc 127.0.0.1:4317".
+	Addrs []string
+
+	once    sync.Once
+	stopErr error
+}
+
+// startReceivers starts a store and the OTLP receivers feeding it. The
+// caller must call stop. A non-loopback address without a token or
+// Insecure fails with receiver.ErrExposed.
+func startReceivers(ctx context.Context, o receiverOptions) (*runningReceivers, error) {
+	warn := o.Warn
+	if warn == nil {
+		warn = io.Discard
+	}
+	store := model.NewStore(model.Options{MaxSpans: o.MaxSpans, QueueLen: o.Queue})
+	srv, err := receiver.NewServer(receiver.Config{
+		Store:        store,
+		GRPCAddr:     o.GRPCAddr,
+		HTTPAddr:     o.HTTPAddr,
+		AuthToken:    o.AuthToken,
+		Insecure:     o.Insecure,
+		MaxRecvBytes: o.MaxRecvBytes,
+		RecordPath:   o.Record,
+	})
+	if err == nil {
+		err = srv.Start(ctx)
+	}
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	r := &runningReceivers{Store: store, Server: srv}
+	r.GRPCAddr, r.HTTPAddr = srv.Addrs()
+	if r.GRPCAddr != "" {
+		r.Addrs = append(r.Addrs, "grpc "+r.GRPCAddr)
+	}
+	if r.HTTPAddr != "" {
+		r.Addrs = append(r.Addrs, "http "+r.HTTPAddr)
+	}
+	if o.AuthToken == "" && o.Insecure {
+		for _, a := range []string{r.GRPCAddr, r.HTTPAddr} {
+			if a != "" && !receiver.IsLoopback(a) {
+				fmt.Fprintf(warn, "warning: --insecure: %s accepts spans from anyone who can reach it, with no token\n", a)
+			}
+		}
+	}
+	return r, nil
+}
+
+// stop shuts everything down in order: the receivers (in-flight requests
+// finish), then the record flush and sync, then the store. Safe to call
+// more than once.
+func (r *runningReceivers) stop() error {
+	r.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r.stopErr = r.Server.Shutdown(ctx)
+		r.Store.Close()
+	})
+	return r.stopErr
+}
+
+// serveFlags are the flags of gymtrace serve.
+type serveFlags struct {
+	receiverOptions
+	spec, gymConfig, groups string
+	headless, json          bool
+}
+
+func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := &serveFlags{}
+	fs.StringVar(&f.GRPCAddr, "grpc-addr", receiver.DefaultGRPCAddr, `OTLP/gRPC listen address ("off" to disable)`)
+	fs.StringVar(&f.HTTPAddr, "http-addr", receiver.DefaultHTTPAddr, `OTLP/HTTP listen address ("off" to disable)`)
+	fs.StringVar(&f.spec, "spec", "", "span_groups spec to preview against (default $"+gate.EnvSpanGroups+", else --gym-config, else default)")
+	fs.StringVar(&f.gymConfig, "gym-config", "", "NeMo Gym config file to read telemetry.span_groups from")
+	fs.StringVar(&f.groups, "groups", "", "groups file adding span groups, presets and rules")
+	fs.IntVar(&f.MaxSpans, "max-spans", defaultMaxSpans, "keep at most this many spans, evicting the oldest rollouts (0: no bound)")
+	fs.StringVar(&f.Record, "record", "", "append every accepted trace request to FILE as OTLP/JSON lines")
+	fs.BoolVar(&f.headless, "headless", false, "no terminal interface: a status line on stderr every second (automatic when stdout is not a terminal)")
+	fs.BoolVar(&f.json, "json", false, "headless: on SIGINT/SIGTERM print a JSON summary on stdout")
+	fs.StringVar(&f.AuthToken, "auth-token", os.Getenv(envAuthToken), "require 'authorization: Bearer TOKEN' on every request (default $"+envAuthToken+")")
+	fs.BoolVar(&f.Insecure, "insecure", false, "allow a non-loopback address without a token")
+	fs.IntVar(&f.MaxRecvBytes, "max-recv-bytes", receiver.DefaultMaxRecvBytes, "largest request accepted, in bytes")
+	fs.IntVar(&f.Queue, "queue", 256, "batches that may wait for the store; past it senders are told to retry")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gymtrace [serve] [flags]\n\nReceives OTLP traces, metrics and logs and shows rollouts as they arrive.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if f.json && !f.headless {
+		// --json only makes sense without the TUI.
+		f.headless = true
+	}
+	return f, nil
+}
+
+// runServe is gymtrace serve with its inputs injected: it returns when ctx
+// ends (headless) or the user quits (TUI). ready, when set, is called once
+// the receivers listen.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool, ready func(*runningReceivers)) int {
+	f, err := parseServeFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
+		return exitUsage
+	}
+	reg := gate.Default()
+	if f.groups != "" {
+		if reg, err = reg.LoadFile(f.groups); err != nil {
+			fmt.Fprintf(stderr, "gymtrace serve: --groups: %v\n", err)
+			return exitUsage
+		}
+	}
+	specText, source, err := gate.CurrentSpec(f.spec, os.Getenv(gate.EnvSpanGroups), f.gymConfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
+		return exitUsage
+	}
+	current, err := reg.Parse(specText)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace serve: span_groups from %s: %v\n", source, err)
+		return exitUsage
+	}
+	f.Warn = stderr
+	rr, err := startReceivers(ctx, f.receiverOptions)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
+		return exitUsage
+	}
+	if ready != nil {
+		ready(rr)
+	}
+	if f.headless || !tty {
+		return runHeadless(ctx, rr, stdout, stderr, f.json, time.Second)
+	}
+	uiErr := runUI(uiConfig{
+		Store:       rr.Store,
+		Registry:    reg,
+		Current:     current,
+		CurrentSpec: specText,
+		Addrs:       rr.Addrs,
+		Live:        true,
+		Title:       "gymtrace serve",
+	})
+	stopErr := rr.stop()
+	if uiErr != nil || stopErr != nil {
+		fmt.Fprintf(stderr, "gymtrace serve: %v\n", errors.Join(uiErr, stopErr))
+		return exitUsage
+	}
+	return exitOK
+}
+
+// runHeadless prints a status line every tick until ctx ends, then stops
+// the receivers (flushing --record) and, with jsonOut, prints the summary.
+func runHeadless(ctx context.Context, rr *runningReceivers, stdout, stderr io.Writer, jsonOut bool, every time.Duration) int {
+	fmt.Fprintf(stderr, "gymtrace: receiving OTLP on %s\n", joinAddrs(rr.Addrs))
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-tick.C:
+			fmt.Fprintln(stderr, statusLine(rr.Store.Snapshot(), rr.Server.Stats()))
+		}
+	}
+	// Stop first: the summary must count every acknowledged span, and the
+	// record must be on disk before anyone reads the summary.
+	stopErr := rr.stop()
+	snap := rr.Store.Snapshot()
+	code := exitOK
+	if stopErr != nil {
+		fmt.Fprintf(stderr, "gymtrace serve: %v\n", stopErr)
+		code = exitUsage
+	}
+	if !jsonOut {
+		fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats()))
+		return code
+	}
+	b, err := json.MarshalIndent(newServeSummary(snap, rr.Server.Stats()), "", "  ")
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace serve: encode summary: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "%s\n", b)
+	return code
+}
+
+func joinAddrs(addrs []string) string {
+	out := ""
+	for i, a := range addrs {
+		if i > 0 {
+			out += ", "
+		}
+		out += a
+	}
+	return out
+}
+
+// statusLine is the headless status: N cumulative accepted spans, D spans
+// refused (senders retry them) or evicted by --max-spans.
+func statusLine(s *model.Snapshot, st receiver.Stats) string {
+	return fmt.Sprintf("spans=%d rollouts=%d traces=%d dropped=%d",
+		s.Stats.Accepted, s.Stats.Rollouts, s.Stats.Traces, dropped(s, st))
+}
+
+func dropped(s *model.Snapshot, st receiver.Stats) int64 {
+	return s.Stats.Refused + st.RecordRefused + s.Stats.EvictedSpans
+}
+
+// serveSummary is the --json summary of serve --headless. The keys are a
+// documented contract (DESIGN §5): they may grow, never change meaning.
+type serveSummary struct {
+	SpansReceived   int64            `json:"spans_received"` // accepted into the store, cumulative
+	SpansStored     int              `json:"spans_stored"`   // held at exit
+	SpansDropped    int64            `json:"spans_dropped"`  // refused + evicted
+	Rollouts        int              `json:"rollouts"`
+	Traces          int              `json:"traces"`
+	Services        map[string]int64 `json:"services"` // service.name → stored spans
+	SpansRefused    int64            `json:"spans_refused"`
+	SpansEvicted    int64            `json:"spans_evicted"`
+	RolloutsEvicted int64            `json:"rollouts_evicted"`
+	SpansRejected   int64            `json:"spans_rejected"` // invalid spans answered with partial success
+	MetricPoints    int64            `json:"metric_points"`
+	LogRecords      int64            `json:"log_records"`
+	Duplicates      int64            `json:"duplicates"`
+}
+
+func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
+	services := map[string]int64{}
+	for id, n := range s.Services {
+		if n > 0 {
+			services[s.ServiceName(model.ResourceID(id))] += n
+		}
+	}
+	return serveSummary{
+		SpansReceived:   s.Stats.Accepted,
+		SpansStored:     s.Stats.Stored,
+		SpansDropped:    dropped(s, st),
+		Rollouts:        s.Stats.Rollouts,
+		Traces:          s.Stats.Traces,
+		Services:        services,
+		SpansRefused:    s.Stats.Refused + st.RecordRefused,
+		SpansEvicted:    s.Stats.EvictedSpans,
+		RolloutsEvicted: s.Stats.EvictedRollouts,
+		SpansRejected:   st.Rejected,
+		MetricPoints:    s.Stats.MetricPoints,
+		LogRecords:      s.Stats.LogRecords,
+		Duplicates:      s.Stats.Duplicates,
+	}
 }

@@ -2,10 +2,15 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/term"
 	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/tui"
 )
 
 // uiConfig is what every TUI-opening command hands runUI.
@@ -19,10 +24,62 @@ type uiConfig struct {
 	Title       string
 }
 
-// runUI opens the interactive view and returns when the user quits.
+// runUI opens the interactive view and returns when the user quits, then
+// prints the span_groups snippet if the user copied or changed the spec.
+// When stdout is not a terminal it prints a plain summary instead.
 func runUI(cfg uiConfig) error {
+	if !term.IsTerminal(os.Stdout.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
+		return plainSummary(os.Stdout, cfg)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = gate.Default()
+	}
+	if path := os.Getenv("DEBUG"); path != "" {
+		f, err := tea.LogToFile(path, "gymtrace")
+		if err != nil {
+			return fmt.Errorf("open debug log: %w", err)
+		}
+		defer f.Close()
+	}
+	snippet := tui.SnippetFile
+	if wd, err := os.Getwd(); err == nil {
+		snippet = filepath.Join(wd, tui.SnippetFile)
+	}
+	var clip *os.File
+	if term.IsTerminal(os.Stderr.Fd()) && os.Getenv("TERM") != "dumb" {
+		clip = os.Stderr
+	}
+	m := tui.New(tui.Options{
+		Source:      cfg.Store,
+		Registry:    cfg.Registry,
+		Current:     cfg.Current,
+		CurrentSpec: cfg.CurrentSpec,
+		Addrs:       cfg.Addrs,
+		Live:        cfg.Live,
+		Title:       cfg.Title,
+		SnippetPath: snippet,
+		Clipboard:   clip,
+		Term:        os.Getenv("TERM"),
+	})
+	final, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion()).Run()
+	if err != nil {
+		return fmt.Errorf("run terminal interface: %w", err)
+	}
+	if fm, ok := final.(tui.Model); ok {
+		if s := fm.Snippet(); s != "" {
+			fmt.Fprint(os.Stdout, s)
+		}
+	}
+	return nil
+}
+
+// plainSummary is the headless fallback: counts, one line per rollout.
+func plainSummary(w io.Writer, cfg uiConfig) error {
 	cfg.Store.Sync()
 	s := cfg.Store.Snapshot()
-	fmt.Fprintf(os.Stdout, "spans=%d rollouts=%d traces=%d\n", s.Stats.Stored, s.Stats.Rollouts, s.Stats.Traces)
+	fmt.Fprintf(w, "spans=%d rollouts=%d traces=%d\n", s.Stats.Stored, s.Stats.Rollouts, s.Stats.Traces)
+	for _, r := range s.Rollouts {
+		fmt.Fprintf(w, "%s spans=%d traces=%d errors=%d\n", r.ID, r.Spans, r.Traces, r.Errors)
+	}
 	return nil
 }

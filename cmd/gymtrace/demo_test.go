@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+// demoGolden compares got with testdata/<TestName>/<case>.golden.
+func demoGolden(t *testing.T, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".golden")
+	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run with -update): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// demoArgs are the flags every test run uses: free loopback ports, no
+// simulated latency, a short batch delay.
+var demoArgs = []string{"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--latency", "0", "--batch-timeout", "50ms", "--rate", "0", "--seed", "1"}
+
+type demoJSON struct {
+	SpansReceived int64            `json:"spans_received"`
+	SpansStored   int64            `json:"spans_stored"`
+	Rollouts      int              `json:"rollouts"`
+	Traces        int              `json:"traces"`
+	Services      map[string]int64 `json:"services"`
+	Fleet         struct {
+		RolloutsStarted   int64 `json:"rollouts_started"`
+		RolloutsCompleted int64 `json:"rollouts_completed"`
+		SpansEmitted      int64 `json:"spans_emitted"`
+		ExportErrors      int64 `json:"export_errors"`
+	} `json:"fleet"`
+}
+
+func runDemoJSON(t *testing.T, ctx context.Context, args []string) demoJSON {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := runDemo(ctx, append(append([]string(nil), demoArgs...), args...), &stdout, &stderr, false)
+	if code != exitOK {
+		t.Fatalf("runDemo(%q) = %d, stderr:\n%s", args, code, stderr.String())
+	}
+	var sum demoJSON
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, stdout.String())
+	}
+	// Everything the fleet emitted was flushed and received before exit.
+	if sum.SpansReceived != sum.Fleet.SpansEmitted || sum.SpansStored != sum.SpansReceived || sum.Fleet.ExportErrors != 0 {
+		t.Fatalf("received %d, stored %d, emitted %d, export errors %d", sum.SpansReceived, sum.SpansStored, sum.Fleet.SpansEmitted, sum.Fleet.ExportErrors)
+	}
+	if !strings.Contains(stderr.String(), "spans=") {
+		t.Fatalf("no status line on stderr:\n%s", stderr.String())
+	}
+	demoGolden(t, stdout.Bytes())
+	return sum
+}
+
+// TestDemoJSON: a fixed seed and rollout count give the same summary every
+// time, over either transport: the spans a seed produces do not depend on
+// scheduling.
+func TestDemoJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"all_grpc", []string{"--spec", "all", "--protocol", "grpc"}},
+		{"per_rollout_http", []string{"--spec", "per_rollout", "--protocol", "http"}},
+		{"no_http_client_splits", []string{"--spec", "server,rollout,verify"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sum := runDemoJSON(t, context.Background(), append(tt.args, "--rollouts", "6", "--headless", "--json"))
+			if sum.Rollouts != 6 || sum.Fleet.RolloutsCompleted != 6 {
+				t.Fatalf("summary %+v, want 6 rollouts", sum)
+			}
+		})
+	}
+}
+
+// TestDemoInterrupt: running forever, the demo stops on ctx's end (SIGINT),
+// flushes the fleet and prints the summary.
+func TestDemoInterrupt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	args := append(append([]string(nil), demoArgs...), "--json", "--rate", "40")
+	if code := runDemo(ctx, args, &stdout, &stderr, false); code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	var sum demoJSON
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+		t.Fatalf("summary: %v\n%s", err, stdout.String())
+	}
+	if sum.Fleet.RolloutsStarted == 0 || sum.Fleet.RolloutsCompleted != sum.Fleet.RolloutsStarted {
+		t.Fatalf("fleet %+v: every started rollout should finish before exit", sum.Fleet)
+	}
+	if sum.SpansReceived == 0 || sum.SpansReceived != sum.Fleet.SpansEmitted {
+		t.Fatalf("received %d spans, fleet emitted %d", sum.SpansReceived, sum.Fleet.SpansEmitted)
+	}
+}
+
+func TestDemoUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown group", []string{"--spec", "default,tool_call"}, `unknown span group "tool_call"`},
+		{"bad protocol", []string{"--protocol", "zipkin"}, `--protocol "zipkin": want grpc or http`},
+		{"extra argument", []string{"capture.jsonl"}, `unexpected arguments ["capture.jsonl"]`},
+		{"negative rollouts", []string{"--rollouts", "-1"}, "--rollouts and --rate must be 0 or more"},
+		{"busy address", []string{"--grpc-addr", "256.0.0.1:1", "--http-addr", "127.0.0.1:0"}, "256.0.0.1:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runDemo(context.Background(), tt.args, &stdout, &stderr, false)
+			if code != exitUsage {
+				t.Fatalf("runDemo(%q) = %d, want %d", tt.args, code, exitUsage)
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("stderr %q, want it to contain %q", stderr.String(), tt.want)
+			}
+			if stdout.Len() != 0 {
+				t.Fatalf("stdout %q, want nothing", stdout.String())
+			}
+		})
+	}
+}

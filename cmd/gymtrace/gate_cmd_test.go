@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nemo-gym/gymtrace/gate"
+)
+
+// The -update flag may be registered by another test file of this package
+// first; register it only once and read it by name.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// golden compares got with testdata/<test name>/<case>.golden.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", strings.Split(t.Name(), "/")[0], name+".golden")
+	if updating() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden %s:\n%s", name, path, got)
+	}
+}
+
+const captures = "testdata/captures/"
+
+func run(t *testing.T, fn func([]string, *bytes.Buffer, *bytes.Buffer) int, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	t.Setenv(gate.EnvSpanGroups, "")
+	var o, e bytes.Buffer
+	code = fn(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func preview(args []string, o, e *bytes.Buffer) int { return runPreview(args, o, e) }
+func check(args []string, o, e *bytes.Buffer) int   { return runCheck(args, o, e) }
+func groups(args []string, o, e *bytes.Buffer) int  { return runGroups(args, o, e) }
+
+func TestPreviewJSON(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"all_to_per_rollout", []string{"--json", "--spec", "per_rollout", captures + "all.console.jsonl"}},
+		{"all_to_default", []string{"--spec", "default", captures + "all.otlp.jsonl", "--json"}},
+		{"all_http_client_off", []string{"--json", "--spec", "job,server,rollout,agent,model_call,verify", "--rollouts", "100", captures + "all.console.jsonl"}},
+		{"per_rollout_to_default_sandbox", []string{"--json", "--spec", "default,sandbox,step", "--current", "per_rollout", captures + "per_rollout.console.jsonl"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, preview, tc.args...)
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr %s", code, errOut)
+			}
+			golden(t, tc.name, []byte(out))
+		})
+	}
+}
+
+func TestPreviewText(t *testing.T) {
+	code, out, errOut := run(t, preview, "--spec", "per_rollout", captures+"all.console.jsonl")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	golden(t, "all_to_per_rollout", []byte(out))
+}
+
+// Previewing per_rollout over the `all` capture must predict exactly what
+// the per_rollout capture of the same six rollouts holds, per rollout and
+// per group.
+func TestPreviewPredictsPerRolloutCapture(t *testing.T) {
+	var pred, real previewJSON
+	for _, c := range []struct {
+		file string
+		out  *previewJSON
+	}{{"all.console.jsonl", &pred}, {"per_rollout.console.jsonl", &real}} {
+		code, out, errOut := run(t, preview, "--json", "--spec", "per_rollout", captures+c.file)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d, stderr %s", c.file, code, errOut)
+		}
+		if err := json.Unmarshal([]byte(out), c.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pred.Result.Spans != real.Input.Spans || pred.Result.Traces != real.Input.Traces {
+		t.Errorf("predicted %d spans in %d traces, the per_rollout capture holds %d in %d",
+			pred.Result.Spans, pred.Result.Traces, real.Input.Spans, real.Input.Traces)
+	}
+	for g, pc := range pred.PerGroup {
+		if rc := real.PerGroup[g]; pc.Kept != rc.Captured {
+			t.Errorf("group %s: predicted %d kept, captured %d", g, pc.Kept, rc.Captured)
+		}
+	}
+	captured := map[string]rolloutJSON{}
+	for _, r := range real.PerRollout {
+		captured[r.RolloutID] = r
+	}
+	if len(pred.PerRollout) != 6 || len(captured) != 6 {
+		t.Fatalf("%d predicted rollouts, %d captured; want 6 each", len(pred.PerRollout), len(captured))
+	}
+	for _, p := range pred.PerRollout {
+		r, ok := captured[p.RolloutID]
+		if !ok {
+			t.Errorf("rollout %s not in the per_rollout capture", p.RolloutID)
+			continue
+		}
+		if p.Spans != r.Captured || p.Traces != r.Traces || !p.Joined {
+			t.Errorf("rollout %s: predicted %d spans in %d traces (joined %v), captured %d in %d",
+				p.RolloutID, p.Spans, p.Traces, p.Joined, r.Captured, r.Traces)
+		}
+		for g, n := range p.PerGroup {
+			if r.PerGroup[g] != n {
+				t.Errorf("rollout %s group %s: predicted %d, captured %d", p.RolloutID, g, n, r.PerGroup[g])
+			}
+		}
+		if len(p.PerGroup) != len(r.PerGroup) {
+			t.Errorf("rollout %s: predicted groups %v, captured %v", p.RolloutID, p.PerGroup, r.PerGroup)
+		}
+	}
+}
+
+// brokenCapture rewrites the `all` capture as if the agent sent no
+// traceparent to the model server: the model's SERVER spans lose their
+// parent and every model span moves to a trace of its own per request.
+func brokenCapture(t *testing.T) string {
+	t.Helper()
+	in, err := os.Open(captures + "all.console.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var out bytes.Buffer
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var sp map[string]any
+		if json.Unmarshal(sc.Bytes(), &sp) != nil || sp["resource"] == nil {
+			out.Write(sc.Bytes())
+			out.WriteByte('\n')
+			continue
+		}
+		res := sp["resource"].(map[string]any)["attributes"].(map[string]any)
+		if res["service.name"] == "nemo-gym/policy_model" {
+			ctx := sp["context"].(map[string]any)
+			ctx["trace_id"] = "0x0000000000000000000000000000beef"
+			if sp["kind"] == "SpanKind.SERVER" {
+				sp["parent_id"] = nil
+			}
+		}
+		b, _ := json.Marshal(sp)
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	p := filepath.Join(t.TempDir(), "broken.console.jsonl")
+	if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckJSON(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"all_console", []string{"--json", captures + "all.console.jsonl"}, exitOK},
+		{"all_otlp", []string{"--json", captures + "all.otlp.jsonl"}, exitOK},
+		{"per_rollout", []string{"--json", "--spec", "per_rollout", captures + "per_rollout.console.jsonl"}, exitOK},
+		{"python_sdk_real", []string{captures + "python-sdk-real.console.jsonl", "--json"}, exitOK},
+		{"model_not_joined", []string{"--json", "--spec", "all"}, exitBroken},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.name == "model_not_joined" {
+				args = append(args, brokenCapture(t))
+			}
+			code, out, errOut := run(t, check, args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %s", code, tc.code, errOut)
+			}
+			out = strings.ReplaceAll(out, filepath.Dir(args[len(args)-1])+"/", "")
+			golden(t, tc.name, []byte(out))
+		})
+	}
+}
+
+func TestCheckText(t *testing.T) {
+	code, out, errOut := run(t, check, brokenCapture(t))
+	if code != exitBroken {
+		t.Fatalf("exit %d, want %d; stderr %s", code, exitBroken, errOut)
+	}
+	golden(t, "model_not_joined", []byte(out))
+}
+
+func TestExitCodes(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.jsonl")
+	if err := os.WriteFile(empty, []byte("INFO: nothing here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badGroups := filepath.Join(t.TempDir(), "groups.yaml")
+	if err := os.WriteFile(badGroups, []byte("groups:\n  - name: Bad\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		fn     func([]string, *bytes.Buffer, *bytes.Buffer) int
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"preview without spec", preview, []string{captures + "all.console.jsonl"}, exitUsage, "--spec is required"},
+		{"preview without files", preview, []string{"--spec", "all"}, exitUsage, "no capture files given"},
+		{"preview unknown group", preview, []string{"--spec", "defualt", captures + "all.console.jsonl"}, exitUsage, `unknown span group "defualt"`},
+		{"preview missing file", preview, []string{"--spec", "all", "testdata/nope.jsonl"}, exitUsage, "nope.jsonl"},
+		{"preview no spans", preview, []string{"--spec", "all", empty}, exitUsage, "no spans in"},
+		{"preview bad flag", preview, []string{"--bogus"}, exitUsage, "flag provided but not defined"},
+		{"check without files", check, nil, exitUsage, "no capture files given"},
+		{"check bad spec", check, []string{"--spec", "tool_call", captures + "all.console.jsonl"}, exitUsage, `unknown span group "tool_call"`},
+		{"check missing file", check, []string{"testdata/nope.jsonl"}, exitUsage, "nope.jsonl"},
+		{"check bad groups file", check, []string{"--groups", badGroups, captures + "all.console.jsonl"}, exitUsage, "groups.yaml:2:11: group name \"Bad\" must be snake_case"},
+		{"check intact", check, []string{captures + "all.console.jsonl"}, exitOK, ""},
+		{"groups stray argument", groups, []string{"extra"}, exitUsage, `unexpected argument "extra"`},
+		{"groups bad file", groups, []string{"--groups", badGroups}, exitUsage, "groups.yaml:2:5: missing description"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, tc.fn, tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, tc.code, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestGroupsOutput(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "startup.yaml")
+	src := "groups:\n  - name: startup\n    description: server start-up phases\n    spans: gym.startup*\n" +
+		"presets:\n  - name: debug_startup\n    description: default plus start-up\n    groups: [default, startup]\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"text", nil},
+		{"json", []string{"--json"}},
+		{"groups_file_json", []string{"--json", "--groups", file}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, groups, tc.args...)
+			if code != exitOK {
+				t.Fatalf("exit %d, stderr %s", code, errOut)
+			}
+			golden(t, tc.name, []byte(out))
+		})
+	}
+}

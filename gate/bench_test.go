@@ -1,0 +1,112 @@
+package gate
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// BenchmarkGate compares what a span site costs with its group off (one
+// Set.Has) and on (a span started and ended with the OTel Go SDK, recorded
+// by an in-memory exporter through a simple processor).
+func BenchmarkGate(b *testing.B) {
+	spec := mustParse(b, "default")
+	b.Run("disabled", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for i := 0; i < b.N; i++ {
+			if spec.Has(Sandbox) {
+				n++
+			}
+		}
+		if n != 0 {
+			b.Fatal("sandbox is not in default")
+		}
+	})
+	b.Run("enabled", func(b *testing.B) {
+		exp := tracetest.NewInMemoryExporter()
+		tp := trace.NewTracerProvider(trace.WithSyncer(exp))
+		defer tp.Shutdown(context.Background())
+		tr := tp.Tracer("gym")
+		ctx := context.Background()
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if spec.Has(Server) {
+				_, sp := tr.Start(ctx, "gym.sandbox.exec")
+				sp.End()
+			}
+			if i%4096 == 0 {
+				exp.Reset()
+			}
+		}
+	})
+}
+
+func BenchmarkPreview(b *testing.B) {
+	n := 10_000
+	if testing.Short() {
+		n = 1_000
+	}
+	start := time.Now()
+	snap := gymCapture(b, n, 5, 5, true, nil)
+	b.Logf("capture: %d spans in %d rollouts, built in %v", snap.Stats.Stored, len(snap.Rollouts), time.Since(start))
+	all := mustParse(b, "all")
+	b.Run("full", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			NewEngine(Default()).Preview(snap, all)
+		}
+	})
+	// One toggle of a group every rollout holds: each step flips a different
+	// group, more than the per-rollout cache remembers, so every rollout is
+	// simulated again; classification stays cached.
+	b.Run("toggle", func(b *testing.B) {
+		e := NewEngine(Default())
+		e.Preview(snap, all)
+		toggles := []Group{Agent, ModelCall, Verify, Sandbox, Rollout, Job}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			e.Preview(snap, all.Toggle(toggles[i%len(toggles)]))
+		}
+	})
+	// Toggling a group no rollout holds costs only the aggregation.
+	b.Run("toggle_absent", func(b *testing.B) {
+		e := NewEngine(Default())
+		e.Preview(snap, all)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			e.Preview(snap, all.Toggle(Step))
+		}
+	})
+}
+
+func BenchmarkCheck(b *testing.B) {
+	n := 10_000
+	if testing.Short() {
+		n = 1_000
+	}
+	snap := gymCapture(b, n, 5, 5, true, nil)
+	now := time.Now()
+	b.Run("full", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if rep := NewEngine(Default()).Check(snap, now, 0); !rep.Intact {
+				b.Fatal("healthy capture reported broken")
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		e := NewEngine(Default())
+		e.Check(snap, now, 0)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			e.Check(snap, now, 0)
+		}
+	})
+}

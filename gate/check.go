@@ -1,0 +1,347 @@
+package gate
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// Join-check reasons. Each names what the capture shows and the likely fix.
+const (
+	reasonServerRoot     = "SERVER span has no parent: the caller sent no traceparent (http_client off in %s?)"
+	reasonNotInjected    = "the caller's CLIENT span exists but the SERVER span has no parent: the caller did not inject traceparent (a call that bypasses Gym's HTTP client?)"
+	reasonParentNotCl    = "SERVER span's parent is a %s span, not a CLIENT span: context crossed processes outside an HTTP client call"
+	reasonParentMissing  = "%s span's parent never arrived: the caller's span was not exported (exporter dropped it, or the capture ended first)"
+	reasonNoServerChild  = "CLIENT span has no SERVER child: the callee did not extract traceparent (server off in %s?)"
+	reasonNewTrace       = "%s starts a new trace inside the rollout: the process did not extract traceparent (server off in %s?)"
+	reasonProcessNoJoins = "process never joins another process's trace: it neither sends nor reads traceparent (server and http_client on in its span_groups?)"
+	unknownService       = "?"
+)
+
+// rollCheck is the snapshot-independent part of one rollout's join check,
+// cached by rollout version.
+type rollCheck struct {
+	hops       []BrokenHop
+	unanswered []clientCall // CLIENT spans with an answer but no callee span
+	hosts      []hostRes    // host:port served, from SERVER spans
+	resources  []model.ResourceID
+	joined     []model.ResourceID // resources on a cross-process edge
+	// newTrace holds the processes whose spans start new traces inside the
+	// rollout: the likely callee of an unanswered call to an unknown host.
+	newTrace []model.ResourceID
+}
+
+type clientCall struct {
+	res  model.ResourceID
+	host string
+	path string
+}
+
+type hostRes struct {
+	host string
+	res  model.ResourceID
+}
+
+// attribute keys the check reads, old and new HTTP semantic conventions.
+var (
+	urlKeys    = []string{"url.full", "http.url"}
+	statusKeys = []string{"http.response.status_code", "http.status_code"}
+	targetKeys = []string{"http.target", "url.path"}
+	hostKeys   = []string{"http.host", "server.address"}
+)
+
+func firstAttr(in *model.Interner, a model.Attrs, keys []string) (string, bool) {
+	var out string
+	found := false
+	a.Each(in, func(k string, v model.Value) bool {
+		for i, want := range keys {
+			if k == want {
+				if !found || i == 0 {
+					out, found = v.String(), true
+				}
+			}
+		}
+		return true
+	})
+	return out, found
+}
+
+// splitURL returns host:port and path of a URL, without query.
+func splitURL(s string) (host, path string) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", ""
+	}
+	return u.Host, u.Path
+}
+
+// rollCheck returns the cached per-rollout check of r.
+func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState) *rollCheck {
+	if rs.check != nil {
+		return rs.check
+	}
+	in := e.in
+	c := &rollCheck{}
+	addRes := func(list *[]model.ResourceID, id model.ResourceID) {
+		for _, x := range *list {
+			if x == id {
+				return
+			}
+		}
+		*list = append(*list, id)
+	}
+	addHop := func(from, to, reason string) {
+		for i := range c.hops {
+			h := &c.hops[i]
+			if h.FromService == from && h.ToService == to && h.Reason == reason {
+				h.Count++
+				return
+			}
+		}
+		c.hops = append(c.hops, BrokenHop{FromService: from, ToService: to, Reason: reason, Count: 1})
+	}
+	// The entry fragment (earliest true root, or one under the job) is where
+	// the rollout starts; other roots are pieces that failed to join it.
+	entry := -1
+	for i, f := range r.Fragments {
+		if f.Orphan() {
+			continue
+		}
+		if entry < 0 || f.Spans[0].Start < r.Fragments[entry].Spans[0].Start {
+			entry = i
+		}
+	}
+	type serverRoot struct {
+		res  model.ResourceID
+		host string
+		path string
+	}
+	var roots []serverRoot
+	for fi, f := range r.Fragments {
+		hasChildFrom := make([]bool, len(f.Spans)) // a child in another process
+		hasClientChild := make([]bool, len(f.Spans))
+		for i := range f.Spans {
+			sp := &f.Spans[i]
+			addRes(&c.resources, sp.Resource)
+			if p := sp.Parent; p >= 0 && int(p) < i {
+				ps := &f.Spans[p]
+				if isHop(sp, ps) {
+					hasChildFrom[p] = true
+				}
+				if ps.Resource != sp.Resource {
+					addRes(&c.joined, ps.Resource)
+					addRes(&c.joined, sp.Resource)
+					if sp.Kind == model.KindServer && ps.Kind != model.KindClient {
+						addHop(snap.ServiceName(ps.Resource), snap.ServiceName(sp.Resource), fmt.Sprintf(reasonParentNotCl, ps.Kind))
+					}
+				} else if sp.Kind == model.KindClient {
+					hasClientChild[p] = true
+				}
+			}
+			if sp.Kind == model.KindServer {
+				if u, ok := firstAttr(in, sp.Attrs, urlKeys); ok {
+					if h, _ := splitURL(u); h != "" {
+						c.hosts = append(c.hosts, hostRes{h, sp.Resource})
+					}
+				} else if h, ok := firstAttr(in, sp.Attrs, hostKeys); ok {
+					c.hosts = append(c.hosts, hostRes{h, sp.Resource})
+				}
+			}
+		}
+		if !f.Job.IsZero() {
+			if j, ok := e.jobs[f.Job]; ok && j.res != f.Spans[0].Resource {
+				addRes(&c.joined, j.res)
+				addRes(&c.joined, f.Spans[0].Resource)
+			}
+		}
+		// CLIENT spans answered (a status code) without a callee span. An
+		// outer CLIENT whose inner CLIENT (a second instrumentation) carries
+		// the call is not one of them.
+		for i := range f.Spans {
+			sp := &f.Spans[i]
+			if sp.Kind != model.KindClient || hasChildFrom[i] || hasClientChild[i] {
+				continue
+			}
+			if _, ok := firstAttr(in, sp.Attrs, statusKeys); !ok {
+				continue // no answer: a connection error creates no SERVER span
+			}
+			u, _ := firstAttr(in, sp.Attrs, urlKeys)
+			h, p := splitURL(u)
+			c.unanswered = append(c.unanswered, clientCall{res: sp.Resource, host: h, path: p})
+		}
+		top := &f.Spans[0]
+		topSvc := snap.ServiceName(top.Resource)
+		switch {
+		case !f.Job.IsZero():
+		case f.Orphan():
+			kind := top.Kind.String()
+			if top.Kind == model.KindInternal {
+				kind = snap.Str(top.Name)
+			}
+			addHop(unknownService, topSvc, fmt.Sprintf(reasonParentMissing, kind))
+		case fi == entry || len(r.Fragments) < 2:
+		case top.Kind == model.KindServer:
+			sr := serverRoot{res: top.Resource}
+			if u, ok := firstAttr(in, top.Attrs, urlKeys); ok {
+				sr.host, sr.path = splitURL(u)
+			}
+			if t, ok := firstAttr(in, top.Attrs, targetKeys); ok {
+				sr.path, _, _ = strings.Cut(t, "?")
+			}
+			roots = append(roots, sr)
+		default:
+			addHop(unknownService, topSvc, fmt.Sprintf(reasonNewTrace, snap.Str(top.Name), topSvc))
+			addRes(&c.newTrace, top.Resource)
+		}
+	}
+	// Pair SERVER roots with unanswered CLIENT calls of the same rollout: the
+	// same hop seen from both sides is one problem.
+	for _, sr := range roots {
+		paired := -1
+		for i, cc := range c.unanswered {
+			if cc.path == sr.path && (sr.host == "" || cc.host == "" || cc.host == sr.host) {
+				paired = i
+				break
+			}
+		}
+		if paired >= 0 {
+			cc := c.unanswered[paired]
+			c.unanswered = append(c.unanswered[:paired:paired], c.unanswered[paired+1:]...)
+			addHop(snap.ServiceName(cc.res), snap.ServiceName(sr.res), reasonNotInjected)
+			continue
+		}
+		addHop(unknownService, snap.ServiceName(sr.res), fmt.Sprintf(reasonServerRoot, "the caller"))
+	}
+	rs.check = c
+	return c
+}
+
+// Check finds broken joins in snap. Rollouts whose spans last arrived less
+// than grace before now are pending, not broken (exporters batch for ~5 s).
+func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration) *CheckReport {
+	e.gen++
+	e.sync(snap)
+	rep := &CheckReport{
+		Spans:     snap.Stats.Stored,
+		Rollouts:  len(snap.Rollouts),
+		Traces:    snap.Stats.Traces,
+		ByRollout: make(map[string]RolloutCheck, len(snap.Rollouts)),
+	}
+	checks := make([]*rollCheck, len(snap.Rollouts))
+	hosts := map[string]model.ResourceID{}
+	joined := map[model.ResourceID]bool{}
+	seen := map[model.ResourceID]bool{}
+	for i, r := range snap.Rollouts {
+		rs := e.rollState(r)
+		c := e.rollCheck(snap, r, rs)
+		checks[i] = c
+		for _, h := range c.hosts {
+			hosts[h.host] = h.res
+		}
+		for _, id := range c.joined {
+			joined[id] = true
+		}
+		for _, id := range c.resources {
+			seen[id] = true
+		}
+	}
+	for _, j := range snap.Jobs {
+		seen[j.Spans[0].Resource] = true
+	}
+	agg := map[BrokenHop]int{}
+	for i, r := range snap.Rollouts {
+		c := checks[i]
+		hops := c.hops
+		for _, cc := range c.unanswered {
+			res, known := hosts[cc.host]
+			to := ""
+			switch {
+			case known && res != cc.res:
+				to = snap.ServiceName(res)
+			case known:
+				continue
+			case strings.Contains(cc.path, "/ng-rollout/"):
+				// A rollout-scoped Gym route on a host with no SERVER spans
+				// at all: name the process that started new traces instead.
+				to = cc.host
+				if len(c.newTrace) == 1 {
+					to = snap.ServiceName(c.newTrace[0])
+				}
+			default:
+				continue // not a Gym server this capture has seen: an external call
+			}
+			hops = addCount(hops, BrokenHop{FromService: snap.ServiceName(cc.res), ToService: to, Reason: fmt.Sprintf(reasonNoServerChild, to), Count: 1})
+		}
+		rc := RolloutCheck{Hops: hops}
+		switch {
+		case grace > 0 && now.Sub(r.LastSeen) < grace:
+			rc.Status = JoinPending
+			rep.Pending++
+		case len(hops) > 0 || r.Traces > 1 || len(r.Fragments) > 1:
+			rc.Status = Split
+			rep.Split++
+			for _, h := range hops {
+				agg[BrokenHop{FromService: h.FromService, ToService: h.ToService, Reason: h.Reason}] += h.Count
+			}
+		default:
+			rc.Status = Joined
+			rep.Joined++
+		}
+		rep.ByRollout[r.ID] = rc
+	}
+	// A process that never joins anyone is worth a row of its own only when
+	// no hop above already names it.
+	named := map[string]bool{}
+	for h := range agg {
+		named[h.FromService], named[h.ToService] = true, true
+	}
+	if len(seen) > 1 {
+		for id := range seen {
+			if !joined[id] && !named[snap.ServiceName(id)] {
+				agg[BrokenHop{FromService: snap.ServiceName(id), Reason: reasonProcessNoJoins}] += int(serviceSpans(snap, id))
+			}
+		}
+	}
+	for h, n := range agg {
+		h.Count = n
+		rep.Hops = append(rep.Hops, h)
+	}
+	sort.Slice(rep.Hops, func(i, j int) bool {
+		a, b := rep.Hops[i], rep.Hops[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		if a.FromService != b.FromService {
+			return a.FromService < b.FromService
+		}
+		if a.ToService != b.ToService {
+			return a.ToService < b.ToService
+		}
+		return a.Reason < b.Reason
+	})
+	rep.Intact = len(rep.Hops) == 0 && rep.Split == 0
+	e.evict()
+	return rep
+}
+
+func serviceSpans(snap *model.Snapshot, id model.ResourceID) int64 {
+	if int(id) < len(snap.Services) {
+		return snap.Services[id]
+	}
+	return 0
+}
+
+func addCount(hops []BrokenHop, h BrokenHop) []BrokenHop {
+	for i := range hops {
+		if hops[i].FromService == h.FromService && hops[i].ToService == h.ToService && hops[i].Reason == h.Reason {
+			out := append([]BrokenHop(nil), hops...)
+			out[i].Count += h.Count
+			return out
+		}
+	}
+	return append(hops[:len(hops):len(hops)], h)
+}

@@ -1,0 +1,139 @@
+package gate
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+func hopStrings(hops []BrokenHop) []string {
+	var out []string
+	for _, h := range hops {
+		out = append(out, fmt.Sprintf("%s -> %s x%d: %s", h.FromService, h.ToService, h.Count, h.Reason))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestCheck(t *testing.T) {
+	const n = 2
+	cases := []struct {
+		name        string
+		job         bool
+		mod         func(*fleet)
+		intact      bool
+		joined      int
+		split       int
+		hops        []string
+		splitFrags  bool
+		processHops bool
+	}{
+		{name: "healthy with job", job: true, intact: true, joined: n},
+		{name: "healthy without job", intact: true, joined: n},
+		{
+			// The model process does not extract: no SERVER spans there, its
+			// handler spans start their own traces.
+			name: "model did not extract", mod: func(f *fleet) { f.noServer = map[string]bool{"model": true} },
+			split: n,
+			hops: []string{
+				"? -> nemo-gym/model x4: " + fmt.Sprintf(reasonNewTrace, "gym.model.responses", "nemo-gym/model"),
+				"nemo-gym/agent -> nemo-gym/model x4: " + fmt.Sprintf(reasonNoServerChild, "nemo-gym/model"),
+			},
+		},
+		{
+			// The agent sends no traceparent to the resources server: its
+			// CLIENT spans exist, the callee's SERVER spans are roots.
+			name: "agent did not inject", job: true,
+			mod: func(f *fleet) {
+				f.cut = func(caller, callee string) bool { return caller == "agent" && callee == "resources" }
+			},
+			split: n,
+			hops: []string{
+				"nemo-gym/agent -> nemo-gym/resources x4: " + reasonNotInjected,
+			},
+		},
+		{
+			// A server only ever called from outside the fleet: its one-span
+			// trace is whole, but the process joins no one.
+			name: "process outside every trace", job: true,
+			mod: func(f *fleet) {
+				f.newTrace()
+				f.add(model.SpanID{}, "nemo-gym/judge", "POST /judge", model.KindServer)
+			},
+			joined: n + 1,
+			hops:   []string{"nemo-gym/judge ->  x1: " + reasonProcessNoJoins},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := gymCapture(t, n, 2, 1, tc.job, tc.mod)
+			rep := NewEngine(Default()).Check(snap, time.Now(), 0)
+			if rep.Intact != tc.intact || rep.Joined != tc.joined || rep.Split != tc.split || rep.Pending != 0 {
+				t.Errorf("intact %v joined %d split %d pending %d, want %v %d %d 0", rep.Intact, rep.Joined, rep.Split, rep.Pending, tc.intact, tc.joined, tc.split)
+			}
+			if got := hopStrings(rep.Hops); !reflect.DeepEqual(got, tc.hops) {
+				t.Errorf("hops:\n%q\nwant\n%q", got, tc.hops)
+			}
+			if len(rep.ByRollout) != len(snap.Rollouts) || len(snap.Rollouts) < n {
+				t.Errorf("by rollout: %d entries for %d rollouts", len(rep.ByRollout), len(snap.Rollouts))
+			}
+		})
+	}
+}
+
+func TestCheckGrace(t *testing.T) {
+	now := time.Unix(1_000, 0)
+	clock := now
+	st := model.NewStore(model.Options{Now: func() time.Time { return clock }})
+	defer st.Close()
+	f := newFleet(t, st)
+	f.noServer = map[string]bool{"model": true}
+	f.rollout(model.SpanID{}, "old", 1, 0)
+	f.flush()
+	clock = now.Add(10 * time.Second)
+	f.rollout(model.SpanID{}, "fresh", 1, 0)
+	snap := f.flush()
+	e := NewEngine(Default())
+
+	rep := e.Check(snap, clock.Add(time.Second), 5*time.Second)
+	if rep.Pending != 1 || rep.Split != 1 || rep.ByRollout["fresh"].Status != JoinPending || rep.ByRollout["old"].Status != Split {
+		t.Errorf("within grace: pending %d split %d, fresh %v old %v; want 1, 1, pending, split",
+			rep.Pending, rep.Split, rep.ByRollout["fresh"].Status, rep.ByRollout["old"].Status)
+	}
+	if len(rep.ByRollout["fresh"].Hops) == 0 {
+		t.Error("a pending rollout should still show what looks broken")
+	}
+	rep = e.Check(snap, clock.Add(6*time.Second), 5*time.Second)
+	if rep.Pending != 0 || rep.Split != 2 || rep.Intact {
+		t.Errorf("after grace: pending %d split %d intact %v; want 0, 2, false", rep.Pending, rep.Split, rep.Intact)
+	}
+}
+
+// An orphan (a fragment whose parent never arrived) is reported as such.
+func TestCheckOrphan(t *testing.T) {
+	st := model.NewStore(model.Options{})
+	defer st.Close()
+	f := newFleet(t, st)
+	f.rollout(model.SpanID{}, "r", 2, 0)
+	// Drop the agent's first CLIENT span that calls the model: its SERVER
+	// child waits for a parent that never comes.
+	for i, sp := range f.spans {
+		if st.Interner().Str(sp.Name) == "HTTP POST" && i > 0 {
+			next := f.spans[i+1]
+			if st.Interner().Str(next.Name) == "POST /v1/responses" && next.Resource == f.resource("nemo-gym/model") {
+				f.spans = append(f.spans[:i:i], f.spans[i+1:]...)
+				break
+			}
+		}
+	}
+	snap := f.flush()
+	rep := NewEngine(Default()).Check(snap, time.Now(), 0)
+	want := []string{"? -> nemo-gym/model x1: " + fmt.Sprintf(reasonParentMissing, "SERVER")}
+	if got := hopStrings(rep.Hops); !reflect.DeepEqual(got, want) || rep.Split != 1 {
+		t.Errorf("hops %q split %d, want %q, 1", got, rep.Split, want)
+	}
+}

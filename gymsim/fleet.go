@@ -1,0 +1,313 @@
+package gymsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/nemo-gym/gymtrace/gate"
+)
+
+// Config configures a Fleet.
+type Config struct {
+	// Seed decides every rollout's shape; rollout n is named r-<seed>-<n>.
+	Seed int64
+	// Spec is the span_groups setting every process gates with.
+	Spec gate.Set
+	// Rollouts to run; 0 runs until Shutdown.
+	Rollouts int
+	// RunSize is the number of rollouts per collection run (one gym.job
+	// each). 0 means all Rollouts in one run, or 10 when running forever.
+	RunSize int
+	// Rate limits rollout starts per second; 0 starts them as fast as
+	// Concurrency allows.
+	Rate float64
+	// Concurrency bounds rollouts in flight; 0 means 8.
+	Concurrency int
+	// Protocol is "grpc" or "http" (OTLP to Endpoint), "console" (Python
+	// SDK JSON lines to Console) or "none" (no exporter; truth only).
+	Protocol string
+	// Endpoint is host:port or a URL of the OTLP receiver (loopback).
+	Endpoint string
+	// Console receives the console lines of every process.
+	Console io.Writer
+	// RecordTruth keeps every emitted span for Truth.
+	RecordTruth bool
+	// Latency is the unit of simulated work: a model call takes a few of
+	// them, a tool call a fraction. 0 means no sleeping at all.
+	Latency time.Duration
+	// BatchTimeout is the batch span processor's delay; 0 keeps the SDK
+	// default (5 s), as Gym does.
+	BatchTimeout time.Duration
+	// RunID is nemo.run.id; empty derives one from the seed.
+	RunID string
+}
+
+// Stats are the fleet's counters.
+type Stats struct {
+	Started   int64 // rollouts started
+	Completed int64 // rollouts answered (ok or failed)
+	Failed    int64 // rollouts whose /run answered an error
+	Requests  int64 // HTTP requests served by the fleet's servers
+	Spans     int64 // spans ended (handed to the exporters)
+	// ExportErrors counts failed exports; LastExportError is the latest.
+	ExportErrors    int64
+	LastExportError string
+	// Services counts spans per service.name.
+	Services map[string]int64
+}
+
+// Fleet is a running simulated fleet. Its methods are safe for concurrent use.
+type Fleet struct {
+	cfg   Config
+	truth *truthLog
+
+	driver, agent, model, resources *proc
+	procs                           []*proc
+
+	console *lockedWriter
+
+	stopping chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+
+	started, completed, failed, requests atomic.Int64
+	exportErrors                         atomic.Int64
+	lastErr                              atomic.Value // string
+
+	sandboxMu sync.Mutex
+	sandboxes map[string]bool // rollout id -> sandbox started
+}
+
+// Start builds the four processes, starts their servers and the driver.
+// The fleet runs until Rollouts are done (see Wait) or Shutdown.
+func Start(ctx context.Context, cfg Config) (*Fleet, error) {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 8
+	}
+	if cfg.Rollouts < 0 {
+		return nil, fmt.Errorf("rollouts %d: must be 0 (forever) or more", cfg.Rollouts)
+	}
+	if cfg.Rate < 0 {
+		return nil, fmt.Errorf("rate %g: must be 0 (unlimited) or more", cfg.Rate)
+	}
+	if cfg.RunSize <= 0 {
+		cfg.RunSize = cfg.Rollouts
+		if cfg.RunSize == 0 {
+			cfg.RunSize = 10
+		}
+	}
+	if cfg.RunID == "" {
+		cfg.RunID = fmt.Sprintf("sim-%d", cfg.Seed)
+	}
+	switch cfg.Protocol {
+	case "grpc", "http":
+		if cfg.Endpoint == "" {
+			return nil, fmt.Errorf("protocol %s: no endpoint", cfg.Protocol)
+		}
+		if err := loopbackOnly(cfg.Endpoint); err != nil {
+			return nil, err
+		}
+	case "console":
+		if cfg.Console == nil {
+			return nil, errors.New("protocol console: no writer")
+		}
+	case "none":
+	default:
+		return nil, fmt.Errorf("protocol %q: want grpc, http, console or none", cfg.Protocol)
+	}
+	f := &Fleet{
+		cfg:       cfg,
+		truth:     newTruthLog(cfg.RecordTruth),
+		stopping:  make(chan struct{}),
+		done:      make(chan struct{}),
+		sandboxes: map[string]bool{},
+	}
+	if cfg.Console != nil {
+		f.console = &lockedWriter{w: cfg.Console}
+	}
+	var err error
+	mk := func(name string, serve bool) *proc {
+		if err != nil {
+			return nil
+		}
+		var p *proc
+		p, err = newProc(ctx, f, name, serve)
+		if p != nil {
+			f.procs = append(f.procs, p)
+		}
+		return p
+	}
+	f.driver = mk(driverName, false)
+	f.agent = mk(agentName, true)
+	f.model = mk(modelName, true)
+	f.resources = mk(resourcesName, true)
+	if err != nil {
+		f.closeAll(ctx)
+		return nil, err
+	}
+	f.routes()
+	for _, p := range f.procs {
+		p.serve()
+	}
+	go f.drive()
+	return f, nil
+}
+
+// loopbackOnly refuses endpoints off this machine: the fleet is a local toy.
+func loopbackOnly(ep string) error {
+	host := ep
+	if strings.Contains(ep, "://") {
+		u, err := url.Parse(ep)
+		if err != nil {
+			return fmt.Errorf("endpoint %q: %w", ep, err)
+		}
+		host = u.Host
+	}
+	if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	host = strings.Trim(host, "[]")
+	switch {
+	case host == "localhost", host == "::1", strings.HasPrefix(host, "127."):
+		return nil
+	}
+	return fmt.Errorf("endpoint %q: only loopback addresses are allowed", ep)
+}
+
+// newExporter makes one process's exporter, wrapped so export errors are
+// counted in Stats instead of logged (a log line would tear the TUI).
+func (f *Fleet) newExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
+	var exp sdktrace.SpanExporter
+	var err error
+	ep := f.cfg.Endpoint
+	switch f.cfg.Protocol {
+	case "grpc":
+		opts := []otlptracegrpc.Option{otlptracegrpc.WithInsecure()}
+		if strings.Contains(ep, "://") {
+			opts = append(opts, otlptracegrpc.WithEndpointURL(ep))
+		} else {
+			opts = append(opts, otlptracegrpc.WithEndpoint(ep))
+		}
+		exp, err = otlptracegrpc.New(ctx, opts...)
+	case "http":
+		opts := []otlptracehttp.Option{otlptracehttp.WithInsecure()}
+		if strings.Contains(ep, "://") {
+			opts = append(opts, otlptracehttp.WithEndpointURL(ep))
+		} else {
+			opts = append(opts, otlptracehttp.WithEndpoint(ep))
+		}
+		exp, err = otlptracehttp.New(ctx, opts...)
+	case "console":
+		exp = newConsoleExporterShared(f.console, resourceOrder)
+	default:
+		exp = discard{}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &countingExporter{SpanExporter: exp, f: f}, nil
+}
+
+type discard struct{}
+
+func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }
+
+type countingExporter struct {
+	sdktrace.SpanExporter
+	f *Fleet
+}
+
+func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	if err := e.SpanExporter.ExportSpans(ctx, spans); err != nil {
+		e.f.exportErrors.Add(1)
+		e.f.lastErr.Store(err.Error())
+	}
+	return nil
+}
+
+// Wait blocks until every configured rollout has been answered (or the fleet
+// was shut down). With Rollouts 0 it returns only after Shutdown.
+func (f *Fleet) Wait() { <-f.done }
+
+// Done is closed when the driver has finished.
+func (f *Fleet) Done() <-chan struct{} { return f.done }
+
+// Shutdown stops starting rollouts, waits for those in flight, stops the
+// servers and flushes every exporter. Spans still queued are exported before
+// it returns, unless ctx ends first.
+func (f *Fleet) Shutdown(ctx context.Context) error {
+	f.stopOnce.Do(func() { close(f.stopping) })
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+	}
+	return f.closeAll(ctx)
+}
+
+func (f *Fleet) closeAll(ctx context.Context) error {
+	var errs []error
+	// Close the clients' idle keep-alive connections first: a server counts
+	// a connection that never carried a request as busy for 5 s.
+	for _, p := range f.procs {
+		p.client.CloseIdleConnections()
+	}
+	for _, p := range f.procs {
+		if err := p.shutdownHTTP(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s server: %w", p.name, err))
+		}
+	}
+	for _, p := range f.procs {
+		if err := p.tp.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s tracer provider: %w", p.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Truth returns every span the fleet emitted so far, in end order. It is
+// empty unless Config.RecordTruth is set. The caller owns the slice.
+func (f *Fleet) Truth() []TruthSpan { return f.truth.snapshot() }
+
+// Stats returns the fleet's counters.
+func (f *Fleet) Stats() Stats {
+	s := Stats{
+		Started:      f.started.Load(),
+		Completed:    f.completed.Load(),
+		Failed:       f.failed.Load(),
+		Requests:     f.requests.Load(),
+		Spans:        f.truth.spans.Load(),
+		ExportErrors: f.exportErrors.Load(),
+		Services:     f.truth.services(),
+	}
+	if v, ok := f.lastErr.Load().(string); ok {
+		s.LastExportError = v
+	}
+	return s
+}
+
+// Addrs returns the base URLs of the agent, model and resources servers.
+func (f *Fleet) Addrs() []string {
+	return []string{f.agent.base, f.model.base, f.resources.base}
+}
+
+// RolloutIDs returns the ids of the first n rollouts a fleet seeded with
+// seed runs, in start order.
+func RolloutIDs(seed int64, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = rolloutID(seed, i)
+	}
+	return out
+}

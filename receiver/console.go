@@ -1,0 +1,1055 @@
+package receiver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/nemo-gym/gymtrace/model"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// The console reader parses NeMo Gym console logs: one OpenTelemetry Python
+// SDK ReadableSpan.to_json(indent=None) object per line, mixed with metric
+// and log records and plain server output. A hand-rolled scanner reads the
+// span shape directly (ids "0x…", kind "SpanKind.SERVER", ISO 8601 times)
+// without building generic maps, because a day of logs holds millions of
+// spans and opening them should take seconds.
+
+// recordKind says what one JSON line turned out to hold.
+type recordKind uint8
+
+const (
+	recSpan       recordKind = iota // a console span (one model.Span)
+	recOTLPTraces                   // an OTLP/JSON ExportTraceServiceRequest
+	recMetrics                      // metrics: OTLP/JSON or the SDK's console form
+	recLogs                         // an OTLP/JSON ExportLogsServiceRequest
+	recLogRecord                    // one console log record (the SDK's LogRecord.to_json)
+	recOther                        // JSON that is none of the above
+)
+
+// errNotJSON marks a line that is not a JSON object at all (plain output).
+var errNotJSON = errors.New("not a JSON object")
+
+// consoleDecoder parses console lines into spans. Not safe for concurrent use.
+type consoleDecoder struct {
+	*decoder
+	s       scan
+	scratch []byte // unescaped strings of the current line
+	// span keys seen in the current line, for the span/other decision
+	keys uint16
+	// dropped counts span attributes cut by MaxAttrs in the current line
+	dropped int
+}
+
+func newConsoleDecoder(l *model.Local, lim Limits) *consoleDecoder {
+	return &consoleDecoder{decoder: getDecoder(l, lim)}
+}
+
+func (c *consoleDecoder) release() {
+	putDecoder(c.decoder)
+	c.decoder = nil
+}
+
+const (
+	keyName = 1 << iota
+	keyContext
+	keyKind
+	keyStart
+)
+
+// line parses one line. For recSpan it returns the span; for the other kinds
+// the caller decodes the line with the matching OTLP/JSON function.
+func (c *consoleDecoder) line(b []byte) (model.Span, recordKind, error) {
+	c.s = scan{b: b}
+	c.scratch = c.scratch[:0]
+	c.keys = 0
+	c.dropped = 0
+	s := &c.s
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return model.Span{}, recOther, errNotJSON
+	}
+	sp := model.Span{Parent: -1}
+	var ex *model.Extra
+	size := 0
+	d := c.decoder
+	d.attrs.Reset()
+	kind := recOther
+	err := s.object(func(key []byte) error {
+		switch string(key) {
+		case "name":
+			v, err := c.str()
+			if err != nil {
+				return err
+			}
+			sp.Name = d.l.Intern(v)
+			size += tagged(5, len(v))
+			c.keys |= keyName
+		case "context":
+			var err error
+			sp.TraceID, sp.SpanID, err = c.context()
+			if err != nil {
+				return err
+			}
+			size += tagged(1, 16) + tagged(2, 8)
+			c.keys |= keyContext
+		case "kind":
+			v, err := c.str()
+			if err != nil {
+				return err
+			}
+			k, ok := parseKind(v)
+			if !ok {
+				return fmt.Errorf("unknown span kind %q", v)
+			}
+			sp.Kind = k
+			if k != 0 {
+				size += 2
+			}
+			c.keys |= keyKind
+		case "parent_id":
+			if s.null() {
+				return nil
+			}
+			v, err := c.str()
+			if err != nil {
+				return err
+			}
+			if sp.ParentID, err = model.ParseSpanID(string(v)); err != nil {
+				return fmt.Errorf("bad span id %q", v)
+			}
+			if !sp.ParentID.IsZero() {
+				size += tagged(4, 8)
+			}
+		case "start_time", "end_time":
+			if s.null() {
+				return nil
+			}
+			v, err := c.str()
+			if err != nil {
+				return err
+			}
+			t, err := parseISO(v)
+			if err != nil {
+				return err
+			}
+			if key[0] == 's' {
+				sp.Start = t
+				c.keys |= keyStart
+			} else {
+				sp.End = t
+			}
+			size += 9
+		case "status":
+			if s.null() {
+				return nil
+			}
+			code, msg, err := c.status()
+			if err != nil {
+				return err
+			}
+			sp.Status = code
+			inner := 0
+			if code != 0 {
+				inner += 2
+			}
+			if len(msg) > 0 {
+				inner += tagged(2, len(msg))
+				if ex == nil {
+					ex = new(model.Extra)
+				}
+				ex.StatusMessage = string(msg)
+			}
+			size += tagged(15, inner)
+		case "attributes":
+			n, err := c.attributes(&d.attrs, &sp, true)
+			if err != nil {
+				return err
+			}
+			size += n
+		case "events":
+			if s.null() {
+				return nil
+			}
+			return s.array(func(i int) error {
+				ev, n, err := c.event(&sp)
+				if err != nil {
+					return atIndex("events", i, err)
+				}
+				if ex == nil {
+					ex = new(model.Extra)
+				}
+				ex.Events = append(ex.Events, ev)
+				size += tagged(11, n)
+				return nil
+			})
+		case "links":
+			if s.null() {
+				return nil
+			}
+			return s.array(func(i int) error {
+				ln, n, err := c.link(&sp)
+				if err != nil {
+					return atIndex("links", i, err)
+				}
+				if ex == nil {
+					ex = new(model.Extra)
+				}
+				ex.Links = append(ex.Links, ln)
+				size += tagged(13, n)
+				return nil
+			})
+		case "resource":
+			id, err := c.resource()
+			if err != nil {
+				return err
+			}
+			sp.Resource = id
+		case "resource_spans", "resourceSpans":
+			kind = recOTLPTraces
+			return errStop
+		case "resource_metrics", "resourceMetrics":
+			kind = recMetrics
+			return errStop
+		case "resource_logs", "resourceLogs":
+			kind = recLogs
+			return errStop
+		case "body", "severity_text", "severity_number":
+			kind = recLogRecord
+			return errStop
+		default:
+			return s.skip()
+		}
+		return nil
+	})
+	if err == errStop {
+		return model.Span{}, kind, nil
+	}
+	if err != nil {
+		return model.Span{}, recOther, err
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return model.Span{}, recOther, fmt.Errorf("column %d: unexpected data after the object", s.i+1)
+	}
+	if c.keys&(keyName|keyContext) != keyName|keyContext {
+		return model.Span{}, recOther, nil
+	}
+	if sp.TraceID.IsZero() || sp.SpanID.IsZero() {
+		return model.Span{}, recOther, errors.New("context: trace_id and span_id are required")
+	}
+	if d.attrs.Count() > 0 {
+		sp.Attrs = d.attrs.Attrs()
+	}
+	if sp.Flags&model.FlagAttrsCapped != 0 {
+		if ex == nil {
+			ex = new(model.Extra)
+		}
+		ex.DroppedAttrs = uint32(c.dropped)
+	}
+	c.dropped = 0
+	sp.Extra = ex
+	// The Python OTLP exporter always sends flags (fixed32) and a status.
+	size += 6
+	if sp.Status == 0 && (ex == nil || ex.StatusMessage == "") {
+		size += 2
+	}
+	sp.WireSize = uint32(size)
+	return sp, recSpan, nil
+}
+
+var errStop = errors.New("stop")
+
+// tagged is the encoded size of a length-delimited field with a one-byte tag.
+func tagged(num int, n int) int {
+	t := 1
+	if num >= 16 {
+		t = 2
+	}
+	return t + protowire.SizeVarint(uint64(n)) + n
+}
+
+var kindByName = map[string]model.Kind{
+	"SpanKind.INTERNAL": model.KindInternal, "SpanKind.SERVER": model.KindServer,
+	"SpanKind.CLIENT": model.KindClient, "SpanKind.PRODUCER": model.KindProducer,
+	"SpanKind.CONSUMER": model.KindConsumer,
+}
+
+func parseKind(v []byte) (model.Kind, bool) {
+	if k, ok := kindByName[string(v)]; ok {
+		return k, true
+	}
+	s := string(bytes.TrimPrefix(bytes.TrimPrefix(v, []byte("SpanKind.")), []byte("SPAN_KIND_")))
+	for i, n := range kindEnum {
+		if s == n {
+			return model.Kind(i), true
+		}
+	}
+	return 0, false
+}
+
+// str reads a string value, unescaped.
+func (c *consoleDecoder) str() ([]byte, error) {
+	v, scr, err := c.s.str(c.scratch)
+	c.scratch = scr
+	return v, err
+}
+
+// context reads {"trace_id": "0x…", "span_id": "0x…", "trace_state": …}.
+func (c *consoleDecoder) context() (tid model.TraceID, sid model.SpanID, err error) {
+	err = c.s.object(func(key []byte) error {
+		switch string(key) {
+		case "trace_id":
+			v, err := c.str()
+			if err != nil {
+				return err
+			}
+			if tid, err = model.ParseTraceID(string(v)); err != nil {
+				return at("trace_id", fmt.Errorf("bad trace id %q", v))
+			}
+		case "span_id":
+			v, err := c.str()
+			if err != nil {
+				return err
+			}
+			if sid, err = model.ParseSpanID(string(v)); err != nil {
+				return at("span_id", fmt.Errorf("bad span id %q", v))
+			}
+		default:
+			return c.s.skip()
+		}
+		return nil
+	})
+	if err != nil {
+		return tid, sid, at("context", err)
+	}
+	return tid, sid, nil
+}
+
+func (c *consoleDecoder) status() (model.StatusCode, []byte, error) {
+	var code model.StatusCode
+	var msg []byte
+	err := c.s.object(func(key []byte) error {
+		switch string(key) {
+		case "status_code":
+			v, err := c.str()
+			if err != nil {
+				return err
+			}
+			s := string(bytes.TrimPrefix(bytes.TrimPrefix(v, []byte("StatusCode.")), []byte("STATUS_CODE_")))
+			switch s {
+			case "UNSET":
+				code = model.StatusUnset
+			case "OK":
+				code = model.StatusOK
+			case "ERROR":
+				code = model.StatusError
+			default:
+				return fmt.Errorf("unknown status code %q", v)
+			}
+		case "description":
+			if c.s.null() {
+				return nil
+			}
+			v, err := c.str()
+			if err != nil {
+				return err
+			}
+			msg = v
+		default:
+			return c.s.skip()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, at("status", err)
+	}
+	return code, msg, nil
+}
+
+// attributes reads a {"key": value, ...} object into ab and returns the
+// encoded size of the attributes as OTLP KeyValues (field 9 of a span, 3 of
+// an event, 4 of a link: all one-byte tags). onSpan marks span attributes,
+// which carry the truncated marker and the dropped count.
+func (c *consoleDecoder) attributes(ab *model.AttrBuilder, sp *model.Span, onSpan bool) (int, error) {
+	if c.s.null() {
+		return 0, nil
+	}
+	d := c.decoder
+	size := 0
+	err := c.s.object(func(key []byte) error {
+		k := d.l.Intern(key)
+		v, n, err := c.value(0)
+		if err != nil {
+			return at(strconv.Quote(string(key)), err)
+		}
+		size += tagged(9, tagged(1, len(key))+tagged(2, n))
+		if ab.Count() >= d.lim.MaxAttrs {
+			d.rep.AttrsDropped++
+			sp.Flags |= model.FlagAttrsCapped
+			if onSpan {
+				c.dropped++
+			}
+			return nil
+		}
+		if onSpan && k == d.truncKey && isTrue(v) {
+			sp.Flags |= model.FlagTruncated
+		}
+		d.addAttr(ab, k, v)
+		return nil
+	})
+	if err != nil {
+		return 0, at("attributes", err)
+	}
+	return size, nil
+}
+
+// value reads one attribute value and returns it with its encoded AnyValue
+// size. Arrays and objects become their compact JSON text, the same text the
+// protobuf decoder renders.
+func (c *consoleDecoder) value(depth int) (value, int, error) {
+	s := &c.s
+	s.ws()
+	if s.i >= len(s.b) {
+		return value{}, 0, errTruncatedLine
+	}
+	switch ch := s.b[s.i]; {
+	case ch == '"':
+		v, err := c.str()
+		return value{kind: model.ValString, s: v}, tagged(1, len(v)), err
+	case ch == 't' || ch == 'f':
+		if s.lit("true") {
+			return value{kind: model.ValBool, b: true}, 2, nil
+		}
+		if s.lit("false") {
+			return value{kind: model.ValBool}, 2, nil
+		}
+	case ch == 'n':
+		if s.lit("null") {
+			return value{kind: model.ValString}, 0, nil
+		}
+	case ch == '[' || ch == '{':
+		start := 0
+		var n int
+		var err error
+		c.text, n, err = c.render(c.text[:0], depth)
+		if err != nil {
+			return value{}, 0, err
+		}
+		kind, num := model.ValArray, 5
+		if ch == '{' {
+			kind, num = model.ValMap, 6
+		}
+		v := value{kind: kind, s: c.text[start:]}
+		return v, tagged(num, n), nil
+	default:
+		num, isFloat, err := s.number()
+		if err != nil {
+			return value{}, 0, err
+		}
+		if !isFloat {
+			if i, err := strconv.ParseInt(string(num), 10, 64); err == nil {
+				return value{kind: model.ValInt, i: i}, 1 + protowire.SizeVarint(uint64(i)), nil
+			}
+		}
+		f, err := parseFloat(num)
+		if err != nil {
+			return value{}, 0, err
+		}
+		return value{kind: model.ValDouble, f: f}, 9, nil
+	}
+	return value{}, 0, s.errorf("invalid value")
+}
+
+func parseFloat(num []byte) (float64, error) {
+	switch string(num) {
+	case "NaN":
+		return math.NaN(), nil
+	case "Infinity":
+		return math.Inf(1), nil
+	case "-Infinity":
+		return math.Inf(-1), nil
+	}
+	f, err := strconv.ParseFloat(string(num), 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad number %q", num)
+	}
+	return f, nil
+}
+
+// render appends the compact JSON text of the array or object at the cursor
+// and returns the encoded size of its ArrayValue or KeyValueList.
+func (c *consoleDecoder) render(dst []byte, depth int) ([]byte, int, error) {
+	if depth >= maxDepth {
+		return dst, 0, errTooDeep
+	}
+	s := &c.s
+	size := 0
+	if s.b[s.i] == '[' {
+		dst = append(dst, '[')
+		err := s.array(func(i int) error {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var n int
+			var err error
+			dst, n, err = c.renderElem(dst, depth)
+			size += tagged(1, n)
+			return err
+		})
+		return append(dst, ']'), size, err
+	}
+	dst = append(dst, '{')
+	first := true
+	err := s.object(func(key []byte) error {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendJSONString(dst, key)
+		dst = append(dst, ':')
+		klen := len(key)
+		var n int
+		var err error
+		dst, n, err = c.renderElem(dst, depth)
+		size += tagged(1, tagged(1, klen)+tagged(2, n))
+		return err
+	})
+	return append(dst, '}'), size, err
+}
+
+// renderElem appends one element of an array or object and returns its
+// encoded AnyValue size.
+func (c *consoleDecoder) renderElem(dst []byte, depth int) ([]byte, int, error) {
+	s := &c.s
+	s.ws()
+	if s.i >= len(s.b) {
+		return dst, 0, errTruncatedLine
+	}
+	switch ch := s.b[s.i]; {
+	case ch == '[' || ch == '{':
+		var n int
+		var err error
+		dst, n, err = c.render(dst, depth+1)
+		if ch == '[' {
+			return dst, tagged(5, n), err
+		}
+		return dst, tagged(6, n), err
+	case ch == '"':
+		v, err := c.str()
+		return appendJSONString(dst, v), tagged(1, len(v)), err
+	case s.lit("true"):
+		return append(dst, "true"...), 2, nil
+	case s.lit("false"):
+		return append(dst, "false"...), 2, nil
+	case s.lit("null"):
+		return append(dst, "null"...), 0, nil
+	}
+	num, isFloat, err := s.number()
+	if err != nil {
+		return dst, 0, err
+	}
+	if !isFloat {
+		if i, err := strconv.ParseInt(string(num), 10, 64); err == nil {
+			return strconv.AppendInt(dst, i, 10), 1 + protowire.SizeVarint(uint64(i)), nil
+		}
+	}
+	f, err := parseFloat(num)
+	if err != nil {
+		return dst, 0, err
+	}
+	return appendFloat(dst, f), 9, nil
+}
+
+func (c *consoleDecoder) event(sp *model.Span) (model.Event, int, error) {
+	var ev model.Event
+	d := c.decoder
+	d.sub.Reset()
+	size := 0
+	err := c.s.object(func(key []byte) error {
+		switch string(key) {
+		case "name":
+			v, err := c.str()
+			if err != nil {
+				return err
+			}
+			ev.Name = d.l.Intern(v)
+			if string(v) == exceptionEvent {
+				sp.Flags |= model.FlagException
+			}
+			size += tagged(2, len(v))
+		case "timestamp":
+			if c.s.null() {
+				return nil
+			}
+			v, err := c.str()
+			if err != nil {
+				return err
+			}
+			if ev.Time, err = parseISO(v); err != nil {
+				return err
+			}
+			size += 9
+		case "attributes":
+			n, err := c.attributes(&d.sub, sp, false)
+			if err != nil {
+				return err
+			}
+			size += n
+		default:
+			return c.s.skip()
+		}
+		return nil
+	})
+	ev.Attrs = d.sub.Attrs()
+	return ev, size, err
+}
+
+func (c *consoleDecoder) link(sp *model.Span) (model.Link, int, error) {
+	var ln model.Link
+	d := c.decoder
+	d.sub.Reset()
+	size := 6 // flags, as the OTLP exporter sends them
+	err := c.s.object(func(key []byte) error {
+		switch string(key) {
+		case "context":
+			var err error
+			ln.TraceID, ln.SpanID, err = c.context()
+			size += tagged(1, 16) + tagged(2, 8)
+			return err
+		case "attributes":
+			n, err := c.attributes(&d.sub, sp, false)
+			size += n
+			return err
+		}
+		return c.s.skip()
+	})
+	ln.Attrs = d.sub.Attrs()
+	return ln, size, err
+}
+
+// resource reads {"attributes": {...}, "schema_url": ""}; every line of one
+// process repeats it, so it is cached by its raw text.
+func (c *consoleDecoder) resource() (model.ResourceID, error) {
+	s := &c.s
+	s.ws()
+	start := s.i
+	if err := s.skip(); err != nil {
+		return 0, at("resource", err)
+	}
+	raw := s.b[start:s.i]
+	d := c.decoder
+	if id, ok := d.res[string(raw)]; ok {
+		return id, nil
+	}
+	// Parse the resource from its own text with a nested scanner.
+	outer := c.s
+	c.s = scan{b: raw}
+	defer func() { c.s = outer }()
+	if c.s.null() {
+		return 0, nil
+	}
+	var service []byte
+	var ab model.AttrBuilder
+	err := c.s.object(func(key []byte) error {
+		if string(key) != "attributes" {
+			return c.s.skip()
+		}
+		return c.s.object(func(key []byte) error {
+			k := d.l.Intern(key)
+			v, _, err := c.value(0)
+			if err != nil {
+				return at(strconv.Quote(string(key)), err)
+			}
+			if k == d.svcKey && v.kind == model.ValString {
+				service = append(service[:0], v.s...)
+			}
+			d.addAttr(&ab, k, v)
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, at("resource", err)
+	}
+	id := d.l.Interner().InternResource(ab.Sorted(d.l.Interner()), d.l.Intern(service))
+	d.res[string(raw)] = id
+	return id, nil
+}
+
+// parseISO reads an ISO 8601 time as the Python SDK prints it
+// ("2026-11-29T18:55:26.369990Z") quickly, and any RFC 3339 time otherwise.
+func parseISO(v []byte) (int64, error) {
+	if len(v) >= 20 && v[4] == '-' && v[7] == '-' && v[10] == 'T' && v[13] == ':' && v[16] == ':' && v[len(v)-1] == 'Z' {
+		ok := true
+		num := func(b []byte) int {
+			n := 0
+			for _, c := range b {
+				if c < '0' || c > '9' {
+					ok = false
+					return 0
+				}
+				n = n*10 + int(c-'0')
+			}
+			return n
+		}
+		y, mo, d := num(v[0:4]), num(v[5:7]), num(v[8:10])
+		h, mi, s := num(v[11:13]), num(v[14:16]), num(v[17:19])
+		ns := 0
+		frac := v[19 : len(v)-1]
+		if len(frac) > 0 {
+			if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+				ok = false
+			} else {
+				ns = num(frac[1:])
+				for i := len(frac) - 1; i < 9; i++ {
+					ns *= 10
+				}
+			}
+		}
+		// int64 nanoseconds span the years 1678 to 2261.
+		if ok && y > 1677 && y < 2262 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h < 24 && mi < 60 && s < 61 {
+			return (daysFromCivil(y, mo, d)*86400+int64(h*3600+mi*60+s))*1e9 + int64(ns), nil
+		}
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(v))
+	if err == nil && (t.Year() < 1678 || t.Year() > 2261) {
+		err = errors.New("out of range")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("bad time %q: want ISO 8601 like 2026-11-29T18:55:26.369990Z", v)
+	}
+	return t.UnixNano(), nil
+}
+
+// daysFromCivil returns days since 1970-01-01 of a proleptic Gregorian date.
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
+}
+
+// errTruncatedLine marks a line that ends inside a JSON value.
+var errTruncatedLine = errors.New("line ends inside a JSON value")
+
+// scan is a minimal JSON scanner over one line.
+type scan struct {
+	b []byte
+	i int
+}
+
+func (s *scan) errorf(format string, args ...any) error {
+	if s.i >= len(s.b) {
+		return errTruncatedLine
+	}
+	return fmt.Errorf("column %d: %s", s.i+1, fmt.Sprintf(format, args...))
+}
+
+func (s *scan) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scan) lit(w string) bool {
+	if len(s.b)-s.i >= len(w) && string(s.b[s.i:s.i+len(w)]) == w {
+		s.i += len(w)
+		return true
+	}
+	return false
+}
+
+// null consumes a null literal if one is next.
+func (s *scan) null() bool {
+	s.ws()
+	return s.lit("null")
+}
+
+// object reads {"key": value, ...}, calling fn with the cursor on each value;
+// fn must consume the value.
+func (s *scan) object(fn func(key []byte) error) error {
+	s.ws()
+	if s.i >= len(s.b) {
+		return errTruncatedLine
+	}
+	if s.b[s.i] != '{' {
+		return s.errorf("want an object")
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return nil
+	}
+	var keyBuf []byte
+	for {
+		s.ws()
+		k, kb, err := s.str(keyBuf[:0])
+		if err != nil {
+			return err
+		}
+		keyBuf = kb
+		s.ws()
+		if s.i >= len(s.b) {
+			return errTruncatedLine
+		}
+		if s.b[s.i] != ':' {
+			return s.errorf("want ':' after key")
+		}
+		s.i++
+		s.ws()
+		if err := fn(k); err != nil {
+			return err
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return errTruncatedLine
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return s.errorf("want ',' or '}'")
+		}
+	}
+}
+
+// array reads [value, ...], calling fn with the cursor on each element.
+func (s *scan) array(fn func(i int) error) error {
+	s.ws()
+	if s.i >= len(s.b) {
+		return errTruncatedLine
+	}
+	if s.b[s.i] != '[' {
+		return s.errorf("want an array")
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return nil
+	}
+	for i := 0; ; i++ {
+		s.ws()
+		if err := fn(i); err != nil {
+			return err
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return errTruncatedLine
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return s.errorf("want ',' or ']'")
+		}
+	}
+}
+
+// str reads a JSON string. Without escapes it returns a slice of the line;
+// with escapes it unescapes into scr (appending) and returns that part.
+func (s *scan) str(scr []byte) ([]byte, []byte, error) {
+	if s.i >= len(s.b) {
+		return nil, scr, errTruncatedLine
+	}
+	if s.b[s.i] != '"' {
+		return nil, scr, s.errorf("want a string")
+	}
+	s.i++
+	rest := s.b[s.i:]
+	q := bytes.IndexByte(rest, '"')
+	if q < 0 {
+		return nil, scr, errTruncatedLine
+	}
+	if bytes.IndexByte(rest[:q], '\\') < 0 {
+		v := rest[:q]
+		if hasControl(v) {
+			return nil, scr, s.errorf("control character in string")
+		}
+		s.i += q + 1
+		return v, scr, nil
+	}
+	start := len(scr)
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return scr[start:], scr, nil
+		case c == '\\':
+			if s.i+1 >= len(s.b) {
+				return nil, scr, errTruncatedLine
+			}
+			e := s.b[s.i+1]
+			s.i += 2
+			switch e {
+			case '"', '\\', '/':
+				scr = append(scr, e)
+			case 'b':
+				scr = append(scr, '\b')
+			case 'f':
+				scr = append(scr, '\f')
+			case 'n':
+				scr = append(scr, '\n')
+			case 'r':
+				scr = append(scr, '\r')
+			case 't':
+				scr = append(scr, '\t')
+			case 'u':
+				r, ok := s.hex4()
+				if !ok {
+					return nil, scr, s.errorf("bad \\u escape")
+				}
+				if utf16.IsSurrogate(r) {
+					save := s.i
+					if s.lit(`\u`) {
+						if r2, ok := s.hex4(); ok {
+							if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+								scr = utf8.AppendRune(scr, dec)
+								continue
+							}
+						}
+					}
+					s.i = save
+					r = utf8.RuneError
+				}
+				scr = utf8.AppendRune(scr, r)
+			default:
+				return nil, scr, s.errorf("bad escape \\%c", e)
+			}
+		case c < 0x20:
+			return nil, scr, s.errorf("control character in string")
+		default:
+			scr = append(scr, c)
+			s.i++
+		}
+	}
+	return nil, scr, errTruncatedLine
+}
+
+func hasControl(v []byte) bool {
+	for _, c := range v {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scan) hex4() (rune, bool) {
+	if len(s.b)-s.i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s.b[s.i : s.i+4] {
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			v = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(v)
+	}
+	s.i += 4
+	return r, true
+}
+
+// number reads a JSON number (and Python's NaN, Infinity, -Infinity).
+func (s *scan) number() ([]byte, bool, error) {
+	start := s.i
+	for _, w := range []string{"NaN", "Infinity", "-Infinity"} {
+		if s.lit(w) {
+			return s.b[start:s.i], true, nil
+		}
+	}
+	isFloat := false
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		if c >= '0' && c <= '9' || c == '-' || c == '+' {
+			s.i++
+			continue
+		}
+		if c == '.' || c == 'e' || c == 'E' {
+			isFloat = true
+			s.i++
+			continue
+		}
+		break
+	}
+	if s.i == start {
+		return nil, false, s.errorf("invalid value")
+	}
+	return s.b[start:s.i], isFloat, nil
+}
+
+// skip consumes one value of any type.
+func (s *scan) skip() error {
+	s.ws()
+	if s.i >= len(s.b) {
+		return errTruncatedLine
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		return s.object(func([]byte) error { return s.skip() })
+	case c == '[':
+		return s.array(func(int) error { return s.skip() })
+	case c == '"':
+		return s.skipStr()
+	case s.lit("true"), s.lit("false"), s.lit("null"):
+		return nil
+	}
+	_, _, err := s.number()
+	return err
+}
+
+// skipStr consumes a string without unescaping it.
+func (s *scan) skipStr() error {
+	s.i++
+	for {
+		q := bytes.IndexByte(s.b[s.i:], '"')
+		if q < 0 {
+			return errTruncatedLine
+		}
+		// Count the backslashes before the quote: an odd number escapes it.
+		j := s.i + q
+		n := 0
+		for k := j - 1; k >= s.i && s.b[k] == '\\'; k-- {
+			n++
+		}
+		s.i = j + 1
+		if n%2 == 0 {
+			return nil
+		}
+	}
+}

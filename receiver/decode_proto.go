@@ -1,0 +1,869 @@
+package receiver
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/nemo-gym/gymtrace/model"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Attribute names and event names the decoders give meaning to.
+const (
+	truncatedKey   = "nemo.span.truncated"
+	serviceNameKey = "service.name"
+	exceptionEvent = "exception"
+)
+
+// pathError is a decode error at a place in the message, e.g.
+// resource_spans[0].scope_spans[1].spans[3]: truncated.
+type pathError struct {
+	path string
+	err  error
+}
+
+func (e *pathError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *pathError) Unwrap() error { return e.err }
+
+// at prefixes err's path with elem.
+func at(elem string, err error) error {
+	var pe *pathError
+	if errors.As(err, &pe) {
+		return &pathError{path: elem + "." + pe.path, err: pe.err}
+	}
+	return &pathError{path: elem, err: err}
+}
+
+func atIndex(field string, i int, err error) error {
+	return at(field+"["+strconv.Itoa(i)+"]", err)
+}
+
+// errTruncated names a message that ends inside a field.
+var errTruncated = errors.New("truncated")
+
+// wireErr turns a protowire parse failure into a short cause.
+func wireErr(n int) error {
+	err := protowire.ParseError(n)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return errTruncated
+	}
+	return fmt.Errorf("bad tag or value: %w", err)
+}
+
+// field is one decoded protobuf field. For length-delimited fields b holds
+// the payload; for varint and fixed fields v holds the value.
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	v   uint64
+	b   []byte
+}
+
+// nextField consumes one field from b.
+func nextField(b []byte) (field, []byte, error) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return field{}, nil, wireErr(n)
+	}
+	b = b[n:]
+	f := field{num: num, typ: typ}
+	switch typ {
+	case protowire.VarintType:
+		f.v, n = protowire.ConsumeVarint(b)
+	case protowire.Fixed64Type:
+		f.v, n = protowire.ConsumeFixed64(b)
+	case protowire.Fixed32Type:
+		var v uint32
+		v, n = protowire.ConsumeFixed32(b)
+		f.v = uint64(v)
+	case protowire.BytesType:
+		f.b, n = protowire.ConsumeBytes(b)
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, b)
+	}
+	if n < 0 {
+		return field{}, nil, wireErr(n)
+	}
+	return f, b[n:], nil
+}
+
+// decoder holds the per-call scratch state of the decoders. Decoders are
+// pooled so a busy receiver reuses the buffers and the resource cache.
+type decoder struct {
+	l   *model.Local
+	lim Limits
+	rep Report
+
+	attrs model.AttrBuilder // the span's attributes
+	sub   model.AttrBuilder // an event's, a link's or a resource's attributes
+	text  []byte            // scratch for rendered values
+
+	// res caches resource ids by the resource's raw bytes: every request from
+	// one process repeats the same resource, so it is decoded once. The ids
+	// belong to one Interner; the cache is cleared when it changes.
+	res   map[string]model.ResourceID
+	resOf *model.Interner
+
+	truncKey, svcKey model.Str
+	keysOf           *model.Interner
+
+	spans []model.Span
+	// rs and ss index the resource_spans and scope_spans being decoded, to
+	// name a rejected span's place.
+	rs, ss int
+}
+
+var decoders = sync.Pool{New: func() any {
+	return &decoder{res: make(map[string]model.ResourceID)}
+}}
+
+// getDecoder returns a pooled decoder bound to l.
+func getDecoder(l *model.Local, lim Limits) *decoder {
+	d := decoders.Get().(*decoder)
+	d.l = l
+	d.lim = lim.norm()
+	d.rep = Report{}
+	if t := l.Interner(); d.resOf != t {
+		clear(d.res)
+		d.resOf = t
+	}
+	if d.keysOf != l.Interner() {
+		d.truncKey = l.Intern([]byte(truncatedKey))
+		d.svcKey = l.Intern([]byte(serviceNameKey))
+		d.keysOf = l.Interner()
+	}
+	return d
+}
+
+func putDecoder(d *decoder) {
+	d.l = nil
+	d.spans = nil
+	if len(d.res) > 1024 {
+		clear(d.res)
+	}
+	if cap(d.text) > 1<<20 {
+		d.text = nil
+	}
+	decoders.Put(d)
+}
+
+// DecodeProto decodes an OTLP ExportTraceServiceRequest (protobuf wire bytes)
+// straight into compact spans, interning through l. It never keeps a
+// reference to b. Invalid spans (wrong id lengths) are left out and counted
+// in the Report; malformed wire data fails the whole request with an error
+// naming the field path.
+func DecodeProto(l *model.Local, b []byte, lim Limits) (model.Batch, Report, error) {
+	d := getDecoder(l, lim)
+	defer putDecoder(d)
+	// A span costs at least ~40 wire bytes; guess generously to avoid regrowth.
+	d.spans = make([]model.Span, 0, min(len(b)/128+1, 4096))
+	for i := 0; len(b) > 0; {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return model.Batch{}, d.rep, atIndex("resource_spans", i, err)
+		}
+		b = rest
+		if f.num != 1 || f.typ != protowire.BytesType {
+			continue
+		}
+		d.rs = i
+		if err := d.resourceSpans(f.b); err != nil {
+			return model.Batch{}, d.rep, atIndex("resource_spans", i, err)
+		}
+		i++
+	}
+	return model.Batch{Spans: d.spans}, d.rep, nil
+}
+
+func (d *decoder) resourceSpans(b []byte) error {
+	var res model.ResourceID
+	var scopes [][]byte
+	// The resource may follow the scope spans on the wire; collect first.
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return err
+		}
+		b = rest
+		if f.typ != protowire.BytesType {
+			continue
+		}
+		switch f.num {
+		case 1:
+			id, err := d.resource(f.b)
+			if err != nil {
+				return at("resource", err)
+			}
+			res = id
+		case 2:
+			scopes = append(scopes, f.b)
+		}
+	}
+	for i, s := range scopes {
+		d.ss = i
+		if err := d.scopeSpans(s, res); err != nil {
+			return atIndex("scope_spans", i, err)
+		}
+	}
+	return nil
+}
+
+// resource interns a Resource message, cached by its bytes.
+func (d *decoder) resource(raw []byte) (model.ResourceID, error) {
+	if id, ok := d.res[string(raw)]; ok {
+		return id, nil
+	}
+	d.sub.Reset()
+	var service []byte
+	b := raw
+	for i := 0; len(b) > 0; {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return 0, err
+		}
+		b = rest
+		if f.num != 1 || f.typ != protowire.BytesType {
+			continue
+		}
+		k, v, err := d.keyValue(f.b, 0)
+		if err != nil {
+			return 0, atIndex("attributes", i, err)
+		}
+		d.addAttr(&d.sub, k, v)
+		if k == d.svcKey && v.kind == model.ValString {
+			service = append(service[:0], v.s...)
+		}
+		i++
+	}
+	attrs := d.sub.Sorted(d.l.Interner())
+	id := d.l.Interner().InternResource(attrs, d.l.Intern(service))
+	d.res[string(raw)] = id
+	return id, nil
+}
+
+func (d *decoder) scopeSpans(b []byte, res model.ResourceID) error {
+	for i := 0; len(b) > 0; {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return atIndex("spans", i, err)
+		}
+		b = rest
+		if f.num != 2 || f.typ != protowire.BytesType {
+			continue
+		}
+		sp, reason, err := d.span(f.b, res)
+		if err != nil {
+			return atIndex("spans", i, err)
+		}
+		if reason != "" {
+			d.rep.reject(fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]: %s", d.rs, d.ss, i, reason))
+		} else {
+			d.spans = append(d.spans, sp)
+		}
+		i++
+	}
+	return nil
+}
+
+// value is one decoded attribute value; s may point into the request or into
+// the decoder's scratch text, so it is only valid until the next value.
+type value struct {
+	kind model.ValueKind
+	s    []byte
+	i    int64
+	f    float64
+	b    bool
+}
+
+// idLenReason explains an id of the wrong length, or returns "".
+func idLenReason(name string, got, want int, optional bool) string {
+	if got == want || (optional && got == 0) {
+		return ""
+	}
+	return fmt.Sprintf("%s has %d bytes, want %d", name, got, want)
+}
+
+// span decodes one Span message. A non-empty reason means the span is invalid
+// and must be rejected; err means the wire data is malformed.
+func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason string, err error) {
+	sp.Resource = res
+	sp.Parent = -1
+	sp.WireSize = uint32(len(b))
+	var ex *model.Extra
+	extra := func() *model.Extra {
+		if ex == nil {
+			ex = new(model.Extra)
+		}
+		return ex
+	}
+	tidLen, sidLen := 0, 0
+	d.attrs.Reset()
+	nattr, nev, nlink := 0, 0, 0
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return sp, "", err
+		}
+		b = rest
+		switch f.typ {
+		case protowire.BytesType:
+			switch f.num {
+			case 1:
+				tidLen = len(f.b)
+				copy(sp.TraceID[:], f.b)
+			case 2:
+				sidLen = len(f.b)
+				copy(sp.SpanID[:], f.b)
+			case 4:
+				if r := idLenReason("parent_span_id", len(f.b), 8, true); r != "" {
+					reason = r
+				}
+				sp.ParentID = model.SpanID{}
+				copy(sp.ParentID[:], f.b)
+			case 5:
+				sp.Name = d.l.Intern(f.b)
+			case 9:
+				k, v, err := d.keyValue(f.b, 0)
+				if err != nil {
+					return sp, "", atIndex("attributes", nattr, err)
+				}
+				nattr++
+				if d.attrs.Count() >= d.lim.MaxAttrs {
+					d.rep.AttrsDropped++
+					sp.Flags |= model.FlagAttrsCapped
+					extra().DroppedAttrs++
+					continue
+				}
+				if k == d.truncKey && isTrue(v) {
+					sp.Flags |= model.FlagTruncated
+				}
+				d.addAttr(&d.attrs, k, v)
+			case 11:
+				ev, err := d.event(f.b, &sp)
+				if err != nil {
+					return sp, "", atIndex("events", nev, err)
+				}
+				nev++
+				extra().Events = append(extra().Events, ev)
+			case 13:
+				ln, err := d.link(f.b, &sp)
+				if err != nil {
+					return sp, "", atIndex("links", nlink, err)
+				}
+				nlink++
+				extra().Links = append(extra().Links, ln)
+			case 15:
+				// Repeated message fields merge, as in proto.Merge: a later
+				// status overrides only the fields it sets.
+				msg, hasMsg, code, hasCode, err := spanStatus(f.b)
+				if err != nil {
+					return sp, "", at("status", err)
+				}
+				if hasCode {
+					sp.Status = code
+				}
+				if hasMsg {
+					if len(msg) > 0 || ex != nil {
+						extra().StatusMessage = string(msg)
+					}
+				}
+			}
+		case protowire.VarintType:
+			switch f.num {
+			case 6:
+				if f.v <= uint64(model.KindConsumer) {
+					sp.Kind = model.Kind(f.v)
+				}
+			case 10:
+				if f.v > 0 {
+					extra().DroppedAttrs += uint32(min(f.v, math.MaxUint32))
+				}
+			}
+		case protowire.Fixed64Type:
+			switch f.num {
+			case 7:
+				sp.Start = int64(f.v)
+			case 8:
+				sp.End = int64(f.v)
+			}
+		}
+	}
+	if r := idLenReason("span_id", sidLen, 8, false); r != "" {
+		reason = r
+	}
+	if r := idLenReason("trace_id", tidLen, 16, false); r != "" {
+		reason = r
+	}
+	if reason == "" && sp.TraceID.IsZero() {
+		reason = "trace_id is all zeros"
+	}
+	if reason == "" && sp.SpanID.IsZero() {
+		reason = "span_id is all zeros"
+	}
+	sp.Attrs = d.attrs.Attrs()
+	sp.Extra = ex
+	return sp, reason, nil
+}
+
+func isTrue(v value) bool {
+	switch v.kind {
+	case model.ValBool:
+		return v.b
+	case model.ValString:
+		return string(v.s) == "true"
+	}
+	return false
+}
+
+func (d *decoder) event(b []byte, sp *model.Span) (model.Event, error) {
+	var ev model.Event
+	d.sub.Reset()
+	for i := 0; len(b) > 0; {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return ev, err
+		}
+		b = rest
+		switch {
+		case f.num == 1 && f.typ == protowire.Fixed64Type:
+			ev.Time = int64(f.v)
+		case f.num == 2 && f.typ == protowire.BytesType:
+			ev.Name = d.l.Intern(f.b)
+			if string(f.b) == exceptionEvent {
+				sp.Flags |= model.FlagException
+			}
+		case f.num == 3 && f.typ == protowire.BytesType:
+			k, v, err := d.keyValue(f.b, 0)
+			if err != nil {
+				return ev, atIndex("attributes", i, err)
+			}
+			i++
+			if d.sub.Count() >= d.lim.MaxAttrs {
+				d.rep.AttrsDropped++
+				sp.Flags |= model.FlagAttrsCapped
+				continue
+			}
+			d.addAttr(&d.sub, k, v)
+		}
+	}
+	ev.Attrs = d.sub.Attrs()
+	return ev, nil
+}
+
+func (d *decoder) link(b []byte, sp *model.Span) (model.Link, error) {
+	var ln model.Link
+	d.sub.Reset()
+	for i := 0; len(b) > 0; {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return ln, err
+		}
+		b = rest
+		if f.typ != protowire.BytesType {
+			continue
+		}
+		switch f.num {
+		case 1:
+			if len(f.b) == 16 {
+				copy(ln.TraceID[:], f.b)
+			}
+		case 2:
+			if len(f.b) == 8 {
+				copy(ln.SpanID[:], f.b)
+			}
+		case 4:
+			k, v, err := d.keyValue(f.b, 0)
+			if err != nil {
+				return ln, atIndex("attributes", i, err)
+			}
+			i++
+			if d.sub.Count() >= d.lim.MaxAttrs {
+				d.rep.AttrsDropped++
+				sp.Flags |= model.FlagAttrsCapped
+				continue
+			}
+			d.addAttr(&d.sub, k, v)
+		}
+	}
+	ln.Attrs = d.sub.Attrs()
+	return ln, nil
+}
+
+func spanStatus(b []byte) (msg []byte, hasMsg bool, code model.StatusCode, hasCode bool, err error) {
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return nil, false, 0, false, err
+		}
+		b = rest
+		switch {
+		case f.num == 2 && f.typ == protowire.BytesType:
+			msg, hasMsg = f.b, true
+		case f.num == 3 && f.typ == protowire.VarintType:
+			code, hasCode = 0, true
+			if f.v <= uint64(model.StatusError) {
+				code = model.StatusCode(f.v)
+			}
+		}
+	}
+	return msg, hasMsg, code, hasCode, nil
+}
+
+// addAttr adds v under k to ab, cutting values longer than the limit.
+func (d *decoder) addAttr(ab *model.AttrBuilder, k model.Str, v value) {
+	switch v.kind {
+	case model.ValBool:
+		ab.Bool(k, v.b)
+	case model.ValInt:
+		ab.Int(k, v.i)
+	case model.ValDouble:
+		ab.Double(k, v.f)
+	default:
+		s := v.s
+		if len(s) > d.lim.MaxValueLen {
+			s = truncUTF8(s, d.lim.MaxValueLen)
+			d.rep.ValuesTruncated++
+		}
+		if v.kind == model.ValString {
+			ab.String(d.l, k, s)
+		} else {
+			ab.Text(d.l, k, v.kind, s)
+		}
+	}
+}
+
+// maxDepth bounds nested array and map values, so a hostile request cannot
+// make the renderer recurse without end.
+const maxDepth = 32
+
+var errTooDeep = errors.New("values nested too deep")
+
+// keyValue decodes a KeyValue message: the interned key and its value.
+func (d *decoder) keyValue(b []byte, depth int) (model.Str, value, error) {
+	var key []byte
+	var raw []byte
+	hasValue := false
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return 0, value{}, err
+		}
+		b = rest
+		if f.typ != protowire.BytesType {
+			continue
+		}
+		switch f.num {
+		case 1:
+			key = f.b
+		case 2:
+			raw, hasValue = f.b, true
+		}
+	}
+	k := d.l.Intern(key)
+	if !hasValue {
+		return k, value{kind: model.ValString}, nil
+	}
+	v, err := d.anyValue(raw)
+	if err != nil {
+		return k, v, at("value", err)
+	}
+	return k, v, nil
+}
+
+// anyValue decodes an AnyValue; arrays, maps and bytes become their text.
+func (d *decoder) anyValue(b []byte) (value, error) {
+	v := value{kind: model.ValString}
+	var nested []byte
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return v, err
+		}
+		b = rest
+		switch {
+		case f.num == 1 && f.typ == protowire.BytesType:
+			v = value{kind: model.ValString, s: f.b}
+		case f.num == 2 && f.typ == protowire.VarintType:
+			v = value{kind: model.ValBool, b: f.v != 0}
+		case f.num == 3 && f.typ == protowire.VarintType:
+			v = value{kind: model.ValInt, i: int64(f.v)}
+		case f.num == 4 && f.typ == protowire.Fixed64Type:
+			v = value{kind: model.ValDouble, f: math.Float64frombits(f.v)}
+		case f.num == 5 && f.typ == protowire.BytesType:
+			v, nested = value{kind: model.ValArray}, f.b
+		case f.num == 6 && f.typ == protowire.BytesType:
+			v, nested = value{kind: model.ValMap}, f.b
+		case f.num == 7 && f.typ == protowire.BytesType:
+			v = value{kind: model.ValBytes, s: f.b}
+		}
+	}
+	switch v.kind {
+	case model.ValArray, model.ValMap:
+		var err error
+		d.text, err = renderList(d.text[:0], nested, v.kind == model.ValMap, 0)
+		if err != nil {
+			return v, err
+		}
+		v.s = d.text
+	case model.ValBytes:
+		d.text = base64.StdEncoding.AppendEncode(d.text[:0], v.s)
+		v.s = d.text
+	}
+	return v, nil
+}
+
+// renderList renders an ArrayValue or KeyValueList as compact JSON text, the
+// form every decoder keeps such values in, so the same value compares equal
+// whichever format it arrived in.
+func renderList(dst, b []byte, isMap bool, depth int) ([]byte, error) {
+	if depth >= maxDepth {
+		return dst, errTooDeep
+	}
+	open, close := byte('['), byte(']')
+	if isMap {
+		open, close = '{', '}'
+	}
+	dst = append(dst, open)
+	first := true
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return dst, err
+		}
+		b = rest
+		if f.num != 1 || f.typ != protowire.BytesType {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		if isMap {
+			var key, val []byte
+			kv := f.b
+			for len(kv) > 0 {
+				g, r, err := nextField(kv)
+				if err != nil {
+					return dst, err
+				}
+				kv = r
+				if g.typ == protowire.BytesType && g.num == 1 {
+					key = g.b
+				} else if g.typ == protowire.BytesType && g.num == 2 {
+					val = g.b
+				}
+			}
+			dst = appendJSONString(dst, key)
+			dst = append(dst, ':')
+			if dst, err = renderAny(dst, val, depth+1); err != nil {
+				return dst, err
+			}
+			continue
+		}
+		if dst, err = renderAny(dst, f.b, depth+1); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, close), nil
+}
+
+// renderAny renders one AnyValue inside an array or map.
+func renderAny(dst, b []byte, depth int) ([]byte, error) {
+	var last field
+	set := false
+	for len(b) > 0 {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return dst, err
+		}
+		b = rest
+		if f.num >= 1 && f.num <= 7 {
+			last, set = f, true
+		}
+	}
+	if !set {
+		return append(dst, "null"...), nil
+	}
+	f := last
+	switch {
+	case f.num == 1 && f.typ == protowire.BytesType:
+		return appendJSONString(dst, f.b), nil
+	case f.num == 2 && f.typ == protowire.VarintType:
+		return strconv.AppendBool(dst, f.v != 0), nil
+	case f.num == 3 && f.typ == protowire.VarintType:
+		return strconv.AppendInt(dst, int64(f.v), 10), nil
+	case f.num == 4 && f.typ == protowire.Fixed64Type:
+		return appendFloat(dst, math.Float64frombits(f.v)), nil
+	case f.num == 5 && f.typ == protowire.BytesType:
+		return renderList(dst, f.b, false, depth)
+	case f.num == 6 && f.typ == protowire.BytesType:
+		return renderList(dst, f.b, true, depth)
+	case f.num == 7 && f.typ == protowire.BytesType:
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, f.b)
+		return append(dst, '"'), nil
+	}
+	return append(dst, "null"...), nil
+}
+
+// appendFloat renders a double the way the value renderers agree on.
+func appendFloat(dst []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, "NaN"...)
+	case math.IsInf(f, 1):
+		return append(dst, "Infinity"...)
+	case math.IsInf(f, -1):
+		return append(dst, "-Infinity"...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendJSONString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			dst = append(dst, "\ufffd"...)
+		} else {
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(dst, '"')
+}
+
+// countNested walks a protobuf message along path (a field number per level,
+// each a repeated message) and counts the messages at the last level.
+func countNested(b []byte, path []protowire.Number, names []string) (int, error) {
+	n := 0
+	for i := 0; len(b) > 0; {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return n, atIndex(names[0], i, err)
+		}
+		b = rest
+		if f.num != path[0] || f.typ != protowire.BytesType {
+			continue
+		}
+		if len(path) == 1 {
+			n++
+		} else {
+			m, err := countNested(f.b, path[1:], names[1:])
+			if err != nil {
+				return n, atIndex(names[0], i, err)
+			}
+			n += m
+		}
+		i++
+	}
+	return n, nil
+}
+
+// CountMetricPoints counts the data points in a protobuf
+// ExportMetricsServiceRequest; metrics are counted, not stored.
+func CountMetricPoints(b []byte) (int, error) {
+	n := 0
+	for i := 0; len(b) > 0; {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return n, atIndex("resource_metrics", i, err)
+		}
+		b = rest
+		if f.num != 1 || f.typ != protowire.BytesType {
+			continue
+		}
+		// ResourceMetrics.scope_metrics (2) → ScopeMetrics.metrics (2).
+		rm := f.b
+		for j := 0; len(rm) > 0; {
+			g, r, err := nextField(rm)
+			if err != nil {
+				return n, atIndex("resource_metrics", i, atIndex("scope_metrics", j, err))
+			}
+			rm = r
+			if g.num != 2 || g.typ != protowire.BytesType {
+				continue
+			}
+			m, err := countMetrics(g.b)
+			if err != nil {
+				return n, atIndex("resource_metrics", i, atIndex("scope_metrics", j, err))
+			}
+			n += m
+			j++
+		}
+		i++
+	}
+	return n, nil
+}
+
+// countMetrics counts the points of every Metric in a ScopeMetrics message.
+func countMetrics(b []byte) (int, error) {
+	n := 0
+	for i := 0; len(b) > 0; {
+		f, rest, err := nextField(b)
+		if err != nil {
+			return n, atIndex("metrics", i, err)
+		}
+		b = rest
+		if f.num != 2 || f.typ != protowire.BytesType {
+			continue
+		}
+		m := f.b
+		for len(m) > 0 {
+			g, r, err := nextField(m)
+			if err != nil {
+				return n, atIndex("metrics", i, err)
+			}
+			m = r
+			// gauge 5, sum 7, histogram 9, exponential_histogram 10, summary 11;
+			// each holds its data_points in field 1.
+			switch g.num {
+			case 5, 7, 9, 10, 11:
+				if g.typ != protowire.BytesType {
+					continue
+				}
+				k, err := countNested(g.b, []protowire.Number{1}, []string{"data_points"})
+				if err != nil {
+					return n, atIndex("metrics", i, err)
+				}
+				n += k
+			}
+		}
+		i++
+	}
+	return n, nil
+}
+
+// CountLogRecords counts the log records in a protobuf
+// ExportLogsServiceRequest; logs are counted, not stored.
+func CountLogRecords(b []byte) (int, error) {
+	return countNested(b, []protowire.Number{1, 2, 2}, []string{"resource_logs", "scope_logs", "log_records"})
+}

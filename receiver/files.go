@@ -1,0 +1,410 @@
+package receiver
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// ReadOptions configure ReadFiles. The zero value is ready to use.
+type ReadOptions struct {
+	Limits Limits
+	// MaxLine is the longest line accepted, in bytes (default 4 MiB).
+	MaxLine int
+	// BatchSize is the number of spans handed to the store at once (default 512).
+	BatchSize int
+	// MaxSamples bounds the bad and skipped lines kept as samples (default 20).
+	MaxSamples int
+	// Stdin is read for the path "-" (default os.Stdin).
+	Stdin io.Reader
+}
+
+func (o ReadOptions) norm() ReadOptions {
+	if o.MaxLine <= 0 {
+		o.MaxLine = DefaultMaxLine
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 512
+	}
+	if o.MaxSamples <= 0 {
+		o.MaxSamples = 20
+	}
+	if o.Stdin == nil {
+		o.Stdin = os.Stdin
+	}
+	return o
+}
+
+// BadLine is one line (or a whole binary file, Line 0) that could not be read.
+type BadLine struct {
+	File   string
+	Line   int
+	Reason string
+}
+
+// String formats the line as file:line: reason.
+func (b BadLine) String() string {
+	if b.Line == 0 {
+		return b.File + ": " + b.Reason
+	}
+	return fmt.Sprintf("%s:%d: %s", b.File, b.Line, b.Reason)
+}
+
+// Input formats a file may hold, as FileStat.Format names them.
+const (
+	FormatConsole  = "console"   // Python SDK console span lines
+	FormatOTLPJSON = "otlp-json" // one OTLP/JSON request per line
+	FormatProtobuf = "protobuf"  // one binary ExportTraceServiceRequest
+	FormatMixed    = "mixed"     // console and OTLP/JSON lines both
+	FormatNone     = "none"      // no spans found
+)
+
+// FileStat is what was read from one file.
+type FileStat struct {
+	Path    string
+	Format  string
+	Lines   int
+	Spans   int
+	Skipped int
+	Bad     int
+}
+
+// FileReport sums what ReadFiles read. Samples keep the first few lines of
+// each kind so the user can find them; the counts are complete.
+type FileReport struct {
+	Files []FileStat
+	// Spans counts spans handed to the store.
+	Spans int
+	// Decode counts spans rejected as invalid and attributes cut by Limits.
+	Decode Report
+	// MetricPoints and LogRecords count what metric and log lines held.
+	MetricPoints, LogRecords int
+	// Skipped counts lines without spans: plain text, metric and log records.
+	Skipped        int
+	SkippedSamples []BadLine
+	// BadLines counts lines that looked like records but could not be read.
+	BadLines   int
+	BadSamples []BadLine
+}
+
+func (r *FileReport) bad(b BadLine, max int) {
+	r.BadLines++
+	if len(r.BadSamples) < max {
+		r.BadSamples = append(r.BadSamples, b)
+	}
+}
+
+func (r *FileReport) skip(b BadLine, max int) {
+	r.Skipped++
+	if len(r.SkippedSamples) < max {
+		r.SkippedSamples = append(r.SkippedSamples, b)
+	}
+}
+
+// ReadFiles loads captures into store: OTLP/JSON lines, console logs (mixed
+// with other output), or one binary protobuf request per file, detected per
+// file (gzip allowed). "-" reads stdin. Files are read one after another, in
+// order, so the same inputs always load the same way. Bad lines are counted
+// and sampled in the report, never fatal; an error means a file could not be
+// opened or read, and the report still holds everything else.
+func ReadFiles(store *model.Store, paths []string, opts ReadOptions) (FileReport, error) {
+	opts = opts.norm()
+	var rep FileReport
+	var errs []error
+	l := model.NewLocal(store.Interner())
+	for _, p := range paths {
+		var r io.Reader
+		name := p
+		if p == "-" {
+			r, name = opts.Stdin, "stdin"
+		} else {
+			f, err := os.Open(p)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			r = f
+			defer f.Close()
+		}
+		if err := readOne(store, l, name, r, opts, &rep); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// ReadStream loads one capture from r, named name in reports.
+func ReadStream(store *model.Store, name string, r io.Reader, opts ReadOptions) (FileReport, error) {
+	opts = opts.norm()
+	var rep FileReport
+	err := readOne(store, model.NewLocal(store.Interner()), name, r, opts, &rep)
+	return rep, err
+}
+
+// fileReader loads one file.
+type fileReader struct {
+	store  *model.Store
+	l      *model.Local
+	opts   ReadOptions
+	rep    *FileReport
+	stat   FileStat
+	batch  []model.Span
+	kinds  [2]bool // saw console spans, saw OTLP/JSON
+	points int
+	logs   int
+}
+
+func readOne(store *model.Store, l *model.Local, name string, r io.Reader, opts ReadOptions, rep *FileReport) error {
+	fr := &fileReader{store: store, l: l, opts: opts, rep: rep, stat: FileStat{Path: name, Format: FormatNone}}
+	br := bufio.NewReaderSize(r, 64<<10)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		defer zr.Close()
+		br = bufio.NewReaderSize(zr, 64<<10)
+		name = strings.TrimSuffix(name, ".gz")
+	}
+	var err error
+	if isProtobuf(name, br) {
+		err = fr.readProtobuf(br)
+	} else {
+		err = fr.readLines(br)
+	}
+	if ferr := fr.flush(); err == nil {
+		err = ferr
+	}
+	if fr.points > 0 || fr.logs > 0 {
+		store.Count(int64(fr.points), int64(fr.logs))
+		rep.MetricPoints += fr.points
+		rep.LogRecords += fr.logs
+	}
+	rep.Files = append(rep.Files, fr.stat)
+	if err != nil {
+		return fmt.Errorf("%s: %w", fr.stat.Path, err)
+	}
+	return nil
+}
+
+// isProtobuf decides by extension, else by content: a request starts with
+// field 1 (resource_spans, tag 0x0a) and is not text.
+func isProtobuf(name string, br *bufio.Reader) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".pb", ".bin", ".binpb", ".protobuf":
+		return true
+	case ".json", ".jsonl", ".ndjson", ".log", ".txt":
+		return false
+	}
+	head, _ := br.Peek(512)
+	if len(head) == 0 || head[0] != 0x0a {
+		return false
+	}
+	// Drop a rune cut by the peek window before testing for UTF-8.
+	for i := 0; i < 3 && len(head) > 0 && !utf8.Valid(head); i++ {
+		head = head[:len(head)-1]
+	}
+	if !utf8.Valid(head) {
+		return true
+	}
+	for _, c := range head {
+		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' {
+			return true
+		}
+	}
+	return false
+}
+
+func (fr *fileReader) add(spans ...model.Span) error {
+	fr.batch = append(fr.batch, spans...)
+	fr.stat.Spans += len(spans)
+	fr.rep.Spans += len(spans)
+	if len(fr.batch) >= fr.opts.BatchSize {
+		return fr.flush()
+	}
+	return nil
+}
+
+func (fr *fileReader) flush() error {
+	if len(fr.batch) == 0 {
+		return nil
+	}
+	// The store owns the slice once added, so start a fresh one.
+	err := fr.store.Add(model.Batch{Spans: fr.batch})
+	fr.batch = make([]model.Span, 0, fr.opts.BatchSize)
+	return err
+}
+
+func (fr *fileReader) readProtobuf(r io.Reader) error {
+	fr.stat.Format = FormatProtobuf
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	batch, rep, err := DecodeProto(fr.l, b, fr.opts.Limits)
+	fr.rep.Decode.Add(rep)
+	if err != nil {
+		fr.stat.Bad++
+		fr.rep.bad(BadLine{File: fr.stat.Path, Reason: "protobuf request: " + err.Error()}, fr.opts.MaxSamples)
+		return nil
+	}
+	for i := 0; i < len(batch.Spans); i += fr.opts.BatchSize {
+		if err := fr.add(batch.Spans[i:min(i+fr.opts.BatchSize, len(batch.Spans))]...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (fr *fileReader) readLines(br *bufio.Reader) error {
+	cd := newConsoleDecoder(fr.l, fr.opts.Limits)
+	defer cd.release()
+	var buf []byte
+	for n := 1; ; n++ {
+		line, newline, tooLong, err := readLine(br, &buf, fr.opts.MaxLine)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if len(line) == 0 && !tooLong && errors.Is(err, io.EOF) {
+			break
+		}
+		fr.stat.Lines++
+		if tooLong {
+			fr.badLine(n, fmt.Sprintf("line longer than %d bytes, skipped", fr.opts.MaxLine))
+		} else if lerr := fr.line(cd, n, line, newline); lerr != nil {
+			return lerr
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+	}
+	switch {
+	case fr.kinds[0] && fr.kinds[1]:
+		fr.stat.Format = FormatMixed
+	case fr.kinds[0]:
+		fr.stat.Format = FormatConsole
+	case fr.kinds[1]:
+		fr.stat.Format = FormatOTLPJSON
+	}
+	return nil
+}
+
+func (fr *fileReader) badLine(n int, reason string) {
+	fr.stat.Bad++
+	fr.rep.bad(BadLine{File: fr.stat.Path, Line: n, Reason: reason}, fr.opts.MaxSamples)
+}
+
+func (fr *fileReader) skipLine(n int, reason string) {
+	fr.stat.Skipped++
+	fr.rep.skip(BadLine{File: fr.stat.Path, Line: n, Reason: reason}, fr.opts.MaxSamples)
+}
+
+// line handles one line: a span, a request, a record to count, or text.
+func (fr *fileReader) line(cd *consoleDecoder, n int, line []byte, newline bool) error {
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 {
+		return nil
+	}
+	if t[0] != '{' {
+		fr.skipLine(n, "not JSON (plain text)")
+		return nil
+	}
+	bad := func(err error) {
+		reason := err.Error()
+		if !newline {
+			reason = "truncated last line (no newline at end of file): " + reason
+		}
+		fr.badLine(n, reason)
+	}
+	sp, kind, err := cd.line(t)
+	if err != nil {
+		bad(err)
+		return nil
+	}
+	switch kind {
+	case recSpan:
+		fr.kinds[0] = true
+		return fr.add(sp)
+	case recOTLPTraces:
+		b, rep, err := DecodeJSON(fr.l, t, fr.opts.Limits)
+		fr.rep.Decode.Add(rep)
+		if err != nil {
+			bad(err)
+			return nil
+		}
+		fr.kinds[1] = true
+		return fr.add(b.Spans...)
+	case recMetrics:
+		k, err := CountMetricPointsJSON(t)
+		if err != nil {
+			bad(err)
+			return nil
+		}
+		fr.points += k
+		fr.skipLine(n, fmt.Sprintf("metric record (%d data points)", k))
+	case recLogs:
+		k, err := CountLogRecordsJSON(t)
+		if err != nil {
+			bad(err)
+			return nil
+		}
+		fr.logs += k
+		fr.skipLine(n, fmt.Sprintf("log records (%d)", k))
+	case recLogRecord:
+		fr.logs++
+		fr.skipLine(n, "log record")
+	default:
+		fr.skipLine(n, "JSON that is not a span")
+	}
+	return nil
+}
+
+// readLine returns the next line without its line ending. newline reports
+// whether the line ended with '\n' (false for a last line cut short). A line
+// longer than max is consumed and reported as tooLong without being kept.
+func readLine(br *bufio.Reader, buf *[]byte, max int) (line []byte, newline, tooLong bool, err error) {
+	*buf = (*buf)[:0]
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(*buf)+len(chunk) > max+2 {
+				tooLong = true
+				*buf = (*buf)[:0]
+			} else if err == nil && len(*buf) == 0 {
+				// The common case: the whole line sits in the reader's buffer.
+				line = chunk
+			} else {
+				*buf = append(*buf, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		newline = err == nil
+		if tooLong {
+			return nil, newline, true, err
+		}
+		if line == nil {
+			line = *buf
+		}
+		if newline {
+			line = line[:len(line)-1] // a line read without error ends in '\n'
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line = line[:n-1]
+			}
+		}
+		if len(line) > max {
+			return nil, newline, true, err
+		}
+		return line, newline, tooLong, err
+	}
+}

@@ -1,0 +1,178 @@
+package receiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	_ "google.golang.org/grpc/encoding/gzip" // registers the gzip decompressor OTLP senders use
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/metadata"
+	grpcstatus "google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// rawRequest is an export request kept as its protobuf wire bytes: the
+// server codec fills it without parsing, so the span decoder is the only
+// pass over the bytes. When gRPC received the message in one buffer, b
+// points into it and buf holds a reference until free.
+type rawRequest struct {
+	b   []byte
+	buf mem.BufferSlice
+}
+
+// free gives the received buffer back to gRPC's pool.
+func (r *rawRequest) free() {
+	if r.buf != nil {
+		r.buf.Free()
+		r.buf, r.b = nil, nil
+	}
+}
+
+// rawCodec is the codec of our gRPC server only (grpc.ForceServerCodecV2):
+// requests stay raw bytes, responses are ordinary protobuf messages. It is
+// never registered globally, so clients in the same process are unaffected.
+type rawCodec struct{}
+
+func (rawCodec) Name() string { return "proto" }
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("marshal %T: not a protobuf message", v)
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	switch x := v.(type) {
+	case *rawRequest:
+		// gRPC frees data when we return: keep a reference to a single
+		// buffer (no copy), or join several into one slice.
+		if len(data) == 1 {
+			data.Ref()
+			x.buf, x.b = data, data[0].ReadOnlyData()
+			return nil
+		}
+		x.b = data.Materialize()
+		return nil
+	case proto.Message:
+		return proto.Unmarshal(data.Materialize(), x)
+	}
+	return fmt.Errorf("unmarshal into %T: unsupported type", v)
+}
+
+func (s *Server) newGRPCServer() *grpc.Server {
+	g := grpc.NewServer(
+		grpc.ForceServerCodecV2(rawCodec{}),
+		// Bounds the message on the wire and again after decompression,
+		// answering ResourceExhausted past it.
+		grpc.MaxRecvMsgSize(s.cfg.MaxRecvBytes),
+	)
+	for _, sig := range []signal{signalTraces, signalMetrics, signalLogs} {
+		g.RegisterService(serviceDesc(sig), s)
+	}
+	return g
+}
+
+// serviceDesc describes the OTLP collector service of one signal by hand, so
+// its Export handler can take the request as raw bytes.
+func serviceDesc(sig signal) *grpc.ServiceDesc {
+	name := map[signal]string{
+		signalTraces:  "opentelemetry.proto.collector.trace.v1.TraceService",
+		signalMetrics: "opentelemetry.proto.collector.metrics.v1.MetricsService",
+		signalLogs:    "opentelemetry.proto.collector.logs.v1.LogsService",
+	}[sig]
+	return &grpc.ServiceDesc{
+		ServiceName: name,
+		HandlerType: (*any)(nil),
+		Methods: []grpc.MethodDesc{{
+			MethodName: "Export",
+			Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+				return srv.(*Server).grpcExport(ctx, sig, dec)
+			},
+		}},
+		Metadata: "opentelemetry/proto/collector/" + sig.String() + "/v1/" + sig.String() + "_service.proto",
+	}
+}
+
+// grpcExport answers one Export call. Every error it returns carries a
+// status code: a bare error would reach the sender as Unknown, which OTLP
+// exporters neither retry nor explain.
+func (s *Server) grpcExport(ctx context.Context, sig signal, dec func(any) error) (any, error) {
+	s.requests.Add(1)
+	resp, err := s.grpcExportInner(ctx, sig, dec)
+	if err != nil {
+		s.failed.Add(1)
+	}
+	return resp, err
+}
+
+func (s *Server) grpcExportInner(ctx context.Context, sig signal, dec func(any) error) (any, error) {
+	if s.auth.enabled() {
+		var got string
+		if md, ok := metadata.FromIncomingContext(ctx); ok {
+			if v := md.Get("authorization"); len(v) > 0 {
+				got = v[0]
+			}
+		}
+		if !s.auth.allow(got) {
+			return nil, grpcstatus.Error(codes.Unauthenticated, "missing or wrong bearer token in the authorization metadata")
+		}
+	}
+	var req rawRequest
+	defer req.free()
+	if err := dec(&req); err != nil {
+		return nil, grpcstatus.Errorf(codes.InvalidArgument, "read %s request: %v", sig, err)
+	}
+	switch sig {
+	case signalMetrics:
+		if err := s.exportCounted(sig, req.b, formatProto); err != nil {
+			return nil, s.grpcError(err)
+		}
+		return &colmetrics.ExportMetricsServiceResponse{}, nil
+	case signalLogs:
+		if err := s.exportCounted(sig, req.b, formatProto); err != nil {
+			return nil, s.grpcError(err)
+		}
+		return &collogs.ExportLogsServiceResponse{}, nil
+	}
+	res, err := s.exportTraces(req.b, formatProto)
+	if err != nil {
+		return nil, s.grpcError(err)
+	}
+	resp := &coltrace.ExportTraceServiceResponse{}
+	if res.rejected > 0 {
+		resp.PartialSuccess = &coltrace.ExportTracePartialSuccess{RejectedSpans: res.rejected, ErrorMessage: res.message}
+	}
+	return resp, nil
+}
+
+// grpcError maps an export failure to the OTLP retryable split:
+// InvalidArgument for bad input (not retried), Unavailable with a RetryInfo
+// delay when busy (retried after the delay).
+func (s *Server) grpcError(err error) error {
+	var in *inputError
+	switch {
+	case errors.As(err, &in):
+		return grpcstatus.Error(codes.InvalidArgument, in.Error())
+	case retryable(err):
+		st := grpcstatus.New(codes.Unavailable, busyMessage(err))
+		if d, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(s.cfg.RetryAfter)}); derr == nil {
+			st = d
+		}
+		return st.Err()
+	}
+	return grpcstatus.Error(codes.Internal, err.Error())
+}

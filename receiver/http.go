@@ -1,0 +1,237 @@
+package receiver
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// Media types OTLP/HTTP defines.
+const (
+	mediaProto = "application/x-protobuf"
+	mediaJSON  = "application/json"
+)
+
+// bufPool recycles request body buffers; exportTraces only borrows them.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooled keeps one huge request from pinning its buffer forever.
+const maxPooled = 4 << 20
+
+func putBuf(b *bytes.Buffer) {
+	if b != nil && b.Cap() <= maxPooled {
+		b.Reset()
+		bufPool.Put(b)
+	}
+}
+
+// httpPaths maps the OTLP/HTTP paths to their signal.
+var httpPaths = map[string]signal{
+	"/v1/traces":  signalTraces,
+	"/v1/metrics": signalMetrics,
+	"/v1/logs":    signalLogs,
+}
+
+func (s *Server) newHTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           http.HandlerFunc(s.serveHTTP),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+}
+
+// httpError is a failed request: status, the google.rpc.Status code and a
+// message for the sender.
+type httpError struct {
+	status     int
+	code       codes.Code
+	msg        string
+	retryAfter time.Duration // for 503
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	f := formatJSON // errors before the content type is known are JSON: readable with curl
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == mediaProto {
+		f = formatProto
+	}
+	resp, herr := s.handleHTTP(w, r, f)
+	if herr != nil {
+		s.failed.Add(1)
+		writeHTTPError(w, f, herr)
+		return
+	}
+	writeMessage(w, f, http.StatusOK, resp)
+}
+
+// handleHTTP checks one request in the order a sender can fix things: path,
+// credentials, method, media type, encoding, size, then content.
+func (s *Server) handleHTTP(w http.ResponseWriter, r *http.Request, f wireFormat) (proto.Message, *httpError) {
+	sig, ok := httpPaths[r.URL.Path]
+	if !ok {
+		return nil, &httpError{status: http.StatusNotFound, code: codes.NotFound, msg: fmt.Sprintf("no OTLP endpoint at %q: use /v1/traces, /v1/metrics or /v1/logs", r.URL.Path)}
+	}
+	if !s.auth.allow(r.Header.Get("Authorization")) {
+		return nil, &httpError{status: http.StatusUnauthorized, code: codes.Unauthenticated, msg: "missing or wrong bearer token in the Authorization header"}
+	}
+	if r.Method != http.MethodPost {
+		return nil, &httpError{status: http.StatusMethodNotAllowed, code: codes.Unimplemented, msg: fmt.Sprintf("method %s not allowed on %s: use POST", r.Method, r.URL.Path)}
+	}
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != mediaProto && mt != mediaJSON) {
+		return nil, &httpError{status: http.StatusUnsupportedMediaType, code: codes.InvalidArgument, msg: fmt.Sprintf("unsupported content type %q: use %s or %s", ct, mediaProto, mediaJSON)}
+	}
+	body, bufs, herr := s.readBody(w, r)
+	for _, b := range bufs {
+		defer putBuf(b)
+	}
+	if herr != nil {
+		return nil, herr
+	}
+	switch sig {
+	case signalMetrics, signalLogs:
+		if err := s.exportCounted(sig, body, f); err != nil {
+			return nil, s.httpFailure(err)
+		}
+		if sig == signalMetrics {
+			return &colmetrics.ExportMetricsServiceResponse{}, nil
+		}
+		return &collogs.ExportLogsServiceResponse{}, nil
+	}
+	res, err := s.exportTraces(body, f)
+	if err != nil {
+		return nil, s.httpFailure(err)
+	}
+	resp := &coltrace.ExportTraceServiceResponse{}
+	if res.rejected > 0 {
+		resp.PartialSuccess = &coltrace.ExportTracePartialSuccess{RejectedSpans: res.rejected, ErrorMessage: res.message}
+	}
+	return resp, nil
+}
+
+// readBody reads the body within MaxRecvBytes and, for gzip, inflates it
+// within MaxDecompressed. The body lives in pooled buffers, returned so the
+// caller can give them back once done with the body.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, bufs []*bytes.Buffer, herr *httpError) {
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	if enc != "" && enc != "identity" && enc != "gzip" {
+		return nil, bufs, &httpError{status: http.StatusUnsupportedMediaType, code: codes.InvalidArgument, msg: fmt.Sprintf("unsupported content encoding %q: use gzip or none", enc)}
+	}
+	limit := int64(s.cfg.MaxRecvBytes)
+	if r.ContentLength > limit {
+		return nil, bufs, tooLarge("request body", r.ContentLength, limit)
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	bufs = append(bufs, buf)
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	// MaxBytesReader also closes the connection past the limit, so a huge
+	// body is not read to the end just to be thrown away.
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, bufs, tooLarge("request body", -1, limit)
+		}
+		return nil, bufs, &httpError{status: http.StatusBadRequest, code: codes.InvalidArgument, msg: "read request body: " + err.Error()}
+	}
+	if enc != "gzip" {
+		return buf.Bytes(), bufs, nil
+	}
+	zr, err := gzip.NewReader(buf)
+	if err != nil {
+		return nil, bufs, &httpError{status: http.StatusBadRequest, code: codes.InvalidArgument, msg: "bad gzip body: " + err.Error()}
+	}
+	dlimit := int64(s.cfg.MaxDecompressed)
+	out := bufPool.Get().(*bytes.Buffer)
+	bufs = append(bufs, out)
+	if _, err := out.ReadFrom(io.LimitReader(zr, dlimit+1)); err != nil {
+		return nil, bufs, &httpError{status: http.StatusBadRequest, code: codes.InvalidArgument, msg: "bad gzip body: " + err.Error()}
+	}
+	if int64(out.Len()) > dlimit {
+		return nil, bufs, tooLarge("decompressed body", -1, dlimit)
+	}
+	return out.Bytes(), bufs, nil
+}
+
+func tooLarge(what string, got, limit int64) *httpError {
+	msg := fmt.Sprintf("%s larger than the %d-byte limit", what, limit)
+	if got >= 0 {
+		msg = fmt.Sprintf("%s of %d bytes is larger than the %d-byte limit", what, got, limit)
+	}
+	return &httpError{status: http.StatusRequestEntityTooLarge, code: codes.ResourceExhausted, msg: msg}
+}
+
+// httpFailure maps an export failure to the OTLP/HTTP retryable split: 400
+// for bad input (not retried), 503 with Retry-After when busy (retried).
+func (s *Server) httpFailure(err error) *httpError {
+	var in *inputError
+	switch {
+	case errors.As(err, &in):
+		return &httpError{status: http.StatusBadRequest, code: codes.InvalidArgument, msg: in.Error()}
+	case retryable(err):
+		return &httpError{status: http.StatusServiceUnavailable, code: codes.Unavailable, msg: busyMessage(err), retryAfter: s.cfg.RetryAfter}
+	}
+	return &httpError{status: http.StatusInternalServerError, code: codes.Internal, msg: err.Error()}
+}
+
+// retryAfterSeconds rounds d up to the whole seconds Retry-After allows.
+func retryAfterSeconds(d time.Duration) int {
+	n := int((d + time.Second - 1) / time.Second)
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
+// writeHTTPError answers with a google.rpc.Status body in the request's
+// format, as the OTLP/HTTP spec asks, plus the headers some codes need.
+func writeHTTPError(w http.ResponseWriter, f wireFormat, e *httpError) {
+	switch e.status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", http.MethodPost)
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(e.retryAfter)))
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	writeMessage(w, f, e.status, &spb.Status{Code: int32(e.code), Message: e.msg})
+}
+
+func writeMessage(w http.ResponseWriter, f wireFormat, code int, m proto.Message) {
+	var (
+		b   []byte
+		err error
+	)
+	if f == formatProto {
+		w.Header().Set("Content-Type", mediaProto)
+		b, err = proto.Marshal(m)
+	} else {
+		w.Header().Set("Content-Type", mediaJSON)
+		b, err = protojson.Marshal(m)
+	}
+	if err != nil {
+		http.Error(w, "encode response: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(code)
+	w.Write(b)
+}

@@ -1,0 +1,511 @@
+package receiver
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// Recorder appends accepted trace requests to a writer as OTLP/JSON lines
+// (one ExportTraceServiceRequest per line, hex ids, 64-bit integers as
+// strings), the format the file readers load. One goroutine writes, fed by a
+// bounded queue, so a slow disk slows no handler: when the queue is full the
+// request is refused as retryable instead.
+//
+// reserve, release and push may be called from any goroutine; Close once,
+// after the last push.
+type Recorder struct {
+	w     io.Writer
+	file  *os.File // set when the Recorder owns a file: Close syncs and closes it
+	bw    *bufio.Writer
+	slots chan struct{} // one token per queued or reserved request
+	q     chan recordItem
+	done  chan struct{}
+
+	mu      sync.Mutex
+	closed  bool
+	pending sync.WaitGroup // reservations not yet pushed or released
+
+	broken  atomic.Bool // a write failed: refuse new requests, they would not be recorded
+	written atomic.Int64
+	errMu   sync.Mutex
+	err     error // first write or conversion error
+}
+
+type recordItem struct {
+	body   []byte
+	format wireFormat
+}
+
+// NewRecorder starts a Recorder writing to w with room for queue requests.
+// If w has a Sync method (an *os.File), Close calls it.
+func NewRecorder(w io.Writer, queue int) *Recorder {
+	if queue <= 0 {
+		queue = DefaultRecordQueue
+	}
+	r := &Recorder{
+		w:     w,
+		bw:    bufio.NewWriterSize(w, 256<<10),
+		slots: make(chan struct{}, queue),
+		q:     make(chan recordItem, queue),
+		done:  make(chan struct{}),
+	}
+	go r.run()
+	return r
+}
+
+// OpenRecorder opens (creating or appending to) the file at path and starts
+// a Recorder on it. A file whose last line was cut short (the process died
+// mid-write) first gets a newline, so the next line is not glued onto it.
+func OpenRecorder(path string, queue int) (*Recorder, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open record file: %w", err)
+	}
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+			if _, err := f.Write([]byte{'\n'}); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("record file %s: %w", path, err)
+			}
+		}
+	}
+	r := NewRecorder(f, queue)
+	r.file = f
+	return r, nil
+}
+
+// reserve takes a queue slot without blocking; false means full, closed or
+// broken, and the request must be refused.
+func (r *Recorder) reserve() bool {
+	if r.broken.Load() {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	select {
+	case r.slots <- struct{}{}:
+		r.pending.Add(1)
+		return true
+	default:
+		return false
+	}
+}
+
+// release gives back a reserved slot that will not be used.
+func (r *Recorder) release() {
+	<-r.slots
+	r.pending.Done()
+}
+
+// push queues a request under a reserved slot. It never blocks: the queue
+// has a place for every slot. The Recorder owns body afterwards.
+func (r *Recorder) push(body []byte, f wireFormat) {
+	r.q <- recordItem{body: body, format: f}
+	r.pending.Done()
+}
+
+// Written returns the number of lines written so far.
+func (r *Recorder) Written() int64 { return r.written.Load() }
+
+// Err returns the first write or conversion error, if any.
+func (r *Recorder) Err() error {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	return r.err
+}
+
+func (r *Recorder) fail(err error) {
+	r.errMu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.errMu.Unlock()
+}
+
+// Close waits for reserved requests to be queued, writes everything queued,
+// flushes, and syncs and closes the file it owns, so every acknowledged span
+// is on disk when it returns. It returns the first error met while recording.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		<-r.done
+		return r.Err()
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.pending.Wait()
+	close(r.q)
+	<-r.done
+	if s, ok := r.w.(interface{ Sync() error }); ok {
+		if err := s.Sync(); err != nil {
+			r.fail(fmt.Errorf("sync record: %w", err))
+		}
+	}
+	if r.file != nil {
+		if err := r.file.Close(); err != nil {
+			r.fail(fmt.Errorf("close record: %w", err))
+		}
+	}
+	return r.Err()
+}
+
+func (r *Recorder) run() {
+	defer close(r.done)
+	var line []byte
+	for it := range r.q {
+		var err error
+		line, err = appendRecordLine(line[:0], it)
+		switch {
+		case err != nil:
+			r.fail(err)
+		case !r.broken.Load():
+			line = append(line, '\n')
+			if _, err := r.bw.Write(line); err != nil {
+				r.broken.Store(true)
+				r.fail(fmt.Errorf("write record: %w", err))
+			} else {
+				r.written.Add(1)
+			}
+		}
+		<-r.slots
+		// Flush whenever the queue runs dry, so an idle recorder leaves
+		// nothing in memory for a crash to lose.
+		if len(r.q) == 0 {
+			r.flush()
+		}
+	}
+	r.flush()
+}
+
+func (r *Recorder) flush() {
+	if r.broken.Load() {
+		return
+	}
+	if err := r.bw.Flush(); err != nil {
+		r.broken.Store(true)
+		r.fail(fmt.Errorf("write record: %w", err))
+	}
+}
+
+// appendRecordLine renders one request as a single OTLP/JSON line (without
+// the newline). JSON requests are already OTLP/JSON and are only compacted;
+// protobuf requests are converted.
+func appendRecordLine(dst []byte, it recordItem) ([]byte, error) {
+	if it.format == formatJSON {
+		buf := bytes.NewBuffer(dst)
+		if err := json.Compact(buf, it.body); err != nil {
+			return dst, fmt.Errorf("record json request: %w", err)
+		}
+		return buf.Bytes(), nil
+	}
+	var req coltrace.ExportTraceServiceRequest
+	if err := proto.Unmarshal(it.body, &req); err != nil {
+		return dst, fmt.Errorf("record protobuf request: %w", err)
+	}
+	return AppendTraceRequestJSON(dst, &req), nil
+}
+
+// AppendTraceRequestJSON appends req as OTLP/JSON: lowerCamelCase keys, trace
+// and span ids as hex (protojson would write base64, which OTLP/JSON
+// forbids), 64-bit integers as decimal strings, enums as integers, and zero
+// fields left out.
+func AppendTraceRequestJSON(dst []byte, req *coltrace.ExportTraceServiceRequest) []byte {
+	dst = append(dst, `{"resourceSpans":[`...)
+	for i, rs := range req.GetResourceSpans() {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendResourceSpans(dst, rs)
+	}
+	return append(dst, "]}"...)
+}
+
+// jsonObj writes the members of one JSON object, adding commas.
+type jsonObj struct {
+	b []byte
+	n int
+}
+
+func (o *jsonObj) key(k string) {
+	if o.n > 0 {
+		o.b = append(o.b, ',')
+	}
+	o.n++
+	o.b = append(o.b, '"')
+	o.b = append(o.b, k...)
+	o.b = append(o.b, `":`...)
+}
+
+func (o *jsonObj) str(k, v string) {
+	if v != "" {
+		o.key(k)
+		o.b = appendRecString(o.b, v)
+	}
+}
+
+func (o *jsonObj) hexID(k string, v []byte) {
+	if len(v) > 0 {
+		o.key(k)
+		o.b = append(o.b, '"')
+		o.b = hex.AppendEncode(o.b, v)
+		o.b = append(o.b, '"')
+	}
+}
+
+func (o *jsonObj) u64(k string, v uint64) {
+	if v != 0 {
+		o.key(k)
+		o.b = append(o.b, '"')
+		o.b = strconv.AppendUint(o.b, v, 10)
+		o.b = append(o.b, '"')
+	}
+}
+
+func (o *jsonObj) u32(k string, v uint32) {
+	if v != 0 {
+		o.key(k)
+		o.b = strconv.AppendUint(o.b, uint64(v), 10)
+	}
+}
+
+func (o *jsonObj) attrs(k string, kvs []*commonpb.KeyValue) {
+	if len(kvs) == 0 {
+		return
+	}
+	o.key(k)
+	o.b = appendKeyValues(o.b, kvs)
+}
+
+func appendResourceSpans(dst []byte, rs *tracepb.ResourceSpans) []byte {
+	o := jsonObj{b: append(dst, '{')}
+	if res := rs.GetResource(); res != nil {
+		o.key("resource")
+		ro := jsonObj{b: append(o.b, '{')}
+		ro.attrs("attributes", res.GetAttributes())
+		ro.u32("droppedAttributesCount", res.GetDroppedAttributesCount())
+		o.b = append(ro.b, '}')
+	}
+	if ss := rs.GetScopeSpans(); len(ss) > 0 {
+		o.key("scopeSpans")
+		o.b = append(o.b, '[')
+		for i, s := range ss {
+			if i > 0 {
+				o.b = append(o.b, ',')
+			}
+			o.b = appendScopeSpans(o.b, s)
+		}
+		o.b = append(o.b, ']')
+	}
+	o.str("schemaUrl", rs.GetSchemaUrl())
+	return append(o.b, '}')
+}
+
+func appendScopeSpans(dst []byte, ss *tracepb.ScopeSpans) []byte {
+	o := jsonObj{b: append(dst, '{')}
+	if sc := ss.GetScope(); sc != nil {
+		o.key("scope")
+		so := jsonObj{b: append(o.b, '{')}
+		so.str("name", sc.GetName())
+		so.str("version", sc.GetVersion())
+		so.attrs("attributes", sc.GetAttributes())
+		so.u32("droppedAttributesCount", sc.GetDroppedAttributesCount())
+		o.b = append(so.b, '}')
+	}
+	if spans := ss.GetSpans(); len(spans) > 0 {
+		o.key("spans")
+		o.b = append(o.b, '[')
+		for i, sp := range spans {
+			if i > 0 {
+				o.b = append(o.b, ',')
+			}
+			o.b = appendSpan(o.b, sp)
+		}
+		o.b = append(o.b, ']')
+	}
+	o.str("schemaUrl", ss.GetSchemaUrl())
+	return append(o.b, '}')
+}
+
+func appendSpan(dst []byte, sp *tracepb.Span) []byte {
+	o := jsonObj{b: append(dst, '{')}
+	o.hexID("traceId", sp.GetTraceId())
+	o.hexID("spanId", sp.GetSpanId())
+	o.str("traceState", sp.GetTraceState())
+	o.hexID("parentSpanId", sp.GetParentSpanId())
+	o.u32("flags", sp.GetFlags())
+	o.str("name", sp.GetName())
+	o.u32("kind", uint32(sp.GetKind()))
+	o.u64("startTimeUnixNano", sp.GetStartTimeUnixNano())
+	o.u64("endTimeUnixNano", sp.GetEndTimeUnixNano())
+	o.attrs("attributes", sp.GetAttributes())
+	o.u32("droppedAttributesCount", sp.GetDroppedAttributesCount())
+	if evs := sp.GetEvents(); len(evs) > 0 {
+		o.key("events")
+		o.b = append(o.b, '[')
+		for i, ev := range evs {
+			if i > 0 {
+				o.b = append(o.b, ',')
+			}
+			eo := jsonObj{b: append(o.b, '{')}
+			eo.u64("timeUnixNano", ev.GetTimeUnixNano())
+			eo.str("name", ev.GetName())
+			eo.attrs("attributes", ev.GetAttributes())
+			eo.u32("droppedAttributesCount", ev.GetDroppedAttributesCount())
+			o.b = append(eo.b, '}')
+		}
+		o.b = append(o.b, ']')
+	}
+	o.u32("droppedEventsCount", sp.GetDroppedEventsCount())
+	if links := sp.GetLinks(); len(links) > 0 {
+		o.key("links")
+		o.b = append(o.b, '[')
+		for i, ln := range links {
+			if i > 0 {
+				o.b = append(o.b, ',')
+			}
+			lo := jsonObj{b: append(o.b, '{')}
+			lo.hexID("traceId", ln.GetTraceId())
+			lo.hexID("spanId", ln.GetSpanId())
+			lo.str("traceState", ln.GetTraceState())
+			lo.attrs("attributes", ln.GetAttributes())
+			lo.u32("droppedAttributesCount", ln.GetDroppedAttributesCount())
+			lo.u32("flags", ln.GetFlags())
+			o.b = append(lo.b, '}')
+		}
+		o.b = append(o.b, ']')
+	}
+	o.u32("droppedLinksCount", sp.GetDroppedLinksCount())
+	if st := sp.GetStatus(); st != nil {
+		o.key("status")
+		so := jsonObj{b: append(o.b, '{')}
+		so.str("message", st.GetMessage())
+		so.u32("code", uint32(st.GetCode()))
+		o.b = append(so.b, '}')
+	}
+	return append(o.b, '}')
+}
+
+func appendKeyValues(dst []byte, kvs []*commonpb.KeyValue) []byte {
+	dst = append(dst, '[')
+	for i, kv := range kvs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"key":`...)
+		dst = appendRecString(dst, kv.GetKey())
+		dst = append(dst, `,"value":`...)
+		dst = appendAnyValue(dst, kv.GetValue())
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+func appendAnyValue(dst []byte, v *commonpb.AnyValue) []byte {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		dst = append(dst, `{"stringValue":`...)
+		dst = appendRecString(dst, x.StringValue)
+	case *commonpb.AnyValue_BoolValue:
+		dst = append(dst, `{"boolValue":`...)
+		dst = strconv.AppendBool(dst, x.BoolValue)
+	case *commonpb.AnyValue_IntValue:
+		dst = append(dst, `{"intValue":"`...)
+		dst = strconv.AppendInt(dst, x.IntValue, 10)
+		dst = append(dst, '"')
+	case *commonpb.AnyValue_DoubleValue:
+		dst = append(dst, `{"doubleValue":`...)
+		dst = appendRecFloat(dst, x.DoubleValue)
+	case *commonpb.AnyValue_BytesValue:
+		// Only ids are hex in OTLP/JSON; bytes values stay base64.
+		dst = append(dst, `{"bytesValue":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, x.BytesValue)
+		dst = append(dst, '"')
+	case *commonpb.AnyValue_ArrayValue:
+		dst = append(dst, `{"arrayValue":{"values":[`...)
+		for i, e := range x.ArrayValue.GetValues() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendAnyValue(dst, e)
+		}
+		dst = append(dst, "]}"...)
+	case *commonpb.AnyValue_KvlistValue:
+		dst = append(dst, `{"kvlistValue":{"values":`...)
+		dst = appendKeyValues(dst, x.KvlistValue.GetValues())
+		dst = append(dst, '}')
+	default:
+		return append(dst, "{}"...)
+	}
+	return append(dst, '}')
+}
+
+// appendRecFloat writes a double as protojson does: a number, or the strings
+// "NaN", "Infinity" and "-Infinity" JSON has no numbers for.
+func appendRecFloat(dst []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(dst, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(dst, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(dst, `"-Infinity"`...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+}
+
+// appendRecString writes s as a JSON string; invalid UTF-8 becomes U+FFFD so
+// the line stays valid JSON.
+func appendRecString(dst []byte, s string) []byte {
+	const hexd = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else {
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(dst, '"')
+}

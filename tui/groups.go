@@ -1,0 +1,469 @@
+package tui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nemo-gym/gymtrace/gate"
+)
+
+// projections are the rollout counts + and - step through.
+var projections = []int{1_000, 10_000, 100_000, 1_000_000}
+
+// groupsPanel lists every span group with a checkbox for the previewed spec
+// and compares the current spec with the previewed one.
+type groupsPanel struct {
+	st   *Styles
+	keys *KeyMap
+	reg  *gate.Registry
+
+	width, height int
+	current       gate.Set
+	currentSpec   string
+	preview       gate.Set
+	curRep        *gate.Report
+	prevRep       *gate.Report
+	proj          int // index into projections
+
+	input     textinput.Model
+	inputting bool
+	inputErr  string
+
+	cursor, offset int
+	// follow keeps the cursor's group in view; scrolling turns it off so the
+	// comparison below the list can be read in a short panel.
+	follow bool
+	out    string
+}
+
+func newGroupsPanel(st *Styles, keys *KeyMap, reg *gate.Registry, current gate.Set, currentSpec string) groupsPanel {
+	in := textinput.New()
+	// A static cursor: no blink ticks while typing.
+	in.Cursor.SetMode(cursor.CursorStatic)
+	in.Prompt = "span_groups: "
+	in.PromptStyle = st.Input.Prompt
+	in.Placeholder = "e.g. default,sandbox"
+	if currentSpec == "" {
+		currentSpec = reg.Format(current)
+	}
+	return groupsPanel{st: st, keys: keys, reg: reg, current: current, currentSpec: currentSpec, preview: current, proj: 1, input: in}
+}
+
+// Preview returns the previewed spec.
+func (g groupsPanel) Preview() gate.Set { return g.preview }
+
+// SetPreview replaces the previewed spec.
+func (g groupsPanel) SetPreview(s gate.Set) groupsPanel {
+	g.preview = s
+	g.render()
+	return g
+}
+
+// SetReports installs fresh reports; nil keeps the previous one.
+func (g groupsPanel) SetReports(cur, prev *gate.Report) groupsPanel {
+	if cur != nil {
+		g.curRep = cur
+	}
+	if prev != nil {
+		g.prevRep = prev
+	}
+	g.render()
+	return g
+}
+
+// Project steps the projection size by d.
+func (g groupsPanel) Project(d int) groupsPanel {
+	g.proj = clamp(g.proj+d, 0, len(projections)-1)
+	g.render()
+	return g
+}
+
+// Inputting reports whether the spec input has the keyboard.
+func (g groupsPanel) Inputting() bool { return g.inputting }
+
+// StartInput opens the spec input, prefilled with the previewed spec.
+func (g groupsPanel) StartInput() (groupsPanel, tea.Cmd) {
+	g.inputting = true
+	g.inputErr = ""
+	g.input.SetValue(g.reg.Format(g.preview))
+	g.input.CursorEnd()
+	cmd := g.input.Focus()
+	g.render()
+	return g, cmd
+}
+
+// SetSize sets the content size.
+func (g groupsPanel) SetSize(w, h int) groupsPanel {
+	g.width, g.height = w, h
+	g.input.Width = max(w-len(g.input.Prompt)-2, 4)
+	g.render()
+	return g
+}
+
+// Update handles keys while the panel has focus.
+func (g groupsPanel) Update(msg tea.Msg) (groupsPanel, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return g, nil
+	}
+	if g.inputting {
+		switch {
+		case key.Matches(km, g.keys.Back):
+			g.inputting, g.inputErr = false, ""
+			g.input.Blur()
+			g.render()
+			return g, nil
+		case km.Type == tea.KeyEnter:
+			set, err := g.reg.Parse(g.input.Value())
+			if err != nil {
+				g.inputErr = specError(err)
+				g.render()
+				return g, nil
+			}
+			g.preview = set
+			g.inputting, g.inputErr = false, ""
+			g.input.Blur()
+			g.render()
+			return g, nil
+		}
+		var cmd tea.Cmd
+		g.input, cmd = g.input.Update(km)
+		g.render()
+		return g, cmd
+	}
+	n := len(g.reg.Groups())
+	g.follow = true
+	switch {
+	case key.Matches(km, g.keys.Up):
+		g.cursor--
+	case key.Matches(km, g.keys.Down):
+		if g.cursor == n-1 {
+			g.offset++ // past the last group, scroll the comparison into view
+			g.follow = false
+		}
+		g.cursor++
+	case key.Matches(km, g.keys.Top):
+		g.cursor, g.offset = 0, 0
+	case key.Matches(km, g.keys.Bottom):
+		g.cursor = n - 1
+	case key.Matches(km, g.keys.PageUp):
+		g.offset -= max(g.height-2, 1)
+		g.follow = false
+	case key.Matches(km, g.keys.PageDown):
+		g.offset += max(g.height-2, 1)
+		g.follow = false
+	case key.Matches(km, g.keys.Toggle), key.Matches(km, g.keys.Expand):
+		if g.cursor >= 0 && g.cursor < n {
+			g.preview = g.preview.Toggle(gate.Group(g.cursor))
+		}
+	default:
+		return g, nil
+	}
+	g.cursor = clamp(g.cursor, 0, n-1)
+	g.render()
+	return g, nil
+}
+
+// Scroll moves the content by n lines (mouse wheel).
+func (g groupsPanel) Scroll(n int) groupsPanel {
+	g.offset += n
+	g.follow = false
+	g.render()
+	return g
+}
+
+// Click selects the group at content line y.
+func (g groupsPanel) Click(y int) groupsPanel {
+	i := y - 2 + g.offset
+	if y >= 2 && i >= 0 && i < len(g.reg.Groups()) {
+		g.cursor = i
+		g.follow = true
+		g.render()
+	}
+	return g
+}
+
+// specError turns a Parse error into what the panel shows: the parser's
+// message already names the bad part and lists every valid option.
+func specError(err error) string {
+	return "✗ " + err.Error()
+}
+
+func (g *groupsPanel) countsFor(rep *gate.Report, grp gate.Group) (captured, kept int, ok bool) {
+	if rep == nil {
+		return 0, 0, false
+	}
+	for _, c := range rep.PerGroup {
+		if c.Group == grp {
+			return c.Captured, c.Kept, true
+		}
+	}
+	return 0, 0, false
+}
+
+// listLines renders the group checklist, width w.
+func (g *groupsPanel) listLines(w int) []string {
+	nameW := 17
+	for _, gi := range g.reg.Groups() {
+		nameW = max(nameW, len(gi.Name)+1)
+	}
+	row := func(gut, box, name, capd, cur, prev, note string) string {
+		return clip(gut+box+" "+fit(name, nameW)+fitRight(capd, 9)+fitRight(cur, 9)+fitRight(prev, 9)+" "+note, w)
+	}
+	lines := []string{g.st.Panel.Column.Render(row(" ", "   ", "group", "captured", "current", "preview", ""))}
+	var captured gate.Set
+	haveCap := g.prevRep != nil
+	if haveCap {
+		captured = g.prevRep.Input.Captured
+	}
+	for i, gi := range g.reg.Groups() {
+		grp := gate.Group(i)
+		gut := " "
+		if i == g.cursor {
+			gut = "›"
+		}
+		box := "[ ]"
+		if g.preview.Has(grp) {
+			box = g.st.Groups.On.Render("[x]")
+		}
+		name := gi.Name
+		if g.preview.Has(grp) != g.current.Has(grp) {
+			name = g.st.Groups.Changed.Render(name + "*")
+		}
+		capd, cur, prev := "…", "", ""
+		if c, _, ok := g.countsFor(g.prevRep, grp); ok {
+			capd = fmt.Sprint(c)
+		}
+		if g.current.Has(grp) {
+			if _, k, ok := g.countsFor(g.curRep, grp); ok {
+				cur = fmt.Sprint(k)
+			} else {
+				cur = "…"
+			}
+		} else {
+			cur = "–"
+		}
+		if g.preview.Has(grp) {
+			if _, k, ok := g.countsFor(g.prevRep, grp); ok {
+				prev = fmt.Sprint(k)
+			} else {
+				prev = "…"
+			}
+		} else {
+			prev = "–"
+		}
+		note := ""
+		switch {
+		case !gi.EmitsSpans:
+			note = g.st.Groups.Note.Render("emits no spans")
+		case haveCap && !captured.Has(grp):
+			note = g.st.Groups.Note.Render("not captured")
+		}
+		line := row(gut, box, name, capd, cur, prev, note)
+		if i == g.cursor {
+			line = g.st.List.Selected.Render(fit(line, w))
+		}
+		lines = append(lines, line)
+	}
+	if _, _, ok := g.countsFor(g.prevRep, gate.Unclassified); ok {
+		c, _, _ := g.countsFor(g.prevRep, gate.Unclassified)
+		if c > 0 {
+			lines = append(lines, row(" ", "   ", "unclassified", fmt.Sprint(c), fmt.Sprint(c), fmt.Sprint(c), g.st.Groups.Note.Render("always kept")))
+		}
+	}
+	return lines
+}
+
+// compareLines renders the current-versus-preview comparison, width w.
+func (g *groupsPanel) compareLines(w int) []string {
+	labelW := 15
+	colW := max((w-labelW)/2, 8)
+	row := func(label, a, b string) string {
+		return clip(fit(label, labelW)+fit(a, colW-1)+" "+fit(b, colW-1), w)
+	}
+	cur, prev := g.curRep, g.prevRep
+	val := func(r *gate.Report, f func(*gate.Report) string) string {
+		if r == nil {
+			return "…"
+		}
+		return f(r)
+	}
+	both := func(label string, f func(*gate.Report) string) string {
+		return row(label, val(cur, f), val(prev, f))
+	}
+	n := projections[g.proj]
+	lines := []string{
+		g.st.Panel.Column.Render(row("", "current", "preview")),
+		row("spec", g.currentSpec, g.reg.Format(g.preview)),
+		both("spans", func(r *gate.Report) string {
+			return fmt.Sprintf("%s (-%s)", fmtCount(int64(r.Result.Spans)), fmtCount(int64(r.Result.Dropped)))
+		}),
+		both("p50/p99/max", func(r *gate.Report) string {
+			return fmt.Sprintf("%d / %d / %d", r.Result.P50, r.Result.P99, r.Result.Max)
+		}),
+		both("traces", func(r *gate.Report) string { return fmtCount(int64(r.Result.Traces)) }),
+		both("largest trace", func(r *gate.Report) string { return fmtCount(int64(r.Result.LargestTrace)) + " spans" }),
+		both("bytes", func(r *gate.Report) string { return fmtBytes(r.Result.Bytes) }),
+		both("rate", func(r *gate.Report) string {
+			return fmtRate(r.Result.SpansPerSecond) + "/s " + fmtBytes(int64(r.Result.BytesPerSecond)) + "/s"
+		}),
+		both("× "+fmtCount(int64(n))+" rollouts", func(r *gate.Report) string {
+			s, b := r.Project(n)
+			return fmtCount(int64(s)) + " · " + fmtBytes(b)
+		}),
+		row("joining", g.joinCell(cur), g.joinCell(prev)),
+	}
+	for _, side := range []struct {
+		name string
+		rep  *gate.Report
+	}{{"current", cur}, {"preview", prev}} {
+		for _, b := range aggregateBreaks(side.rep) {
+			text := fmt.Sprintf("✗ %s: %s → %s (%s): %s · %d rollout%s",
+				side.name, shortService(b.from), shortService(b.to), b.span, b.reason, b.rollouts, plural(b.rollouts))
+			for k, l := range wrap(text, w-2) {
+				if k > 0 {
+					l = "  " + l
+				}
+				lines = append(lines, g.st.Join.Split.Render(l))
+			}
+		}
+	}
+	if prev != nil {
+		if names := groupNames(g.reg, prev.NotInCapture); names != "" {
+			for _, l := range wrap("not in capture, cannot preview: "+names, w) {
+				lines = append(lines, g.st.Groups.Note.Render(l))
+			}
+		}
+		if names := groupNames(g.reg, prev.NoSpans); names != "" {
+			for _, l := range wrap("emit no spans: "+names, w) {
+				lines = append(lines, g.st.Groups.Note.Render(l))
+			}
+		}
+	}
+	return lines
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func groupNames(reg *gate.Registry, gs []gate.Group) string {
+	var names []string
+	for _, g := range gs {
+		names = append(names, reg.Name(g))
+	}
+	return strings.Join(names, ", ")
+}
+
+func (g *groupsPanel) joinCell(r *gate.Report) string {
+	if r == nil {
+		return "…"
+	}
+	n := r.Result.RolloutsJoined + r.Result.RolloutsSplit
+	if r.Result.RolloutsSplit == 0 {
+		return g.st.Join.Joined.Render(fmt.Sprintf("✓ intact %d/%d", r.Result.RolloutsJoined, n))
+	}
+	return g.st.Join.Split.Render(fmt.Sprintf("✗ %d/%d split", r.Result.RolloutsSplit, n))
+}
+
+// breakSum is one kind of broken hop with the number of rollouts it breaks.
+type breakSum struct {
+	from, to, span, reason string
+	rollouts               int
+}
+
+// aggregateBreaks groups a report's per-rollout breaks by hop and reason.
+func aggregateBreaks(r *gate.Report) []breakSum {
+	if r == nil {
+		return nil
+	}
+	idx := map[gate.Break]int{}
+	var out []breakSum
+	for _, pr := range r.PerRollout {
+		seen := map[gate.Break]bool{}
+		for _, b := range pr.Breaks {
+			if seen[b] {
+				continue
+			}
+			seen[b] = true
+			i, ok := idx[b]
+			if !ok {
+				i = len(out)
+				idx[b] = i
+				out = append(out, breakSum{from: b.FromService, to: b.ToService, span: b.SpanName, reason: b.Reason})
+			}
+			out[i].rollouts++
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].rollouts > out[j].rollouts })
+	return out
+}
+
+// render caches the panel text.
+func (g *groupsPanel) render() {
+	if g.width <= 0 || g.height <= 0 {
+		g.out = ""
+		return
+	}
+	title := "Span groups · preview " + g.reg.Format(g.preview)
+	if g.preview != g.current {
+		title += " (changed; y copies)"
+	}
+	head := []string{g.st.Panel.Title.Render(clip(title, g.width))}
+	var foot []string
+	if g.inputting {
+		foot = append(foot, clip(g.input.View(), g.width))
+		if g.inputErr != "" {
+			for _, l := range wrap(g.inputErr, g.width) {
+				foot = append(foot, g.st.Input.Error.Render(l))
+			}
+		}
+		if len(foot) > g.height-2 {
+			foot = foot[:max(g.height-2, 1)]
+		}
+	}
+	body := g.height - len(head) - len(foot)
+	var lines []string
+	const listW = 64
+	if g.width >= listW+40 {
+		left := g.listLines(listW)
+		right := g.compareLines(g.width - listW - 2)
+		for i := 0; i < max(len(left), len(right)); i++ {
+			l, r := "", ""
+			if i < len(left) {
+				l = left[i]
+			}
+			if i < len(right) {
+				r = right[i]
+			}
+			lines = append(lines, fit(l, listW)+"  "+r)
+		}
+	} else {
+		lines = append(g.listLines(g.width), "")
+		lines = append(lines, g.compareLines(g.width)...)
+	}
+	// Keep the cursor's group (line cursor+1) visible, then apply scrolling.
+	g.offset = clamp(g.offset, 0, max(len(lines)-body, 0))
+	if c := g.cursor + 1; g.follow && c < g.offset {
+		g.offset = c
+	} else if g.follow && c >= g.offset+body && body > 0 {
+		g.offset = c - body + 1
+	}
+	if g.offset < len(lines) {
+		lines = lines[g.offset:]
+	}
+	out := append(head, padLinesSlice(lines, max(body, 0))...)
+	out = append(out, foot...)
+	g.out = padLines(out, g.height)
+}
+
+// View returns the rendered content.
+func (g groupsPanel) View() string { return g.out }

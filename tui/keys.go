@@ -1,0 +1,88 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// KeyMap holds every binding. It is a value built by DefaultKeyMap, never
+// package-global state, and bindings are matched only with key.Matches.
+type KeyMap struct {
+	Help      key.Binding
+	Quit      key.Binding
+	Filter    key.Binding
+	NextPanel key.Binding
+	PrevPanel key.Binding
+	Up        key.Binding
+	Down      key.Binding
+	Top       key.Binding
+	Bottom    key.Binding
+	PageUp    key.Binding
+	PageDown  key.Binding
+	Expand    key.Binding
+	Toggle    key.Binding
+	ExpandAll key.Binding
+	Collapse  key.Binding
+	Detail    key.Binding
+	Default   key.Binding
+	PerRoll   key.Binding
+	All       key.Binding
+	Spec      key.Binding
+	Copy      key.Binding
+	Preview   key.Binding
+	Stats     key.Binding
+	Sort      key.Binding
+	More      key.Binding
+	Fewer     key.Binding
+	Back      key.Binding
+	Accept    key.Binding
+}
+
+// DefaultKeyMap returns gymtrace's key bindings.
+func DefaultKeyMap() *KeyMap {
+	b := func(keys []string, k, help string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, help))
+	}
+	return &KeyMap{
+		Help:      b([]string{"?"}, "?", "help"),
+		Quit:      b([]string{"q", "ctrl+c"}, "q", "quit"),
+		Filter:    b([]string{"/"}, "/", "filter rollouts"),
+		NextPanel: b([]string{"tab"}, "tab", "next panel"),
+		PrevPanel: b([]string{"shift+tab"}, "shift+tab", "previous panel"),
+		Up:        b([]string{"up", "k"}, "↑/k", "up"),
+		Down:      b([]string{"down", "j"}, "↓/j", "down"),
+		Top:       b([]string{"g", "home"}, "g", "top"),
+		Bottom:    b([]string{"G", "end"}, "G", "bottom"),
+		PageUp:    b([]string{"pgup"}, "pgup", "page up"),
+		PageDown:  b([]string{"pgdown"}, "pgdn", "page down"),
+		Expand:    b([]string{"enter"}, "enter", "open / expand"),
+		Toggle:    b([]string{" "}, "space", "toggle group / node"),
+		ExpandAll: b([]string{"e"}, "e", "expand all"),
+		Collapse:  b([]string{"E"}, "E", "collapse all"),
+		Detail:    b([]string{"d"}, "d", "span detail"),
+		Default:   b([]string{"1"}, "1", "preset default"),
+		PerRoll:   b([]string{"2"}, "2", "preset per_rollout"),
+		All:       b([]string{"3"}, "3", "preset all"),
+		Spec:      b([]string{":", "i"}, ":/i", "type a spec"),
+		Copy:      b([]string{"y"}, "y", "copy spec"),
+		Preview:   b([]string{"p"}, "p", "preview tree"),
+		Stats:     b([]string{"t"}, "t", "statistics"),
+		Sort:      b([]string{"s"}, "s", "sort rollouts"),
+		More:      b([]string{"+", "="}, "+/-", "projection N"),
+		Fewer:     b([]string{"-"}, "-", "fewer rollouts"),
+		Back:      b([]string{"esc"}, "esc", "back"),
+		Accept:    b([]string{"enter"}, "enter", "apply"),
+	}
+}
+
+// ShortHelp is the one-line help shown in the footer.
+func (k *KeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Help, k.NextPanel, k.Toggle, k.Default, k.PerRoll, k.All, k.Preview, k.Copy, k.Quit}
+}
+
+// FullHelp is the help screen, one column per area.
+func (k *KeyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.NextPanel, k.PrevPanel},
+		{k.Filter, k.Sort, k.Expand, k.ExpandAll, k.Collapse, k.Detail, k.Stats, k.Preview},
+		{k.Toggle, k.Default, k.PerRoll, k.All, k.Spec, k.More, k.Copy},
+		{k.Back, k.Help, k.Quit},
+	}
+}

@@ -1,0 +1,430 @@
+package tui
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+func ids(rs []*model.Rollout) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+func TestSortCycles(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	// Rollouts i have 1+i%3 model turns (spans 11, 14, 17) and i%4 == 1 fails.
+	want := []struct {
+		mode  string
+		first []string
+	}{
+		{"duration", []string{"r0002", "r0005"}},
+		{"spans", []string{"r0002", "r0005"}},
+		{"errors", []string{"r0001", "r0005"}},
+		{"id", []string{"r0000", "r0001"}},
+		{"first seen", []string{"r0000", "r0001"}},
+	}
+	for _, w := range want {
+		m = keys(t, m, "s")
+		if got := m.rollouts.sort.String(); got != w.mode {
+			t.Fatalf("sort = %q, want %q", got, w.mode)
+		}
+		if got := ids(m.rollouts.rows)[:2]; !slices.Equal(got, w.first) {
+			t.Errorf("sort %s: first rows = %v, want %v", w.mode, got, w.first)
+		}
+	}
+}
+
+func TestFilter(t *testing.T) {
+	tests := []struct {
+		name, filter string
+		want         []string
+	}{
+		{"id", "r0003", []string{"r0003"}},
+		{"error", "ERROR", []string{"r0001", "r0005"}},
+		{"service", "policy_model", []string{"r0000", "r0001", "r0002", "r0003", "r0004", "r0005"}},
+		{"span name", "gym.verify", []string{"r0000", "r0001", "r0002", "r0003", "r0004", "r0005"}},
+		{"nothing", "sandbox", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder(t)
+			b.capture(t, 6, false)
+			m := newTestModel(t, b, 120, 40, "default")
+			m = keys(t, m, "/")
+			m = typeText(t, m, tc.filter)
+			m = keys(t, m, "enter")
+			if got := ids(m.rollouts.rows); !slices.Equal(got, tc.want) {
+				t.Errorf("filter %q = %v, want %v", tc.filter, got, tc.want)
+			}
+			m = keys(t, m, "esc")
+			if got := len(m.rollouts.rows); got != 6 {
+				t.Errorf("after esc %d rows, want 6", got)
+			}
+		})
+	}
+}
+
+// A new snapshot that adds rollouts and reorders the list keeps the cursor on
+// the rollout it was on.
+func TestLiveUpdateKeepsCursor(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 4, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	m = keys(t, m, "s", "s") // sort by spans
+	m = keys(t, m, "down", "down")
+	sel := m.rollouts.Selected().ID
+	// More rollouts, with different span counts, arrive.
+	var spans []model.Span
+	for i := 10; i < 16; i++ {
+		spans, _ = b.emit(spans, traceID(i), model.SpanID{}, t0.UnixNano(), rolloutTree("n"+string(rune('a'+i)), 3, false))
+	}
+	if err := b.st.Add(model.Batch{Spans: spans}); err != nil {
+		t.Fatal(err)
+	}
+	b.st.Sync()
+	m = send(t, m, snapshotMsg{snap: b.st.Snapshot()})
+	if got := len(m.rollouts.rows); got != 10 {
+		t.Fatalf("%d rows after update, want 10", got)
+	}
+	if got := m.rollouts.Selected().ID; got != sel {
+		t.Errorf("cursor on %s after update, want %s", got, sel)
+	}
+	if got := m.trace.Rollout().ID; got != sel {
+		t.Errorf("trace shows %s, want %s", got, sel)
+	}
+}
+
+func TestPresetsAndToggle(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 5, true) // captured under "all": one trace under gym.job
+	m := newTestModel(t, b, 120, 40, "all")
+	reg := gate.Default()
+	for _, tc := range []struct{ key, preset string }{{"1", "default"}, {"2", "per_rollout"}, {"3", "all"}} {
+		m = keys(t, m, tc.key)
+		want, _ := reg.PresetSet(tc.preset)
+		if m.groups.Preview() != want {
+			t.Errorf("key %s: preview %s, want %s", tc.key, reg.Format(m.groups.Preview()), tc.preset)
+		}
+		if m.groups.prevRep == nil || m.groups.prevRep.Spec != want {
+			t.Errorf("key %s: preview report not recomputed for %s", tc.key, tc.preset)
+		}
+	}
+	m = keys(t, m, "1")
+	withJob := m.groups.prevRep.Result.Traces
+	// Toggle job off in the groups panel: every rollout becomes its own trace.
+	m = keys(t, m, "tab", "tab", "g", " ")
+	if m.groups.Preview().Has(gate.Job) {
+		t.Fatalf("space did not toggle job off")
+	}
+	if got := m.groups.prevRep.Result.Traces; got != 5 || withJob != 1 {
+		t.Errorf("traces with job %d, without %d; want 1 and 5", withJob, got)
+	}
+}
+
+func TestHTTPClientOffReportsBreak(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 3, false)
+	m := newTestModel(t, b, 120, 40, "all")
+	m = keys(t, m, "2", "tab", "tab", "g", "down", "down", " ")
+	if m.groups.Preview().Has(gate.HTTPClient) {
+		t.Fatalf("http_client still on")
+	}
+	rep := m.groups.prevRep
+	if rep.Result.RolloutsSplit != 3 {
+		t.Errorf("split rollouts %d, want 3", rep.Result.RolloutsSplit)
+	}
+	br := aggregateBreaks(rep)
+	if len(br) == 0 || !strings.Contains(br[0].reason, "http_client") {
+		t.Fatalf("breaks = %+v, want one naming http_client", br)
+	}
+	if v := m.View(); !strings.Contains(v, "✗ 3/3 split") || !strings.Contains(v, "http_client off") {
+		t.Errorf("view does not report the break:\n%s", v)
+	}
+}
+
+func TestSpecInput(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       string // spec after enter; "" means an error stays open
+		errHas     []string
+	}{
+		{name: "preset plus group", text: "default,sandbox", want: "default,sandbox"},
+		{name: "case and spaces", text: " Per_Rollout , JOB ", want: "per_rollout,job"},
+		{name: "typo", text: "defualt", errHas: []string{`"defualt"`, "valid presets: default, per_rollout, all", "http_client"}},
+		{name: "empty", text: " , ", errHas: []string{"empty span_groups spec"}},
+	}
+	reg := gate.Default()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder(t)
+			b.capture(t, 2, false)
+			m := newTestModel(t, b, 120, 40, "default")
+			m = keys(t, m, ":")
+			if !m.groups.Inputting() {
+				t.Fatal(": did not open the spec input")
+			}
+			m.groups.input.SetValue("")
+			m = typeText(t, m, tc.text)
+			m = keys(t, m, "enter")
+			if tc.want == "" {
+				if !m.groups.Inputting() {
+					t.Fatalf("input closed after bad spec %q", tc.text)
+				}
+				for _, s := range tc.errHas {
+					if !strings.Contains(m.groups.inputErr, s) {
+						t.Errorf("error %q lacks %q", m.groups.inputErr, s)
+					}
+				}
+				m = keys(t, m, "esc")
+				if m.groups.Inputting() || m.groups.Preview() != m.opts.Current {
+					t.Errorf("esc left the input open or changed the spec")
+				}
+				return
+			}
+			want, _ := reg.Parse(tc.want)
+			if m.groups.Preview() != want {
+				t.Errorf("spec %q gave %s, want %s", tc.text, reg.Format(m.groups.Preview()), tc.want)
+			}
+		})
+	}
+}
+
+func TestCopyOut(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	if m.Snippet() != "" {
+		t.Fatalf("snippet before any change: %q", m.Snippet())
+	}
+	m = keys(t, m, "2", "y")
+	data, err := os.ReadFile(m.opts.SnippetPath)
+	if err != nil {
+		t.Fatalf("copy-out file: %v", err)
+	}
+	for _, s := range []string{"telemetry:\n  enabled: true\n  span_groups: \"per_rollout\"\n", "# NEMO_GYM_OTEL_SPAN_GROUPS=per_rollout\n"} {
+		if !strings.Contains(string(data), s) {
+			t.Errorf("file lacks %q:\n%s", s, data)
+		}
+	}
+	if !strings.Contains(m.status, m.opts.SnippetPath) || !strings.Contains(m.View(), "NEMO_GYM_OTEL_SPAN_GROUPS=per_rollout") {
+		t.Errorf("status %q does not show the path and env line", m.status)
+	}
+	if s := m.Snippet(); !strings.Contains(s, "\nNEMO_GYM_OTEL_SPAN_GROUPS=per_rollout\n") {
+		t.Errorf("exit snippet = %q", s)
+	}
+}
+
+func TestCopyOutOSC52(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "tty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMUX", "")
+	msg := copySnippet("hello", t.TempDir()+"/s.yaml", f, "xterm")().(copiedMsg)
+	if !msg.clip || msg.errText != "" {
+		t.Fatalf("copied = %+v", msg)
+	}
+	got, _ := os.ReadFile(f.Name())
+	if want := "\x1b]52;c;aGVsbG8=\a"; string(got) != want {
+		t.Errorf("OSC 52 = %q, want %q", got, want)
+	}
+	bad := copySnippet("x", t.TempDir()+"/missing/dir/s.yaml", nil, "")().(copiedMsg)
+	if !strings.Contains(bad.errText, "no such file or directory") || strings.Contains(bad.errText, "open ") {
+		t.Errorf("error text %q should be the cause only", bad.errText)
+	}
+}
+
+// A preview result for a spec that is no longer previewed is dropped.
+func TestStaleAnalysisDropped(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	before := m.groups.prevRep
+	stale := &gate.Report{Spec: 12345}
+	next, cmd := m.Update(analysisMsg{seq: m.snap.Seq, current: m.opts.Current, preview: 12345, prev: stale})
+	m = next.(Model)
+	if m.groups.prevRep != before {
+		t.Errorf("stale preview installed")
+	}
+	if cmd == nil || !m.analysing {
+		t.Fatalf("stale result did not start a recompute")
+	}
+	if a, ok := cmd().(analysisMsg); !ok || a.preview != m.groups.Preview() {
+		t.Errorf("recompute is for %v, want the previewed spec", a.preview)
+	}
+}
+
+func TestTreeExpandCollapse(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 1, false)
+	m := newTestModel(t, b, 120, 40, "all")
+	m = keys(t, m, "tab")
+	full := len(m.trace.rows)
+	if full != 11 {
+		t.Fatalf("%d rows, want 11", full)
+	}
+	m = keys(t, m, "down", "enter") // collapse POST /run
+	if got := len(m.trace.rows); got != 2 {
+		t.Errorf("after collapsing POST /run: %d rows, want 2", got)
+	}
+	m = keys(t, m, "e")
+	if got := len(m.trace.rows); got != full {
+		t.Errorf("after e: %d rows, want %d", got, full)
+	}
+	m = keys(t, m, "E")
+	if got := len(m.trace.rows); got != 1 {
+		t.Errorf("after E: %d rows, want 1", got)
+	}
+	m = keys(t, m, "e", "G", "enter") // enter on a leaf opens the detail
+	if m.overlay != overlayDetail || !strings.Contains(m.View(), "span id") {
+		t.Errorf("enter on a leaf did not open the detail")
+	}
+	m = keys(t, m, "esc")
+	if m.overlay != overlayNone {
+		t.Errorf("esc did not close the detail")
+	}
+}
+
+func TestMouse(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	r := m.rects[focusRollouts]
+	// Row 0 is at y = top border + title + column header.
+	click := tea.MouseMsg{X: r.x + 3, Y: r.y + 1 + 2 + 4, Button: tea.MouseButtonLeft, Action: tea.MouseActionPress}
+	m = send(t, m, click)
+	if got := m.rollouts.Selected().ID; got != "r0004" {
+		t.Errorf("click selected %s, want r0004", got)
+	}
+	tr := m.trace.Rollout()
+	if tr == nil || tr.ID != "r0004" {
+		t.Errorf("trace did not follow the click")
+	}
+	g := m.rects[focusGroups]
+	m = send(t, m, tea.MouseMsg{X: g.x + 5, Y: g.y + 3, Button: tea.MouseButtonWheelDown, Action: tea.MouseActionPress})
+	if m.groups.offset == 0 {
+		t.Errorf("wheel over the groups panel did not scroll it")
+	}
+	if m.rollouts.Selected().ID != "r0004" {
+		t.Errorf("wheel elsewhere moved the rollout cursor")
+	}
+}
+
+func TestResizeStacksPanels(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	if m.rects[focusRollouts].y != m.rects[focusTrace].y {
+		t.Errorf("wide layout should put rollouts and trace side by side: %+v", m.rects)
+	}
+	m = send(t, m, tea.WindowSizeMsg{Width: 70, Height: 30})
+	if !(m.rects[focusRollouts].y < m.rects[focusTrace].y && m.rects[focusTrace].y < m.rects[focusGroups].y) {
+		t.Errorf("narrow layout should stack: %+v", m.rects)
+	}
+	if got := strings.Count(m.View(), "\n") + 1; got != 30 {
+		t.Errorf("view has %d lines at height 30", got)
+	}
+	m = send(t, m, tea.WindowSizeMsg{Width: 20, Height: 5})
+	if !strings.Contains(m.View(), "too small") {
+		t.Errorf("tiny terminal not reported")
+	}
+}
+
+func TestNoColor(t *testing.T) {
+	render := func(noColor bool) string {
+		t.Setenv("TERM", "xterm-256color")
+		t.Setenv("COLORTERM", "truecolor")
+		if noColor {
+			t.Setenv("NO_COLOR", "1")
+		} else {
+			os.Unsetenv("NO_COLOR")
+		}
+		r := lipgloss.NewRenderer(&bytes.Buffer{}, termenv.WithTTY(true))
+		st := DefaultStyles(r)
+		return st.Join.Split.Render("✗ split") + st.Panel.Focused.Render("x")
+	}
+	if got := render(true); strings.Contains(got, "\x1b[") {
+		t.Errorf("NO_COLOR output has escape codes: %q", got)
+	}
+	if got := render(false); !strings.Contains(got, "\x1b[") {
+		t.Errorf("colour output has no escape codes: %q", got)
+	}
+}
+
+func TestSelfTimes(t *testing.T) {
+	ms := int64(time.Millisecond)
+	sp := func(start, end int64, parent int32) model.Span {
+		return model.Span{Start: start * ms, End: end * ms, Parent: parent}
+	}
+	tests := []struct {
+		name  string
+		spans []model.Span
+		want  []int64
+	}{
+		{"leaf", []model.Span{sp(0, 10, -1)}, []int64{10}},
+		{"two children", []model.Span{sp(0, 10, -1), sp(1, 3, 0), sp(5, 8, 0)}, []int64{5, 2, 3}},
+		{"overlapping children", []model.Span{sp(0, 10, -1), sp(1, 6, 0), sp(4, 8, 0)}, []int64{3, 5, 4}},
+		{"child past parent end", []model.Span{sp(0, 10, -1), sp(8, 15, 0)}, []int64{8, 7}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := selfTimes(&model.Fragment{Spans: tc.spans})
+			for i := range got {
+				got[i] /= ms
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("selfTimes = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestQuit(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 1, false)
+	m := newTestModel(t, b, 80, 24, "default")
+	for _, k := range []string{"q", "ctrl+c"} {
+		_, cmd := m.Update(keyMsg(k))
+		if cmd == nil {
+			t.Fatalf("%s returned no command", k)
+		}
+		if _, ok := cmd().(tea.QuitMsg); !ok {
+			t.Errorf("%s did not quit", k)
+		}
+	}
+	// While typing a filter, q is text, not quit.
+	m = keys(t, m, "/", "q")
+	if m.rollouts.filter != "q" {
+		t.Errorf("q while filtering: filter %q", m.rollouts.filter)
+	}
+}
+
+// Keys read in one burst arrive as one message; each still acts.
+func TestKeyBurst(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 3, false)
+	m := newTestModel(t, b, 120, 40, "all")
+	m = send(t, m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("2jj")})
+	want, _ := gate.Default().PresetSet("per_rollout")
+	if m.groups.Preview() != want {
+		t.Errorf("burst 2jj: preview %s, want per_rollout", gate.Default().Format(m.groups.Preview()))
+	}
+	if got := m.rollouts.Selected().ID; got != "r0002" {
+		t.Errorf("burst 2jj: cursor on %s, want r0002", got)
+	}
+}

@@ -1,0 +1,129 @@
+package tui
+
+import (
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// Source is where the interface gets its data: *model.Store satisfies it.
+type Source interface {
+	Snapshot() *model.Snapshot
+	Changed() <-chan struct{}
+}
+
+// refreshEvery throttles snapshot refreshes to at most ten a second.
+const refreshEvery = 100 * time.Millisecond
+
+// clockEvery re-runs the join check while live, so rollouts leave "pending".
+const clockEvery = time.Second
+
+// liveGrace is how long a fresh rollout stays pending while spans may still
+// arrive: exporters batch for about five seconds.
+const liveGrace = 5 * time.Second
+
+// snapshotMsg carries a newly published snapshot.
+type snapshotMsg struct{ snap *model.Snapshot }
+
+// refreshMsg ends a throttle pause: the next change may be waited for.
+type refreshMsg struct{}
+
+// clockMsg is the once-a-second tick of live mode.
+type clockMsg struct{}
+
+// analysisMsg is a finished preview and join check. It is tagged with what it
+// was computed from so results for an old spec are dropped.
+type analysisMsg struct {
+	seq     uint64
+	current gate.Set
+	preview gate.Set
+	cur     *gate.Report // nil when the current report was still fresh
+	prev    *gate.Report
+	check   *gate.CheckReport
+}
+
+// simMsg is one rollout simulated under every group (for group tags) and
+// under the previewed spec.
+type simMsg struct {
+	key  simKey
+	all  *gate.RolloutSim
+	prev *gate.RolloutSim
+}
+
+// simKey identifies a simulation's inputs; a result for another key is stale.
+type simKey struct {
+	id      string
+	version uint64
+	spec    gate.Set
+}
+
+// copiedMsg reports the outcome of a copy-out.
+type copiedMsg struct {
+	path    string
+	clip    bool
+	errText string
+}
+
+// waitForChange blocks until the source publishes, then delivers the latest
+// snapshot. The root re-issues it after each refresh pause.
+func waitForChange(src Source) tea.Cmd {
+	ch := src.Changed()
+	return func() tea.Msg {
+		<-ch
+		return snapshotMsg{snap: src.Snapshot()}
+	}
+}
+
+// pauseRefresh waits out the throttle interval after a snapshot.
+func pauseRefresh(d time.Duration) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return refreshMsg{} })
+}
+
+// tickClock schedules the next live-mode clock tick.
+func tickClock() tea.Cmd {
+	return tea.Tick(clockEvery, func(time.Time) tea.Msg { return clockMsg{} })
+}
+
+// analysisJob is what runAnalysis needs, captured by value.
+type analysisJob struct {
+	eng              *gate.Engine
+	snap             *model.Snapshot
+	current, preview gate.Set
+	needCurrent      bool
+	now              func() time.Time
+	grace            time.Duration
+}
+
+// runAnalysis computes both previews and the join check. Only one runs at a
+// time per engine (the root tracks it), because the engine is not safe for
+// concurrent use.
+func runAnalysis(j analysisJob) tea.Cmd {
+	return func() tea.Msg {
+		m := analysisMsg{seq: j.snap.Seq, current: j.current, preview: j.preview}
+		if j.needCurrent {
+			m.cur = j.eng.Preview(j.snap, j.current)
+		}
+		m.prev = j.eng.Preview(j.snap, j.preview)
+		m.check = j.eng.Check(j.snap, j.now(), j.grace)
+		return m
+	}
+}
+
+// runSimulation simulates one rollout on its own engine, so moving the
+// cursor never waits behind a large preview.
+func runSimulation(eng *gate.Engine, snap *model.Snapshot, r *model.Rollout, spec gate.Set) tea.Cmd {
+	key := simKey{id: r.ID, version: r.Version, spec: spec}
+	all := eng.Registry().All()
+	return func() tea.Msg {
+		m := simMsg{key: key}
+		m.all = eng.SimulateRollout(snap, r, all)
+		if spec == all {
+			m.prev = m.all
+		} else {
+			m.prev = eng.SimulateRollout(snap, r, spec)
+		}
+		return m
+	}
+}

@@ -1,0 +1,417 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// sortMode orders the rollout list.
+type sortMode uint8
+
+const (
+	sortFirstSeen sortMode = iota
+	sortDuration
+	sortSpans
+	sortErrors
+	sortID
+	numSortModes
+)
+
+// String names the sort order as the panel title shows it.
+func (s sortMode) String() string {
+	switch s {
+	case sortDuration:
+		return "duration"
+	case sortSpans:
+		return "spans"
+	case sortErrors:
+		return "errors"
+	case sortID:
+		return "id"
+	}
+	return "first seen"
+}
+
+// rowInfo is per-rollout text derived from its spans, cached by version
+// because deriving it walks every span.
+type rowInfo struct {
+	version  uint64
+	services string
+	hay      string // lower-case text the filter matches: id, services, names
+}
+
+// rolloutList is the panel listing rollouts.
+type rolloutList struct {
+	st   *Styles
+	keys *KeyMap
+
+	width, height int
+	snap          *model.Snapshot
+	rows          []*model.Rollout // sorted and filtered
+	info          map[string]*rowInfo
+	join          map[string]gate.RolloutCheck
+	haveJoin      bool
+
+	sort      sortMode
+	filter    string
+	input     textinput.Model
+	filtering bool
+
+	cursor, offset int
+	selected       string // the cursor's rollout id, kept across refreshes
+
+	out string
+}
+
+func newRolloutList(st *Styles, keys *KeyMap) rolloutList {
+	in := textinput.New()
+	// A static cursor: no blink ticks while typing.
+	in.Cursor.SetMode(cursor.CursorStatic)
+	in.Prompt = "/"
+	in.PromptStyle = st.Input.Prompt
+	in.Placeholder = "id, service, error, span name"
+	return rolloutList{st: st, keys: keys, info: map[string]*rowInfo{}, input: in}
+}
+
+// SetSize sets the content size (inside the frame).
+func (l rolloutList) SetSize(w, h int) rolloutList {
+	l.width, l.height = w, h
+	l.input.Width = max(w-3, 1)
+	l.render()
+	return l
+}
+
+// SetSnapshot replaces the data, keeping the cursor on its rollout.
+func (l rolloutList) SetSnapshot(s *model.Snapshot) rolloutList {
+	l.snap = s
+	// Forget evicted rollouts' cached text so the cache stays bounded.
+	if len(l.info) > 2*len(s.Rollouts)+64 {
+		live := make(map[string]*rowInfo, len(s.Rollouts))
+		for _, r := range s.Rollouts {
+			if in := l.info[r.ID]; in != nil {
+				live[r.ID] = in
+			}
+		}
+		l.info = live
+	}
+	l.rebuild()
+	return l
+}
+
+// SetCheck records the join status of each rollout.
+func (l rolloutList) SetCheck(c *gate.CheckReport) rolloutList {
+	if c != nil {
+		l.join, l.haveJoin = c.ByRollout, true
+	}
+	l.render()
+	return l
+}
+
+// Selected returns the rollout under the cursor, or nil.
+func (l rolloutList) Selected() *model.Rollout {
+	if l.cursor >= 0 && l.cursor < len(l.rows) {
+		return l.rows[l.cursor]
+	}
+	return nil
+}
+
+// Filtering reports whether the filter input has the keyboard.
+func (l rolloutList) Filtering() bool { return l.filtering }
+
+// StartFilter gives the keyboard to the filter input.
+func (l rolloutList) StartFilter() (rolloutList, tea.Cmd) {
+	l.filtering = true
+	l.input.SetValue(l.filter)
+	l.input.CursorEnd()
+	cmd := l.input.Focus()
+	l.render()
+	return l, cmd
+}
+
+// CycleSort moves to the next sort order.
+func (l rolloutList) CycleSort() rolloutList {
+	l.sort = (l.sort + 1) % numSortModes
+	l.rebuild()
+	return l
+}
+
+// Update handles keys while the panel has focus.
+func (l rolloutList) Update(msg tea.Msg) (rolloutList, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return l, nil
+	}
+	if l.filtering {
+		switch {
+		case key.Matches(km, l.keys.Back):
+			l.filtering = false
+			l.input.Blur()
+			l.filter = ""
+			l.rebuild()
+			return l, nil
+		case km.Type == tea.KeyEnter:
+			l.filtering = false
+			l.input.Blur()
+			l.render()
+			return l, nil
+		case key.Matches(km, l.keys.Up), key.Matches(km, l.keys.Down):
+			if km.Type == tea.KeyUp || km.Type == tea.KeyDown {
+				return l.move(km), nil
+			}
+		}
+		var cmd tea.Cmd
+		l.input, cmd = l.input.Update(km)
+		if v := l.input.Value(); v != l.filter {
+			l.filter = v
+			l.rebuild()
+		} else {
+			l.render()
+		}
+		return l, cmd
+	}
+	if key.Matches(km, l.keys.Back) && l.filter != "" {
+		l.filter = ""
+		l.rebuild()
+		return l, nil
+	}
+	return l.move(km), nil
+}
+
+func (l rolloutList) move(km tea.KeyMsg) rolloutList {
+	page := max(l.listHeight(), 1)
+	switch {
+	case key.Matches(km, l.keys.Up):
+		l.cursor--
+	case key.Matches(km, l.keys.Down):
+		l.cursor++
+	case key.Matches(km, l.keys.Top):
+		l.cursor = 0
+	case key.Matches(km, l.keys.Bottom):
+		l.cursor = len(l.rows) - 1
+	case key.Matches(km, l.keys.PageUp):
+		l.cursor -= page
+	case key.Matches(km, l.keys.PageDown):
+		l.cursor += page
+	default:
+		return l
+	}
+	return l.setCursor(l.cursor)
+}
+
+// Scroll moves the cursor by n rows (mouse wheel).
+func (l rolloutList) Scroll(n int) rolloutList { return l.setCursor(l.cursor + n) }
+
+// Click selects the row at content line y.
+func (l rolloutList) Click(y int) rolloutList {
+	i := y - 2 + l.offset
+	if y < 2 || i >= len(l.rows) {
+		return l
+	}
+	return l.setCursor(i)
+}
+
+func (l rolloutList) setCursor(i int) rolloutList {
+	l.cursor = clamp(i, 0, len(l.rows)-1)
+	if r := l.Selected(); r != nil {
+		l.selected = r.ID
+	}
+	l.render()
+	return l
+}
+
+// listHeight is the number of rollout rows that fit.
+func (l rolloutList) listHeight() int {
+	h := l.height - 2 // title and column header
+	if l.filtering {
+		h--
+	}
+	return h
+}
+
+// rebuild sorts and filters the rollouts, then renders.
+func (l *rolloutList) rebuild() {
+	if l.snap == nil {
+		l.render()
+		return
+	}
+	needle := strings.ToLower(strings.TrimSpace(l.filter))
+	rows := l.rows[:0]
+	for _, r := range l.snap.Rollouts {
+		if needle == "" || strings.Contains(l.rowInfo(r).hay, needle) {
+			rows = append(rows, r)
+		}
+	}
+	l.rows = rows
+	switch l.sort {
+	case sortDuration:
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].End-rows[i].Start > rows[j].End-rows[j].Start })
+	case sortSpans:
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Spans > rows[j].Spans })
+	case sortErrors:
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Errors > rows[j].Errors })
+	case sortID:
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+	}
+	l.cursor = 0
+	if l.selected != "" {
+		for i, r := range rows {
+			if r.ID == l.selected {
+				l.cursor = i
+				break
+			}
+		}
+	}
+	if r := l.Selected(); r != nil {
+		l.selected = r.ID
+	}
+	l.render()
+}
+
+// rowInfo derives (or returns the cached) services and filter text.
+func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
+	if in := l.info[r.ID]; in != nil && in.version == r.Version {
+		return in
+	}
+	var res []model.ResourceID
+	names := map[model.Str]bool{}
+	for _, f := range r.Fragments {
+		for i := range f.Spans {
+			sp := &f.Spans[i]
+			if !slices.Contains(res, sp.Resource) {
+				res = append(res, sp.Resource)
+			}
+			names[sp.Name] = true
+		}
+	}
+	svc := make([]string, len(res))
+	for i, id := range res {
+		svc[i] = shortService(l.snap.ServiceName(id))
+	}
+	sort.Strings(svc)
+	var hay strings.Builder
+	hay.WriteString(strings.ToLower(r.ID))
+	hay.WriteByte('\n')
+	for _, s := range svc {
+		hay.WriteString(strings.ToLower(s))
+		hay.WriteByte('\n')
+	}
+	for n := range names {
+		hay.WriteString(strings.ToLower(l.snap.Str(n)))
+		hay.WriteByte('\n')
+	}
+	if r.Errors > 0 {
+		hay.WriteString("error\n")
+	}
+	in := &rowInfo{version: r.Version, services: strings.Join(svc, ","), hay: hay.String()}
+	l.info[r.ID] = in
+	return in
+}
+
+// joinCell renders a rollout's join status.
+func (l *rolloutList) joinCell(id string) string {
+	if !l.haveJoin {
+		return l.st.List.Dim.Render("…")
+	}
+	c, ok := l.join[id]
+	if !ok {
+		return l.st.List.Dim.Render("?")
+	}
+	switch c.Status {
+	case gate.Joined:
+		return l.st.Join.Joined.Render("✓ joined")
+	case gate.Split:
+		return l.st.Join.Split.Render("✗ split")
+	}
+	return l.st.Join.Pending.Render("… pending")
+}
+
+// render caches the panel's text; View only returns it.
+func (l *rolloutList) render() {
+	if l.width <= 0 || l.height <= 0 {
+		l.out = ""
+		return
+	}
+	total := 0
+	if l.snap != nil {
+		total = len(l.snap.Rollouts)
+	}
+	title := fmt.Sprintf("Rollouts %d", total)
+	if l.filter != "" {
+		title = fmt.Sprintf("Rollouts %d/%d", len(l.rows), total)
+	}
+	title += " · sort " + l.sort.String()
+	if l.filter != "" && !l.filtering {
+		title += " · /" + l.filter
+	}
+	lines := []string{l.st.Panel.Title.Render(clip(title, l.width))}
+
+	idW := 8
+	for _, r := range l.rows {
+		idW = max(idW, len(r.ID))
+	}
+	idW = min(idW, max(l.width/3, 8))
+	cols := func(gut, id, status, dur, spans, join, svc string) string {
+		line := gut + fit(id, idW) + " " + fit(status, 5) + " " + fitRight(dur, 7) + " " + fitRight(spans, 5) + " " + fit(join, 9)
+		rest := l.width - (1 + idW + 1 + 5 + 1 + 7 + 1 + 5 + 1 + 9)
+		if rest > 2 {
+			line += " " + fit(svc, rest-1)
+		}
+		return clip(line, l.width)
+	}
+	lines = append(lines, l.st.Panel.Column.Render(cols(" ", "rollout", "state", "time", "spans", "join", "services")))
+
+	h := l.listHeight()
+	l.offset = window(l.cursor, l.offset, h, len(l.rows))
+	for i := l.offset; i < len(l.rows) && i < l.offset+h; i++ {
+		r := l.rows[i]
+		in := l.rowInfo(r)
+		status := l.st.Join.Joined.Render("ok")
+		if r.Errors > 0 {
+			status = l.st.Tree.Error.Render(fmt.Sprintf("✗ %d", r.Errors))
+		}
+		gut := " "
+		if i == l.cursor {
+			gut = "›"
+		}
+		line := cols(gut, r.ID, status, fmtDur(r.End-r.Start), fmtCount(int64(r.Spans)), l.joinCell(r.ID), in.services)
+		if i == l.cursor {
+			line = l.st.List.Selected.Render(fit(line, l.width))
+		}
+		lines = append(lines, line)
+	}
+	if len(l.rows) == 0 {
+		msg := "waiting for spans…"
+		if l.filter != "" {
+			msg = "no rollout matches " + fmt.Sprintf("%q", l.filter)
+		}
+		lines = append(lines, l.st.List.Dim.Render(clip("  "+msg, l.width)))
+	}
+	if l.filtering {
+		lines = padLinesSlice(lines, l.height-1)
+		lines = append(lines, clip(l.input.View(), l.width))
+	}
+	l.out = padLines(lines, l.height)
+}
+
+// View returns the rendered panel content.
+func (l rolloutList) View() string { return l.out }
+
+// padLinesSlice is padLines that keeps the slice form.
+func padLinesSlice(lines []string, height int) []string {
+	if len(lines) > height {
+		return lines[:max(height, 0)]
+	}
+	for len(lines) < height {
+		lines = append(lines, "")
+	}
+	return lines
+}

@@ -1,0 +1,61 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+func TestScreens(t *testing.T) {
+	tests := []struct {
+		name    string
+		w, h    int
+		current string
+		job     bool
+		keys    []string
+		text    string // typed after keys
+		after   []string
+	}{
+		{name: "list-80x24", w: 80, h: 24, current: "default"},
+		{name: "list-120x40", w: 120, h: 40, current: "default", job: true},
+		{name: "narrow-60x30", w: 60, h: 30, current: "default"},
+		{name: "tree-120x40", w: 120, h: 40, current: "all", keys: []string{"down", "tab"}},
+		{name: "tree-collapsed-120x40", w: 120, h: 40, current: "all", keys: []string{"tab", "down", "down", "down", "enter"}},
+		{name: "tree-80x24", w: 80, h: 24, current: "all", keys: []string{"tab", "down", "down", "down"}},
+		{name: "groups-120x40", w: 120, h: 40, current: "all", job: true, keys: []string{"2", "tab", "tab", "down", "down", " "}},
+		{name: "groups-80x24", w: 80, h: 24, current: "default", job: true, keys: []string{"shift+tab", "down", " "}},
+		{name: "preview-120x40", w: 120, h: 40, current: "all", keys: []string{"2", "tab", "tab", "down", "down", " ", "shift+tab", "p"}},
+		{name: "help-120x40", w: 120, h: 40, current: "default", keys: []string{"?"}},
+		{name: "filter-120x40", w: 120, h: 40, current: "default", keys: []string{"/"}, text: "error"},
+		{name: "filter-applied-120x40", w: 120, h: 40, current: "default", keys: []string{"/"}, text: "r0002", after: []string{"enter"}},
+		{name: "spec-error-120x40", w: 120, h: 40, current: "default", keys: []string{":"}, text: ",defualt,sandbox", after: []string{"enter"}},
+		{name: "spec-error-80x24", w: 80, h: 24, current: "default", keys: []string{"i"}, text: ",verfy", after: []string{"enter"}},
+		{name: "detail-120x40", w: 120, h: 40, current: "all", keys: []string{"down", "tab", "G", "d"}},
+		{name: "stats-120x40", w: 120, h: 40, current: "all", keys: []string{"t"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBuilder(t)
+			b.capture(t, 6, tc.job)
+			m := newTestModel(t, b, tc.w, tc.h, tc.current)
+			m = keys(t, m, tc.keys...)
+			m = typeText(t, m, tc.text)
+			m = keys(t, m, tc.after...)
+			got := m.View()
+			if strings.Contains(got, "\x1b[") {
+				t.Errorf("view has escape codes with the ASCII profile")
+			}
+			lines := strings.Split(got, "\n")
+			if len(lines) != tc.h {
+				t.Errorf("view has %d lines, want %d", len(lines), tc.h)
+			}
+			for i, l := range lines {
+				if w := ansi.StringWidth(l); w > tc.w {
+					t.Errorf("line %d is %d cells wide, want ≤ %d: %q", i, w, tc.w, l)
+				}
+			}
+			golden(t, tc.name, got)
+		})
+	}
+}

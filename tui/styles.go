@@ -1,0 +1,132 @@
+package tui
+
+import "github.com/charmbracelet/lipgloss"
+
+// Styles holds every style the interface uses. Panels receive it and never
+// create colours of their own, so NO_COLOR and the colour profile are decided
+// in one place: the renderer DefaultStyles is built from.
+type Styles struct {
+	App struct {
+		Title  lipgloss.Style
+		Header lipgloss.Style
+		Dim    lipgloss.Style
+		Status lipgloss.Style
+		Error  lipgloss.Style
+		Help   lipgloss.Style
+	}
+	Panel struct {
+		Box     lipgloss.Style // unfocused panel frame
+		Focused lipgloss.Style // focused panel frame
+		Title   lipgloss.Style
+		Column  lipgloss.Style // column headers
+	}
+	List struct {
+		Selected lipgloss.Style
+		Normal   lipgloss.Style
+		Dim      lipgloss.Style
+	}
+	Join struct {
+		Joined  lipgloss.Style
+		Split   lipgloss.Style
+		Pending lipgloss.Style
+	}
+	Tree struct {
+		Glyph     lipgloss.Style
+		Bar       lipgloss.Style
+		ErrorBar  lipgloss.Style
+		Error     lipgloss.Style
+		Truncated lipgloss.Style
+		Group     lipgloss.Style
+		Cut       lipgloss.Style
+		Dropped   lipgloss.Style
+		Fragment  lipgloss.Style
+	}
+	// Services colours service names and bars, cycled by resource id.
+	Services []lipgloss.Style
+	Groups   struct {
+		On      lipgloss.Style
+		Off     lipgloss.Style
+		Note    lipgloss.Style
+		Changed lipgloss.Style
+	}
+	Input struct {
+		Prompt lipgloss.Style
+		Error  lipgloss.Style
+	}
+}
+
+// DefaultStyles builds the styles from an adaptive palette with renderer r;
+// nil means lipgloss's default renderer (stdout's colour profile, which
+// honours NO_COLOR).
+func DefaultStyles(r *lipgloss.Renderer) *Styles {
+	if r == nil {
+		r = lipgloss.DefaultRenderer()
+	}
+	var (
+		accent = lipgloss.AdaptiveColor{Light: "#5A56E0", Dark: "#7D79F6"}
+		subtle = lipgloss.AdaptiveColor{Light: "#9B9B9B", Dark: "#5C5C5C"}
+		text   = lipgloss.AdaptiveColor{Light: "#1A1A1A", Dark: "#DDDDDD"}
+		good   = lipgloss.AdaptiveColor{Light: "#1F7A1F", Dark: "#5FD75F"}
+		bad    = lipgloss.AdaptiveColor{Light: "#C0152F", Dark: "#FF5F5F"}
+		warn   = lipgloss.AdaptiveColor{Light: "#A66300", Dark: "#FFAF00"}
+		selBg  = lipgloss.AdaptiveColor{Light: "#DCDAFB", Dark: "#3A3870"}
+	)
+	s := &Styles{}
+	s.App.Title = r.NewStyle().Bold(true).Foreground(accent)
+	s.App.Header = r.NewStyle().Foreground(text)
+	s.App.Dim = r.NewStyle().Foreground(subtle)
+	s.App.Status = r.NewStyle().Foreground(good)
+	s.App.Error = r.NewStyle().Foreground(bad)
+	s.App.Help = r.NewStyle().Foreground(subtle)
+
+	s.Panel.Box = r.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(subtle)
+	s.Panel.Focused = r.NewStyle().Border(lipgloss.ThickBorder()).BorderForeground(accent)
+	s.Panel.Title = r.NewStyle().Bold(true).Foreground(accent)
+	s.Panel.Column = r.NewStyle().Foreground(subtle)
+
+	s.List.Selected = r.NewStyle().Background(selBg).Bold(true)
+	s.List.Normal = r.NewStyle()
+	s.List.Dim = r.NewStyle().Foreground(subtle)
+
+	s.Join.Joined = r.NewStyle().Foreground(good)
+	s.Join.Split = r.NewStyle().Foreground(bad).Bold(true)
+	s.Join.Pending = r.NewStyle().Foreground(warn)
+
+	s.Tree.Glyph = r.NewStyle().Foreground(subtle)
+	s.Tree.Bar = r.NewStyle()
+	s.Tree.ErrorBar = r.NewStyle().Foreground(bad)
+	s.Tree.Error = r.NewStyle().Foreground(bad).Bold(true)
+	s.Tree.Truncated = r.NewStyle().Foreground(warn)
+	s.Tree.Group = r.NewStyle().Foreground(subtle).Italic(true)
+	s.Tree.Cut = r.NewStyle().Foreground(bad).Bold(true)
+	s.Tree.Dropped = r.NewStyle().Foreground(subtle).Strikethrough(true)
+	s.Tree.Fragment = r.NewStyle().Foreground(warn).Bold(true)
+
+	for _, c := range []lipgloss.AdaptiveColor{
+		{Light: "#0066CC", Dark: "#5FAFFF"},
+		{Light: "#8A2BE2", Dark: "#D787FF"},
+		{Light: "#008787", Dark: "#5FD7D7"},
+		{Light: "#AF5F00", Dark: "#FFAF5F"},
+		{Light: "#5F8700", Dark: "#AFD75F"},
+		{Light: "#AF005F", Dark: "#FF87AF"},
+	} {
+		s.Services = append(s.Services, r.NewStyle().Foreground(c))
+	}
+
+	s.Groups.On = r.NewStyle().Foreground(good)
+	s.Groups.Off = r.NewStyle().Foreground(subtle)
+	s.Groups.Note = r.NewStyle().Foreground(warn).Italic(true)
+	s.Groups.Changed = r.NewStyle().Foreground(warn).Bold(true)
+
+	s.Input.Prompt = r.NewStyle().Foreground(accent).Bold(true)
+	s.Input.Error = r.NewStyle().Foreground(bad)
+	return s
+}
+
+// Service returns the style for a resource, stable per resource id.
+func (s *Styles) Service(id uint32) lipgloss.Style {
+	if len(s.Services) == 0 {
+		return lipgloss.NewStyle()
+	}
+	return s.Services[int(id)%len(s.Services)]
+}

@@ -1,0 +1,133 @@
+package tui_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmuxSession drives the real gymtrace binary in a detached tmux session,
+// the way a user at a terminal would.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+}
+
+func (s *tmuxSession) tmux(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (s *tmuxSession) screen() string { return s.tmux("capture-pane", "-p", "-t", "gt") }
+
+// keys sends tmux key names one at a time.
+func (s *tmuxSession) keys(ks ...string) {
+	s.t.Helper()
+	for _, k := range ks {
+		s.tmux("send-keys", "-t", "gt", k)
+	}
+}
+
+// waitFor polls the screen until re matches, failing after a timeout.
+func (s *tmuxSession) waitFor(what string, re *regexp.Regexp) string {
+	s.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		scr := s.screen()
+		if re.MatchString(scr) {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("waiting for %s (%s); screen:\n%s", what, re, scr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gymtrace")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/nemo-gym/gymtrace/cmd/gymtrace")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func startTmux(t *testing.T, dir, command string, w, h int) *tmuxSession {
+	t.Helper()
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("gymtrace-test-%d", os.Getpid())}
+	s.tmux("new-session", "-d", "-s", "gt", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "-c", dir,
+		command+"; echo GYMTRACE-EXITED; sleep 600")
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+	return s
+}
+
+// TestTmuxOpen opens a capture taken with span_groups "all", picks a rollout,
+// previews job off, then per_rollout with http_client off, copies the spec
+// and quits.
+func TestTmuxOpen(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("testdata", "captures", "all.console.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "all.console.jsonl"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startTmux(t, dir, bin+" open --spec all all.console.jsonl", 120, 40)
+
+	s.waitFor("the rollout list", regexp.MustCompile(`Rollouts 6 `))
+	s.waitFor("the join check", regexp.MustCompile(`✓ joined`))
+	s.keys("j")
+	s.waitFor("the second rollout's trace", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans`))
+
+	// job off: the run's single trace becomes one trace per rollout.
+	s.keys("Tab", "Tab", "Space")
+	s.waitFor("job unchecked", regexp.MustCompile(`\[ \] job\*`))
+	s.waitFor("traces 1 → 6", regexp.MustCompile(`traces\s+1\s+6\s`))
+
+	// per_rollout, then http_client off: the join breaks, and why.
+	s.keys("2")
+	s.waitFor("per_rollout previewed", regexp.MustCompile(`preview per_rollout`))
+	s.keys("j", "j", "Space")
+	s.waitFor("http_client unchecked", regexp.MustCompile(`\[ \] http_client\*`))
+	s.waitFor("the split", regexp.MustCompile(`✗ 6/6 split`))
+	scr := s.waitFor("the broken hop", regexp.MustCompile(`✗ preview: \S+ → \S+`))
+	if !strings.Contains(scr, "http_client off") {
+		t.Errorf("the broken hop does not say why:\n%s", scr)
+	}
+
+	s.keys("y")
+	snippet := filepath.Join(dir, "gymtrace-span-groups.yaml")
+	s.waitFor("the copy status", regexp.MustCompile(`copied NEMO_GYM_OTEL_SPAN_GROUPS=\S+ · wrote /`))
+	body, err := os.ReadFile(snippet)
+	if err != nil {
+		t.Fatalf("snippet file: %v", err)
+	}
+	const spec = "server,rollout,agent,model_call,verify,concurrency"
+	if !strings.Contains(string(body), `span_groups: "`+spec+`"`) {
+		t.Errorf("snippet file:\n%s\nwant span_groups %q", body, spec)
+	}
+
+	s.keys("q")
+	scr = s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
+	for _, want := range []string{"telemetry:", `span_groups: "` + spec + `"`, "NEMO_GYM_OTEL_SPAN_GROUPS=" + spec} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("after quitting the screen lacks %q:\n%s", want, scr)
+		}
+	}
+}
