@@ -51,7 +51,7 @@ func BenchmarkPreview(b *testing.B) {
 		n = 1_000
 	}
 	start := time.Now()
-	snap := gymCapture(b, n, 5, 5, true, nil)
+	snap := gymCapture(b, n, 5, 5, true, func(f *fleet) { f.eager = true })
 	b.Logf("capture: %d spans in %d rollouts, built in %v", snap.Stats.Stored, len(snap.Rollouts), time.Since(start))
 	all := mustParse(b, "all")
 	b.Run("full", func(b *testing.B) {
@@ -90,7 +90,7 @@ func BenchmarkCheck(b *testing.B) {
 	if testing.Short() {
 		n = 1_000
 	}
-	snap := gymCapture(b, n, 5, 5, true, nil)
+	snap := gymCapture(b, n, 5, 5, true, func(f *fleet) { f.eager = true })
 	now := time.Now()
 	b.Run("full", func(b *testing.B) {
 		b.ReportAllocs()

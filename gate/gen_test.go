@@ -27,6 +27,9 @@ type fleet struct {
 	// noServer lists processes whose SERVER spans are not emitted (server
 	// off there): their handler spans start new traces.
 	noServer map[string]bool
+	// eager submits each rollout as soon as it is built, parents first,
+	// one batch per rollout: how large captures are built quickly.
+	eager bool
 }
 
 func newFleet(tb testing.TB, st *model.Store) *fleet {
@@ -151,6 +154,12 @@ func (f *fleet) rollout(job model.SpanID, rid string, turns, tools int) {
 			f.add(s, "nemo-gym/resources", "gym.verify", model.KindInternal, kv{model.RolloutIDKey, rid})
 		})
 	})
+	if f.eager {
+		if err := f.st.Add(model.Batch{Spans: f.spans}); err != nil {
+			f.tb.Fatal(err)
+		}
+		f.spans = nil
+	}
 }
 
 // job emits a gym.job span and n rollouts under it.
@@ -186,7 +195,7 @@ func (f *fleet) flush() *model.Snapshot {
 // gymCapture builds a snapshot of n rollouts under one job (or none).
 func gymCapture(tb testing.TB, n, turns, tools int, withJob bool, mod func(*fleet)) *model.Snapshot {
 	tb.Helper()
-	st := model.NewStore(model.Options{})
+	st := model.NewStore(model.Options{QueueLen: 4})
 	tb.Cleanup(st.Close)
 	f := newFleet(tb, st)
 	if mod != nil {

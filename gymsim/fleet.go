@@ -301,13 +301,3 @@ func (f *Fleet) Stats() Stats {
 func (f *Fleet) Addrs() []string {
 	return []string{f.agent.base, f.model.base, f.resources.base}
 }
-
-// RolloutIDs returns the ids of the first n rollouts a fleet seeded with
-// seed runs, in start order.
-func RolloutIDs(seed int64, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = rolloutID(seed, i)
-	}
-	return out
-}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -361,5 +360,3 @@ func (p *proc) shutdownHTTP(ctx context.Context) error {
 	}
 	return p.srv.Shutdown(ctx)
 }
-
-var errStopped = errors.New("fleet stopped")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nemo-gym/gymtrace/model"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -250,7 +251,7 @@ func FuzzConsoleLine(f *testing.F) {
 		c := newConsoleDecoder(l, Limits{})
 		defer c.release()
 		sp, kind, err := c.line(line)
-		if err != nil || kind != recSpan {
+		if err != nil || kind != recSpan || !utf8.Valid(line) {
 			return
 		}
 		// A span the reader accepts, printed again in the console format,
