@@ -68,6 +68,8 @@ type rolloutList struct {
 
 	cursor, offset int
 	selected       string // the cursor's rollout id, kept across refreshes
+	waiting        int    // spans of hidden waitingOrphan rollouts
+	waitingN       int    // how many rollouts are hidden as waitingOrphan
 
 	out string
 }
@@ -112,7 +114,7 @@ func (l rolloutList) SetCheck(c *gate.CheckReport) rolloutList {
 	if c != nil {
 		l.join, l.haveJoin = c.ByRollout, true
 	}
-	l.render()
+	l.rebuild()
 	return l
 }
 
@@ -245,7 +247,13 @@ func (l *rolloutList) rebuild() {
 	}
 	needle := strings.ToLower(strings.TrimSpace(l.filter))
 	rows := l.rows[:0]
+	l.waiting, l.waitingN = 0, 0
 	for _, r := range l.snap.Rollouts {
+		if l.waitingOrphan(r) {
+			l.waiting += r.Spans
+			l.waitingN++
+			continue
+		}
 		if needle == "" || strings.Contains(l.rowInfo(r).hay, needle) {
 			rows = append(rows, r)
 		}
@@ -274,6 +282,26 @@ func (l *rolloutList) rebuild() {
 		l.selected = r.ID
 	}
 	l.render()
+}
+
+// waitingOrphan reports a rollout that is nothing yet but spans exported
+// ahead of their still-open parents (an ASGI send span ends before its
+// SERVER span): no id, every fragment waiting, and still inside the grace
+// window. Listing each as a rollout would flood the list with one-span rows
+// that vanish a moment later; they are counted in the title instead.
+func (l *rolloutList) waitingOrphan(r *model.Rollout) bool {
+	if !r.Synthetic || !l.haveJoin {
+		return false
+	}
+	if c, ok := l.join[r.ID]; !ok || c.Status != gate.JoinPending {
+		return false
+	}
+	for _, f := range r.Fragments {
+		if !f.Orphan() {
+			return false
+		}
+	}
+	return true
 }
 
 // rowInfo derives (or returns the cached) services and filter text.
@@ -342,13 +370,16 @@ func (l *rolloutList) render() {
 	}
 	total := 0
 	if l.snap != nil {
-		total = len(l.snap.Rollouts)
+		total = len(l.snap.Rollouts) - l.waitingN
 	}
 	title := fmt.Sprintf("Rollouts %d", total)
 	if l.filter != "" {
 		title = fmt.Sprintf("Rollouts %d/%d", len(l.rows), total)
 	}
 	title += " · sort " + l.sort.String()
+	if l.waiting > 0 {
+		title += fmt.Sprintf(" · %d spans await parents", l.waiting)
+	}
 	if l.filter != "" && !l.filtering {
 		title += " · /" + l.filter
 	}

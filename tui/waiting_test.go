@@ -1,0 +1,51 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// TestWaitingOrphansHiddenWhileFresh: a span exported before its open parent
+// is not listed as a rollout while it may still be joined, and is listed
+// (as what it is) once the grace window has passed.
+func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	// An ASGI send span whose SERVER parent has not ended yet.
+	orphan := model.Span{TraceID: traceID(77), SpanID: b.id(), ParentID: b.id(), Name: b.str("POST /run http send"),
+		Resource: b.resource("simple_agent"), Kind: model.KindInternal, Start: t0.UnixNano(), End: t0.UnixNano() + 1000}
+	if err := b.st.Add(model.Batch{Spans: []model.Span{orphan}}); err != nil {
+		t.Fatal(err)
+	}
+	b.st.Sync()
+	snap := b.st.Snapshot()
+	eng := gate.NewEngine(gate.Default())
+	keys := DefaultKeyMap()
+	st := DefaultStyles(lipgloss.DefaultRenderer())
+
+	for _, tc := range []struct {
+		name      string
+		grace     time.Duration
+		wantRows  int
+		wantTitle string
+	}{
+		{"fresh: hidden and counted", 5 * time.Second, 2, "1 spans await parents"},
+		{"past grace: listed", 0, 3, "Rollouts 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newRolloutList(st, keys).SetSize(60, 10).SetSnapshot(snap)
+			l = l.SetCheck(eng.Check(snap, t0, tc.grace))
+			if len(l.rows) != tc.wantRows {
+				t.Errorf("rows = %d, want %d", len(l.rows), tc.wantRows)
+			}
+			if !strings.Contains(l.View(), tc.wantTitle) {
+				t.Errorf("view lacks %q:\n%s", tc.wantTitle, l.View())
+			}
+		})
+	}
+}
