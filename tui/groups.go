@@ -348,6 +348,34 @@ func (g *groupsPanel) compareLines(w int) []string {
 	return lines
 }
 
+// summaryLines is the current → preview verdict in one or two lines.
+func (g *groupsPanel) summaryLines(w int) []string {
+	cur, prev := g.curRep, g.prevRep
+	if cur == nil || prev == nil {
+		return []string{clip("current → preview: …", w)}
+	}
+	text := fmt.Sprintf("current → preview: spans %s → %s · traces %s → %s · ",
+		fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
+		fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)))
+	var out []string
+	for _, l := range wrap(text+joinText(cur)+" → "+joinText(prev), w) {
+		out = append(out, l)
+	}
+	if prev.Result.RolloutsSplit > 0 {
+		out[len(out)-1] = g.st.Join.Split.Render(out[len(out)-1])
+	}
+	return out
+}
+
+// joinText is joinCell without styling, for running text.
+func joinText(r *gate.Report) string {
+	n := r.Result.RolloutsJoined + r.Result.RolloutsSplit
+	if r.Result.RolloutsSplit == 0 {
+		return fmt.Sprintf("✓ intact %d/%d", r.Result.RolloutsJoined, n)
+	}
+	return fmt.Sprintf("✗ %d/%d split", r.Result.RolloutsSplit, n)
+}
+
 func plural(n int) string {
 	if n == 1 {
 		return ""
@@ -432,6 +460,7 @@ func (g *groupsPanel) render() {
 	}
 	body := g.height - len(head) - len(foot)
 	var lines []string
+	lead := 0 // lines above the group list
 	const listW = 64
 	if g.width >= listW+40 {
 		left := g.listLines(listW)
@@ -447,12 +476,17 @@ func (g *groupsPanel) render() {
 			lines = append(lines, fit(l, listW)+"  "+r)
 		}
 	} else {
-		lines = append(g.listLines(g.width), "")
+		// Too narrow for side by side: the verdict goes first, so a toggle's
+		// effect is visible without scrolling past every group.
+		lines = g.summaryLines(g.width)
+		lead = len(lines)
+		lines = append(lines, g.listLines(g.width)...)
+		lines = append(lines, "")
 		lines = append(lines, g.compareLines(g.width)...)
 	}
-	// Keep the cursor's group (line cursor+1) visible, then apply scrolling.
+	// Keep the cursor's group (line lead+cursor+1) visible, then apply scrolling.
 	g.offset = clamp(g.offset, 0, max(len(lines)-body, 0))
-	if c := g.cursor + 1; g.follow && c < g.offset {
+	if c := lead + g.cursor + 1; g.follow && c < g.offset {
 		g.offset = c
 	} else if g.follow && c >= g.offset+body && body > 0 {
 		g.offset = c - body + 1
