@@ -131,3 +131,49 @@ func TestTmuxOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestTmuxDemo is a newcomer's first run: `gymtrace demo`, a rollout picked,
+// job toggled off (traces per rollout change), per_rollout with http_client
+// off (the join break reported), the spec copied out.
+func TestTmuxDemo(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	// One collection run of 8 rollouts, fast, on free ports.
+	s := startTmux(t, dir, bin+" demo --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --rollouts 8 --run-size 8"+
+		" --rate 0 --latency 2ms --batch-timeout 100ms", 120, 40)
+
+	s.waitFor("the fleet's rollouts", regexp.MustCompile(`Rollouts 8 `))
+	// The run's gym.job span ends last; once it is in, the run is one trace.
+	s.waitFor("the whole run in one trace", regexp.MustCompile(`traces\s+1\s+1\s`))
+	s.keys("j", "j")
+	s.waitFor("the third rollout's trace", regexp.MustCompile(`Trace r-1-\d{4} · \d+ spans · 1 trace`))
+
+	s.keys("Tab", "Tab", "Space")
+	s.waitFor("job unchecked", regexp.MustCompile(`\[ \] job\*`))
+	s.waitFor("traces 1 → 8", regexp.MustCompile(`traces\s+1\s+8\s`))
+
+	s.keys("2")
+	s.waitFor("per_rollout previewed", regexp.MustCompile(`preview per_rollout\s`))
+	s.keys("j", "j", "Space")
+	s.waitFor("http_client unchecked", regexp.MustCompile(`\[ \] http_client\*`))
+	scr := s.waitFor("the split", regexp.MustCompile(`✗ 8/8 split`))
+	if !strings.Contains(scr, "http_client off") {
+		t.Errorf("the broken hop does not say why:\n%s", scr)
+	}
+
+	s.keys("y")
+	s.waitFor("the copy status", regexp.MustCompile(`copied NEMO_GYM_OTEL_SPAN_GROUPS=\S+`))
+	const spec = "server,rollout,agent,model_call,verify,concurrency"
+	body, err := os.ReadFile(filepath.Join(dir, "gymtrace-span-groups.yaml"))
+	if err != nil || !strings.Contains(string(body), `span_groups: "`+spec+`"`) {
+		t.Fatalf("snippet file (err %v):\n%s\nwant span_groups %q", err, body, spec)
+	}
+	s.keys("q")
+	scr = s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
+	if !strings.Contains(scr, "NEMO_GYM_OTEL_SPAN_GROUPS="+spec) {
+		t.Errorf("after quitting the screen lacks the env line:\n%s", scr)
+	}
+}
