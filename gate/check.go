@@ -2,7 +2,6 @@ package gate
 
 import (
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -70,13 +69,22 @@ func firstAttr(in *model.Interner, a model.Attrs, keys []string) (string, bool) 
 	return out, found
 }
 
-// splitURL returns host:port and path of a URL, without query.
+// splitURL returns host:port and path of an absolute URL, without query or
+// fragment. It is a cut, not a parser: enough to match a CLIENT span's URL
+// with a SERVER span's, cheaply, for every call of a large capture.
 func splitURL(s string) (host, path string) {
-	u, err := url.Parse(s)
-	if err != nil {
+	_, rest, ok := strings.Cut(s, "://")
+	if !ok {
 		return "", ""
 	}
-	return u.Host, u.Path
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	host, path, _ = strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(host, '@'); i >= 0 {
+		host = host[i+1:]
+	}
+	return host, "/" + path
 }
 
 // rollCheck returns the cached per-rollout check of r.
@@ -122,8 +130,8 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 	}
 	var roots []serverRoot
 	for fi, f := range r.Fragments {
-		hasChildFrom := make([]bool, len(f.Spans)) // a child in another process
-		hasClientChild := make([]bool, len(f.Spans))
+		// Per span: a child reached through a hop; a CLIENT child in-process.
+		hasChildFrom, hasClientChild := e.sc.flags(len(f.Spans))
 		for i := range f.Spans {
 			sp := &f.Spans[i]
 			addRes(&c.resources, sp.Resource)
@@ -212,6 +220,14 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			cc := c.unanswered[paired]
 			c.unanswered = append(c.unanswered[:paired:paired], c.unanswered[paired+1:]...)
 			addHop(snap.ServiceName(cc.res), snap.ServiceName(sr.res), reasonNotInjected)
+			continue
+		}
+		// Without the caller's CLIENT span, Gym's call graph names it: the
+		// agent (the process running gym.rollout) calls every server, itself
+		// included, except its own /run, which the driver calls.
+		if agent, ok := rolloutProcess(r, rs); ok && (agent != sr.res || !strings.HasSuffix(sr.path, "/run")) {
+			svc := snap.ServiceName(agent)
+			addHop(svc, snap.ServiceName(sr.res), fmt.Sprintf(reasonServerRoot, svc))
 			continue
 		}
 		addHop(unknownService, snap.ServiceName(sr.res), fmt.Sprintf(reasonServerRoot, "the caller"))
@@ -326,6 +342,18 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	rep.Intact = len(rep.Hops) == 0 && rep.Split == 0
 	e.evict()
 	return rep
+}
+
+// rolloutProcess returns the process of the rollout's gym.rollout span.
+func rolloutProcess(r *model.Rollout, rs *rollState) (model.ResourceID, bool) {
+	for i, f := range r.Fragments {
+		for j, g := range rs.frags[i].groups {
+			if g == Rollout {
+				return f.Spans[j].Resource, true
+			}
+		}
+	}
+	return 0, false
 }
 
 func serviceSpans(snap *model.Snapshot, id model.ResourceID) int64 {

@@ -34,6 +34,8 @@ func TestCheck(t *testing.T) {
 	}{
 		{name: "healthy with job", job: true, intact: true, joined: n},
 		{name: "healthy without job", intact: true, joined: n},
+		{name: "healthy with two CLIENT spans per hop", job: true, intact: true, joined: n,
+			mod: func(f *fleet) { f.doubleClient = true }},
 		{
 			// The model process does not extract: no SERVER spans there, its
 			// handler spans start their own traces.
@@ -54,6 +56,21 @@ func TestCheck(t *testing.T) {
 			split: n,
 			hops: []string{
 				"nemo-gym/agent -> nemo-gym/resources x4: " + reasonNotInjected,
+			},
+		},
+		{
+			// The agent has http_client off: no CLIENT spans, no traceparent,
+			// the callees' SERVER spans are roots.
+			name: "agent sent no traceparent", job: true,
+			mod: func(f *fleet) {
+				f.cut = func(caller, callee string) bool { return caller == "agent" }
+				f.noClient = map[string]bool{"agent": true}
+			},
+			split: n,
+			hops: []string{
+				"nemo-gym/agent -> nemo-gym/agent x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
+				"nemo-gym/agent -> nemo-gym/model x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
+				"nemo-gym/agent -> nemo-gym/resources x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
 			},
 		},
 		{

@@ -27,6 +27,13 @@ type fleet struct {
 	// noServer lists processes whose SERVER spans are not emitted (server
 	// off there): their handler spans start new traces.
 	noServer map[string]bool
+	// noClient lists processes that emit no CLIENT spans (http_client off
+	// there); use with cut, since they send no traceparent either.
+	noClient map[string]bool
+	// doubleClient adds a second CLIENT span per call under Gym's own, as a
+	// build that also instruments aiohttp does; the SERVER span hangs under
+	// the inner one.
+	doubleClient bool
 	// eager submits each rollout as soon as it is built, parents first,
 	// one batch per rollout: how large captures are built quickly.
 	eager bool
@@ -94,7 +101,10 @@ func (f *fleet) call(parent model.SpanID, caller, callee, route, rid string, bod
 	if rid == "" {
 		url = fmt.Sprintf("http://127.0.0.1:%d%s", ports[callee], route)
 	}
-	cl := f.add(parent, "nemo-gym/"+caller, "HTTP POST", model.KindClient, kv{"http.method", "POST"}, kv{"http.url", url}, kv{"http.status_code", 200})
+	cl := parent
+	if !f.noClient[caller] {
+		cl = f.add(parent, "nemo-gym/"+caller, "HTTP POST", model.KindClient, kv{"http.method", "POST"}, kv{"http.url", url}, kv{"http.status_code", 200})
+	}
 	if f.noServer[callee] {
 		if body != nil {
 			saved := f.trace
@@ -103,6 +113,9 @@ func (f *fleet) call(parent model.SpanID, caller, callee, route, rid string, bod
 			f.trace = saved
 		}
 		return
+	}
+	if f.doubleClient {
+		cl = f.add(cl, "nemo-gym/"+caller, "POST", model.KindClient, kv{"http.request.method", "POST"}, kv{"url.full", url}, kv{"http.response.status_code", 200})
 	}
 	up := cl
 	if f.cut != nil && f.cut(caller, callee) {

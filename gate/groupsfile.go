@@ -194,7 +194,8 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 				continue
 			}
 			var set Set
-			for _, gn := range f.list("groups", bad) {
+			entries := f.list("groups", bad)
+			for _, gn := range entries {
 				s, err := out.Parse(gn.Value)
 				if err != nil {
 					bad(gn, "preset %q: unknown group or preset %q", name, gn.Value)
@@ -202,8 +203,11 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 				}
 				set |= s
 			}
-			if f.at("groups") == nil {
+			switch {
+			case f.at("groups") == nil:
 				bad(item, "preset %q has no groups", name)
+			case len(entries) == 0:
+				bad(f.at("groups"), "preset %q has no groups", name)
 			}
 			taken[name] = true
 			var gs []Group
@@ -244,6 +248,10 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 			}
 			userRules = append(userRules, rule)
 		}
+	}
+	// A group that rules select emits spans, whether or not it listed any.
+	for _, rule := range userRules {
+		out.groups[rule.Group].EmitsSpans = true
 	}
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool {

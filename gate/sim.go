@@ -91,6 +91,19 @@ type scratch struct {
 	comp  []int32 // kept spans: component (>= 0 own root, < 0 a job)
 	sizes []int
 	pct   []int
+	fa    []bool
+	fb    []bool
+}
+
+// flags returns two cleared bool slices of length n, reused across calls.
+func (sc *scratch) flags(n int) ([]bool, []bool) {
+	if cap(sc.fa) < n {
+		sc.fa, sc.fb = make([]bool, n), make([]bool, n)
+	}
+	sc.fa, sc.fb = sc.fa[:n], sc.fb[:n]
+	clear(sc.fa)
+	clear(sc.fb)
+	return sc.fa, sc.fb
 }
 
 const (

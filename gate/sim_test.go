@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -84,6 +85,29 @@ func TestPreviewWhatIf(t *testing.T) {
 				t.Errorf("dropped %d, want %d", rep.Result.Dropped, rep.Input.Spans-rep.Result.Spans)
 			}
 		})
+	}
+}
+
+// A second CLIENT span per hop (aiohttp instrumentation, unclassified and
+// so always kept) changes counts, not joins.
+func TestPreviewDoubleClient(t *testing.T) {
+	const n, turns, tools = 2, 1, 1
+	per, calls := gymSpans(turns, tools)
+	snap := gymCapture(t, n, turns, tools, true, func(f *fleet) { f.doubleClient = true })
+	e := NewEngine(Default())
+	rep := e.Preview(snap, mustParse(t, "per_rollout"))
+	if want := n * (per - 1 + calls); rep.Result.Spans != want || rep.Result.Traces != n || rep.Result.RolloutsJoined != n {
+		t.Errorf("per_rollout: %d spans in %d traces, %d joined; want %d in %d, %d", rep.Result.Spans, rep.Result.Traces, rep.Result.RolloutsJoined, want, n, n)
+	}
+	if rep.Input.Unclassified != n*calls {
+		t.Errorf("unclassified = %d, want %d (the inner CLIENT spans)", rep.Input.Unclassified, n*calls)
+	}
+	// Without http_client, Gym sends no traceparent: every callee splits
+	// off, and the driver's inner CLIENT span, with nothing kept above it,
+	// is a trace of its own.
+	rep = e.Preview(snap, mustParse(t, "server,rollout"))
+	if rep.Result.Traces != n*(calls+1) {
+		t.Errorf("server,rollout: %d traces, want %d", rep.Result.Traces, n*(calls+1))
 	}
 }
 
@@ -233,6 +257,47 @@ func TestPreviewEvicts(t *testing.T) {
 		}
 		if len(e.frags) != live {
 			t.Fatalf("after %d rollouts: %d fragments cached, snapshot holds %d", i+1, len(e.frags), live)
+		}
+	}
+}
+
+// The engine reads snapshots while the store's writer keeps applying
+// batches: run with -race. Every preview must account for exactly the
+// spans of the snapshot it was given.
+func TestPreviewWhileWriting(t *testing.T) {
+	st := model.NewStore(model.Options{PublishEvery: time.Millisecond})
+	defer st.Close()
+	f := newFleet(t, st)
+	f.eager = true
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		j := f.add(model.SpanID{}, "nemo-gym/rollout_collection", "gym.job", model.KindInternal)
+		for i := 0; i < 200; i++ {
+			f.rollout(j, fmt.Sprintf("r-%d", i), 2, 2)
+		}
+	}()
+	e := NewEngine(Default())
+	specs := []Set{mustParse(t, "all"), mustParse(t, "per_rollout"), mustParse(t, "default")}
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			st.Sync()
+			rep := e.Preview(st.Snapshot(), specs[0])
+			if rep.Result.Spans != rep.Input.Spans || rep.Result.Traces != 1 {
+				t.Errorf("final: kept %d of %d spans in %d traces, want all in 1", rep.Result.Spans, rep.Input.Spans, rep.Result.Traces)
+			}
+			return
+		default:
+		}
+		snap := st.Snapshot()
+		rep := e.Preview(snap, specs[i%len(specs)])
+		if rep.Result.Spans+rep.Result.Dropped != snap.Stats.Stored {
+			t.Fatalf("kept %d + dropped %d != stored %d", rep.Result.Spans, rep.Result.Dropped, snap.Stats.Stored)
+		}
+		e.Check(snap, time.Now(), time.Second)
+		if len(snap.Rollouts) > 0 {
+			e.SimulateRollout(snap, snap.Rollouts[len(snap.Rollouts)-1], specs[0])
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"unsafe"
 )
 
 // ValueKind is the type of an attribute value.
@@ -56,56 +57,77 @@ func (a Attrs) Each(t *Interner, fn func(key string, v Value) bool) {
 }
 
 func (a Attrs) each(t *Interner, fn func(k Str, v Value) bool) {
-	b := []byte(a)
-	for len(b) > 0 {
-		k, n := binary.Uvarint(b)
-		if n <= 0 || n >= len(b) {
+	// Walk the string itself: inline values are substrings of a, so reading
+	// attributes allocates nothing (a is immutable, so sharing is safe).
+	s := string(a)
+	for len(s) > 0 {
+		k, n := uvarintStr(s)
+		if n <= 0 || n >= len(s) {
 			return
 		}
-		b = b[n:]
-		kind := b[0]
-		b = b[1:]
+		s = s[n:]
+		kind := s[0]
+		s = s[1:]
 		var v Value
 		v.Kind = ValueKind(kind &^ valStrInline)
 		switch {
 		case kind&valStrInline != 0:
-			l, n := binary.Uvarint(b)
-			if n <= 0 || uint64(len(b)-n) < l {
+			l, n := uvarintStr(s)
+			if n <= 0 || uint64(len(s)-n) < l {
 				return
 			}
-			v.Str = string(b[n : n+int(l)])
-			b = b[n+int(l):]
+			v.Str = s[n : n+int(l)]
+			s = s[n+int(l):]
 		case v.Kind == ValBool:
-			if len(b) < 1 {
+			if len(s) < 1 {
 				return
 			}
-			v.Bool = b[0] != 0
-			b = b[1:]
+			v.Bool = s[0] != 0
+			s = s[1:]
 		case v.Kind == ValInt:
-			x, n := binary.Varint(b)
+			x, n := uvarintStr(s)
 			if n <= 0 {
 				return
 			}
-			v.Int = x
-			b = b[n:]
+			v.Int = int64(x>>1) ^ -int64(x&1) // zig-zag, as binary.AppendVarint writes it
+			s = s[n:]
 		case v.Kind == ValDouble:
-			if len(b) < 8 {
+			if len(s) < 8 {
 				return
 			}
-			v.Float = math.Float64frombits(binary.LittleEndian.Uint64(b))
-			b = b[8:]
+			v.Float = math.Float64frombits(binary.LittleEndian.Uint64([]byte(s[:8])))
+			s = s[8:]
 		default:
-			id, n := binary.Uvarint(b)
+			id, n := uvarintStr(s)
 			if n <= 0 {
 				return
 			}
 			v.Str = t.Str(Str(id))
-			b = b[n:]
+			s = s[n:]
 		}
 		if !fn(Str(k), v) {
 			return
 		}
 	}
+}
+
+// uvarintStr is binary.Uvarint over a string, so packed attributes are read
+// without converting them to a byte slice.
+func uvarintStr(s string) (uint64, int) {
+	var x uint64
+	var shift uint
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		c := s[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, -(i + 1) // overflow
+			}
+			return x | uint64(c)<<shift, i + 1
+		}
+		x |= uint64(c&0x7f) << shift
+		shift += 7
+	}
+	return 0, 0
 }
 
 // Get returns the value of key, if present.
@@ -134,7 +156,23 @@ func (a Attrs) Len(t *Interner) int {
 type AttrBuilder struct {
 	buf []byte
 	n   int
+	// arena is spare room that Attrs carves its copies from, so a decoder
+	// packing thousands of spans makes one allocation per arena instead of
+	// one per span: fewer, pointer-free objects for the collector. Bytes
+	// once handed out are never written again.
+	arena []byte
+	// copies counts Attrs calls, so a builder used once (a resource, a test
+	// fixture) never allocates an arena.
+	copies int
 }
+
+// Arena sizes: the first arena is small; later ones reach arenaMax. Values
+// larger than arenaLarge get their own allocation.
+const (
+	arenaMin   = 1 << 10
+	arenaMax   = 16 << 10
+	arenaLarge = 1 << 10
+)
 
 // Reset empties the builder, keeping its buffer.
 func (b *AttrBuilder) Reset() { b.buf = b.buf[:0]; b.n = 0 }
@@ -192,7 +230,25 @@ func (b *AttrBuilder) Double(k Str, v float64) {
 }
 
 // Attrs returns the packed attributes (a copy; the builder may be reused).
-func (b *AttrBuilder) Attrs() Attrs { return Attrs(b.buf) }
+func (b *AttrBuilder) Attrs() Attrs {
+	b.copies++
+	if len(b.buf) == 0 {
+		return ""
+	}
+	if b.copies == 1 || len(b.buf) > arenaLarge {
+		return Attrs(b.buf)
+	}
+	if cap(b.arena)-len(b.arena) < len(b.buf) {
+		size := arenaMin
+		if c := cap(b.arena); c > 0 {
+			size = min(2*c, arenaMax)
+		}
+		b.arena = make([]byte, 0, size)
+	}
+	start := len(b.arena)
+	b.arena = append(b.arena, b.buf...)
+	return Attrs(unsafe.String(&b.arena[start], len(b.buf)))
+}
 
 // Sorted returns the packed attributes ordered by key text, so that equal sets
 // given in another order pack the same (resources are interned by this form).

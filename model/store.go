@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/hex"
 	"errors"
 	"sort"
 	"strings"
@@ -167,10 +168,15 @@ func (s *Store) run() {
 	defer tick.Stop()
 	dirty := false
 	last := time.Time{}
+	// every grows with the cost of a publication, so that with a very large
+	// store the writer spends at most about a tenth of its time publishing.
+	every := s.opts.PublishEvery
 	publish := func() {
+		t0 := time.Now()
 		s.snap.Store(s.w.publish())
 		dirty = false
 		last = time.Now()
+		every = max(s.opts.PublishEvery, 10*last.Sub(t0))
 		select {
 		case s.changed <- struct{}{}:
 		default:
@@ -191,10 +197,13 @@ func (s *Store) run() {
 			s.w.apply(it.batch)
 			dirty = true
 			// Publish at once when idle, at most every PublishEvery under load.
-			if len(s.in) == 0 && time.Since(last) >= s.opts.PublishEvery {
+			if len(s.in) == 0 && time.Since(last) >= every {
 				publish()
 			}
 		case <-tick.C:
+			if time.Since(last) < every {
+				continue
+			}
 			if dirty || s.metrics.Load() != s.w.lastMetrics || s.logs.Load() != s.w.lastLogs {
 				publish()
 			}
@@ -217,6 +226,7 @@ type frag struct {
 	job    SpanID
 	isJob  bool
 	rid    string
+	synth  string // synthetic rollout key, built once when first needed
 	roll   *roll
 	dirty  bool
 	pub    *Fragment
@@ -237,6 +247,9 @@ type roll struct {
 	dead      bool
 	version   uint64
 	pub       *Rollout
+	// idx is the rollout's index in the last published Snapshot.Rollouts,
+	// or -1 when it was not in it.
+	idx int
 }
 
 // writer is the state owned by the writer goroutine.
@@ -263,11 +276,23 @@ type writer struct {
 	// born from the batch gets its final capacity at once instead of
 	// doubling (which would leave a third of the memory unused).
 	perTrace map[TraceID]int32
+	// settling holds the fragments published as changed last time; those
+	// that did not change since get their arrays trimmed (see settle).
+	settling []*frag
 
 	jobName, ridKey Str
 	pathKeys        []Str
 
 	lastMetrics, lastLogs int64
+
+	// Incremental publication: prev is the last published Rollouts slice;
+	// changed and fresh list the rollouts marked dirty and created since.
+	// Only when a rollout died or the order changed (restructure) does
+	// publish walk every rollout.
+	prev        []*Rollout
+	changed     []*roll
+	fresh       []*roll
+	restructure bool
 }
 
 func (w *writer) init(s *Store) {
@@ -324,7 +349,7 @@ func (w *writer) place(sp *Span) {
 	w.services[sp.Resource]++
 
 	if sp.Name == w.jobName {
-		f := w.newFrag(sp.TraceID)
+		f := w.newFrag(sp.TraceID, false)
 		f.isJob = true
 		w.appendSpan(f, *sp, -1)
 		w.jobs = append(w.jobs, f)
@@ -342,7 +367,7 @@ func (w *writer) place(sp *Span) {
 	if !sp.ParentID.IsZero() {
 		if pf, pi, ok := w.lookup(sp.TraceID, sp.ParentID); ok {
 			if pf.isJob {
-				f = w.newFrag(sp.TraceID)
+				f = w.newFrag(sp.TraceID, false)
 				f.job = sp.ParentID
 				parent = -1
 			} else {
@@ -351,7 +376,8 @@ func (w *writer) place(sp *Span) {
 		}
 	}
 	if f == nil {
-		f = w.newFrag(sp.TraceID)
+		// A true root will gather the whole trace: size it from the batch.
+		f = w.newFrag(sp.TraceID, sp.ParentID.IsZero())
 		if !sp.ParentID.IsZero() {
 			w.waiting[sp.ParentID] = append(w.waiting[sp.ParentID], f.id)
 		}
@@ -386,11 +412,11 @@ func (w *writer) takeWaiting(id SpanID, trace TraceID) []uint32 {
 	return mine
 }
 
-func (w *writer) newFrag(trace TraceID) *frag {
+func (w *writer) newFrag(trace TraceID, root bool) *frag {
 	w.nextFrag++
 	w.seq++
 	f := &frag{id: w.nextFrag, seq: w.seq, trace: trace}
-	if n := w.perTrace[trace]; n > 1 {
+	if n := w.perTrace[trace]; root && n > 1 {
 		f.spans = make([]Span, 0, n)
 	}
 	w.frags[f.id] = f
@@ -465,9 +491,10 @@ func (w *writer) detach(r *roll, c *frag) {
 	}
 	r.spans -= len(c.spans)
 	c.roll = nil
-	r.dirty = true
+	w.markDirty(r)
 	if len(r.frags) == 0 {
 		r.dead = true
+		w.restructure = true
 		delete(w.rolls, r.key)
 	}
 }
@@ -475,8 +502,16 @@ func (w *writer) detach(r *roll, c *frag) {
 func (w *writer) touch(f *frag) {
 	f.dirty = true
 	if f.roll != nil {
-		f.roll.dirty = true
+		w.markDirty(f.roll)
 		f.roll.lastSeen = w.nowNS
+	}
+}
+
+// markDirty records that r must be published anew.
+func (w *writer) markDirty(r *roll) {
+	if !r.dirty {
+		r.dirty = true
+		w.changed = append(w.changed, r)
 	}
 }
 
@@ -484,7 +519,10 @@ func (w *writer) touch(f *frag) {
 func (w *writer) assign(f *frag) {
 	key, synthetic := f.rid, false
 	if key == "" {
-		key, synthetic = "~"+f.trace.String()[:8]+"/"+f.spans[0].SpanID.String(), true
+		if f.synth == "" {
+			f.synth = syntheticKey(f.trace, f.spans[0].SpanID)
+		}
+		key, synthetic = f.synth, true
 	}
 	if f.roll != nil && f.roll.key == key {
 		f.roll.spans = w.fragSpans(f.roll)
@@ -495,18 +533,34 @@ func (w *writer) assign(f *frag) {
 	}
 	r := w.rolls[key]
 	if r == nil {
-		r = &roll{key: key, synthetic: synthetic, seq: f.seq, firstSeen: w.nowNS}
+		r = &roll{key: key, synthetic: synthetic, seq: f.seq, firstSeen: w.nowNS, idx: -1}
 		w.rolls[key] = r
+		if n := len(w.order); n > 0 && w.order[n-1].seq > r.seq {
+			w.restructure = true // an old fragment started a rollout: re-sort
+		}
 		w.order = append(w.order, r)
+		w.fresh = append(w.fresh, r)
 	}
 	if f.seq < r.seq {
 		r.seq = f.seq
+		w.restructure = true
 	}
 	r.frags = append(r.frags, f)
 	f.roll = r
 	r.spans = w.fragSpans(r)
-	r.dirty = true
+	w.markDirty(r)
 	r.lastSeen = w.nowNS
+}
+
+// syntheticKey names a rollout without an id by its trace and top span,
+// built with one allocation (it is made for every such fragment).
+func syntheticKey(t TraceID, top SpanID) string {
+	var b [1 + 8 + 1 + 16]byte
+	b[0] = '~'
+	hex.Encode(b[1:9], t[:4])
+	b[9] = '/'
+	hex.Encode(b[10:], top[:])
+	return string(b[:])
 }
 
 func (w *writer) fragSpans(r *roll) int {
@@ -578,6 +632,7 @@ func (w *writer) evict(target int) {
 		n++
 	}
 	w.order = w.order[n:]
+	w.restructure = true
 }
 
 func remove(ids []uint32, id uint32) []uint32 {
@@ -601,51 +656,52 @@ func (w *writer) compactOrder() {
 }
 
 // publish builds an immutable snapshot from the writer state. Unchanged
-// fragments and rollouts are shared with the previous snapshot.
+// fragments and rollouts are shared with the previous snapshot. In the
+// common case (rollouts added or changed, none removed, order kept) it
+// copies the previous rollout list and patches it, touching only what
+// changed: a walk over every rollout would cost milliseconds per
+// publication with a million spans stored.
 func (w *writer) publish() *Snapshot {
 	w.pubSeq++
-	if len(w.order) > 2*len(w.rolls)+64 {
-		w.compactOrder()
-	}
+	w.settle()
 	snap := &Snapshot{Seq: w.pubSeq, Taken: w.s.opts.Now(), strings: w.s.strs}
-	snap.Rollouts = make([]*Rollout, 0, len(w.rolls))
-	sorted := sort.SliceIsSorted(w.order, func(i, j int) bool { return w.order[i].seq < w.order[j].seq })
-	if !sorted {
+	if w.restructure || w.prev == nil {
+		w.compactOrder()
 		sort.SliceStable(w.order, func(i, j int) bool { return w.order[i].seq < w.order[j].seq })
-	}
-	nfrags := 0
-	for _, r := range w.order {
-		if r.dead {
-			continue
+		snap.Rollouts = make([]*Rollout, 0, len(w.order))
+		for _, r := range w.order {
+			r.idx = len(snap.Rollouts)
+			snap.Rollouts = append(snap.Rollouts, w.pubRoll(r))
 		}
-		nfrags += len(r.frags)
-		if r.dirty || r.pub == nil {
-			w.version++
-			r.version = w.version
-			pr := &Rollout{ID: r.key, Synthetic: r.synthetic, Version: r.version, FirstSeen: time.Unix(0, r.firstSeen), LastSeen: time.Unix(0, r.lastSeen)}
-			traces := map[TraceID]bool{}
-			for i, f := range r.frags {
-				pf := w.pubFrag(f)
-				pr.Fragments = append(pr.Fragments, pf)
-				pr.Spans += len(pf.Spans)
-				pr.Errors += f.errors
-				if i == 0 || f.start < pr.Start {
-					pr.Start = f.start
-				}
-				if f.end > pr.End {
-					pr.End = f.end
-				}
-				traces[f.trace] = true
+	} else {
+		snap.Rollouts = make([]*Rollout, len(w.prev), len(w.prev)+len(w.fresh))
+		copy(snap.Rollouts, w.prev)
+		for _, r := range w.changed {
+			if r.idx >= 0 && !r.dead {
+				snap.Rollouts[r.idx] = w.pubRoll(r)
 			}
-			pr.Traces = len(traces)
-			r.pub = pr
-			r.dirty = false
 		}
-		snap.Rollouts = append(snap.Rollouts, r.pub)
+		for _, r := range w.fresh {
+			if !r.dead {
+				r.idx = len(snap.Rollouts)
+				snap.Rollouts = append(snap.Rollouts, w.pubRoll(r))
+			}
+		}
 	}
+	for _, r := range w.changed {
+		r.dirty = false
+	}
+	clear(w.changed)
+	w.changed = w.changed[:0]
+	clear(w.fresh)
+	w.fresh = w.fresh[:0]
+	w.restructure = false
+	w.prev = snap.Rollouts
+	liveJobs := 0
 	for _, j := range w.jobs {
 		if _, live := w.frags[j.id]; live {
 			snap.Jobs = append(snap.Jobs, w.pubFrag(j))
+			liveJobs++
 		}
 	}
 	snap.Services = append([]int64(nil), w.services...)
@@ -658,7 +714,7 @@ func (w *writer) publish() *Snapshot {
 		EvictedSpans:    w.evSpans,
 		EvictedRollouts: w.evRolls,
 		Rollouts:        len(snap.Rollouts),
-		Fragments:       nfrags,
+		Fragments:       len(w.frags) - liveJobs, // every other fragment is in a rollout
 		Traces:          len(w.traces),
 		MetricPoints:    w.lastMetrics,
 		LogRecords:      w.lastLogs,
@@ -666,8 +722,57 @@ func (w *writer) publish() *Snapshot {
 	return snap
 }
 
+// pubRoll returns the published form of r, building it anew when r changed.
+func (w *writer) pubRoll(r *roll) *Rollout {
+	if !r.dirty && r.pub != nil {
+		return r.pub
+	}
+	w.version++
+	r.version = w.version
+	pr := &Rollout{ID: r.key, Synthetic: r.synthetic, Version: r.version, FirstSeen: time.Unix(0, r.firstSeen), LastSeen: time.Unix(0, r.lastSeen)}
+	pr.Fragments = make([]*Fragment, len(r.frags))
+	var traces map[TraceID]bool // only for rollouts split into many fragments
+	if len(r.frags) > 16 {
+		traces = make(map[TraceID]bool, len(r.frags))
+		for _, f := range r.frags {
+			traces[f.trace] = true
+		}
+		pr.Traces = len(traces)
+	}
+	for i, f := range r.frags {
+		pf := w.pubFrag(f)
+		pr.Fragments[i] = pf
+		pr.Spans += len(pf.Spans)
+		pr.Errors += f.errors
+		if i == 0 || f.start < pr.Start {
+			pr.Start = f.start
+		}
+		if f.end > pr.End {
+			pr.End = f.end
+		}
+		if traces != nil {
+			continue
+		}
+		// Distinct traces: rollouts have few fragments, so a scan beats a map.
+		seen := false
+		for _, g := range r.frags[:i] {
+			if g.trace == f.trace {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			pr.Traces++
+		}
+	}
+	r.pub = pr
+	r.dirty = false
+	return pr
+}
+
 func (w *writer) pubFrag(f *frag) *Fragment {
 	if f.dirty || f.pub == nil {
+		w.settling = append(w.settling, f)
 		w.version++
 		f.pub = &Fragment{
 			TraceID:   f.trace,

@@ -150,7 +150,9 @@ func str(s string) *commonpb.AnyValue {
 	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}
 }
 
-func kv(k string, v *commonpb.AnyValue) *commonpb.KeyValue { return &commonpb.KeyValue{Key: k, Value: v} }
+func kv(k string, v *commonpb.AnyValue) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: v}
+}
 
 func intv(i int64) *commonpb.AnyValue {
 	return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: i}}
@@ -195,9 +197,9 @@ func sampleRequest() *coltrace.ExportTraceServiceRequest {
 						kv("nemo.span.truncated", boolv(true)),
 					},
 					DroppedAttributesCount: 2,
-					Events: []*tracepb.Span_Event{{TimeUnixNano: 4_000, Name: "exception", Attributes: []*commonpb.KeyValue{kv("exception.type", str("ValueError"))}}},
-					Links:  []*tracepb.Span_Link{{TraceId: id(16, 0xbb), SpanId: id(8, 0x02), Attributes: []*commonpb.KeyValue{kv("k", str("v"))}}},
-					Status: &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: "ValueError: boom"},
+					Events:                 []*tracepb.Span_Event{{TimeUnixNano: 4_000, Name: "exception", Attributes: []*commonpb.KeyValue{kv("exception.type", str("ValueError"))}}},
+					Links:                  []*tracepb.Span_Link{{TraceId: id(16, 0xbb), SpanId: id(8, 0x02), Attributes: []*commonpb.KeyValue{kv("k", str("v"))}}},
+					Status:                 &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: "ValueError: boom"},
 				},
 				{
 					TraceId: id(16, 0xaa), SpanId: id(8, 0x03), ParentSpanId: id(8, 0x01), Name: "gym.rollout",

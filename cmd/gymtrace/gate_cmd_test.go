@@ -21,16 +21,16 @@ func init() {
 	}
 }
 
-func updating() bool {
+func gateUpdating() bool {
 	f := flag.Lookup("update")
 	return f != nil && f.Value.String() == "true"
 }
 
 // golden compares got with testdata/<test name>/<case>.golden.
-func golden(t *testing.T, name string, got []byte) {
+func gateGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", strings.Split(t.Name(), "/")[0], name+".golden")
-	if updating() {
+	if gateUpdating() {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -48,9 +48,9 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-const captures = "testdata/captures/"
+const gateCaptures = "testdata/captures/"
 
-func run(t *testing.T, fn func([]string, *bytes.Buffer, *bytes.Buffer) int, args ...string) (code int, stdout, stderr string) {
+func runGateCmd(t *testing.T, fn func([]string, *bytes.Buffer, *bytes.Buffer) int, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	t.Setenv(gate.EnvSpanGroups, "")
 	var o, e bytes.Buffer
@@ -58,37 +58,37 @@ func run(t *testing.T, fn func([]string, *bytes.Buffer, *bytes.Buffer) int, args
 	return code, o.String(), e.String()
 }
 
-func preview(args []string, o, e *bytes.Buffer) int { return runPreview(args, o, e) }
-func check(args []string, o, e *bytes.Buffer) int   { return runCheck(args, o, e) }
-func groups(args []string, o, e *bytes.Buffer) int  { return runGroups(args, o, e) }
+func previewCmd(args []string, o, e *bytes.Buffer) int { return runPreview(args, o, e) }
+func checkCmd(args []string, o, e *bytes.Buffer) int   { return runCheck(args, o, e) }
+func groupsCmd(args []string, o, e *bytes.Buffer) int  { return runGroups(args, o, e) }
 
 func TestPreviewJSON(t *testing.T) {
 	cases := []struct {
 		name string
 		args []string
 	}{
-		{"all_to_per_rollout", []string{"--json", "--spec", "per_rollout", captures + "all.console.jsonl"}},
-		{"all_to_default", []string{"--spec", "default", captures + "all.otlp.jsonl", "--json"}},
-		{"all_http_client_off", []string{"--json", "--spec", "job,server,rollout,agent,model_call,verify", "--rollouts", "100", captures + "all.console.jsonl"}},
-		{"per_rollout_to_default_sandbox", []string{"--json", "--spec", "default,sandbox,step", "--current", "per_rollout", captures + "per_rollout.console.jsonl"}},
+		{"all_to_per_rollout", []string{"--json", "--spec", "per_rollout", gateCaptures + "all.console.jsonl"}},
+		{"all_to_default", []string{"--spec", "default", gateCaptures + "all.otlp.jsonl", "--json"}},
+		{"all_http_client_off", []string{"--json", "--spec", "job,server,rollout,agent,model_call,verify", "--rollouts", "100", gateCaptures + "all.console.jsonl"}},
+		{"per_rollout_to_default_sandbox", []string{"--json", "--spec", "default,sandbox,step", "--current", "per_rollout", gateCaptures + "per_rollout.console.jsonl"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := run(t, preview, tc.args...)
+			code, out, errOut := runGateCmd(t, previewCmd, tc.args...)
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr %s", code, errOut)
 			}
-			golden(t, tc.name, []byte(out))
+			gateGolden(t, tc.name, []byte(out))
 		})
 	}
 }
 
 func TestPreviewText(t *testing.T) {
-	code, out, errOut := run(t, preview, "--spec", "per_rollout", captures+"all.console.jsonl")
+	code, out, errOut := runGateCmd(t, previewCmd, "--spec", "per_rollout", gateCaptures+"all.console.jsonl")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
-	golden(t, "all_to_per_rollout", []byte(out))
+	gateGolden(t, "all_to_per_rollout", []byte(out))
 }
 
 // Previewing per_rollout over the `all` capture must predict exactly what
@@ -100,7 +100,7 @@ func TestPreviewPredictsPerRolloutCapture(t *testing.T) {
 		file string
 		out  *previewJSON
 	}{{"all.console.jsonl", &pred}, {"per_rollout.console.jsonl", &real}} {
-		code, out, errOut := run(t, preview, "--json", "--spec", "per_rollout", captures+c.file)
+		code, out, errOut := runGateCmd(t, previewCmd, "--json", "--spec", "per_rollout", gateCaptures+c.file)
 		if code != exitOK {
 			t.Fatalf("%s: exit %d, stderr %s", c.file, code, errOut)
 		}
@@ -150,7 +150,7 @@ func TestPreviewPredictsPerRolloutCapture(t *testing.T) {
 // parent and every model span moves to a trace of its own per request.
 func brokenCapture(t *testing.T) string {
 	t.Helper()
-	in, err := os.Open(captures + "all.console.jsonl")
+	in, err := os.Open(gateCaptures + "all.console.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,10 +190,10 @@ func TestCheckJSON(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"all_console", []string{"--json", captures + "all.console.jsonl"}, exitOK},
-		{"all_otlp", []string{"--json", captures + "all.otlp.jsonl"}, exitOK},
-		{"per_rollout", []string{"--json", "--spec", "per_rollout", captures + "per_rollout.console.jsonl"}, exitOK},
-		{"python_sdk_real", []string{captures + "python-sdk-real.console.jsonl", "--json"}, exitOK},
+		{"all_console", []string{"--json", gateCaptures + "all.console.jsonl"}, exitOK},
+		{"all_otlp", []string{"--json", gateCaptures + "all.otlp.jsonl"}, exitOK},
+		{"per_rollout", []string{"--json", "--spec", "per_rollout", gateCaptures + "per_rollout.console.jsonl"}, exitOK},
+		{"python_sdk_real", []string{gateCaptures + "python-sdk-real.console.jsonl", "--json"}, exitOK},
 		{"model_not_joined", []string{"--json", "--spec", "all"}, exitBroken},
 	}
 	for _, tc := range cases {
@@ -202,22 +202,22 @@ func TestCheckJSON(t *testing.T) {
 			if tc.name == "model_not_joined" {
 				args = append(args, brokenCapture(t))
 			}
-			code, out, errOut := run(t, check, args...)
+			code, out, errOut := runGateCmd(t, checkCmd, args...)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr %s", code, tc.code, errOut)
 			}
 			out = strings.ReplaceAll(out, filepath.Dir(args[len(args)-1])+"/", "")
-			golden(t, tc.name, []byte(out))
+			gateGolden(t, tc.name, []byte(out))
 		})
 	}
 }
 
 func TestCheckText(t *testing.T) {
-	code, out, errOut := run(t, check, brokenCapture(t))
+	code, out, errOut := runGateCmd(t, checkCmd, brokenCapture(t))
 	if code != exitBroken {
 		t.Fatalf("exit %d, want %d; stderr %s", code, exitBroken, errOut)
 	}
-	golden(t, "model_not_joined", []byte(out))
+	gateGolden(t, "model_not_joined", []byte(out))
 }
 
 func TestExitCodes(t *testing.T) {
@@ -236,23 +236,23 @@ func TestExitCodes(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"preview without spec", preview, []string{captures + "all.console.jsonl"}, exitUsage, "--spec is required"},
-		{"preview without files", preview, []string{"--spec", "all"}, exitUsage, "no capture files given"},
-		{"preview unknown group", preview, []string{"--spec", "defualt", captures + "all.console.jsonl"}, exitUsage, `unknown span group "defualt"`},
-		{"preview missing file", preview, []string{"--spec", "all", "testdata/nope.jsonl"}, exitUsage, "nope.jsonl"},
-		{"preview no spans", preview, []string{"--spec", "all", empty}, exitUsage, "no spans in"},
-		{"preview bad flag", preview, []string{"--bogus"}, exitUsage, "flag provided but not defined"},
-		{"check without files", check, nil, exitUsage, "no capture files given"},
-		{"check bad spec", check, []string{"--spec", "tool_call", captures + "all.console.jsonl"}, exitUsage, `unknown span group "tool_call"`},
-		{"check missing file", check, []string{"testdata/nope.jsonl"}, exitUsage, "nope.jsonl"},
-		{"check bad groups file", check, []string{"--groups", badGroups, captures + "all.console.jsonl"}, exitUsage, "groups.yaml:2:11: group name \"Bad\" must be snake_case"},
-		{"check intact", check, []string{captures + "all.console.jsonl"}, exitOK, ""},
-		{"groups stray argument", groups, []string{"extra"}, exitUsage, `unexpected argument "extra"`},
-		{"groups bad file", groups, []string{"--groups", badGroups}, exitUsage, "groups.yaml:2:5: missing description"},
+		{"preview without spec", previewCmd, []string{gateCaptures + "all.console.jsonl"}, exitUsage, "--spec is required"},
+		{"preview without files", previewCmd, []string{"--spec", "all"}, exitUsage, "no capture files given"},
+		{"preview unknown group", previewCmd, []string{"--spec", "defualt", gateCaptures + "all.console.jsonl"}, exitUsage, `unknown span group "defualt"`},
+		{"preview missing file", previewCmd, []string{"--spec", "all", "testdata/nope.jsonl"}, exitUsage, "nope.jsonl"},
+		{"preview no spans", previewCmd, []string{"--spec", "all", empty}, exitUsage, "no spans in"},
+		{"preview bad flag", previewCmd, []string{"--bogus"}, exitUsage, "flag provided but not defined"},
+		{"check without files", checkCmd, nil, exitUsage, "no capture files given"},
+		{"check bad spec", checkCmd, []string{"--spec", "tool_call", gateCaptures + "all.console.jsonl"}, exitUsage, `unknown span group "tool_call"`},
+		{"check missing file", checkCmd, []string{"testdata/nope.jsonl"}, exitUsage, "nope.jsonl"},
+		{"check bad groups file", checkCmd, []string{"--groups", badGroups, gateCaptures + "all.console.jsonl"}, exitUsage, "groups.yaml:2:11: group name \"Bad\" must be snake_case"},
+		{"check intact", checkCmd, []string{gateCaptures + "all.console.jsonl"}, exitOK, ""},
+		{"groups stray argument", groupsCmd, []string{"extra"}, exitUsage, `unexpected argument "extra"`},
+		{"groups bad file", groupsCmd, []string{"--groups", badGroups}, exitUsage, "groups.yaml:2:5: missing description"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, errOut := run(t, tc.fn, tc.args...)
+			code, _, errOut := runGateCmd(t, tc.fn, tc.args...)
 			if code != tc.code || !strings.Contains(errOut, tc.stderr) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, errOut, tc.code, tc.stderr)
 			}
@@ -277,11 +277,11 @@ func TestGroupsOutput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := run(t, groups, tc.args...)
+			code, out, errOut := runGateCmd(t, groupsCmd, tc.args...)
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr %s", code, errOut)
 			}
-			golden(t, tc.name, []byte(out))
+			gateGolden(t, tc.name, []byte(out))
 		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 	"github.com/nemo-gym/gymtrace/tui"
@@ -49,7 +48,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		fs.Usage()
 		return exitUsage
 	}
-	reg, err := openRegistry(*groups)
+	reg, err := loadRegistry(*groups)
 	if err != nil {
 		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
 		return exitUsage
@@ -86,7 +85,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		return exitUsage
 	}
 	if rep.Skipped > 0 || rep.Decode.Rejected > 0 {
-		fmt.Fprintf(stderr, "read %d spans from %d files; skipped %d lines without spans", rep.Spans, len(rep.Files), rep.Skipped)
+		fmt.Fprintf(stderr, "read %d spans from %d file(s); skipped %d lines without spans", rep.Spans, len(rep.Files), rep.Skipped)
 		if rep.Decode.Rejected > 0 {
 			fmt.Fprintf(stderr, "; rejected %d invalid spans (%s)", rep.Decode.Rejected, rep.Decode.Reason)
 		}
@@ -113,14 +112,4 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		return exitUsage
 	}
 	return exitOK
-}
-
-// openRegistry returns the default registry, extended by a groups file when
-// one is named.
-func openRegistry(groupsFile string) (*gate.Registry, error) {
-	reg := gate.Default()
-	if groupsFile == "" {
-		return reg, nil
-	}
-	return nil, fmt.Errorf("--groups %s: groups files are not supported by this build", groupsFile)
 }

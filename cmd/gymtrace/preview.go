@@ -328,7 +328,7 @@ func collectBreaks(rep *gate.Report) []breakJSON {
 }
 
 func writePreviewText(w io.Writer, reg *gate.Registry, spec, curSpec, curSource string, cur, rep *gate.Report, frep receiver.FileReport, projectTo int) {
-	fmt.Fprintf(w, "capture: %d spans, %d rollouts, %d traces over %.1fs; groups captured: %s\n",
+	fmt.Fprintf(w, "capture: %d spans, %d rollouts, %d traces over %.3gs; groups captured: %s\n",
 		rep.Input.Spans, rep.Input.Rollouts, rep.Input.Traces, rep.WallSeconds, strings.Join(reg.Names(rep.Input.Captured), ", "))
 	if n := frep.Skipped + frep.BadLines; n > 0 {
 		fmt.Fprintf(w, "skipped %d lines that are not spans (first: %s)\n", n, firstSample(frep))
