@@ -297,7 +297,7 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		case grace > 0 && now.Sub(r.LastSeen) < grace:
 			rc.Status = JoinPending
 			rep.Pending++
-		case len(hops) > 0 || r.Traces > 1 || len(r.Fragments) > 1:
+		case len(hops) > 0 || pieces(r) > 1:
 			rc.Status = Split
 			rep.Split++
 			for _, h := range hops {
@@ -342,6 +342,28 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	rep.Intact = len(rep.Hops) == 0 && rep.Split == 0
 	e.evict()
 	return rep
+}
+
+// pieces counts the connected pieces of a rollout as captured: fragments
+// under the same gym.job span are one piece (a retried /run call hangs under
+// the job twice), any other fragment is a piece of its own.
+func pieces(r *model.Rollout) int {
+	n := 0
+	var jobs []model.SpanID
+	for _, f := range r.Fragments {
+		if f.Job.IsZero() {
+			n++
+			continue
+		}
+		seen := false
+		for _, j := range jobs {
+			seen = seen || j == f.Job
+		}
+		if !seen {
+			jobs = append(jobs, f.Job)
+		}
+	}
+	return n + len(jobs)
 }
 
 // rolloutProcess returns the process of the rollout's gym.rollout span.

@@ -130,6 +130,29 @@ func TestCheckGrace(t *testing.T) {
 	}
 }
 
+// A rollout whose /run call the driver retried hangs under the job twice:
+// two fragments, one trace, joined.
+func TestCheckRetriedRun(t *testing.T) {
+	st := model.NewStore(model.Options{})
+	defer st.Close()
+	f := newFleet(t, st)
+	f.newTrace()
+	j := f.add(model.SpanID{}, "nemo-gym/rollout_collection", "gym.job", model.KindInternal)
+	f.rollout(j, "r", 1, 0)
+	f.rollout(j, "r", 1, 0)
+	snap := f.flush()
+	if len(snap.Rollouts) != 1 || len(snap.Rollouts[0].Fragments) != 2 {
+		t.Fatalf("%d rollouts, want 1 with 2 fragments", len(snap.Rollouts))
+	}
+	rep := NewEngine(Default()).Check(snap, time.Now(), 0)
+	if !rep.Intact || rep.Joined != 1 {
+		t.Errorf("intact %v joined %d hops %q; want true, 1, none", rep.Intact, rep.Joined, hopStrings(rep.Hops))
+	}
+	if pr := NewEngine(Default()).Preview(snap, mustParse(t, "all")); pr.Result.Traces != 1 || pr.Result.RolloutsJoined != 1 {
+		t.Errorf("preview all: %d traces, %d joined; want 1, 1", pr.Result.Traces, pr.Result.RolloutsJoined)
+	}
+}
+
 // An orphan (a fragment whose parent never arrived) is reported as such.
 func TestCheckOrphan(t *testing.T) {
 	st := model.NewStore(model.Options{})

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/hex"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -276,6 +277,9 @@ type writer struct {
 	// born from the batch gets its final capacity at once instead of
 	// doubling (which would leave a third of the memory unused).
 	perTrace map[TraceID]int32
+	// Scratch for parentsFirst, reused across batches.
+	inBatch                     map[SpanID]int32
+	depth, path, count, order32 []int32
 	// settling holds the fragments published as changed last time; those
 	// that did not change since get their arrays trimmed (see settle).
 	settling []*frag
@@ -303,6 +307,7 @@ func (w *writer) init(s *Store) {
 	w.rolls = map[string]*roll{}
 	w.traces = map[TraceID]int32{}
 	w.perTrace = map[TraceID]int32{}
+	w.inBatch = map[SpanID]int32{}
 	w.jobName = s.strs.Intern(JobSpanName)
 	w.ridKey = s.strs.Intern(RolloutIDKey)
 	for _, k := range rolloutPathKeys {
@@ -316,12 +321,75 @@ func (w *writer) apply(b Batch) {
 	for i := range b.Spans {
 		w.perTrace[b.Spans[i].TraceID]++
 	}
-	for i := range b.Spans {
+	for _, i := range w.parentsFirst(b.Spans) {
 		w.place(&b.Spans[i])
 	}
 	if m := w.s.opts.MaxSpans; m > 0 && w.stored > m {
 		w.evict(m - m/10)
 	}
+}
+
+// parentsFirst returns the indices of spans in an order where a span whose
+// parent is in the same batch comes after that parent, keeping batch order
+// otherwise. SDKs export spans as they end, children before parents; placed
+// in that order every child would start a fragment (and a rollout) of its
+// own, only to be merged when the parent arrives.
+func (w *writer) parentsFirst(spans []Span) []int32 {
+	n := len(spans)
+	clear(w.inBatch)
+	for i := range spans {
+		if _, dup := w.inBatch[spans[i].SpanID]; !dup {
+			w.inBatch[spans[i].SpanID] = int32(i)
+		}
+	}
+	depth := slices.Grow(w.depth[:0], n)[:n]
+	for i := range depth {
+		depth[i] = -1 // unknown
+	}
+	maxDepth := int32(0)
+	for i := range spans {
+		// Walk up to a span of known depth or one whose parent is not in the
+		// batch, then number the path on the way down. A parent loop (bad
+		// input) is cut where it closes.
+		path := w.path[:0]
+		j := int32(i)
+		base := int32(0)
+		for depth[j] < 0 {
+			depth[j] = -2 // on the path
+			path = append(path, j)
+			p, ok := w.inBatch[spans[j].ParentID]
+			if !ok || spans[j].ParentID.IsZero() || spans[p].TraceID != spans[j].TraceID {
+				base = -1
+				break
+			}
+			j = p
+		}
+		if base == 0 {
+			base = max(depth[j], -1) // -2: a loop, start over at 0
+		}
+		for k := len(path) - 1; k >= 0; k-- {
+			base++
+			depth[path[k]] = base
+		}
+		maxDepth = max(maxDepth, base)
+		w.path = path
+	}
+	// Counting sort by depth keeps batch order within a depth.
+	count := slices.Grow(w.count[:0], int(maxDepth)+2)[:maxDepth+2]
+	clear(count)
+	for _, d := range depth {
+		count[d+1]++
+	}
+	for d := 1; d < len(count); d++ {
+		count[d] += count[d-1]
+	}
+	order := slices.Grow(w.order32[:0], n)[:n]
+	for i, d := range depth {
+		order[count[d]] = int32(i)
+		count[d]++
+	}
+	w.depth, w.count, w.order32 = depth, count, order
+	return order
 }
 
 // lookup finds a stored span of the given trace.
