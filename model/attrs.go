@@ -57,6 +57,12 @@ func (a Attrs) Each(t *Interner, fn func(key string, v Value) bool) {
 }
 
 func (a Attrs) each(t *Interner, fn func(k Str, v Value) bool) {
+	a.eachOf(t, nil, fn)
+}
+
+// eachOf is each restricted to the keys want accepts (all when want is
+// nil); other values are skipped without being decoded.
+func (a Attrs) eachOf(t *Interner, want func(Str) bool, fn func(k Str, v Value) bool) {
 	// Walk the string itself: inline values are substrings of a, so reading
 	// attributes allocates nothing (a is immutable, so sharing is safe).
 	s := string(a)
@@ -70,6 +76,28 @@ func (a Attrs) each(t *Interner, fn func(k Str, v Value) bool) {
 		s = s[1:]
 		var v Value
 		v.Kind = ValueKind(kind &^ valStrInline)
+		if want != nil && !want(Str(k)) {
+			skip := 0
+			switch {
+			case kind&valStrInline != 0:
+				l, n := uvarintStr(s)
+				if n <= 0 || uint64(len(s)-n) < l {
+					return
+				}
+				skip = n + int(l)
+			case v.Kind == ValBool:
+				skip = 1
+			case v.Kind == ValDouble:
+				skip = 8
+			default: // varints: ints and interned ids
+				_, skip = uvarintStr(s)
+			}
+			if skip <= 0 || skip > len(s) {
+				return
+			}
+			s = s[skip:]
+			continue
+		}
 		switch {
 		case kind&valStrInline != 0:
 			l, n := uvarintStr(s)
@@ -164,6 +192,10 @@ type AttrBuilder struct {
 	// copies counts Attrs calls, so a builder used once (a resource, a test
 	// fixture) never allocates an arena.
 	copies int
+	// recent maps attribute sets packed lately to their copy, so spans with
+	// equal attributes (most spans of one route or one operation) share
+	// one copy. Bounded: cleared when full.
+	recent map[string]Attrs
 }
 
 // Arena sizes: the first arena is small; later ones reach arenaMax. Values
@@ -172,6 +204,8 @@ const (
 	arenaMin   = 1 << 10
 	arenaMax   = 16 << 10
 	arenaLarge = 1 << 10
+	// recentMax bounds the shared attribute sets a builder remembers.
+	recentMax = 1024
 )
 
 // Reset empties the builder, keeping its buffer.
@@ -238,6 +272,9 @@ func (b *AttrBuilder) Attrs() Attrs {
 	if b.copies == 1 || len(b.buf) > arenaLarge {
 		return Attrs(b.buf)
 	}
+	if a, ok := b.recent[string(b.buf)]; ok {
+		return a
+	}
 	if cap(b.arena)-len(b.arena) < len(b.buf) {
 		size := arenaMin
 		if c := cap(b.arena); c > 0 {
@@ -247,7 +284,15 @@ func (b *AttrBuilder) Attrs() Attrs {
 	}
 	start := len(b.arena)
 	b.arena = append(b.arena, b.buf...)
-	return Attrs(unsafe.String(&b.arena[start], len(b.buf)))
+	a := Attrs(unsafe.String(&b.arena[start], len(b.buf)))
+	if b.recent == nil || len(b.recent) >= recentMax {
+		if b.recent == nil {
+			b.recent = make(map[string]Attrs, recentMax)
+		}
+		clear(b.recent)
+	}
+	b.recent[string(a)] = a
+	return a
 }
 
 // Sorted returns the packed attributes ordered by key text, so that equal sets

@@ -19,9 +19,11 @@ type Resource struct {
 }
 
 const (
-	chunkBits = 14
+	chunkBits = 12
 	chunkSize = 1 << chunkBits
-	maxChunks = 1 << 18
+	// maxChunks bounds the table at 64M strings, far past what the per-key
+	// cardinality cap lets through, while the fixed chunk index stays 128 KiB.
+	maxChunks = 1 << 14
 	// inlineLen: longer values are stored inline; they rarely repeat.
 	inlineLen = 96
 	// keyCardinality: a key with more distinct values than this stores its
@@ -81,6 +83,9 @@ func (t *Interner) internLocked(s string) Str {
 		return id
 	}
 	n := t.n.Load()
+	if n>>chunkBits >= maxChunks {
+		return 0 // full: the string reads as ""; values are stored inline instead
+	}
 	c := t.chunks[n>>chunkBits].Load()
 	if c == nil {
 		c = new([chunkSize]string)
@@ -99,7 +104,7 @@ func (t *Interner) value(k Str, v []byte) (Str, bool) {
 	if id, ok := t.ids[string(v)]; ok {
 		return id, true
 	}
-	if t.hot[k] {
+	if t.hot[k] || t.n.Load()>>chunkBits >= maxChunks {
 		return 0, false
 	}
 	t.card[k]++

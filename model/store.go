@@ -170,14 +170,18 @@ func (s *Store) run() {
 	dirty := false
 	last := time.Time{}
 	// every grows with the cost of a publication, so that with a very large
-	// store the writer spends at most about a tenth of its time publishing.
+	// store the writer spends at most about a tenth of its time publishing,
+	// and with the number of rollouts (a microsecond each), because every
+	// publication copies the rollout list: at 20 per second a list of 200k
+	// rollouts would make as much garbage as the spans themselves.
 	every := s.opts.PublishEvery
 	publish := func() {
 		t0 := time.Now()
-		s.snap.Store(s.w.publish())
+		snap := s.w.publish()
+		s.snap.Store(snap)
 		dirty = false
 		last = time.Now()
-		every = max(s.opts.PublishEvery, 10*last.Sub(t0))
+		every = max(s.opts.PublishEvery, 10*last.Sub(t0), time.Duration(len(snap.Rollouts))*time.Microsecond)
 		select {
 		case s.changed <- struct{}{}:
 		default:
@@ -228,6 +232,7 @@ type frag struct {
 	isJob  bool
 	rid    string
 	synth  string // synthetic rollout key, built once when first needed
+	gone   bool   // merged into another fragment or evicted
 	roll   *roll
 	dirty  bool
 	pub    *Fragment
@@ -277,9 +282,18 @@ type writer struct {
 	// born from the batch gets its final capacity at once instead of
 	// doubling (which would leave a third of the memory unused).
 	perTrace map[TraceID]int32
+	// newTrace holds the batch's traces that had no span stored before it:
+	// their spans can only duplicate or have parents within the batch, so
+	// the lookups in maps holding every span are skipped.
+	newTrace map[TraceID]bool
 	// Scratch for parentsFirst, reused across batches.
 	inBatch                     map[SpanID]int32
 	depth, path, count, order32 []int32
+	parentIdx                   []int32 // batch index of each span's parent, or -1
+	// placedF and placedI record where each batch span went, so children
+	// find parents of the same batch without a lookup.
+	placedF []*frag
+	placedI []uint32
 	// settling holds the fragments published as changed last time; those
 	// that did not change since get their arrays trimmed (see settle).
 	settling []*frag
@@ -307,6 +321,7 @@ func (w *writer) init(s *Store) {
 	w.rolls = map[string]*roll{}
 	w.traces = map[TraceID]int32{}
 	w.perTrace = map[TraceID]int32{}
+	w.newTrace = map[TraceID]bool{}
 	w.inBatch = map[SpanID]int32{}
 	w.jobName = s.strs.Intern(JobSpanName)
 	w.ridKey = s.strs.Intern(RolloutIDKey)
@@ -318,12 +333,34 @@ func (w *writer) init(s *Store) {
 func (w *writer) apply(b Batch) {
 	w.nowNS = w.s.opts.Now().UnixNano()
 	clear(w.perTrace)
+	clear(w.newTrace)
 	for i := range b.Spans {
-		w.perTrace[b.Spans[i].TraceID]++
+		t := b.Spans[i].TraceID
+		if w.perTrace[t]++; w.perTrace[t] == 1 {
+			if _, known := w.traces[t]; !known {
+				w.newTrace[t] = true
+			}
+		}
 	}
-	for _, i := range w.parentsFirst(b.Spans) {
-		w.place(&b.Spans[i])
+	order := w.parentsFirst(b.Spans)
+	w.placedF = slices.Grow(w.placedF[:0], len(b.Spans))[:len(b.Spans)]
+	w.placedI = slices.Grow(w.placedI[:0], len(b.Spans))[:len(b.Spans)]
+	clear(w.placedF)
+	for _, i := range order {
+		sp := &b.Spans[i]
+		hint, hintIdx := w.parentAt(i)
+		// A span of a new trace is the first of its id unless an earlier
+		// batch span has the same id, and its parent is either in the
+		// batch or not stored at all.
+		fresh := w.newTrace[sp.TraceID] && w.inBatch[sp.SpanID] == i
+		noParent := false
+		if fresh {
+			_, inBatch := w.inBatch[sp.ParentID] // any trace: ids may collide
+			noParent = !inBatch
+		}
+		w.placedF[i], w.placedI[i] = w.place(sp, fresh, noParent, hint, hintIdx)
 	}
+	clear(w.placedF) // no pointers kept past the batch
 	if m := w.s.opts.MaxSpans; m > 0 && w.stored > m {
 		w.evict(m - m/10)
 	}
@@ -342,6 +379,15 @@ func (w *writer) parentsFirst(spans []Span) []int32 {
 			w.inBatch[spans[i].SpanID] = int32(i)
 		}
 	}
+	w.parentIdx = slices.Grow(w.parentIdx[:0], n)[:n]
+	for i := range spans {
+		w.parentIdx[i] = -1
+		if sp := &spans[i]; !sp.ParentID.IsZero() {
+			if p, ok := w.inBatch[sp.ParentID]; ok && spans[p].TraceID == sp.TraceID {
+				w.parentIdx[i] = p
+			}
+		}
+	}
 	depth := slices.Grow(w.depth[:0], n)[:n]
 	for i := range depth {
 		depth[i] = -1 // unknown
@@ -353,19 +399,20 @@ func (w *writer) parentsFirst(spans []Span) []int32 {
 		// input) is cut where it closes.
 		path := w.path[:0]
 		j := int32(i)
-		base := int32(0)
-		for depth[j] < 0 {
+		top := false // the walk reached a span whose parent is not in the batch
+		for depth[j] == -1 {
 			depth[j] = -2 // on the path
 			path = append(path, j)
-			p, ok := w.inBatch[spans[j].ParentID]
-			if !ok || spans[j].ParentID.IsZero() || spans[p].TraceID != spans[j].TraceID {
-				base = -1
+			p := w.parentIdx[j]
+			if p < 0 {
+				top = true
 				break
 			}
 			j = p
 		}
-		if base == 0 {
-			base = max(depth[j], -1) // -2: a loop, start over at 0
+		base := int32(-1)
+		if !top {
+			base = max(depth[j], -1) // -2: the walk closed a loop; start at 0
 		}
 		for k := len(path) - 1; k >= 0; k-- {
 			base++
@@ -392,6 +439,22 @@ func (w *writer) parentsFirst(spans []Span) []int32 {
 	return order
 }
 
+// parentAt returns where the parent of batch span i was placed, when it is
+// in the batch and still where it was put: most parents arrive in the
+// same batch as their children, and this saves two lookups in maps holding
+// every span.
+func (w *writer) parentAt(i int32) (*frag, uint32) {
+	p := w.parentIdx[i]
+	if p < 0 {
+		return nil, 0
+	}
+	f, idx := w.placedF[p], w.placedI[p]
+	if f == nil || f.gone {
+		return nil, 0
+	}
+	return f, idx
+}
+
 // lookup finds a stored span of the given trace.
 func (w *writer) lookup(trace TraceID, id SpanID) (*frag, uint32, bool) {
 	l, ok := w.locs[id]
@@ -405,10 +468,16 @@ func (w *writer) lookup(trace TraceID, id SpanID) (*frag, uint32, bool) {
 	return f, l.idx, true
 }
 
-func (w *writer) place(sp *Span) {
-	if _, _, dup := w.lookup(sp.TraceID, sp.SpanID); dup {
-		w.dups++
-		return
+// place stores one span and returns where it went (nil for a duplicate).
+// hint, when not nil, is where the span's parent was placed in this batch.
+// fresh means the span cannot be a duplicate, and noParent that its parent
+// is not stored: the caller knows from the batch, and the lookups are saved.
+func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint32) (*frag, uint32) {
+	if !fresh {
+		if _, _, dup := w.lookup(sp.TraceID, sp.SpanID); dup {
+			w.dups++
+			return nil, 0
+		}
 	}
 	w.stored++
 	if int(sp.Resource) >= len(w.services) {
@@ -427,13 +496,17 @@ func (w *writer) place(sp *Span) {
 			c.job = sp.SpanID
 			w.touch(c)
 		}
-		return
+		return f, 0
 	}
 
 	var f *frag
 	parent := int32(-1)
 	if !sp.ParentID.IsZero() {
-		if pf, pi, ok := w.lookup(sp.TraceID, sp.ParentID); ok {
+		pf, pi, ok := hint, hintIdx, hint != nil
+		if !ok && !noParent {
+			pf, pi, ok = w.lookup(sp.TraceID, sp.ParentID)
+		}
+		if ok {
 			if pf.isJob {
 				f = w.newFrag(sp.TraceID, false)
 				f.job = sp.ParentID
@@ -453,9 +526,12 @@ func (w *writer) place(sp *Span) {
 	idx := w.appendSpan(f, *sp, parent)
 	// Fragments that arrived before this span and wait for it join its fragment.
 	for _, id := range w.takeWaiting(sp.SpanID, sp.TraceID) {
-		w.merge(f, w.frags[id], idx)
+		if id != f.id { // a span that names itself as parent waits for nobody
+			w.merge(f, w.frags[id], idx)
+		}
 	}
 	w.assign(f)
+	return f, idx
 }
 
 // takeWaiting removes and returns the fragments of trace waiting for id.
@@ -541,6 +617,7 @@ func (w *writer) merge(f, child *frag, at uint32) {
 
 // dropFrag forgets a fragment that was merged or evicted (not its spans' locs).
 func (w *writer) dropFrag(c *frag) {
+	c.gone = true
 	delete(w.frags, c.id)
 	if w.traces[c.trace]--; w.traces[c.trace] <= 0 {
 		delete(w.traces, c.trace)
@@ -644,7 +721,7 @@ var ngRollout = "/ng-rollout/"
 // rolloutID returns the rollout id a span names, or "".
 func (w *writer) rolloutID(sp *Span) string {
 	id := ""
-	sp.Attrs.each(w.s.strs, func(k Str, v Value) bool {
+	sp.Attrs.eachOf(w.s.strs, w.rolloutKey, func(k Str, v Value) bool {
 		if k == w.ridKey {
 			id = v.String()
 			return false
@@ -664,7 +741,14 @@ func (w *writer) rolloutID(sp *Span) string {
 		}
 		return true
 	})
-	return id
+	// The value may point into a span's packed attributes; the rollout key
+	// must not keep those alive.
+	return strings.Clone(id)
+}
+
+// rolloutKey reports whether attribute k can name a rollout.
+func (w *writer) rolloutKey(k Str) bool {
+	return k == w.ridKey || slices.Contains(w.pathKeys, k)
 }
 
 // evict drops whole rollouts, oldest first, until at most target spans remain.

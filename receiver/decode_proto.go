@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -67,6 +68,25 @@ type field struct {
 
 // nextField consumes one field from b.
 func nextField(b []byte) (field, []byte, error) {
+	// Fast path for the common shapes of OTLP: a one-byte tag followed by a
+	// one-byte length, a one-byte varint or eight fixed bytes.
+	if len(b) >= 2 && b[0] < 0x80 && b[0]>>3 != 0 {
+		num, typ := protowire.Number(b[0]>>3), protowire.Type(b[0]&7)
+		switch typ {
+		case protowire.BytesType:
+			if l := int(b[1]); l < 0x80 && 2+l <= len(b) {
+				return field{num: num, typ: typ, b: b[2 : 2+l]}, b[2+l:], nil
+			}
+		case protowire.VarintType:
+			if b[1] < 0x80 {
+				return field{num: num, typ: typ, v: uint64(b[1])}, b[2:], nil
+			}
+		case protowire.Fixed64Type:
+			if len(b) >= 9 {
+				return field{num: num, typ: typ, v: binary.LittleEndian.Uint64(b[1:9])}, b[9:], nil
+			}
+		}
+	}
 	num, typ, n := protowire.ConsumeTag(b)
 	if n < 0 {
 		return field{}, nil, wireErr(n)
@@ -161,8 +181,15 @@ func putDecoder(d *decoder) {
 func DecodeProto(l *model.Local, b []byte, lim Limits) (model.Batch, Report, error) {
 	d := getDecoder(l, lim)
 	defer putDecoder(d)
-	// A span costs at least ~40 wire bytes; guess generously to avoid regrowth.
-	d.spans = make([]model.Span, 0, min(len(b)/128+1, 4096))
+	// Size the batch exactly: a count that skips every span body costs little
+	// next to the decode, while a guess from the byte size over-allocates
+	// several times over (spans are ~500 wire bytes), and the store copies
+	// the batch, so the excess is pure garbage for the collector.
+	n, err := countNested(b, []protowire.Number{1, 2, 2}, []string{"resource_spans", "scope_spans", "spans"})
+	if err != nil {
+		return model.Batch{}, d.rep, err
+	}
+	d.spans = make([]model.Span, 0, n)
 	for i := 0; len(b) > 0; {
 		f, rest, err := nextField(b)
 		if err != nil {
@@ -327,6 +354,9 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 				sp.ParentID = model.SpanID{}
 				copy(sp.ParentID[:], f.b)
 			case 5:
+				if !utf8.Valid(f.b) {
+					return sp, "", at("name", errBadUTF8)
+				}
 				sp.Name = d.l.Intern(f.b)
 			case 9:
 				k, v, err := d.keyValue(f.b, 0)
@@ -434,6 +464,9 @@ func (d *decoder) event(b []byte, sp *model.Span) (model.Event, error) {
 		case f.num == 1 && f.typ == protowire.Fixed64Type:
 			ev.Time = int64(f.v)
 		case f.num == 2 && f.typ == protowire.BytesType:
+			if !utf8.Valid(f.b) {
+				return ev, at("name", errBadUTF8)
+			}
 			ev.Name = d.l.Intern(f.b)
 			if string(f.b) == exceptionEvent {
 				sp.Flags |= model.FlagException
@@ -504,6 +537,9 @@ func spanStatus(b []byte) (msg []byte, hasMsg bool, code model.StatusCode, hasCo
 		b = rest
 		switch {
 		case f.num == 2 && f.typ == protowire.BytesType:
+			if !utf8.Valid(f.b) {
+				return nil, false, 0, false, at("message", errBadUTF8)
+			}
 			msg, hasMsg = f.b, true
 		case f.num == 3 && f.typ == protowire.VarintType:
 			code, hasCode = 0, true
@@ -538,6 +574,11 @@ func (d *decoder) addAttr(ab *model.AttrBuilder, k model.Str, v value) {
 	}
 }
 
+// errBadUTF8: proto3 strings must be valid UTF-8. Refusing them here, as the
+// generated OTLP types do, keeps every path (store, --record, JSON output)
+// agreeing on what a request holds.
+var errBadUTF8 = errors.New("string is not valid UTF-8")
+
 // maxDepth bounds nested array and map values, so a hostile request cannot
 // make the renderer recurse without end.
 const maxDepth = 32
@@ -565,6 +606,9 @@ func (d *decoder) keyValue(b []byte, depth int) (model.Str, value, error) {
 			raw, hasValue = f.b, true
 		}
 	}
+	if !utf8.Valid(key) {
+		return 0, value{}, at("key", errBadUTF8)
+	}
 	k := d.l.Intern(key)
 	if !hasValue {
 		return k, value{kind: model.ValString}, nil
@@ -588,6 +632,9 @@ func (d *decoder) anyValue(b []byte) (value, error) {
 		b = rest
 		switch {
 		case f.num == 1 && f.typ == protowire.BytesType:
+			if !utf8.Valid(f.b) {
+				return v, at("string_value", errBadUTF8)
+			}
 			v = value{kind: model.ValString, s: f.b}
 		case f.num == 2 && f.typ == protowire.VarintType:
 			v = value{kind: model.ValBool, b: f.v != 0}
@@ -659,6 +706,9 @@ func renderList(dst, b []byte, isMap bool, depth int) ([]byte, error) {
 					val = g.b
 				}
 			}
+			if !utf8.Valid(key) {
+				return dst, at("key", errBadUTF8)
+			}
 			dst = appendJSONString(dst, key)
 			dst = append(dst, ':')
 			if dst, err = renderAny(dst, val, depth+1); err != nil {
@@ -693,6 +743,9 @@ func renderAny(dst, b []byte, depth int) ([]byte, error) {
 	f := last
 	switch {
 	case f.num == 1 && f.typ == protowire.BytesType:
+		if !utf8.Valid(f.b) {
+			return dst, at("string_value", errBadUTF8)
+		}
 		return appendJSONString(dst, f.b), nil
 	case f.num == 2 && f.typ == protowire.VarintType:
 		return strconv.AppendBool(dst, f.v != 0), nil

@@ -20,6 +20,9 @@
 #   --sink BIN         collector sink [/tmp/bench-bin/collector-sink]
 #   --bench DIR        the yardstick (ingest.sh, summarize.sh) [/work/shared/bench]
 #   --outdir DIR       where logs and summary.txt go [/tmp/bench-ingest-TIMESTAMP]
+#   --watch-rss S      sample the receiver's VmRSS every S seconds into
+#                      OUTDIR/rss-<side>-<pair>.txt and print min/max after
+#                      the first minute (memory flat under --max-spans) [off]
 # Everything after -- goes to ingest.sh, e.g. `-- --mode count --spans 1000000`.
 #
 # Examples:
@@ -30,7 +33,7 @@ set -u
 
 PAIRS=3 DURATION=20s CONC=4 MAX_SPANS=2000000 ONLY=both SUFFIX=""
 GYMTRACE=/tmp/bench-bin/gymtrace SINK=/tmp/bench-bin/collector-sink
-BENCH=${BENCH_DIR:-/work/shared/bench} OUTDIR=""
+BENCH=${BENCH_DIR:-/work/shared/bench} OUTDIR="" WATCH=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --pairs) PAIRS=$2; shift 2;;
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
     --sink) SINK=$2; shift 2;;
     --bench) BENCH=$2; shift 2;;
     --outdir) OUTDIR=$2; shift 2;;
+    --watch-rss) WATCH=$2; shift 2;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d'; exit 0;;
     --) shift; break;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2;;
@@ -68,6 +72,19 @@ GT=(--label "gymtrace$SUFFIX" -- "$GYMTRACE" serve --headless
 SK=(--label "sink$SUFFIX" -- "$SINK")
 COMMON=(--load blast --conc "$CONC" --duration "$DURATION" --count log --runs 1 "${EXTRA[@]}")
 
+# watch_rss FILE: every $WATCH s, "RSS t_s rss_mb" of whatever listens on the
+# gRPC port (the receiver of the current run).
+watch_rss() {
+  local t0=$SECONDS pid
+  while :; do
+    pid=$(ss -ltnpH "sport = :4317" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n1 | cut -d= -f2)
+    if [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; then
+      awk -v t=$((SECONDS - t0)) '$1 == "VmRSS:" { printf "RSS %d %.1f\n", t, $2 / 1024 }' "/proc/$pid/status" >>"$1"
+    fi
+    sleep "$WATCH"
+  done
+}
+
 echo "# bench-ingest pairs=$PAIRS duration=$DURATION conc=$CONC max_spans=$MAX_SPANS only=$ONLY extra=${EXTRA[*]:-} nproc=$(nproc) outdir=$OUTDIR"
 for i in $(seq 1 "$PAIRS"); do
   for side in sink gymtrace; do
@@ -76,7 +93,14 @@ for i in $(seq 1 "$PAIRS"); do
     if [ "$side" = sink ]; then args=("${COMMON[@]}" --outdir "$OUTDIR/sink-$i" "${SK[@]}")
     else args=("${COMMON[@]}" --outdir "$OUTDIR/gymtrace-$i" "${GT[@]}"); fi
     # ingest.sh's --label and -- must come last: COMMON first, then the side.
+    WPID=""
+    if [ "$WATCH" != 0 ]; then watch_rss "$OUTDIR/rss-$side-$i.txt" & WPID=$!; fi
     "$BENCH/ingest.sh" "${args[@]}" | grep '^INGEST ' | sed "s/ run=1 / run=$i /" | tee -a "$OUTDIR/summary.txt"
+    if [ -n "$WPID" ]; then
+      kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null
+      awk '$2 >= 60 { v = $3 + 0; if (n++ == 0 || v < mn) mn = v; if (v > mx) mx = v }
+        END { if (n) printf "# rss after 60 s: min=%.1f MB max=%.1f MB samples=%d\n", mn, mx, n }' "$OUTDIR/rss-$side-$i.txt"
+    fi
   done
 done
 

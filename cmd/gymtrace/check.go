@@ -14,7 +14,7 @@ import (
 
 func cmdCheck(args []string) int { return runCheck(args, os.Stdout, os.Stderr) }
 
-// checkJSON is the documented schema of `check --json` (docs/json.md).
+// checkJSON is the documented schema of `check --json` (README.md, "JSON output").
 type checkJSON struct {
 	Spans           int          `json:"spans"`
 	Rollouts        int          `json:"rollouts"`
@@ -58,7 +58,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	gymConfig := fs.String("gym-config", "", "Gym config YAML to read telemetry.span_groups from")
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	grace := fs.Duration("grace", 0, "rollouts whose spans arrived within this of the capture's last span are pending, not broken (files are complete: 0)")
-	asJSON := fs.Bool("json", false, "print the report as JSON (schema: docs/json.md)")
+	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n\n"+
 			"Checks that every rollout of a capture is one trace across processes.\n"+

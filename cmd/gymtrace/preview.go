@@ -87,7 +87,7 @@ func badLines(rep receiver.FileReport) badLinesJSON {
 	return out
 }
 
-// previewJSON is the documented schema of `preview --json` (docs/json.md).
+// previewJSON is the documented schema of `preview --json` (README.md, "JSON output").
 type previewJSON struct {
 	Spec         string               `json:"spec"`
 	Groups       []string             `json:"groups"`
@@ -194,7 +194,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	gymConfig := fs.String("gym-config", "", "Gym config YAML to read telemetry.span_groups from")
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	rollouts := fs.Int("rollouts", 10000, "project spans and bytes to this many rollouts")
-	asJSON := fs.Bool("json", false, "print the report as JSON (schema: docs/json.md)")
+	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gymtrace preview --spec SPEC [--current SPEC] [--rollouts N] [--json] FILE...\n\n"+
 			"What a span_groups spec would produce from a capture (best captured with span_groups: all).\n\n")

@@ -1,0 +1,78 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// packAll packs one attribute of every kind, plus a long (inline) string.
+func packAll(l *Local, b *AttrBuilder, i int) {
+	b.Reset()
+	b.String(l, l.Intern([]byte("s")), []byte(fmt.Sprintf("v%d", i%7)))
+	b.Int(l.Intern([]byte("neg")), int64(-i))
+	b.Int(l.Intern([]byte("big")), math.MaxInt64-int64(i))
+	b.Bool(l.Intern([]byte("ok")), i%2 == 0)
+	b.Double(l.Intern([]byte("f")), float64(i)+0.5)
+	b.String(l, l.Intern([]byte("long")), []byte(strings.Repeat("x", 100)+fmt.Sprint(i)))
+	b.Text(l, l.Intern([]byte("arr")), ValArray, []byte(fmt.Sprintf("[%d]", i)))
+}
+
+func want(i int) string {
+	return fmt.Sprintf("s=v%d neg=%d big=%d ok=%v f=%v long=%s%d arr=[%d] ", i%7, -i, int64(math.MaxInt64-int64(i)), i%2 == 0, float64(i)+0.5, strings.Repeat("x", 100), i, i)
+}
+
+func text(t *Interner, a Attrs) string {
+	var b strings.Builder
+	a.Each(t, func(k string, v Value) bool {
+		fmt.Fprintf(&b, "%s=%s ", k, v.String())
+		return true
+	})
+	return b.String()
+}
+
+// TestAttrBuilderArena packs many spans' attributes with one builder (the
+// decoders' pattern, which carves copies out of shared arenas) and checks
+// that every earlier copy still reads back unchanged.
+func TestAttrBuilderArena(t *testing.T) {
+	st := NewInterner()
+	l := NewLocal(st)
+	var b AttrBuilder
+	var kept []Attrs
+	for i := 0; i < 3000; i++ {
+		packAll(l, &b, i)
+		kept = append(kept, b.Attrs())
+	}
+	for i, a := range kept {
+		if got := text(st, a); got != want(i) {
+			t.Fatalf("attrs %d read back as\n%s\nwant\n%s", i, got, want(i))
+		}
+	}
+	var empty AttrBuilder
+	if a := empty.Attrs(); a != "" {
+		t.Fatalf("empty builder gave %q", a)
+	}
+}
+
+func TestAttrsEachOf(t *testing.T) {
+	st := NewInterner()
+	l := NewLocal(st)
+	var b AttrBuilder
+	packAll(l, &b, 5)
+	a := b.Attrs()
+	for _, key := range []string{"s", "neg", "big", "ok", "f", "long", "arr"} {
+		t.Run(key, func(t *testing.T) {
+			k := l.Intern([]byte(key))
+			var got []string
+			a.eachOf(st, func(x Str) bool { return x == k }, func(x Str, v Value) bool {
+				got = append(got, st.Str(x)+"="+v.String())
+				return true
+			})
+			full, _ := a.Get(st, key)
+			if len(got) != 1 || got[0] != key+"="+full.String() {
+				t.Fatalf("eachOf(%s) = %q, want [%s=%s]", key, got, key, full.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,224 @@
+package model
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+)
+
+// batchOf builds spans of one trace from (id, parent) pairs; "" is no parent.
+func batchOf(trace byte, pairs ...[2]string) []Span {
+	var out []Span
+	for _, p := range pairs {
+		sp := Span{SpanID: sid(p[0])}
+		sp.TraceID[0] = trace
+		if p[1] != "" {
+			sp.ParentID = sid(p[1])
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+func TestParentsFirst(t *testing.T) {
+	cases := []struct {
+		name  string
+		spans []Span
+		want  []int32
+	}{
+		{"children before parent", batchOf(1, [2]string{"c1", "r"}, [2]string{"c2", "r"}, [2]string{"r", ""}), []int32{2, 0, 1}},
+		{"chain reversed", batchOf(1, [2]string{"d", "c"}, [2]string{"c", "b"}, [2]string{"b", "a"}, [2]string{"a", ""}), []int32{3, 2, 1, 0}},
+		{"already in order", batchOf(1, [2]string{"a", ""}, [2]string{"b", "a"}, [2]string{"c", "b"}), []int32{0, 1, 2}},
+		{"parent not in batch keeps order", batchOf(1, [2]string{"x", "gone"}, [2]string{"y", "gone"}), []int32{0, 1}},
+		{"self parent", batchOf(1, [2]string{"s", "s"}, [2]string{"t", "s"}), []int32{0, 1}},
+		{"loop of two", batchOf(1, [2]string{"a", "b"}, [2]string{"b", "a"}, [2]string{"c", "a"}), []int32{1, 0, 2}},
+		{"same span id in another trace is not a parent", append(batchOf(1, [2]string{"c", "p"}), batchOf(2, [2]string{"p", ""})...), []int32{0, 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &writer{inBatch: map[SpanID]int32{}}
+			got := slices.Clone(w.parentsFirst(tc.spans))
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("parentsFirst = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestParentsFirstRandom checks the ordering property on shuffled trees:
+// a permutation in which every in-batch parent precedes its children.
+func TestParentsFirstRandom(t *testing.T) {
+	w := &writer{inBatch: map[SpanID]int32{}}
+	for seed := int64(0); seed < 200; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		n := 1 + rng.Intn(60)
+		var spans []Span
+		for i := 0; i < n; i++ {
+			sp := Span{SpanID: sid(fmt.Sprintf("s%d", i))}
+			sp.TraceID[0] = byte(1 + rng.Intn(3))
+			if i > 0 && rng.Intn(5) > 0 {
+				sp.ParentID = spans[rng.Intn(i)].SpanID
+			}
+			spans = append(spans, sp)
+		}
+		rng.Shuffle(n, func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
+		order := w.parentsFirst(spans)
+		pos := make(map[SpanID]int, n)
+		seen := make([]bool, n)
+		for k, i := range order {
+			if seen[i] {
+				t.Fatalf("seed %d: index %d twice in %v", seed, i, order)
+			}
+			seen[i] = true
+			pos[spans[i].SpanID] = k
+		}
+		for i := range spans {
+			if !seen[i] {
+				t.Fatalf("seed %d: index %d missing from %v", seed, i, order)
+			}
+			p, ok := pos[spans[i].ParentID]
+			if ok && !spans[i].ParentID.IsZero() && spans[order[p]].TraceID == spans[i].TraceID && p > pos[spans[i].SpanID] {
+				t.Fatalf("seed %d: span %d placed before its parent", seed, i)
+			}
+		}
+	}
+}
+
+// TestStoreParentLoops feeds spans whose parents form loops: every span must
+// still be stored and the counters must agree with the rollouts.
+func TestStoreParentLoops(t *testing.T) {
+	st := NewStore(Options{})
+	defer st.Close()
+	spans := batchOf(3, [2]string{"s", "s"}, [2]string{"t", "s"}, [2]string{"a", "b"}, [2]string{"b", "a"})
+	if err := st.Add(Batch{Spans: spans}); err != nil {
+		t.Fatal(err)
+	}
+	st.Sync()
+	s := st.Snapshot()
+	checkStats(t, s)
+	if s.Stats.Stored != 4 {
+		t.Fatalf("stored %d spans, want 4", s.Stats.Stored)
+	}
+}
+
+// checkStats recomputes the snapshot's counters from its rollouts.
+func checkStats(t *testing.T, s *Snapshot) {
+	t.Helper()
+	spans, frags := 0, 0
+	for i, r := range s.Rollouts {
+		n := 0
+		for _, f := range r.Fragments {
+			n += len(f.Spans)
+		}
+		if n != r.Spans {
+			t.Errorf("rollout %s: Spans=%d, fragments hold %d", r.ID, r.Spans, n)
+		}
+		spans += n
+		frags += len(r.Fragments)
+		if i > 0 && r == s.Rollouts[i-1] {
+			t.Errorf("rollout %s listed twice", r.ID)
+		}
+	}
+	for _, j := range s.Jobs {
+		spans += len(j.Spans)
+	}
+	if spans != s.Stats.Stored || frags != s.Stats.Fragments || len(s.Rollouts) != s.Stats.Rollouts {
+		t.Errorf("stats stored=%d fragments=%d rollouts=%d; rollouts hold %d spans in %d fragments, %d rollouts",
+			s.Stats.Stored, s.Stats.Fragments, s.Stats.Rollouts, spans, frags, len(s.Rollouts))
+	}
+}
+
+// TestStoreIncrementalPublish compares every snapshot published while
+// batches arrive (incremental updates, children first, evictions) with one
+// rebuilt from scratch by a second store fed the same spans at once.
+func TestStoreIncrementalPublish(t *testing.T) {
+	for _, maxSpans := range []int{0, 3000} {
+		t.Run(fmt.Sprintf("max_spans_%d", maxSpans), func(t *testing.T) {
+			st := NewStore(Options{MaxSpans: maxSpans, PublishEvery: time.Microsecond})
+			defer st.Close()
+			g := newGymGen(st)
+			rng := rand.New(rand.NewSource(1))
+			var all []Span
+			for n := 0; n < 300; n++ {
+				spans := g.rollout(nil, n, 1+n%3)
+				all = append(all, spans...)
+				rng.Shuffle(len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
+				for len(spans) > 0 {
+					k := min(len(spans), 1+rng.Intn(20))
+					if err := st.Add(Batch{Spans: slices.Clone(spans[:k])}); err != nil {
+						t.Fatal(err)
+					}
+					spans = spans[k:]
+				}
+				if n%37 == 0 {
+					st.Sync()
+					checkStats(t, st.Snapshot())
+				}
+			}
+			st.Sync()
+			s := st.Snapshot()
+			checkStats(t, s)
+			for i := 1; i < len(s.Rollouts); i++ {
+				if s.Rollouts[i-1].ID >= s.Rollouts[i].ID {
+					t.Fatalf("rollouts out of first-seen order: %s before %s", s.Rollouts[i-1].ID, s.Rollouts[i].ID)
+				}
+			}
+			if maxSpans == 0 {
+				ref := NewStore(Options{})
+				defer ref.Close()
+				// The same spans, interned into the reference store's table.
+				rg := newGymGen(ref)
+				var same []Span
+				for n := 0; n < 300; n++ {
+					same = rg.rollout(same, n, 1+n%3)
+				}
+				if len(same) != len(all) {
+					t.Fatalf("reference has %d spans, want %d", len(same), len(all))
+				}
+				if err := ref.Add(Batch{Spans: same}); err != nil {
+					t.Fatal(err)
+				}
+				ref.Sync()
+				if got, want := renderSorted(s), renderSorted(ref.Snapshot()); got != want {
+					t.Fatalf("incremental snapshot differs from a full build:\n%s\nwant\n%s", got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestStoreNewTraceShortcuts covers the batch-local shortcuts for traces
+// the store has not seen: duplicates inside one batch, a span id shared by
+// two traces, and parents that arrive in a later batch.
+func TestStoreNewTraceShortcuts(t *testing.T) {
+	cases := []struct {
+		name                string
+		batches             [][]Span
+		stored, dups, frags int
+	}{
+		{"duplicate inside one batch", [][]Span{batchOf(1, [2]string{"c", "r"}, [2]string{"r", ""}, [2]string{"c", "r"})}, 2, 1, 1},
+		{"same span id in two new traces", [][]Span{append(batchOf(1, [2]string{"x", ""}), batchOf(2, [2]string{"x", ""}, [2]string{"y", "x"})...)}, 3, 0, 2},
+		{"parent in a later batch", [][]Span{batchOf(1, [2]string{"c", "r"}), batchOf(1, [2]string{"r", ""})}, 2, 0, 1},
+		{"duplicate in a later batch", [][]Span{batchOf(1, [2]string{"r", ""}), batchOf(1, [2]string{"r", ""}, [2]string{"c", "r"})}, 2, 1, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := NewStore(Options{})
+			defer st.Close()
+			for _, b := range tc.batches {
+				if err := st.Add(Batch{Spans: b}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st.Sync()
+			s := st.Snapshot()
+			checkStats(t, s)
+			if s.Stats.Stored != tc.stored || s.Stats.Duplicates != int64(tc.dups) || s.Stats.Fragments != tc.frags {
+				t.Fatalf("stored=%d duplicates=%d fragments=%d, want %d, %d, %d",
+					s.Stats.Stored, s.Stats.Duplicates, s.Stats.Fragments, tc.stored, tc.dups, tc.frags)
+			}
+		})
+	}
+}
