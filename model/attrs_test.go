@@ -76,3 +76,26 @@ func TestAttrsEachOf(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalCache interns strings through a Local whose small cache sees
+// many collisions, and checks every id against the shared table.
+func TestLocalCache(t *testing.T) {
+	st := NewInterner()
+	l := NewLocal(st)
+	k := l.Intern([]byte("key"))
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 5000; i++ {
+			s := fmt.Sprintf("v%d", i%1500)
+			id := l.Intern([]byte(s))
+			if got := st.Str(id); got != s {
+				t.Fatalf("round %d: Intern(%q) = %d, which is %q", round, s, id, got)
+			}
+			if vid, ok := l.Value(k, []byte(s)); !ok || vid != id {
+				t.Fatalf("round %d: Value(%q) = %d, %v; want %d", round, s, vid, ok, id)
+			}
+		}
+	}
+	if id := l.Intern(nil); id != 0 {
+		t.Fatalf(`Intern("") = %d, want 0`, id)
+	}
+}

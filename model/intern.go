@@ -150,6 +150,26 @@ type Local struct {
 	t      *Interner
 	m      map[string]Str
 	inline map[Str]bool
+	// recent is a small direct-mapped cache in front of m, indexed by the
+	// length and end bytes of a string. Spans of one request repeat the same
+	// keys and values in the same order, so most lookups end with one
+	// comparison instead of hashing the whole string.
+	recent [recentSlots]localEntry
+}
+
+type localEntry struct {
+	s  string // interned text (no copy of the caller's bytes)
+	id Str
+}
+
+const recentSlots = 512
+
+func recentSlot(b []byte) int {
+	n := len(b)
+	if n == 0 {
+		return 0
+	}
+	return (n*131 + int(b[0])*31 + int(b[n/2])*7 + int(b[n-1])) & (recentSlots - 1)
 }
 
 // NewLocal returns a cache in front of t.
@@ -162,19 +182,29 @@ func (l *Local) Interner() *Interner { return l.t }
 
 // Intern returns the id of b, adding it if new. Used for keys and names.
 func (l *Local) Intern(b []byte) Str {
-	if id, ok := l.m[string(b)]; ok {
-		return id
+	e := &l.recent[recentSlot(b)]
+	if e.s == string(b) {
+		return e.id
 	}
-	l.trim()
-	id := l.t.Intern(string(b))
-	l.m[string(b)] = id
+	id, ok := l.m[string(b)]
+	if !ok {
+		l.trim()
+		id = l.t.Intern(string(b))
+		l.m[string(b)] = id
+	}
+	e.s, e.id = l.t.Str(id), id
 	return id
 }
 
 // Value returns the id for a value of key k, or false when it should be
 // stored inline (too long, or k has too many distinct values).
 func (l *Local) Value(k Str, v []byte) (Str, bool) {
+	e := &l.recent[recentSlot(v)]
+	if e.s == string(v) {
+		return e.id, true
+	}
 	if id, ok := l.m[string(v)]; ok {
+		e.s, e.id = l.t.Str(id), id
 		return id, true
 	}
 	if len(v) > inlineLen || l.inline[k] {

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/hex"
 	"errors"
+	"sync"
 )
 
 // TraceID is a W3C trace id. The zero value means absent.
@@ -170,5 +171,68 @@ type Link struct {
 // Batch is what a receiver hands the store: spans decoded from one request or
 // one chunk of a file. Rejected counts spans the decoder refused.
 type Batch struct {
-	Spans []Span
+	Spans  []Span
+	pooled bool // Spans came from NewBatch: the store recycles the array
+}
+
+// NewBatch returns an empty batch with room for n spans. Its array comes
+// from a pool that the store refills once it has applied the batch (the
+// store copies what it keeps), so a busy receiver reuses span arrays
+// instead of leaving one per request to the garbage collector. Submit or
+// Add the batch, or drop it; never use its spans after handing it over.
+func NewBatch(n int) Batch {
+	return Batch{Spans: spanPool.get(n), pooled: true}
+}
+
+// spanPool holds span arrays by power-of-two capacity.
+var spanPool spanArrays
+
+const (
+	poolMinBits = 6  // 64 spans
+	poolMaxBits = 13 // 8192 spans
+	poolDepth   = 16 // arrays kept per size
+)
+
+type spanArrays struct {
+	mu   sync.Mutex
+	free [poolMaxBits + 1][][]Span
+}
+
+func poolBits(n int) int {
+	b := poolMinBits
+	for 1<<b < n {
+		b++
+	}
+	return b
+}
+
+func (p *spanArrays) get(n int) []Span {
+	b := poolBits(n)
+	if b > poolMaxBits {
+		return make([]Span, 0, n)
+	}
+	p.mu.Lock()
+	if k := len(p.free[b]); k > 0 {
+		s := p.free[b][k-1]
+		p.free[b] = p.free[b][:k-1]
+		p.mu.Unlock()
+		return s
+	}
+	p.mu.Unlock()
+	return make([]Span, 0, 1<<b)
+}
+
+// put takes back an array from NewBatch. The spans are cleared first, so
+// the pool keeps no attributes alive.
+func (p *spanArrays) put(s []Span) {
+	b := poolBits(cap(s))
+	if b > poolMaxBits || cap(s) != 1<<b {
+		return
+	}
+	clear(s)
+	p.mu.Lock()
+	if len(p.free[b]) < poolDepth {
+		p.free[b] = append(p.free[b], s[:0])
+	}
+	p.mu.Unlock()
 }

@@ -40,6 +40,12 @@ type Options struct {
 	Now func() time.Time
 	// PublishEvery bounds how often snapshots are published under load.
 	PublishEvery time.Duration
+	// LeanGC lets the store lower the garbage collector's target (GOGC, a
+	// process-wide setting) once the live heap passes 64 MB, so a large
+	// store peaks at about 1.25x its live size instead of 2x; it restores
+	// the setting on Close. Meant for the one long-lived store of a
+	// receiving process. Ignored when GOGC or GOMEMLIMIT is set.
+	LeanGC bool
 }
 
 type item struct {
@@ -175,7 +181,16 @@ func (s *Store) run() {
 	// publication copies the rollout list: at 20 per second a list of 200k
 	// rollouts would make as much garbage as the spans themselves.
 	every := s.opts.PublishEvery
+	var gc *gcTuner
+	if s.opts.LeanGC {
+		if gc = newGCTuner(); gc != nil {
+			defer gc.restore()
+		}
+	}
 	publish := func() {
+		if gc != nil {
+			gc.update()
+		}
 		t0 := time.Now()
 		snap := s.w.publish()
 		s.snap.Store(snap)
@@ -200,6 +215,9 @@ func (s *Store) run() {
 				continue
 			}
 			s.w.apply(it.batch)
+			if it.batch.pooled {
+				spanPool.put(it.batch.Spans)
+			}
 			dirty = true
 			// Publish at once when idle, at most every PublishEvery under load.
 			if len(s.in) == 0 && time.Since(last) >= every {
@@ -246,7 +264,6 @@ type roll struct {
 	synthetic bool
 	seq       uint64
 	frags     []*frag
-	spans     int
 	firstSeen int64 // store clock, unix nanoseconds
 	lastSeen  int64
 	dirty     bool
@@ -591,6 +608,7 @@ func (w *writer) appendSpan(f *frag, sp Span, parent int32) uint32 {
 
 // merge moves child's spans into f below the span at index at.
 func (w *writer) merge(f, child *frag, at uint32) {
+	f.spans = slices.Grow(f.spans, len(child.spans))
 	off := int32(len(f.spans))
 	for i, sp := range child.spans {
 		if i == 0 {
@@ -628,13 +646,10 @@ func (w *writer) dropFrag(c *frag) {
 }
 
 func (w *writer) detach(r *roll, c *frag) {
-	for i, x := range r.frags {
-		if x == c {
-			r.frags = append(r.frags[:i:i], r.frags[i+1:]...)
-			break
-		}
+	// In place: published rollouts have their own Fragments slices.
+	if i := slices.Index(r.frags, c); i >= 0 {
+		r.frags = slices.Delete(r.frags, i, i+1)
 	}
-	r.spans -= len(c.spans)
 	c.roll = nil
 	w.markDirty(r)
 	if len(r.frags) == 0 {
@@ -670,7 +685,6 @@ func (w *writer) assign(f *frag) {
 		key, synthetic = f.synth, true
 	}
 	if f.roll != nil && f.roll.key == key {
-		f.roll.spans = w.fragSpans(f.roll)
 		return
 	}
 	if f.roll != nil {
@@ -692,7 +706,6 @@ func (w *writer) assign(f *frag) {
 	}
 	r.frags = append(r.frags, f)
 	f.roll = r
-	r.spans = w.fragSpans(r)
 	w.markDirty(r)
 	r.lastSeen = w.nowNS
 }
@@ -706,14 +719,6 @@ func syntheticKey(t TraceID, top SpanID) string {
 	b[9] = '/'
 	hex.Encode(b[10:], top[:])
 	return string(b[:])
-}
-
-func (w *writer) fragSpans(r *roll) int {
-	n := 0
-	for _, f := range r.frags {
-		n += len(f.spans)
-	}
-	return n
 }
 
 var ngRollout = "/ng-rollout/"

@@ -2,280 +2,1619 @@ package receiver
 
 import (
 	"bytes"
-	"encoding/hex"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/nemo-gym/gymtrace/model"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // OTLP/JSON follows the protobuf JSON mapping with one exception that
 // protojson gets wrong: trace and span ids are hex, not base64. Keys are
-// lowerCamelCase, but the original snake_case names must be accepted too, so
-// every multi-word field below has a second, snake_case twin.
-
-type jTraceReq struct {
-	ResourceSpans  []jResourceSpans `json:"resourceSpans"`
-	ResourceSpans2 []jResourceSpans `json:"resource_spans"`
-}
-
-type jResourceSpans struct {
-	Resource    *jResource    `json:"resource"`
-	ScopeSpans  []jScopeSpans `json:"scopeSpans"`
-	ScopeSpans2 []jScopeSpans `json:"scope_spans"`
-	SchemaURL   string        `json:"schemaUrl"`
-	SchemaURL2  string        `json:"schema_url"`
-}
-
-type jResource struct {
-	Attributes []jKeyValue `json:"attributes"`
-	Dropped    jUint       `json:"droppedAttributesCount"`
-	Dropped2   jUint       `json:"dropped_attributes_count"`
-}
-
-type jScope struct {
-	Name       string      `json:"name"`
-	Version    string      `json:"version"`
-	Attributes []jKeyValue `json:"attributes"`
-}
-
-type jScopeSpans struct {
-	Scope      *jScope `json:"scope"`
-	Spans      []jSpan `json:"spans"`
-	SchemaURL  string  `json:"schemaUrl"`
-	SchemaURL2 string  `json:"schema_url"`
-}
-
-type jSpan struct {
-	TraceID       string      `json:"traceId"`
-	TraceID2      string      `json:"trace_id"`
-	SpanID        string      `json:"spanId"`
-	SpanID2       string      `json:"span_id"`
-	TraceState    string      `json:"traceState"`
-	TraceState2   string      `json:"trace_state"`
-	ParentSpanID  string      `json:"parentSpanId"`
-	ParentSpanID2 string      `json:"parent_span_id"`
-	Flags         jUint       `json:"flags"`
-	Name          string      `json:"name"`
-	Kind          jEnum       `json:"kind"`
-	Start         jUint       `json:"startTimeUnixNano"`
-	Start2        jUint       `json:"start_time_unix_nano"`
-	End           jUint       `json:"endTimeUnixNano"`
-	End2          jUint       `json:"end_time_unix_nano"`
-	Attributes    []jKeyValue `json:"attributes"`
-	DroppedAttrs  jUint       `json:"droppedAttributesCount"`
-	DroppedAttrs2 jUint       `json:"dropped_attributes_count"`
-	Events        []jEvent    `json:"events"`
-	DroppedEvents jUint       `json:"droppedEventsCount"`
-	DroppedEv2    jUint       `json:"dropped_events_count"`
-	Links         []jLink     `json:"links"`
-	DroppedLinks  jUint       `json:"droppedLinksCount"`
-	DroppedLinks2 jUint       `json:"dropped_links_count"`
-	Status        *jStatus    `json:"status"`
-}
-
-type jEvent struct {
-	Time     jUint       `json:"timeUnixNano"`
-	Time2    jUint       `json:"time_unix_nano"`
-	Name     string      `json:"name"`
-	Attrs    []jKeyValue `json:"attributes"`
-	Dropped  jUint       `json:"droppedAttributesCount"`
-	Dropped2 jUint       `json:"dropped_attributes_count"`
-}
-
-type jLink struct {
-	TraceID     string      `json:"traceId"`
-	TraceID2    string      `json:"trace_id"`
-	SpanID      string      `json:"spanId"`
-	SpanID2     string      `json:"span_id"`
-	TraceState  string      `json:"traceState"`
-	TraceState2 string      `json:"trace_state"`
-	Attrs       []jKeyValue `json:"attributes"`
-	Dropped     jUint       `json:"droppedAttributesCount"`
-	Dropped2    jUint       `json:"dropped_attributes_count"`
-	Flags       jUint       `json:"flags"`
-}
-
-type jStatus struct {
-	Message string `json:"message"`
-	Code    jEnum  `json:"code"`
-}
-
-type jKeyValue struct {
-	Key   string     `json:"key"`
-	Value *jAnyValue `json:"value"`
-}
-
-type jAnyValue struct {
-	String  *string  `json:"stringValue"`
-	String2 *string  `json:"string_value"`
-	Bool    *bool    `json:"boolValue"`
-	Bool2   *bool    `json:"bool_value"`
-	Int     *jInt    `json:"intValue"`
-	Int2    *jInt    `json:"int_value"`
-	Double  *jFloat  `json:"doubleValue"`
-	Double2 *jFloat  `json:"double_value"`
-	Array   *jValues `json:"arrayValue"`
-	Array2  *jValues `json:"array_value"`
-	KVList  *jKVList `json:"kvlistValue"`
-	KVList2 *jKVList `json:"kvlist_value"`
-	Bytes   []byte   `json:"bytesValue"`
-	Bytes2  []byte   `json:"bytes_value"`
-}
-
-type jValues struct {
-	Values []jAnyValue `json:"values"`
-}
-
-type jKVList struct {
-	Values []jKeyValue `json:"values"`
-}
-
-// jInt is an int64 written as a JSON string or number.
-type jInt int64
-
-func (v *jInt) UnmarshalJSON(b []byte) error {
-	s, ok, err := numText(b)
-	if err != nil || !ok {
-		return err
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		f, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<63 {
-			return fmt.Errorf("bad integer %s", b)
-		}
-		n = int64(f)
-	}
-	*v = jInt(n)
-	return nil
-}
-
-// jUint is a uint64 (or uint32) written as a JSON string or number.
-type jUint uint64
-
-func (v *jUint) UnmarshalJSON(b []byte) error {
-	s, ok, err := numText(b)
-	if err != nil || !ok {
-		return err
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		f, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil || f < 0 || f != math.Trunc(f) || f >= 1<<64 {
-			return fmt.Errorf("bad unsigned integer %s", b)
-		}
-		n = uint64(f)
-	}
-	*v = jUint(n)
-	return nil
-}
-
-// jFloat is a double: a JSON number, or a string holding a number, "NaN",
-// "Infinity" or "-Infinity".
-type jFloat float64
-
-func (v *jFloat) UnmarshalJSON(b []byte) error {
-	s, ok, err := numText(b)
-	if err != nil || !ok {
-		return err
-	}
-	switch s {
-	case "NaN":
-		*v = jFloat(math.NaN())
-		return nil
-	case "Infinity":
-		*v = jFloat(math.Inf(1))
-		return nil
-	case "-Infinity":
-		*v = jFloat(math.Inf(-1))
-		return nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return fmt.Errorf("bad number %s", b)
-	}
-	*v = jFloat(f)
-	return nil
-}
-
-// numText returns the text of a JSON number or string; ok is false for null.
-func numText(b []byte) (string, bool, error) {
-	b = bytes.TrimSpace(b)
-	if string(b) == "null" {
-		return "", false, nil
-	}
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return "", false, err
-		}
-		return s, true, nil
-	}
-	return string(b), true, nil
-}
-
-// jEnum is an enum written as its number or its name.
-type jEnum struct {
-	n    int32
-	name string
-}
-
-func (v *jEnum) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if string(b) == "null" {
-		return nil
-	}
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &v.name)
-	}
-	n, err := strconv.ParseInt(string(b), 10, 32)
-	if err != nil {
-		return fmt.Errorf("bad enum value %s", b)
-	}
-	v.n = int32(n)
-	return nil
-}
-
-// resolve maps the enum to its number, accepting names with or without the
-// prefix (SPAN_KIND_SERVER or SERVER).
-func (v jEnum) resolve(prefix string, names []string) (int32, error) {
-	if v.name == "" {
-		return v.n, nil
-	}
-	s := strings.TrimPrefix(strings.ToUpper(v.name), prefix)
-	for i, n := range names {
-		if s == n {
-			return int32(i), nil
-		}
-	}
-	want := make([]string, len(names))
-	for i, n := range names {
-		want[i] = prefix + n
-	}
-	return 0, fmt.Errorf("unknown value %q, want one of %s or a number", v.name, strings.Join(want, ", "))
-}
+// lowerCamelCase, but the original snake_case names are accepted too, as
+// protojson accepts them. 64-bit integers come as strings or numbers, enums
+// as numbers or names.
+//
+// DecodeJSON reads the request in one pass, with no intermediate tree, and
+// feeds the same span builder DecodeProto feeds: both formats yield the same
+// spans, limits, rejections and WireSize. WireSize, the span's exact
+// protobuf size, is summed field by field while reading, from the sizes the
+// protobuf encoder would write for the same values.
 
 var (
 	kindEnum   = []string{"UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"}
 	statusEnum = []string{"UNSET", "OK", "ERROR"}
 )
 
-func pick[T comparable](a, b T) T {
-	var zero T
-	if a != zero {
-		return a
+// ErrBadHexID reports a trace or span id in OTLP/JSON that is not hex.
+var ErrBadHexID = errors.New("bad hex id")
+
+// errDupField: a field given twice (or in both spellings) is refused, as
+// protojson refuses it, rather than silently picking one.
+var errDupField = errors.New("field given more than once")
+
+// DecodeJSON decodes an OTLP/JSON ExportTraceServiceRequest straight into
+// compact spans, interning through l. It never keeps a reference to b.
+// Invalid spans (wrong id lengths) are left out and counted in the Report.
+// Malformed JSON fails with its line and column; content OTLP cannot hold (a
+// non-hex id, an unknown enum name, a string where a number belongs) fails
+// with the JSON path of the field, e.g.
+// resourceSpans[0].scopeSpans[0].spans[3].traceId.
+func DecodeJSON(l *model.Local, b []byte, lim Limits) (model.Batch, Report, error) {
+	d := getDecoder(l, lim)
+	defer putDecoder(d)
+	j := jsonDecoders.Get().(*jsonDecoder)
+	defer j.release()
+	j.d = d
+	j.s.reset(b)
+	d.spans = make([]model.Span, 0, estimateSpans(b))
+	if err := j.request(); err != nil {
+		var le *locError
+		if errors.As(err, &le) {
+			line, col := lineCol(b, le.off)
+			err = fmt.Errorf("decode otlp json: at line %d, column %d: %w", line, col, err)
+		}
+		return model.Batch{}, Report{}, err
 	}
-	return b
+	return model.Batch{Spans: d.spans}, d.rep, nil
+}
+
+// estimateSpans bounds the span count from above by counting span id keys
+// (links have them too), so the batch is allocated once and close to size.
+func estimateSpans(b []byte) int {
+	return bytes.Count(b, []byte(`"spanId"`)) + bytes.Count(b, []byte(`"span_id"`))
+}
+
+// jsonDecoder is the per-call state of DecodeJSON around the shared decoder.
+type jsonDecoder struct {
+	d *decoder
+	s jsonScanner
+	// out holds the rendered text of array, map and bytes values; tmp the
+	// decoded bytes of a bytes value, or a map key met after its value.
+	out, tmp []byte
+	id       []byte // an id of unusual length
+	rkey     []byte // resource cache key
+	svc      []byte
+}
+
+var jsonDecoders = sync.Pool{New: func() any { return new(jsonDecoder) }}
+
+func (j *jsonDecoder) release() {
+	j.d = nil
+	j.s.b = nil
+	for _, p := range []*[]byte{&j.out, &j.tmp, &j.id, &j.rkey, &j.svc, &j.s.vscr, &j.s.kscr, &j.s.sscr} {
+		if cap(*p) > 1<<20 {
+			*p = nil
+		}
+	}
+	jsonDecoders.Put(j)
+}
+
+// jat is at for the JSON paths: syntax errors carry a line and column and
+// no path.
+func jat(elem string, err error) error {
+	if le, ok := err.(*locError); ok && le.syntax {
+		return err
+	}
+	return at(elem, err)
+}
+
+func jatIndex(field string, i int, err error) error {
+	if le, ok := err.(*locError); ok && le.syntax {
+		return err
+	}
+	return atIndex(field, i, err)
+}
+
+// once refuses a second occurrence of a field within one object.
+func (j *jsonDecoder) once(seen *uint32, bit uint32, name string) error {
+	if *seen&bit != 0 {
+		return at(name, j.s.valErr(j.s.i, errDupField))
+	}
+	*seen |= bit
+	return nil
+}
+
+// isNull consumes a null if one is at the cursor.
+func (j *jsonDecoder) isNull() (bool, error) {
+	if j.s.b[j.s.i] != 'n' {
+		return false, nil
+	}
+	return true, j.s.lit("null")
+}
+
+// lenField is the encoded size of a length-delimited field numbered below 16.
+func lenField(n int) int { return 1 + protowire.SizeBytes(n) }
+
+// optLen is lenField for a proto3 string or bytes field, absent when empty.
+func optLen(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return lenField(n)
+}
+
+// optVarint is the encoded size of a proto3 varint field numbered below 16,
+// absent when zero.
+func optVarint(v uint64) int {
+	if v == 0 {
+		return 0
+	}
+	return 1 + protowire.SizeVarint(v)
+}
+
+func (j *jsonDecoder) request() error {
+	s := &j.s
+	s.ws()
+	null, err := s.open('{')
+	if err != nil {
+		return err
+	}
+	if !null {
+		var seen uint32
+		for n := 0; ; n++ {
+			key, ok, err := s.nextKey(n)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			switch string(key) {
+			case "resourceSpans", "resource_spans":
+				if err := j.once(&seen, 1, "resourceSpans"); err != nil {
+					return err
+				}
+				null, err := s.open('[')
+				if err != nil {
+					return jat("resourceSpans", err)
+				}
+				for i := 0; !null; i++ {
+					ok, err := s.nextElem(i)
+					if err != nil {
+						return err
+					}
+					if !ok {
+						break
+					}
+					j.d.rs = i
+					if err := j.resourceSpans(); err != nil {
+						return jatIndex("resourceSpans", i, err)
+					}
+				}
+			default:
+				if err := s.skip(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	s.ws()
+	if s.i < len(s.b) {
+		return s.synErr(s.i, "after top-level value")
+	}
+	return nil
+}
+
+func (j *jsonDecoder) resourceSpans() error {
+	s, d := &j.s, j.d
+	first := len(d.spans)
+	var res model.ResourceID
+	null, err := s.open('{')
+	if err != nil || null {
+		return err
+	}
+	var seen uint32
+	for n := 0; ; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "resource":
+			if err := j.once(&seen, 1, "resource"); err != nil {
+				return err
+			}
+			if null, err := j.isNull(); null || err != nil {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if res, err = j.resource(); err != nil {
+				return jat("resource", err)
+			}
+		case "scopeSpans", "scope_spans":
+			if err := j.once(&seen, 2, "scopeSpans"); err != nil {
+				return err
+			}
+			null, err := s.open('[')
+			if err != nil {
+				return jat("scopeSpans", err)
+			}
+			for i := 0; !null; i++ {
+				ok, err := s.nextElem(i)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
+				d.ss = i
+				if err := j.scopeSpans(); err != nil {
+					return jatIndex("scopeSpans", i, err)
+				}
+			}
+		case "schemaUrl", "schema_url":
+			if err := j.once(&seen, 4, "schemaUrl"); err != nil {
+				return err
+			}
+			if _, err := j.strVal(); err != nil {
+				return jat("schemaUrl", err)
+			}
+		default:
+			if err := s.skip(); err != nil {
+				return err
+			}
+		}
+	}
+	// The resource may follow the spans in the text; spans are stored with
+	// it once the object is read.
+	if res != 0 {
+		for k := first; k < len(d.spans); k++ {
+			d.spans[k].Resource = res
+		}
+	}
+	return nil
+}
+
+// resource interns a Resource object, cached by its text: every request from
+// one process repeats the same resource, so it is decoded once. The cache is
+// DecodeProto's; a leading zero byte keeps the JSON keys apart from its
+// protobuf keys (no Resource message that decodes starts with a zero tag).
+func (j *jsonDecoder) resource() (model.ResourceID, error) {
+	s, d := &j.s, j.d
+	if s.b[s.i] != '{' {
+		return 0, s.wrongType("an object")
+	}
+	start := s.i
+	if err := s.skip(); err != nil {
+		return 0, err
+	}
+	j.rkey = append(append(j.rkey[:0], 0), s.b[start:s.i]...)
+	if id, ok := d.res[string(j.rkey)]; ok {
+		return id, nil
+	}
+	s.i = start
+	if _, err := s.open('{'); err != nil {
+		return 0, err
+	}
+	d.sub.Reset()
+	j.svc = j.svc[:0]
+	var seen uint32
+	for n := 0; ; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "attributes":
+			if err := j.once(&seen, 1, "attributes"); err != nil {
+				return 0, err
+			}
+			null, err := s.open('[')
+			if err != nil {
+				return 0, jat("attributes", err)
+			}
+			for i := 0; !null; i++ {
+				ok, err := s.nextElem(i)
+				if err != nil {
+					return 0, err
+				}
+				if !ok {
+					break
+				}
+				k, v, _, err := j.keyValue(true)
+				if err != nil {
+					return 0, jatIndex("attributes", i, err)
+				}
+				d.addAttr(&d.sub, k, v)
+				if k == d.svcKey && v.kind == model.ValString {
+					j.svc = append(j.svc[:0], v.s...)
+				}
+			}
+		case "droppedAttributesCount", "dropped_attributes_count":
+			if err := j.once(&seen, 2, "droppedAttributesCount"); err != nil {
+				return 0, err
+			}
+			if _, err := j.uintVal(); err != nil {
+				return 0, jat("droppedAttributesCount", err)
+			}
+		default:
+			if err := s.skip(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	attrs := d.sub.Sorted(d.l.Interner())
+	id := d.l.Interner().InternResource(attrs, d.l.Intern(j.svc))
+	d.res[string(j.rkey)] = id
+	return id, nil
+}
+
+func (j *jsonDecoder) scopeSpans() error {
+	s := &j.s
+	null, err := s.open('{')
+	if err != nil || null {
+		return err
+	}
+	var seen uint32
+	for n := 0; ; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "scope":
+			if err := j.once(&seen, 1, "scope"); err != nil {
+				return err
+			}
+			if err := j.scope(); err != nil {
+				return jat("scope", err)
+			}
+		case "spans":
+			if err := j.once(&seen, 2, "spans"); err != nil {
+				return err
+			}
+			null, err := s.open('[')
+			if err != nil {
+				return jat("spans", err)
+			}
+			for i := 0; !null; i++ {
+				ok, err := s.nextElem(i)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
+				if err := j.span(i); err != nil {
+					return jatIndex("spans", i, err)
+				}
+			}
+		case "schemaUrl", "schema_url":
+			if err := j.once(&seen, 4, "schemaUrl"); err != nil {
+				return err
+			}
+			if _, err := j.strVal(); err != nil {
+				return jat("schemaUrl", err)
+			}
+		default:
+			if err := s.skip(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scope checks an InstrumentationScope; spans do not keep it.
+func (j *jsonDecoder) scope() error {
+	s := &j.s
+	null, err := s.open('{')
+	if err != nil || null {
+		return err
+	}
+	var seen uint32
+	for n := 0; ; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "name", "version":
+			bit, name := uint32(1), "name"
+			if key[0] == 'v' {
+				bit, name = 2, "version"
+			}
+			if err := j.once(&seen, bit, name); err != nil {
+				return err
+			}
+			if _, err := j.strVal(); err != nil {
+				return jat(name, err)
+			}
+		case "attributes":
+			if err := j.once(&seen, 4, "attributes"); err != nil {
+				return err
+			}
+			if err := j.checkAttrs(); err != nil {
+				return err
+			}
+		case "droppedAttributesCount", "dropped_attributes_count":
+			if err := j.once(&seen, 8, "droppedAttributesCount"); err != nil {
+				return err
+			}
+			if _, err := j.uintVal(); err != nil {
+				return jat("droppedAttributesCount", err)
+			}
+		default:
+			if err := s.skip(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkAttrs reads an attribute list that is not kept, for its errors.
+func (j *jsonDecoder) checkAttrs() error {
+	s := &j.s
+	null, err := s.open('[')
+	if err != nil {
+		return jat("attributes", err)
+	}
+	for i := 0; !null; i++ {
+		ok, err := s.nextElem(i)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if _, _, _, err := j.keyValue(false); err != nil {
+			return jatIndex("attributes", i, err)
+		}
+	}
+	return nil
+}
+
+// Bits of the span fields seen, to refuse duplicates.
+const (
+	sfTraceID = 1 << iota
+	sfSpanID
+	sfTraceState
+	sfParent
+	sfFlags
+	sfName
+	sfKind
+	sfStart
+	sfEnd
+	sfAttrs
+	sfDroppedAttrs
+	sfEvents
+	sfDroppedEvents
+	sfLinks
+	sfDroppedLinks
+	sfStatus
+)
+
+func extraOf(ex **model.Extra) *model.Extra {
+	if *ex == nil {
+		*ex = new(model.Extra)
+	}
+	return *ex
+}
+
+// span decodes one Span object, as decoder.span does a Span message: same
+// fields kept, same caps, same rejection reasons, and WireSize the size the
+// protobuf encoder gives the same span.
+func (j *jsonDecoder) span(idx int) error {
+	s, d := &j.s, j.d
+	sp := model.Span{Parent: -1}
+	var ex *model.Extra
+	tidLen, sidLen, pidLen := 0, 0, 0
+	size := 0
+	d.attrs.Reset()
+	null, err := s.open('{')
+	if err != nil {
+		return err
+	}
+	var seen uint32
+	for n := 0; !null; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "traceId", "trace_id":
+			if err := j.once(&seen, sfTraceID, "traceId"); err != nil {
+				return err
+			}
+			if tidLen, err = j.hexID(sp.TraceID[:]); err != nil {
+				return jat("traceId", err)
+			}
+			size += optLen(tidLen)
+		case "spanId", "span_id":
+			if err := j.once(&seen, sfSpanID, "spanId"); err != nil {
+				return err
+			}
+			if sidLen, err = j.hexID(sp.SpanID[:]); err != nil {
+				return jat("spanId", err)
+			}
+			size += optLen(sidLen)
+		case "parentSpanId", "parent_span_id":
+			if err := j.once(&seen, sfParent, "parentSpanId"); err != nil {
+				return err
+			}
+			if pidLen, err = j.hexID(sp.ParentID[:]); err != nil {
+				return jat("parentSpanId", err)
+			}
+			size += optLen(pidLen)
+		case "traceState", "trace_state":
+			if err := j.once(&seen, sfTraceState, "traceState"); err != nil {
+				return err
+			}
+			v, err := j.strVal()
+			if err != nil {
+				return jat("traceState", err)
+			}
+			size += optLen(len(v))
+		case "flags":
+			if err := j.once(&seen, sfFlags, "flags"); err != nil {
+				return err
+			}
+			v, err := j.uintVal()
+			if err != nil {
+				return jat("flags", err)
+			}
+			if uint32(v) != 0 {
+				size += protowire.SizeTag(16) + 4 // fixed32
+			}
+		case "name":
+			if err := j.once(&seen, sfName, "name"); err != nil {
+				return err
+			}
+			v, err := j.strVal()
+			if err != nil {
+				return jat("name", err)
+			}
+			if len(v) > 0 {
+				sp.Name = d.l.Intern(v)
+				size += lenField(len(v))
+			}
+		case "kind":
+			if err := j.once(&seen, sfKind, "kind"); err != nil {
+				return err
+			}
+			k, err := j.enumVal("SPAN_KIND_", kindEnum)
+			if err != nil {
+				return jat("kind", err)
+			}
+			size += optVarint(uint64(int64(k)))
+			if k >= 0 && k <= int32(model.KindConsumer) {
+				sp.Kind = model.Kind(k)
+			}
+		case "startTimeUnixNano", "start_time_unix_nano":
+			if err := j.once(&seen, sfStart, "startTimeUnixNano"); err != nil {
+				return err
+			}
+			v, err := j.uintVal()
+			if err != nil {
+				return jat("startTimeUnixNano", err)
+			}
+			if v != 0 {
+				sp.Start = int64(v)
+				size += 9
+			}
+		case "endTimeUnixNano", "end_time_unix_nano":
+			if err := j.once(&seen, sfEnd, "endTimeUnixNano"); err != nil {
+				return err
+			}
+			v, err := j.uintVal()
+			if err != nil {
+				return jat("endTimeUnixNano", err)
+			}
+			if v != 0 {
+				sp.End = int64(v)
+				size += 9
+			}
+		case "attributes":
+			if err := j.once(&seen, sfAttrs, "attributes"); err != nil {
+				return err
+			}
+			null, err := s.open('[')
+			if err != nil {
+				return jat("attributes", err)
+			}
+			for i := 0; !null; i++ {
+				ok, err := s.nextElem(i)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
+				k, v, n, err := j.keyValue(true)
+				if err != nil {
+					return jatIndex("attributes", i, err)
+				}
+				size += lenField(n)
+				if d.attrs.Count() >= d.lim.MaxAttrs {
+					d.rep.AttrsDropped++
+					sp.Flags |= model.FlagAttrsCapped
+					extraOf(&ex).DroppedAttrs++
+					continue
+				}
+				if k == d.truncKey && isTrue(v) {
+					sp.Flags |= model.FlagTruncated
+				}
+				d.addAttr(&d.attrs, k, v)
+			}
+		case "droppedAttributesCount", "dropped_attributes_count":
+			if err := j.once(&seen, sfDroppedAttrs, "droppedAttributesCount"); err != nil {
+				return err
+			}
+			v, err := j.uintVal()
+			if err != nil {
+				return jat("droppedAttributesCount", err)
+			}
+			if c := uint32(v); c != 0 {
+				size += optVarint(uint64(c))
+				extraOf(&ex).DroppedAttrs += c
+			}
+		case "events":
+			if err := j.once(&seen, sfEvents, "events"); err != nil {
+				return err
+			}
+			null, err := s.open('[')
+			if err != nil {
+				return jat("events", err)
+			}
+			for i := 0; !null; i++ {
+				ok, err := s.nextElem(i)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
+				ev, n, err := j.event(&sp)
+				if err != nil {
+					return jatIndex("events", i, err)
+				}
+				size += lenField(n)
+				x := extraOf(&ex)
+				x.Events = append(x.Events, ev)
+			}
+		case "links":
+			if err := j.once(&seen, sfLinks, "links"); err != nil {
+				return err
+			}
+			null, err := s.open('[')
+			if err != nil {
+				return jat("links", err)
+			}
+			for i := 0; !null; i++ {
+				ok, err := s.nextElem(i)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
+				ln, n, err := j.link(&sp)
+				if err != nil {
+					return jatIndex("links", i, err)
+				}
+				size += lenField(n)
+				x := extraOf(&ex)
+				x.Links = append(x.Links, ln)
+			}
+		case "droppedEventsCount", "dropped_events_count", "droppedLinksCount", "dropped_links_count":
+			bit, name := uint32(sfDroppedEvents), "droppedEventsCount"
+			if bytes.Contains(key, []byte("inks")) {
+				bit, name = sfDroppedLinks, "droppedLinksCount"
+			}
+			if err := j.once(&seen, bit, name); err != nil {
+				return err
+			}
+			v, err := j.uintVal()
+			if err != nil {
+				return jat(name, err)
+			}
+			size += optVarint(uint64(uint32(v)))
+		case "status":
+			if err := j.once(&seen, sfStatus, "status"); err != nil {
+				return err
+			}
+			if null, err := j.isNull(); null || err != nil {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			code, n, err := j.status(&ex)
+			if err != nil {
+				return jat("status", err)
+			}
+			size += lenField(n)
+			if code != 0 {
+				sp.Status = 0
+				if code >= 0 && code <= int32(model.StatusError) {
+					sp.Status = model.StatusCode(code)
+				}
+			}
+		default:
+			if err := s.skip(); err != nil {
+				return err
+			}
+		}
+	}
+	reason := idLenReason("parent_span_id", pidLen, 8, true)
+	if r := idLenReason("span_id", sidLen, 8, false); r != "" {
+		reason = r
+	}
+	if r := idLenReason("trace_id", tidLen, 16, false); r != "" {
+		reason = r
+	}
+	if reason == "" && sp.TraceID.IsZero() {
+		reason = "trace_id is all zeros"
+	}
+	if reason == "" && sp.SpanID.IsZero() {
+		reason = "span_id is all zeros"
+	}
+	sp.WireSize = uint32(size)
+	sp.Attrs = d.attrs.Attrs()
+	sp.Extra = ex
+	if reason != "" {
+		d.rep.reject(fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]: %s", d.rs, d.ss, idx, reason))
+		return nil
+	}
+	d.spans = append(d.spans, sp)
+	return nil
+}
+
+// status reads a Status object into the span's extra part; it returns the
+// code and the Status message's size.
+func (j *jsonDecoder) status(ex **model.Extra) (int32, int, error) {
+	s := &j.s
+	null, err := s.open('{')
+	if err != nil || null {
+		return 0, 0, err
+	}
+	var code int32
+	size := 0
+	var seen uint32
+	for n := 0; ; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "message":
+			if err := j.once(&seen, 1, "message"); err != nil {
+				return 0, 0, err
+			}
+			v, err := j.strVal()
+			if err != nil {
+				return 0, 0, jat("message", err)
+			}
+			if len(v) > 0 {
+				size += lenField(len(v))
+				extraOf(ex).StatusMessage = string(v)
+			}
+		case "code":
+			if err := j.once(&seen, 2, "code"); err != nil {
+				return 0, 0, err
+			}
+			if code, err = j.enumVal("STATUS_CODE_", statusEnum); err != nil {
+				return 0, 0, jat("code", err)
+			}
+			size += optVarint(uint64(int64(code)))
+		default:
+			if err := s.skip(); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	return code, size, nil
+}
+
+func (j *jsonDecoder) event(sp *model.Span) (model.Event, int, error) {
+	s, d := &j.s, j.d
+	var ev model.Event
+	size := 0
+	d.sub.Reset()
+	null, err := s.open('{')
+	if err != nil {
+		return ev, 0, err
+	}
+	var seen uint32
+	for n := 0; !null; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return ev, 0, err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "timeUnixNano", "time_unix_nano":
+			if err := j.once(&seen, 1, "timeUnixNano"); err != nil {
+				return ev, 0, err
+			}
+			v, err := j.uintVal()
+			if err != nil {
+				return ev, 0, jat("timeUnixNano", err)
+			}
+			if v != 0 {
+				ev.Time = int64(v)
+				size += 9
+			}
+		case "name":
+			if err := j.once(&seen, 2, "name"); err != nil {
+				return ev, 0, err
+			}
+			v, err := j.strVal()
+			if err != nil {
+				return ev, 0, jat("name", err)
+			}
+			if len(v) > 0 {
+				ev.Name = d.l.Intern(v)
+				size += lenField(len(v))
+				if string(v) == exceptionEvent {
+					sp.Flags |= model.FlagException
+				}
+			}
+		case "attributes":
+			if err := j.once(&seen, 4, "attributes"); err != nil {
+				return ev, 0, err
+			}
+			n, err := j.subAttrs(sp)
+			if err != nil {
+				return ev, 0, err
+			}
+			size += n
+		case "droppedAttributesCount", "dropped_attributes_count":
+			if err := j.once(&seen, 8, "droppedAttributesCount"); err != nil {
+				return ev, 0, err
+			}
+			v, err := j.uintVal()
+			if err != nil {
+				return ev, 0, jat("droppedAttributesCount", err)
+			}
+			size += optVarint(uint64(uint32(v)))
+		default:
+			if err := s.skip(); err != nil {
+				return ev, 0, err
+			}
+		}
+	}
+	ev.Attrs = d.sub.Attrs()
+	return ev, size, nil
+}
+
+// subAttrs reads an event's or a link's attributes into d.sub, capped as
+// DecodeProto caps them, and returns their encoded size.
+func (j *jsonDecoder) subAttrs(sp *model.Span) (int, error) {
+	s, d := &j.s, j.d
+	null, err := s.open('[')
+	if err != nil {
+		return 0, jat("attributes", err)
+	}
+	size := 0
+	for i := 0; !null; i++ {
+		ok, err := s.nextElem(i)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		k, v, n, err := j.keyValue(true)
+		if err != nil {
+			return 0, jatIndex("attributes", i, err)
+		}
+		size += lenField(n)
+		if d.sub.Count() >= d.lim.MaxAttrs {
+			d.rep.AttrsDropped++
+			sp.Flags |= model.FlagAttrsCapped
+			continue
+		}
+		d.addAttr(&d.sub, k, v)
+	}
+	return size, nil
+}
+
+func (j *jsonDecoder) link(sp *model.Span) (model.Link, int, error) {
+	s, d := &j.s, j.d
+	var ln model.Link
+	size := 0
+	d.sub.Reset()
+	null, err := s.open('{')
+	if err != nil {
+		return ln, 0, err
+	}
+	var seen uint32
+	for n := 0; !null; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return ln, 0, err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "traceId", "trace_id":
+			if err := j.once(&seen, 1, "traceId"); err != nil {
+				return ln, 0, err
+			}
+			n, err := j.hexID(ln.TraceID[:])
+			if err != nil {
+				return ln, 0, jat("traceId", err)
+			}
+			size += optLen(n)
+		case "spanId", "span_id":
+			if err := j.once(&seen, 2, "spanId"); err != nil {
+				return ln, 0, err
+			}
+			n, err := j.hexID(ln.SpanID[:])
+			if err != nil {
+				return ln, 0, jat("spanId", err)
+			}
+			size += optLen(n)
+		case "traceState", "trace_state":
+			if err := j.once(&seen, 4, "traceState"); err != nil {
+				return ln, 0, err
+			}
+			v, err := j.strVal()
+			if err != nil {
+				return ln, 0, jat("traceState", err)
+			}
+			size += optLen(len(v))
+		case "attributes":
+			if err := j.once(&seen, 8, "attributes"); err != nil {
+				return ln, 0, err
+			}
+			n, err := j.subAttrs(sp)
+			if err != nil {
+				return ln, 0, err
+			}
+			size += n
+		case "droppedAttributesCount", "dropped_attributes_count":
+			if err := j.once(&seen, 16, "droppedAttributesCount"); err != nil {
+				return ln, 0, err
+			}
+			v, err := j.uintVal()
+			if err != nil {
+				return ln, 0, jat("droppedAttributesCount", err)
+			}
+			size += optVarint(uint64(uint32(v)))
+		case "flags":
+			if err := j.once(&seen, 32, "flags"); err != nil {
+				return ln, 0, err
+			}
+			v, err := j.uintVal()
+			if err != nil {
+				return ln, 0, jat("flags", err)
+			}
+			if uint32(v) != 0 {
+				size += 1 + 4 // fixed32
+			}
+		default:
+			if err := s.skip(); err != nil {
+				return ln, 0, err
+			}
+		}
+	}
+	ln.Attrs = d.sub.Attrs()
+	return ln, size, nil
+}
+
+// hexID reads a hex id into dst when it has dst's length (a wrong length
+// leaves dst zero: the span is rejected, or the link keeps a zero id, as
+// DecodeProto does) and returns the decoded length.
+func (j *jsonDecoder) hexID(dst []byte) (int, error) {
+	v, err := j.strVal()
+	if err != nil || len(v) == 0 {
+		return 0, err
+	}
+	if len(v)%2 == 0 {
+		out := dst
+		if len(v) != 2*len(dst) {
+			j.id = slices.Grow(j.id[:0], len(v)/2)[:len(v)/2]
+			out = j.id
+		}
+		ok := true
+		for i := range out {
+			hi, lo := unhex[v[2*i]], unhex[v[2*i+1]]
+			ok = ok && hi != 0xff && lo != 0xff
+			out[i] = hi<<4 | lo
+		}
+		if ok {
+			return len(out), nil
+		}
+		clear(dst)
+	}
+	return 0, fmt.Errorf("%w %q: want hex digits (OTLP/JSON ids are hex, not base64)", ErrBadHexID, v)
+}
+
+// keyValue reads a KeyValue object: the key (interned when intern is set),
+// the value, and the KeyValue message's encoded size. A null element is an
+// empty KeyValue, as in the generated types.
+func (j *jsonDecoder) keyValue(intern bool) (model.Str, value, int, error) {
+	s := &j.s
+	var k model.Str
+	v := value{kind: model.ValString}
+	null, err := s.open('{')
+	if err != nil {
+		return 0, v, 0, err
+	}
+	keyLen, valSize, hasVal := 0, 0, false
+	var seen uint32
+	for n := 0; !null; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return 0, v, 0, err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "key":
+			if err := j.once(&seen, 1, "key"); err != nil {
+				return 0, v, 0, err
+			}
+			// The value may have been read already and may sit in the
+			// value scratch: the key goes through the key scratch.
+			kb, err := j.strInto(&j.s.kscr)
+			if err != nil {
+				return 0, v, 0, jat("key", err)
+			}
+			keyLen = len(kb)
+			if intern {
+				k = j.d.l.Intern(kb)
+			}
+		case "value":
+			if err := j.once(&seen, 2, "value"); err != nil {
+				return 0, v, 0, err
+			}
+			if null, err := j.isNull(); null || err != nil {
+				if err != nil {
+					return 0, v, 0, err
+				}
+				continue
+			}
+			if v, valSize, err = j.anyValue(0, false); err != nil {
+				return 0, v, 0, jat("value", err)
+			}
+			hasVal = true
+		default:
+			if err := s.skip(); err != nil {
+				return 0, v, 0, err
+			}
+		}
+	}
+	size := optLen(keyLen)
+	if hasVal {
+		size += lenField(valSize)
+	}
+	return k, v, size, nil
+}
+
+// setOneof refuses a second value in one AnyValue, as protojson does.
+func (j *jsonDecoder) setOneof(set *string, name string) error {
+	if *set != "" {
+		return at(name, j.s.valErr(j.s.i, fmt.Errorf("%s is already set; an AnyValue holds one value", *set)))
+	}
+	*set = name
+	return nil
+}
+
+// anyValue reads an AnyValue object at nesting depth and returns its
+// encoded size. At the top (render false) it returns the value, arrays, maps
+// and bytes as the text DecodeProto renders them; inside an array or map
+// (render true) it appends that text to j.out, null for an empty value.
+func (j *jsonDecoder) anyValue(depth int, render bool) (value, int, error) {
+	s := &j.s
+	v := value{kind: model.ValString}
+	if depth >= maxDepth {
+		return v, 0, errTooDeep
+	}
+	null, err := s.open('{')
+	if err != nil {
+		return v, 0, err
+	}
+	size := 0
+	set := ""
+	for n := 0; !null; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return v, 0, err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "stringValue", "string_value", "boolValue", "bool_value", "intValue", "int_value",
+			"doubleValue", "double_value", "arrayValue", "array_value", "kvlistValue", "kvlist_value",
+			"bytesValue", "bytes_value":
+		default:
+			if err := s.skip(); err != nil {
+				return v, 0, err
+			}
+			continue
+		}
+		if null, err := j.isNull(); null || err != nil {
+			if err != nil {
+				return v, 0, err
+			}
+			continue
+		}
+		switch string(key) {
+		case "stringValue", "string_value":
+			if err := j.setOneof(&set, "stringValue"); err != nil {
+				return v, 0, err
+			}
+			sv, err := j.strVal()
+			if err != nil {
+				return v, 0, jat("stringValue", err)
+			}
+			size = lenField(len(sv))
+			if render {
+				j.out = appendJSONString(j.out, sv)
+			} else {
+				v = value{kind: model.ValString, s: sv}
+			}
+		case "boolValue", "bool_value":
+			if err := j.setOneof(&set, "boolValue"); err != nil {
+				return v, 0, err
+			}
+			b, err := s.boolean()
+			if err != nil {
+				return v, 0, jat("boolValue", err)
+			}
+			size = 2
+			if render {
+				j.out = strconv.AppendBool(j.out, b)
+			} else {
+				v = value{kind: model.ValBool, b: b}
+			}
+		case "intValue", "int_value":
+			if err := j.setOneof(&set, "intValue"); err != nil {
+				return v, 0, err
+			}
+			i, err := j.intVal()
+			if err != nil {
+				return v, 0, jat("intValue", err)
+			}
+			size = 1 + protowire.SizeVarint(uint64(i))
+			if render {
+				j.out = strconv.AppendInt(j.out, i, 10)
+			} else {
+				v = value{kind: model.ValInt, i: i}
+			}
+		case "doubleValue", "double_value":
+			if err := j.setOneof(&set, "doubleValue"); err != nil {
+				return v, 0, err
+			}
+			f, err := j.floatVal()
+			if err != nil {
+				return v, 0, jat("doubleValue", err)
+			}
+			size = 9
+			if render {
+				j.out = appendFloat(j.out, f)
+			} else {
+				v = value{kind: model.ValDouble, f: f}
+			}
+		case "arrayValue", "array_value", "kvlistValue", "kvlist_value":
+			isMap := key[0] == 'k'
+			name := "arrayValue"
+			if isMap {
+				name = "kvlistValue"
+			}
+			if err := j.setOneof(&set, name); err != nil {
+				return v, 0, err
+			}
+			if !render {
+				j.out = j.out[:0]
+			}
+			n, err := j.list(depth, isMap)
+			if err != nil {
+				return v, 0, err
+			}
+			size = lenField(n)
+			if !render {
+				v = value{kind: model.ValArray, s: j.out}
+				if isMap {
+					v.kind = model.ValMap
+				}
+			}
+		case "bytesValue", "bytes_value":
+			if err := j.setOneof(&set, "bytesValue"); err != nil {
+				return v, 0, err
+			}
+			start := s.i
+			sv, err := j.strVal()
+			if err != nil {
+				return v, 0, jat("bytesValue", err)
+			}
+			if j.tmp, err = base64.StdEncoding.AppendDecode(j.tmp[:0], sv); err != nil {
+				return v, 0, at("bytesValue", s.valErr(start, fmt.Errorf("bad base64: %w", err)))
+			}
+			size = lenField(len(j.tmp))
+			if render {
+				j.out = append(j.out, '"')
+				j.out = base64.StdEncoding.AppendEncode(j.out, j.tmp)
+				j.out = append(j.out, '"')
+			} else {
+				j.out = base64.StdEncoding.AppendEncode(j.out[:0], j.tmp)
+				v = value{kind: model.ValBytes, s: j.out}
+			}
+		}
+	}
+	if render && set == "" {
+		j.out = append(j.out, "null"...)
+	}
+	return v, size, nil
+}
+
+// list reads an ArrayValue or KeyValueList object, appends its compact JSON
+// text to j.out and returns the message's encoded size.
+func (j *jsonDecoder) list(depth int, isMap bool) (int, error) {
+	s := &j.s
+	name, open, close := "arrayValue", byte('['), byte(']')
+	if isMap {
+		name, open, close = "kvlistValue", '{', '}'
+	}
+	null, err := s.open('{')
+	if err != nil {
+		return 0, jat(name, err)
+	}
+	j.out = append(j.out, open)
+	size, cnt := 0, 0
+	var seen uint32
+	for n := 0; !null; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		if string(key) != "values" {
+			if err := s.skip(); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := j.once(&seen, 1, name+".values"); err != nil {
+			return 0, err
+		}
+		null, err := s.open('[')
+		if err != nil {
+			return 0, jat(name+".values", err)
+		}
+		for i := 0; !null; i++ {
+			ok, err := s.nextElem(i)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				break
+			}
+			if cnt > 0 {
+				j.out = append(j.out, ',')
+			}
+			cnt++
+			var m int
+			if isMap {
+				m, err = j.mapEntry(depth)
+			} else {
+				_, m, err = j.anyValue(depth+1, true)
+			}
+			if err != nil {
+				return 0, jatIndex(name+".values", i, err)
+			}
+			size += lenField(m)
+		}
+	}
+	j.out = append(j.out, close)
+	return size, nil
+}
+
+// mapEntry reads one KeyValue of a KeyValueList and appends "key":value to
+// j.out; a key given after its value is moved in front of it.
+func (j *jsonDecoder) mapEntry(depth int) (int, error) {
+	s := &j.s
+	null, err := s.open('{')
+	if err != nil {
+		return 0, err
+	}
+	p := len(j.out)
+	keyed, valued := false, false
+	keyLen, valSize := 0, 0
+	var seen uint32
+	for n := 0; !null; n++ {
+		key, ok, err := s.nextKey(n)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "key":
+			if err := j.once(&seen, 1, "key"); err != nil {
+				return 0, err
+			}
+			kb, err := j.strVal()
+			if err != nil {
+				return 0, jat("key", err)
+			}
+			keyLen, keyed = len(kb), true
+			if valued {
+				j.tmp = append(appendJSONString(j.tmp[:0], kb), ':')
+				j.out = slices.Insert(j.out, p, j.tmp...)
+			} else {
+				j.out = append(appendJSONString(j.out, kb), ':')
+			}
+		case "value":
+			if err := j.once(&seen, 2, "value"); err != nil {
+				return 0, err
+			}
+			if null, err := j.isNull(); null || err != nil {
+				if err != nil {
+					return 0, err
+				}
+				continue
+			}
+			if _, valSize, err = j.anyValue(depth+1, true); err != nil {
+				return 0, err
+			}
+			valued = true
+		default:
+			if err := s.skip(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if !keyed {
+		j.out = slices.Insert(j.out, p, '"', '"', ':')
+	}
+	if !valued {
+		j.out = append(j.out, "null"...)
+	}
+	size := optLen(keyLen)
+	if valued {
+		size += lenField(valSize)
+	}
+	return size, nil
+}
+
+// strVal reads a string, or null as the empty string.
+func (j *jsonDecoder) strVal() ([]byte, error) {
+	return j.strInto(&j.s.vscr)
+}
+
+// strInto is strVal unescaping into scr.
+func (j *jsonDecoder) strInto(scr *[]byte) ([]byte, error) {
+	s := &j.s
+	switch s.b[s.i] {
+	case '"':
+		return s.str(scr)
+	case 'n':
+		return nil, s.lit("null")
+	}
+	return nil, s.wrongType("a string")
+}
+
+// uintVal reads a uint64 (or uint32) written as a number or a string.
+func (j *jsonDecoder) uintVal() (uint64, error) {
+	s := &j.s
+	start := s.i
+	txt, raw, _, null, ok, err := s.scalar()
+	if err != nil || null {
+		return 0, err
+	}
+	if ok {
+		if v, ok := parseUint(txt); ok {
+			return v, nil
+		}
+	}
+	return 0, s.valErr(start, fmt.Errorf("bad unsigned integer %s", raw))
+}
+
+// intVal reads an int64 written as a number or a string.
+func (j *jsonDecoder) intVal() (int64, error) {
+	s := &j.s
+	start := s.i
+	txt, raw, _, null, ok, err := s.scalar()
+	if err != nil || null {
+		return 0, err
+	}
+	if ok {
+		if v, ok := parseInt(txt); ok {
+			return v, nil
+		}
+	}
+	return 0, s.valErr(start, fmt.Errorf("bad integer %s", raw))
+}
+
+// floatVal reads a double: a number, or a string holding a number, "NaN",
+// "Infinity" or "-Infinity".
+func (j *jsonDecoder) floatVal() (float64, error) {
+	s := &j.s
+	start := s.i
+	txt, raw, isStr, null, ok, err := s.scalar()
+	if err != nil || null {
+		return 0, err
+	}
+	if ok {
+		if isStr {
+			switch string(txt) {
+			case "NaN":
+				return math.NaN(), nil
+			case "Infinity":
+				return math.Inf(1), nil
+			case "-Infinity":
+				return math.Inf(-1), nil
+			}
+		}
+		if f, err := strconv.ParseFloat(string(txt), 64); err == nil {
+			return f, nil
+		}
+	}
+	return 0, s.valErr(start, fmt.Errorf("bad number %s", raw))
+}
+
+// enumVal reads an enum written as its number or its name; names match with
+// or without the prefix, in any case (SPAN_KIND_SERVER, server).
+func (j *jsonDecoder) enumVal(prefix string, names []string) (int32, error) {
+	s := &j.s
+	start := s.i
+	if s.b[s.i] == '"' {
+		name, err := s.str(&s.vscr)
+		if err != nil || len(name) == 0 {
+			return 0, err
+		}
+		if n, ok := resolveEnum(name, prefix, names); ok {
+			return n, nil
+		}
+		want := make([]string, len(names))
+		for i, n := range names {
+			want[i] = prefix + n
+		}
+		return 0, fmt.Errorf("unknown value %q, want one of %s or a number", name, strings.Join(want, ", "))
+	}
+	txt, raw, _, null, ok, err := s.scalar()
+	if err != nil || null {
+		return 0, err
+	}
+	if ok {
+		if n, err := strconv.ParseInt(string(txt), 10, 32); err == nil {
+			return int32(n), nil
+		}
+	}
+	return 0, s.valErr(start, fmt.Errorf("bad enum value %s", raw))
+}
+
+// resolveEnum maps an enum name to its number. strings.ToUpper is the
+// reference; ASCII names, all real ones, take a path that does not allocate.
+func resolveEnum(name []byte, prefix string, names []string) (int32, bool) {
+	var up string
+	var buf [32]byte
+	ascii := len(name) <= len(buf)
+	for _, c := range name {
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		u := buf[:len(name)]
+		for i, c := range name {
+			if c >= 'a' && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			u[i] = c
+		}
+		if len(u) > len(prefix) && string(u[:len(prefix)]) == prefix {
+			u = u[len(prefix):]
+		} else if string(u) == prefix {
+			u = u[:0]
+		}
+		for i, n := range names {
+			if string(u) == n {
+				return int32(i), true
+			}
+		}
+		return 0, false
+	}
+	up = strings.TrimPrefix(strings.ToUpper(string(name)), prefix)
+	for i, n := range names {
+		if up == n {
+			return int32(i), true
+		}
+	}
+	return 0, false
+}
+
+// parseUint parses a uint64 as the protobuf JSON mapping allows: decimal
+// digits, or a number in another form (1e3) that is an exact integer.
+func parseUint(txt []byte) (uint64, bool) {
+	if len(txt) > 0 && len(txt) <= 19 {
+		var v uint64
+		for _, c := range txt {
+			if c < '0' || c > '9' {
+				return parseUintSlow(txt)
+			}
+			v = v*10 + uint64(c-'0')
+		}
+		return v, true
+	}
+	return parseUintSlow(txt)
+}
+
+func parseUintSlow(txt []byte) (uint64, bool) {
+	if n, err := strconv.ParseUint(string(txt), 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(string(txt), 64)
+	if err != nil || f < 0 || f != math.Trunc(f) || f >= 1<<64 {
+		return 0, false
+	}
+	return uint64(f), true
+}
+
+// parseInt is parseUint for int64.
+func parseInt(txt []byte) (int64, bool) {
+	digits := txt
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) > 0 && len(digits) <= 18 {
+		var v int64
+		for _, c := range digits {
+			if c < '0' || c > '9' {
+				return parseIntSlow(txt)
+			}
+			v = v*10 + int64(c-'0')
+		}
+		if len(digits) < len(txt) {
+			v = -v
+		}
+		return v, true
+	}
+	return parseIntSlow(txt)
+}
+
+func parseIntSlow(txt []byte) (int64, bool) {
+	if n, err := strconv.ParseInt(string(txt), 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(string(txt), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<63 {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 func pickSlice[T any](a, b []T) []T {
@@ -285,54 +1624,7 @@ func pickSlice[T any](a, b []T) []T {
 	return b
 }
 
-func pickPtr[T any](a, b *T) *T {
-	if a != nil {
-		return a
-	}
-	return b
-}
-
-// ErrBadHexID reports a trace or span id in OTLP/JSON that is not hex.
-var ErrBadHexID = errors.New("bad hex id")
-
-// hexID decodes a hex id. Ids must be hex per the OTLP/JSON spec; a base64 id
-// (what protojson would write) fails here with the value named.
-func hexID(s string) ([]byte, error) {
-	if s == "" {
-		return nil, nil
-	}
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("%w %q: want hex digits (OTLP/JSON ids are hex, not base64)", ErrBadHexID, s)
-	}
-	return b, nil
-}
-
-// DecodeJSON decodes an OTLP/JSON ExportTraceServiceRequest. The request is
-// converted to protobuf and decoded by DecodeProto, so both formats yield
-// identical spans, limits, rejections and WireSize (the exact protobuf size).
-func DecodeJSON(l *model.Local, b []byte, lim Limits) (model.Batch, Report, error) {
-	var req jTraceReq
-	if err := json.Unmarshal(b, &req); err != nil {
-		return model.Batch{}, Report{}, fmt.Errorf("decode otlp json: %w", jsonErr(b, err))
-	}
-	var buf []byte
-	for i, rs := range pickSlice(req.ResourceSpans, req.ResourceSpans2) {
-		pb, err := rs.proto()
-		if err != nil {
-			return model.Batch{}, Report{}, atIndex("resourceSpans", i, err)
-		}
-		m, err := proto.MarshalOptions{}.MarshalAppend(nil, pb)
-		if err != nil {
-			return model.Batch{}, Report{}, atIndex("resourceSpans", i, err)
-		}
-		buf = protowire.AppendTag(buf, 1, protowire.BytesType)
-		buf = protowire.AppendBytes(buf, m)
-	}
-	return DecodeProto(l, buf, lim)
-}
-
-// jsonErr adds the line and column to a syntax error.
+// jsonErr adds the line and column to an encoding/json syntax error.
 func jsonErr(b []byte, err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
@@ -352,164 +1644,6 @@ func jsonErr(b []byte, err error) error {
 	// Offset counts the bytes read up to and including the bad one.
 	col := max(int(off)-bytes.LastIndexByte(b[:off], '\n')-1, 1)
 	return fmt.Errorf("at line %d, column %d: %w", line, col, err)
-}
-
-func (rs *jResourceSpans) proto() (*tracepb.ResourceSpans, error) {
-	out := &tracepb.ResourceSpans{SchemaUrl: pick(rs.SchemaURL, rs.SchemaURL2)}
-	if r := rs.Resource; r != nil {
-		attrs, err := kvsProto(r.Attributes)
-		if err != nil {
-			return nil, at("resource", err)
-		}
-		out.Resource = &resourcepb.Resource{Attributes: attrs, DroppedAttributesCount: uint32(pick(r.Dropped, r.Dropped2))}
-	}
-	for i, ss := range pickSlice(rs.ScopeSpans, rs.ScopeSpans2) {
-		pss := &tracepb.ScopeSpans{SchemaUrl: pick(ss.SchemaURL, ss.SchemaURL2)}
-		if sc := ss.Scope; sc != nil {
-			attrs, err := kvsProto(sc.Attributes)
-			if err != nil {
-				return nil, atIndex("scopeSpans", i, at("scope", err))
-			}
-			pss.Scope = &commonpb.InstrumentationScope{Name: sc.Name, Version: sc.Version, Attributes: attrs}
-		}
-		for j := range ss.Spans {
-			sp, err := ss.Spans[j].proto()
-			if err != nil {
-				return nil, atIndex("scopeSpans", i, atIndex("spans", j, err))
-			}
-			pss.Spans = append(pss.Spans, sp)
-		}
-		out.ScopeSpans = append(out.ScopeSpans, pss)
-	}
-	return out, nil
-}
-
-func (s *jSpan) proto() (*tracepb.Span, error) {
-	var err error
-	p := &tracepb.Span{
-		TraceState:             pick(s.TraceState, s.TraceState2),
-		Flags:                  uint32(s.Flags),
-		Name:                   s.Name,
-		StartTimeUnixNano:      uint64(pick(s.Start, s.Start2)),
-		EndTimeUnixNano:        uint64(pick(s.End, s.End2)),
-		DroppedAttributesCount: uint32(pick(s.DroppedAttrs, s.DroppedAttrs2)),
-		DroppedEventsCount:     uint32(pick(s.DroppedEvents, s.DroppedEv2)),
-		DroppedLinksCount:      uint32(pick(s.DroppedLinks, s.DroppedLinks2)),
-	}
-	if p.TraceId, err = hexID(pick(s.TraceID, s.TraceID2)); err != nil {
-		return nil, at("traceId", err)
-	}
-	if p.SpanId, err = hexID(pick(s.SpanID, s.SpanID2)); err != nil {
-		return nil, at("spanId", err)
-	}
-	if p.ParentSpanId, err = hexID(pick(s.ParentSpanID, s.ParentSpanID2)); err != nil {
-		return nil, at("parentSpanId", err)
-	}
-	kind, err := s.Kind.resolve("SPAN_KIND_", kindEnum)
-	if err != nil {
-		return nil, at("kind", err)
-	}
-	p.Kind = tracepb.Span_SpanKind(kind)
-	if p.Attributes, err = kvsProto(s.Attributes); err != nil {
-		return nil, err
-	}
-	for i, e := range s.Events {
-		attrs, err := kvsProto(e.Attrs)
-		if err != nil {
-			return nil, atIndex("events", i, err)
-		}
-		p.Events = append(p.Events, &tracepb.Span_Event{
-			TimeUnixNano: uint64(pick(e.Time, e.Time2)), Name: e.Name, Attributes: attrs,
-			DroppedAttributesCount: uint32(pick(e.Dropped, e.Dropped2)),
-		})
-	}
-	for i, ln := range s.Links {
-		pl := &tracepb.Span_Link{
-			TraceState: pick(ln.TraceState, ln.TraceState2), Flags: uint32(ln.Flags),
-			DroppedAttributesCount: uint32(pick(ln.Dropped, ln.Dropped2)),
-		}
-		if pl.TraceId, err = hexID(pick(ln.TraceID, ln.TraceID2)); err != nil {
-			return nil, atIndex("links", i, at("traceId", err))
-		}
-		if pl.SpanId, err = hexID(pick(ln.SpanID, ln.SpanID2)); err != nil {
-			return nil, atIndex("links", i, at("spanId", err))
-		}
-		if pl.Attributes, err = kvsProto(ln.Attrs); err != nil {
-			return nil, atIndex("links", i, err)
-		}
-		p.Links = append(p.Links, pl)
-	}
-	if st := s.Status; st != nil {
-		code, err := st.Code.resolve("STATUS_CODE_", statusEnum)
-		if err != nil {
-			return nil, at("status.code", err)
-		}
-		p.Status = &tracepb.Status{Message: st.Message, Code: tracepb.Status_StatusCode(code)}
-	}
-	return p, nil
-}
-
-func kvsProto(kvs []jKeyValue) ([]*commonpb.KeyValue, error) {
-	if len(kvs) == 0 {
-		return nil, nil
-	}
-	out := make([]*commonpb.KeyValue, len(kvs))
-	for i, kv := range kvs {
-		kp := &commonpb.KeyValue{Key: kv.Key}
-		if kv.Value != nil {
-			v, err := kv.Value.proto(0)
-			if err != nil {
-				return nil, atIndex("attributes", i, at("value", err))
-			}
-			kp.Value = v
-		}
-		out[i] = kp
-	}
-	return out, nil
-}
-
-func (a *jAnyValue) proto(depth int) (*commonpb.AnyValue, error) {
-	if depth >= maxDepth {
-		return nil, errTooDeep
-	}
-	v := &commonpb.AnyValue{}
-	switch {
-	case pickPtr(a.String, a.String2) != nil:
-		v.Value = &commonpb.AnyValue_StringValue{StringValue: *pickPtr(a.String, a.String2)}
-	case pickPtr(a.Bool, a.Bool2) != nil:
-		v.Value = &commonpb.AnyValue_BoolValue{BoolValue: *pickPtr(a.Bool, a.Bool2)}
-	case pickPtr(a.Int, a.Int2) != nil:
-		v.Value = &commonpb.AnyValue_IntValue{IntValue: int64(*pickPtr(a.Int, a.Int2))}
-	case pickPtr(a.Double, a.Double2) != nil:
-		v.Value = &commonpb.AnyValue_DoubleValue{DoubleValue: float64(*pickPtr(a.Double, a.Double2))}
-	case pickPtr(a.Array, a.Array2) != nil:
-		arr := &commonpb.ArrayValue{}
-		for i := range pickPtr(a.Array, a.Array2).Values {
-			e, err := pickPtr(a.Array, a.Array2).Values[i].proto(depth + 1)
-			if err != nil {
-				return nil, atIndex("arrayValue.values", i, err)
-			}
-			arr.Values = append(arr.Values, e)
-		}
-		v.Value = &commonpb.AnyValue_ArrayValue{ArrayValue: arr}
-	case pickPtr(a.KVList, a.KVList2) != nil:
-		kl := &commonpb.KeyValueList{}
-		for i, kv := range pickPtr(a.KVList, a.KVList2).Values {
-			kp := &commonpb.KeyValue{Key: kv.Key}
-			if kv.Value != nil {
-				e, err := kv.Value.proto(depth + 1)
-				if err != nil {
-					return nil, atIndex("kvlistValue.values", i, err)
-				}
-				kp.Value = e
-			}
-			kl.Values = append(kl.Values, kp)
-		}
-		v.Value = &commonpb.AnyValue_KvlistValue{KvlistValue: kl}
-	case a.Bytes != nil || a.Bytes2 != nil:
-		v.Value = &commonpb.AnyValue_BytesValue{BytesValue: pickSlice(a.Bytes, a.Bytes2)}
-	}
-	return v, nil
 }
 
 // The metric and log counters below accept OTLP/JSON (camelCase or

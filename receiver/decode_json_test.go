@@ -2,16 +2,29 @@ package receiver
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/nemo-gym/gymtrace/model"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -213,9 +226,9 @@ func TestDecodeJSONErrors(t *testing.T) {
 		{"invalid json", `{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"x",}]}]}]}`,
 			`decode otlp json: at line 1, column 56: invalid character '}' looking for beginning of object key string`, false},
 		{"bad int64", span(`"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","startTimeUnixNano":"soon"`),
-			`decode otlp json: bad unsigned integer "soon"`, false},
+			`decode otlp json: at line 1, column 225: resourceSpans[0].scopeSpans[0].spans[1].startTimeUnixNano: bad unsigned integer "soon"`, false},
 		{"wrong type", `{"resourceSpans":{"a":1}}`,
-			`decode otlp json: at line 1, column 18: json: cannot unmarshal object into Go struct field jTraceReq.resourceSpans of type []receiver.jResourceSpans`, false},
+			`decode otlp json: at line 1, column 18: resourceSpans: want an array, got an object`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,5 +281,920 @@ func TestCountJSON(t *testing.T) {
 	}
 	if _, err := CountMetricPointsJSON([]byte(`{"resourceMetrics":[`)); err == nil || !strings.Contains(err.Error(), "decode otlp json metrics") {
 		t.Errorf("truncated metrics: error = %v", err)
+	}
+}
+// The reference OTLP/JSON decoder. Every multi-word field has a second,
+// snake_case twin.
+
+type jTraceReq struct {
+	ResourceSpans  []jResourceSpans `json:"resourceSpans"`
+	ResourceSpans2 []jResourceSpans `json:"resource_spans"`
+}
+
+type jResourceSpans struct {
+	Resource    *jResource    `json:"resource"`
+	ScopeSpans  []jScopeSpans `json:"scopeSpans"`
+	ScopeSpans2 []jScopeSpans `json:"scope_spans"`
+	SchemaURL   string        `json:"schemaUrl"`
+	SchemaURL2  string        `json:"schema_url"`
+}
+
+type jResource struct {
+	Attributes []jKeyValue `json:"attributes"`
+	Dropped    jUint       `json:"droppedAttributesCount"`
+	Dropped2   jUint       `json:"dropped_attributes_count"`
+}
+
+type jScope struct {
+	Name       string      `json:"name"`
+	Version    string      `json:"version"`
+	Attributes []jKeyValue `json:"attributes"`
+}
+
+type jScopeSpans struct {
+	Scope      *jScope `json:"scope"`
+	Spans      []jSpan `json:"spans"`
+	SchemaURL  string  `json:"schemaUrl"`
+	SchemaURL2 string  `json:"schema_url"`
+}
+
+type jSpan struct {
+	TraceID       string      `json:"traceId"`
+	TraceID2      string      `json:"trace_id"`
+	SpanID        string      `json:"spanId"`
+	SpanID2       string      `json:"span_id"`
+	TraceState    string      `json:"traceState"`
+	TraceState2   string      `json:"trace_state"`
+	ParentSpanID  string      `json:"parentSpanId"`
+	ParentSpanID2 string      `json:"parent_span_id"`
+	Flags         jUint       `json:"flags"`
+	Name          string      `json:"name"`
+	Kind          jEnum       `json:"kind"`
+	Start         jUint       `json:"startTimeUnixNano"`
+	Start2        jUint       `json:"start_time_unix_nano"`
+	End           jUint       `json:"endTimeUnixNano"`
+	End2          jUint       `json:"end_time_unix_nano"`
+	Attributes    []jKeyValue `json:"attributes"`
+	DroppedAttrs  jUint       `json:"droppedAttributesCount"`
+	DroppedAttrs2 jUint       `json:"dropped_attributes_count"`
+	Events        []jEvent    `json:"events"`
+	DroppedEvents jUint       `json:"droppedEventsCount"`
+	DroppedEv2    jUint       `json:"dropped_events_count"`
+	Links         []jLink     `json:"links"`
+	DroppedLinks  jUint       `json:"droppedLinksCount"`
+	DroppedLinks2 jUint       `json:"dropped_links_count"`
+	Status        *jStatus    `json:"status"`
+}
+
+type jEvent struct {
+	Time     jUint       `json:"timeUnixNano"`
+	Time2    jUint       `json:"time_unix_nano"`
+	Name     string      `json:"name"`
+	Attrs    []jKeyValue `json:"attributes"`
+	Dropped  jUint       `json:"droppedAttributesCount"`
+	Dropped2 jUint       `json:"dropped_attributes_count"`
+}
+
+type jLink struct {
+	TraceID     string      `json:"traceId"`
+	TraceID2    string      `json:"trace_id"`
+	SpanID      string      `json:"spanId"`
+	SpanID2     string      `json:"span_id"`
+	TraceState  string      `json:"traceState"`
+	TraceState2 string      `json:"trace_state"`
+	Attrs       []jKeyValue `json:"attributes"`
+	Dropped     jUint       `json:"droppedAttributesCount"`
+	Dropped2    jUint       `json:"dropped_attributes_count"`
+	Flags       jUint       `json:"flags"`
+}
+
+type jStatus struct {
+	Message string `json:"message"`
+	Code    jEnum  `json:"code"`
+}
+
+type jKeyValue struct {
+	Key   string     `json:"key"`
+	Value *jAnyValue `json:"value"`
+}
+
+type jAnyValue struct {
+	String  *string  `json:"stringValue"`
+	String2 *string  `json:"string_value"`
+	Bool    *bool    `json:"boolValue"`
+	Bool2   *bool    `json:"bool_value"`
+	Int     *jInt    `json:"intValue"`
+	Int2    *jInt    `json:"int_value"`
+	Double  *jFloat  `json:"doubleValue"`
+	Double2 *jFloat  `json:"double_value"`
+	Array   *jValues `json:"arrayValue"`
+	Array2  *jValues `json:"array_value"`
+	KVList  *jKVList `json:"kvlistValue"`
+	KVList2 *jKVList `json:"kvlist_value"`
+	Bytes   []byte   `json:"bytesValue"`
+	Bytes2  []byte   `json:"bytes_value"`
+}
+
+type jValues struct {
+	Values []jAnyValue `json:"values"`
+}
+
+type jKVList struct {
+	Values []jKeyValue `json:"values"`
+}
+
+// jInt is an int64 written as a JSON string or number.
+type jInt int64
+
+func (v *jInt) UnmarshalJSON(b []byte) error {
+	s, ok, err := numText(b)
+	if err != nil || !ok {
+		return err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<63 {
+			return fmt.Errorf("bad integer %s", b)
+		}
+		n = int64(f)
+	}
+	*v = jInt(n)
+	return nil
+}
+
+// jUint is a uint64 (or uint32) written as a JSON string or number.
+type jUint uint64
+
+func (v *jUint) UnmarshalJSON(b []byte) error {
+	s, ok, err := numText(b)
+	if err != nil || !ok {
+		return err
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || f < 0 || f != math.Trunc(f) || f >= 1<<64 {
+			return fmt.Errorf("bad unsigned integer %s", b)
+		}
+		n = uint64(f)
+	}
+	*v = jUint(n)
+	return nil
+}
+
+// jFloat is a double: a JSON number, or a string holding a number, "NaN",
+// "Infinity" or "-Infinity".
+type jFloat float64
+
+func (v *jFloat) UnmarshalJSON(b []byte) error {
+	s, ok, err := numText(b)
+	if err != nil || !ok {
+		return err
+	}
+	switch s {
+	case "NaN":
+		*v = jFloat(math.NaN())
+		return nil
+	case "Infinity":
+		*v = jFloat(math.Inf(1))
+		return nil
+	case "-Infinity":
+		*v = jFloat(math.Inf(-1))
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("bad number %s", b)
+	}
+	*v = jFloat(f)
+	return nil
+}
+
+// numText returns the text of a JSON number or string; ok is false for null.
+func numText(b []byte) (string, bool, error) {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return "", false, nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return "", false, err
+		}
+		return s, true, nil
+	}
+	return string(b), true, nil
+}
+
+// jEnum is an enum written as its number or its name.
+type jEnum struct {
+	n    int32
+	name string
+}
+
+func (v *jEnum) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &v.name)
+	}
+	n, err := strconv.ParseInt(string(b), 10, 32)
+	if err != nil {
+		return fmt.Errorf("bad enum value %s", b)
+	}
+	v.n = int32(n)
+	return nil
+}
+
+// resolve maps the enum to its number, accepting names with or without the
+// prefix (SPAN_KIND_SERVER or SERVER).
+func (v jEnum) resolve(prefix string, names []string) (int32, error) {
+	if v.name == "" {
+		return v.n, nil
+	}
+	s := strings.TrimPrefix(strings.ToUpper(v.name), prefix)
+	for i, n := range names {
+		if s == n {
+			return int32(i), nil
+		}
+	}
+	want := make([]string, len(names))
+	for i, n := range names {
+		want[i] = prefix + n
+	}
+	return 0, fmt.Errorf("unknown value %q, want one of %s or a number", v.name, strings.Join(want, ", "))
+}
+
+
+func pick[T comparable](a, b T) T {
+	var zero T
+	if a != zero {
+		return a
+	}
+	return b
+}
+
+
+func pickPtr[T any](a, b *T) *T {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+
+// hexID decodes a hex id. Ids must be hex per the OTLP/JSON spec; a base64 id
+// (what protojson would write) fails here with the value named.
+func refHexID(s string) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: want hex digits (OTLP/JSON ids are hex, not base64)", ErrBadHexID, s)
+	}
+	return b, nil
+}
+
+// decodeJSONRef is the reference decoder DecodeJSON is checked against: it
+// reads the request with encoding/json into the structs above, converts it to
+// the generated protobuf types, marshals it and runs DecodeProto. Slow, but
+// each step is a standard library or protobuf runtime one.
+func decodeJSONRef(l *model.Local, b []byte, lim Limits) (model.Batch, Report, error) {
+	var req jTraceReq
+	if err := json.Unmarshal(b, &req); err != nil {
+		return model.Batch{}, Report{}, fmt.Errorf("decode otlp json: %w", jsonErr(b, err))
+	}
+	var buf []byte
+	for i, rs := range pickSlice(req.ResourceSpans, req.ResourceSpans2) {
+		pb, err := rs.proto()
+		if err != nil {
+			return model.Batch{}, Report{}, atIndex("resourceSpans", i, err)
+		}
+		m, err := proto.MarshalOptions{}.MarshalAppend(nil, pb)
+		if err != nil {
+			return model.Batch{}, Report{}, atIndex("resourceSpans", i, err)
+		}
+		buf = protowire.AppendTag(buf, 1, protowire.BytesType)
+		buf = protowire.AppendBytes(buf, m)
+	}
+	return DecodeProto(l, buf, lim)
+}
+
+
+func (rs *jResourceSpans) proto() (*tracepb.ResourceSpans, error) {
+	out := &tracepb.ResourceSpans{SchemaUrl: pick(rs.SchemaURL, rs.SchemaURL2)}
+	if r := rs.Resource; r != nil {
+		attrs, err := kvsProto(r.Attributes)
+		if err != nil {
+			return nil, at("resource", err)
+		}
+		out.Resource = &resourcepb.Resource{Attributes: attrs, DroppedAttributesCount: uint32(pick(r.Dropped, r.Dropped2))}
+	}
+	for i, ss := range pickSlice(rs.ScopeSpans, rs.ScopeSpans2) {
+		pss := &tracepb.ScopeSpans{SchemaUrl: pick(ss.SchemaURL, ss.SchemaURL2)}
+		if sc := ss.Scope; sc != nil {
+			attrs, err := kvsProto(sc.Attributes)
+			if err != nil {
+				return nil, atIndex("scopeSpans", i, at("scope", err))
+			}
+			pss.Scope = &commonpb.InstrumentationScope{Name: sc.Name, Version: sc.Version, Attributes: attrs}
+		}
+		for j := range ss.Spans {
+			sp, err := ss.Spans[j].proto()
+			if err != nil {
+				return nil, atIndex("scopeSpans", i, atIndex("spans", j, err))
+			}
+			pss.Spans = append(pss.Spans, sp)
+		}
+		out.ScopeSpans = append(out.ScopeSpans, pss)
+	}
+	return out, nil
+}
+
+func (s *jSpan) proto() (*tracepb.Span, error) {
+	var err error
+	p := &tracepb.Span{
+		TraceState:             pick(s.TraceState, s.TraceState2),
+		Flags:                  uint32(s.Flags),
+		Name:                   s.Name,
+		StartTimeUnixNano:      uint64(pick(s.Start, s.Start2)),
+		EndTimeUnixNano:        uint64(pick(s.End, s.End2)),
+		DroppedAttributesCount: uint32(pick(s.DroppedAttrs, s.DroppedAttrs2)),
+		DroppedEventsCount:     uint32(pick(s.DroppedEvents, s.DroppedEv2)),
+		DroppedLinksCount:      uint32(pick(s.DroppedLinks, s.DroppedLinks2)),
+	}
+	if p.TraceId, err = refHexID(pick(s.TraceID, s.TraceID2)); err != nil {
+		return nil, at("traceId", err)
+	}
+	if p.SpanId, err = refHexID(pick(s.SpanID, s.SpanID2)); err != nil {
+		return nil, at("spanId", err)
+	}
+	if p.ParentSpanId, err = refHexID(pick(s.ParentSpanID, s.ParentSpanID2)); err != nil {
+		return nil, at("parentSpanId", err)
+	}
+	kind, err := s.Kind.resolve("SPAN_KIND_", kindEnum)
+	if err != nil {
+		return nil, at("kind", err)
+	}
+	p.Kind = tracepb.Span_SpanKind(kind)
+	if p.Attributes, err = kvsProto(s.Attributes); err != nil {
+		return nil, err
+	}
+	for i, e := range s.Events {
+		attrs, err := kvsProto(e.Attrs)
+		if err != nil {
+			return nil, atIndex("events", i, err)
+		}
+		p.Events = append(p.Events, &tracepb.Span_Event{
+			TimeUnixNano: uint64(pick(e.Time, e.Time2)), Name: e.Name, Attributes: attrs,
+			DroppedAttributesCount: uint32(pick(e.Dropped, e.Dropped2)),
+		})
+	}
+	for i, ln := range s.Links {
+		pl := &tracepb.Span_Link{
+			TraceState: pick(ln.TraceState, ln.TraceState2), Flags: uint32(ln.Flags),
+			DroppedAttributesCount: uint32(pick(ln.Dropped, ln.Dropped2)),
+		}
+		if pl.TraceId, err = refHexID(pick(ln.TraceID, ln.TraceID2)); err != nil {
+			return nil, atIndex("links", i, at("traceId", err))
+		}
+		if pl.SpanId, err = refHexID(pick(ln.SpanID, ln.SpanID2)); err != nil {
+			return nil, atIndex("links", i, at("spanId", err))
+		}
+		if pl.Attributes, err = kvsProto(ln.Attrs); err != nil {
+			return nil, atIndex("links", i, err)
+		}
+		p.Links = append(p.Links, pl)
+	}
+	if st := s.Status; st != nil {
+		code, err := st.Code.resolve("STATUS_CODE_", statusEnum)
+		if err != nil {
+			return nil, at("status.code", err)
+		}
+		p.Status = &tracepb.Status{Message: st.Message, Code: tracepb.Status_StatusCode(code)}
+	}
+	return p, nil
+}
+
+func kvsProto(kvs []jKeyValue) ([]*commonpb.KeyValue, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := make([]*commonpb.KeyValue, len(kvs))
+	for i, kv := range kvs {
+		kp := &commonpb.KeyValue{Key: kv.Key}
+		if kv.Value != nil {
+			v, err := kv.Value.proto(0)
+			if err != nil {
+				return nil, atIndex("attributes", i, at("value", err))
+			}
+			kp.Value = v
+		}
+		out[i] = kp
+	}
+	return out, nil
+}
+
+func (a *jAnyValue) proto(depth int) (*commonpb.AnyValue, error) {
+	if depth >= maxDepth {
+		return nil, errTooDeep
+	}
+	v := &commonpb.AnyValue{}
+	switch {
+	case pickPtr(a.String, a.String2) != nil:
+		v.Value = &commonpb.AnyValue_StringValue{StringValue: *pickPtr(a.String, a.String2)}
+	case pickPtr(a.Bool, a.Bool2) != nil:
+		v.Value = &commonpb.AnyValue_BoolValue{BoolValue: *pickPtr(a.Bool, a.Bool2)}
+	case pickPtr(a.Int, a.Int2) != nil:
+		v.Value = &commonpb.AnyValue_IntValue{IntValue: int64(*pickPtr(a.Int, a.Int2))}
+	case pickPtr(a.Double, a.Double2) != nil:
+		v.Value = &commonpb.AnyValue_DoubleValue{DoubleValue: float64(*pickPtr(a.Double, a.Double2))}
+	case pickPtr(a.Array, a.Array2) != nil:
+		arr := &commonpb.ArrayValue{}
+		for i := range pickPtr(a.Array, a.Array2).Values {
+			e, err := pickPtr(a.Array, a.Array2).Values[i].proto(depth + 1)
+			if err != nil {
+				return nil, atIndex("arrayValue.values", i, err)
+			}
+			arr.Values = append(arr.Values, e)
+		}
+		v.Value = &commonpb.AnyValue_ArrayValue{ArrayValue: arr}
+	case pickPtr(a.KVList, a.KVList2) != nil:
+		kl := &commonpb.KeyValueList{}
+		for i, kv := range pickPtr(a.KVList, a.KVList2).Values {
+			kp := &commonpb.KeyValue{Key: kv.Key}
+			if kv.Value != nil {
+				e, err := kv.Value.proto(depth + 1)
+				if err != nil {
+					return nil, atIndex("kvlistValue.values", i, err)
+				}
+				kp.Value = e
+			}
+			kl.Values = append(kl.Values, kp)
+		}
+		v.Value = &commonpb.AnyValue_KvlistValue{KvlistValue: kl}
+	case a.Bytes != nil || a.Bytes2 != nil:
+		v.Value = &commonpb.AnyValue_BytesValue{BytesValue: pickSlice(a.Bytes, a.Bytes2)}
+	}
+	return v, nil
+}
+
+
+// exactDump renders a decode's outcome in batch order with every span field
+// the decoders fill, for exact comparison of two decoders.
+func exactDump(in *model.Interner, b model.Batch, rep Report, err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "report %+v\n", rep)
+	for i := range b.Spans {
+		sp := &b.Spans[i]
+		sb.WriteString(dumpSpan(in, sp, dumpOpts{times: true, wireSize: true}))
+		fmt.Fprintf(&sb, "  parent=%d extra=%t\n", sp.Parent, sp.Extra != nil)
+	}
+	return sb.String()
+}
+
+// decodeBoth runs DecodeJSON and the reference decoder on b, each with a
+// fresh interner, and returns their dumps.
+func decodeBoth(b []byte, lim Limits) (got, want string, gotErr, wantErr error) {
+	in, l := newLocal()
+	bg, rg, gotErr := DecodeJSON(l, b, lim)
+	inR, lR := newLocal()
+	bw, rw, wantErr := decodeJSONRef(lR, b, lim)
+	return exactDump(in, bg, rg, gotErr), exactDump(inR, bw, rw, wantErr), gotErr, wantErr
+}
+
+// jsonStyle is one way of writing the same OTLP/JSON request.
+type jsonStyle struct {
+	reverse bool // keys in reverse order: values before keys, ids last
+	snake   bool // snake_case keys
+	ascii   bool // every non-ASCII character and '/' escaped, \u surrogate pairs
+	indent  bool // pretty-printed
+	numbers bool // 64-bit integers as JSON numbers, not strings
+}
+
+var jsonStyles = []struct {
+	name string
+	st   jsonStyle
+}{
+	{"reversed", jsonStyle{reverse: true}},
+	{"snake numbers", jsonStyle{snake: true, numbers: true}},
+	{"escaped indented", jsonStyle{ascii: true, indent: true}},
+	{"all", jsonStyle{reverse: true, snake: true, ascii: true, indent: true, numbers: true}},
+}
+
+// restyle rewrites an OTLP/JSON document in style st.
+func restyle(t testing.TB, in []byte, st jsonStyle) []byte {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(in))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	writeStyled(&b, v, st, 0, "")
+	return b.Bytes()
+}
+
+func writeStyled(b *bytes.Buffer, v any, st jsonStyle, depth int, key string) {
+	nl := func(d int) {
+		if st.indent {
+			b.WriteByte('\n')
+			b.WriteString(strings.Repeat("  ", d))
+		}
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if st.reverse {
+			slices.Reverse(keys)
+		}
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			nl(depth + 1)
+			name := k
+			if st.snake {
+				name = snakeCase(k)
+			}
+			writeStyledString(b, name, st.ascii)
+			b.WriteByte(':')
+			if st.indent {
+				b.WriteByte(' ')
+			}
+			writeStyled(b, x[k], st, depth+1, k)
+		}
+		if len(keys) > 0 {
+			nl(depth)
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			nl(depth + 1)
+			writeStyled(b, e, st, depth+1, key)
+		}
+		if len(x) > 0 {
+			nl(depth)
+		}
+		b.WriteByte(']')
+	case string:
+		switch key {
+		case "startTimeUnixNano", "endTimeUnixNano", "timeUnixNano", "intValue":
+			if _, err := strconv.ParseInt(x, 10, 64); st.numbers && err == nil {
+				b.WriteString(x)
+				return
+			}
+			if _, err := strconv.ParseUint(x, 10, 64); st.numbers && err == nil {
+				b.WriteString(x)
+				return
+			}
+		}
+		writeStyledString(b, x, st.ascii)
+	case json.Number:
+		b.WriteString(string(x))
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case nil:
+		b.WriteString("null")
+	default:
+		panic(fmt.Sprintf("unexpected %T", v))
+	}
+}
+
+func writeStyledString(b *bytes.Buffer, s string, ascii bool) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r < 0x20:
+			fmt.Fprintf(b, `\u%04x`, r)
+		case ascii && r == '/':
+			b.WriteString(`\/`)
+		case ascii && r >= 0x80 && r < 0x10000:
+			fmt.Fprintf(b, `\u%04X`, r)
+		case ascii && r >= 0x10000:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(b, `\u%04x\u%04X`, r1, r2)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+}
+
+func snakeCase(k string) string {
+	var b strings.Builder
+	for _, r := range k {
+		if r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// randText draws a short string mixing what JSON must escape, multi-byte
+// and astral characters, and the names the decoders give meaning to.
+func randText(r *rand.Rand) string {
+	pieces := []string{"", "a", "POST /run", "é", "日本", "😀", "\"", "\\", "\n", "\t", "\x01", "\x7f",
+		"<&>", "\u2028", "/", "nemo.span.truncated", "true", "exception", "ﬀ", "service.name"}
+	var b strings.Builder
+	for range r.IntN(4) {
+		b.WriteString(pieces[r.IntN(len(pieces))])
+	}
+	return b.String()
+}
+
+func randAnyValue(r *rand.Rand, depth int) *commonpb.AnyValue {
+	switch r.IntN(8) {
+	case 0:
+		return str(randText(r))
+	case 1:
+		return boolv(r.IntN(2) == 0)
+	case 2:
+		return intv([]int64{0, 1, -1, 300, math.MaxInt64, math.MinInt64, r.Int64(), -r.Int64N(1 << 40)}[r.IntN(8)])
+	case 3:
+		return dblv([]float64{0, math.Copysign(0, -1), 1.5, math.NaN(), math.Inf(1), math.Inf(-1), 1e300, 5e-324, r.Float64(), 1e21, 123456789}[r.IntN(11)])
+	case 4:
+		if depth < 3 {
+			var vs []*commonpb.AnyValue
+			for range r.IntN(4) {
+				vs = append(vs, randAnyValue(r, depth+1))
+			}
+			return arrv(vs...)
+		}
+		return str(randText(r))
+	case 5:
+		if depth < 3 {
+			var kvs []*commonpb.KeyValue
+			for range r.IntN(4) {
+				var v *commonpb.AnyValue
+				if r.IntN(5) > 0 {
+					v = randAnyValue(r, depth+1)
+				}
+				kvs = append(kvs, kv(randText(r), v))
+			}
+			return &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: &commonpb.KeyValueList{Values: kvs}}}
+		}
+		return intv(7)
+	case 6:
+		raw := make([]byte, r.IntN(6))
+		for i := range raw {
+			raw[i] = byte(r.IntN(256))
+		}
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: raw}}
+	}
+	return &commonpb.AnyValue{}
+}
+
+func randAttrs(r *rand.Rand, max int) []*commonpb.KeyValue {
+	var kvs []*commonpb.KeyValue
+	for range r.IntN(max + 1) {
+		var v *commonpb.AnyValue
+		if r.IntN(10) > 0 {
+			v = randAnyValue(r, 0)
+		}
+		k := randText(r)
+		if r.IntN(8) == 0 {
+			k, v = truncatedKey, []*commonpb.AnyValue{boolv(true), str("true"), boolv(false)}[r.IntN(3)]
+		}
+		kvs = append(kvs, kv(k, v))
+	}
+	return kvs
+}
+
+// randID draws an id of length n, now and then of a wrong length or zero.
+func randID(r *rand.Rand, n int) []byte {
+	switch r.IntN(20) {
+	case 0:
+		n = []int{0, 3, n + 1, 2 * n}[r.IntN(4)]
+	case 1:
+		return make([]byte, n)
+	}
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.IntN(256))
+	}
+	return b
+}
+
+func randU64(r *rand.Rand) uint64 {
+	return []uint64{0, 1, 1795978526369989873, math.MaxUint64, 1 << 63, r.Uint64()}[r.IntN(6)]
+}
+
+func randU32(r *rand.Rand) uint32 {
+	if r.IntN(3) > 0 {
+		return 0
+	}
+	return []uint32{1, 300, math.MaxUint32, r.Uint32()}[r.IntN(4)]
+}
+
+// randRequest builds a request with every field of the OTLP trace types
+// drawn at random, including values the decoders must reject or cap.
+func randRequest(r *rand.Rand) *coltrace.ExportTraceServiceRequest {
+	req := &coltrace.ExportTraceServiceRequest{}
+	for range 1 + r.IntN(3) {
+		rs := &tracepb.ResourceSpans{SchemaUrl: []string{"", "https://opentelemetry.io/schemas/1.4.0"}[r.IntN(2)]}
+		if r.IntN(5) > 0 {
+			attrs := randAttrs(r, 4)
+			if r.IntN(2) == 0 {
+				attrs = append(attrs, kv("service.name", str("svc-"+randText(r))))
+			}
+			rs.Resource = &resourcepb.Resource{Attributes: attrs, DroppedAttributesCount: randU32(r)}
+		}
+		for range 1 + r.IntN(2) {
+			ss := &tracepb.ScopeSpans{}
+			if r.IntN(2) == 0 {
+				ss.Scope = &commonpb.InstrumentationScope{Name: randText(r), Version: "1.0", Attributes: randAttrs(r, 2)}
+			}
+			for range r.IntN(5) {
+				ss.Spans = append(ss.Spans, randSpan(r))
+			}
+			rs.ScopeSpans = append(rs.ScopeSpans, ss)
+		}
+		req.ResourceSpans = append(req.ResourceSpans, rs)
+	}
+	return req
+}
+
+func randSpan(r *rand.Rand) *tracepb.Span {
+	sp := &tracepb.Span{
+		TraceId: randID(r, 16), SpanId: randID(r, 8), Name: randText(r),
+		Kind:              tracepb.Span_SpanKind(r.IntN(8) - 1),
+		StartTimeUnixNano: randU64(r), EndTimeUnixNano: randU64(r),
+		Attributes: randAttrs(r, 6), DroppedAttributesCount: randU32(r),
+		DroppedEventsCount: randU32(r), DroppedLinksCount: randU32(r), Flags: randU32(r),
+	}
+	if r.IntN(2) == 0 {
+		sp.ParentSpanId = randID(r, 8)
+	}
+	if r.IntN(4) == 0 {
+		sp.TraceState = "k=v," + randText(r)
+	}
+	for range r.IntN(3) {
+		name := randText(r)
+		if r.IntN(3) == 0 {
+			name = exceptionEvent
+		}
+		sp.Events = append(sp.Events, &tracepb.Span_Event{TimeUnixNano: randU64(r), Name: name, Attributes: randAttrs(r, 3), DroppedAttributesCount: randU32(r)})
+	}
+	for range r.IntN(3) {
+		sp.Links = append(sp.Links, &tracepb.Span_Link{TraceId: randID(r, 16), SpanId: randID(r, 8), TraceState: randText(r),
+			Attributes: randAttrs(r, 3), DroppedAttributesCount: randU32(r), Flags: randU32(r)})
+	}
+	if r.IntN(3) > 0 {
+		sp.Status = &tracepb.Status{Code: tracepb.Status_StatusCode(r.IntN(5) - 1), Message: randText(r)}
+	}
+	return sp
+}
+
+// TestDecodeJSONMatchesReference decodes varied requests, each written in
+// several styles, with DecodeJSON and with the reference decoder (encoding/
+// json, the generated types, proto.Marshal and DecodeProto): spans, limits,
+// rejections and WireSize must agree exactly.
+func TestDecodeJSONMatchesReference(t *testing.T) {
+	type input struct {
+		name   string
+		b      []byte
+		styled bool
+	}
+	var inputs []input
+	raw, err := os.ReadFile("testdata/all.otlp.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		inputs = append(inputs, input{fmt.Sprintf("fixture line %d", i+1), line, true})
+	}
+	inputs = append(inputs,
+		input{"spec-shaped", []byte(specShaped), true},
+		input{"sample request", otlpJSON(t, sampleRequest()), true},
+		input{"gym512", otlpJSON(t, gymRequest(t)), false},
+		input{"null top level", []byte(" null "), false},
+		input{"empty object", []byte("{}"), false},
+		input{"null elements", []byte(`{"resourceSpans":[null,{"resource":null,"scopeSpans":[null,{"scope":null,"spans":[null,{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","attributes":[null,{"key":"a","value":null},{"key":"b","value":{}},{"key":"c","value":{"arrayValue":{"values":[null,{}]}}},{"key":"d","value":{"kvlistValue":{"values":[null,{"key":"x"},{"value":{"intValue":3}}]}}},{"key":"e","value":{"arrayValue":{}}},{"key":"f","value":{"stringValue":null,"boolValue":false}}],"events":[null],"links":[null],"status":null}]}]}]}`), false},
+		input{"unknown keys", []byte(`{"x":{"y":[1,2.5e-3,true,false,null,"s\u00e9"]},"resourceSpans":[{"z":[],"scopeSpans":[{"w":{},"spans":[{"q":[[[]]],"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","status":{"foo":1,"code":"error","message":"m"},"events":[{"bar":null,"name":"exception"}]}]}]}],"after":-0}`), false},
+		input{"enum spellings", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","kind":"server","status":{"code":"Status_Code_Ok"}},{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"2112131415161718","kind":"","status":{"code":7}},{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"3112131415161718","kind":-3,"status":{"code":-1}}]}]}]}`), false},
+		input{"number forms", []byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","startTimeUnixNano":1.5e3,"endTimeUnixNano":"2E3","flags":4294967297,"droppedAttributesCount":"4294967296","attributes":[{"key":"i","value":{"intValue":-1e2}},{"key":"j","value":{"intValue":"9223372036854775807"}},{"key":"d","value":{"doubleValue":"-Infinity"}},{"key":"e","value":{"doubleValue":1E-400}},{"key":"f","value":{"doubleValue":"1_0"}}]}]}]}]}`), false},
+	)
+	tgen, err := os.ReadFile("testdata/req-telemetrygen-512.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tgenReq coltrace.ExportTraceServiceRequest
+	if err := proto.Unmarshal(tgen, &tgenReq); err != nil {
+		t.Fatal(err)
+	}
+	inputs = append(inputs, input{"telemetrygen512", otlpJSON(t, &tgenReq), false})
+	r := rand.New(rand.NewPCG(1, 2))
+	nRand := 300
+	if testing.Short() {
+		nRand = 50
+	}
+	for i := range nRand {
+		req := randRequest(r)
+		b := otlpJSON(t, req)
+		// The same request in protobuf decodes to the same spans too.
+		in, l := newLocal()
+		bj, rj, err := DecodeJSON(l, b, Limits{})
+		inP, lp := newLocal()
+		bp, rp, errP := DecodeProto(lp, marshal(t, req), Limits{})
+		if got, want := exactDump(in, bj, rj, err), exactDump(inP, bp, rp, errP); got != want {
+			t.Fatalf("random %d: DecodeJSON and DecodeProto differ:\n%s\njson:\n%s\nproto:\n%s", i, b, got, want)
+		}
+		inputs = append(inputs, input{fmt.Sprintf("random %d", i), b, i%4 == 0})
+	}
+	limits := []Limits{{}, {MaxAttrs: 3, MaxValueLen: 5}}
+	spans := 0
+	for _, in := range inputs {
+		docs := []struct {
+			name string
+			b    []byte
+		}{{"as is", in.b}}
+		if in.styled {
+			for _, st := range jsonStyles {
+				docs = append(docs, struct {
+					name string
+					b    []byte
+				}{st.name, restyle(t, in.b, st.st)})
+			}
+		}
+		for _, doc := range docs {
+			for _, lim := range limits {
+				got, want, gotErr, wantErr := decodeBoth(doc.b, lim)
+				if gotErr != nil || wantErr != nil {
+					t.Errorf("%s (%s, %+v): DecodeJSON error %v, reference error %v\n%s", in.name, doc.name, lim, gotErr, wantErr, doc.b)
+					continue
+				}
+				if got != want {
+					t.Errorf("%s (%s, %+v): DecodeJSON differs from the reference\ninput: %s\ngot:\n%s\nwant:\n%s", in.name, doc.name, lim, doc.b, got, want)
+				}
+				spans += strings.Count(got, "\nspan ") + strings.Count(got[:min(len(got), 8)], "span ")
+			}
+		}
+	}
+	if spans < 1000 {
+		t.Errorf("compared only %d spans; the inputs should hold more", spans)
+	}
+}
+
+// TestDecodeJSONErrorsMatchReference: where the reference already named the
+// field of a bad value, DecodeJSON gives the very same message.
+func TestDecodeJSONErrorsMatchReference(t *testing.T) {
+	nest := func(n int, open, close string) string {
+		return strings.Repeat(open, n) + `{"intValue":1}` + strings.Repeat(close, n)
+	}
+	arr := nest(33, `{"arrayValue":{"values":[`, `]}}`)
+	kvl := nest(33, `{"kvlistValue":{"values":[{"key":"k","value":`, `}]}}`)
+	okArr := nest(31, `{"arrayValue":{"values":[`, `]}}`)
+	span := func(fields string) string {
+		return `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"s"}}]},"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718","name":"ok"},{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"1112131415161718",` + fields + `}]}]}]}`
+	}
+	tests := []struct{ name, in string }{
+		{"non-hex parent", span(`"parentSpanId":"0x12345678"`)},
+		{"non-hex link span id", span(`"links":[{},{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"ERITFBUWFxg="}]`)},
+		{"unknown status code", span(`"status":{"message":"m","code":"STATUS_CODE_MAYBE"}`)},
+		{"unknown kind", span(`"kind":"SPAN_KIND_"`)},
+		{"array too deep", span(`"attributes":[{"key":"a","value":{}},{"key":"deep","value":` + arr + `}]`)},
+		{"map too deep", span(`"attributes":[{"key":"deep","value":` + kvl + `}]`)},
+		{"event value too deep", span(`"events":[{"name":"e","attributes":[{"key":"deep","value":` + arr + `}]}]`)},
+		{"link value too deep", span(`"links":[{"attributes":[{"key":"deep","value":` + arr + `}]}]`)},
+		{"resource value too deep", `{"resourceSpans":[{"resource":{"attributes":[{"key":"deep","value":` + arr + `}]}}]}`},
+		{"scope value too deep", `{"resourceSpans":[{"scopeSpans":[{},{"scope":{"attributes":[{"key":"deep","value":` + kvl + `}]}}]}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, gotErr, wantErr := decodeBoth([]byte(tt.in), Limits{})
+			if gotErr == nil || wantErr == nil || gotErr.Error() != wantErr.Error() {
+				t.Errorf("DecodeJSON error:\n%v\nreference error:\n%v", gotErr, wantErr)
+			}
+		})
+	}
+	// Just below the bound both accept.
+	got, want, gotErr, wantErr := decodeBoth([]byte(span(`"attributes":[{"key":"deep","value":`+okArr+`}]`)), Limits{MaxValueLen: 1 << 10})
+	if gotErr != nil || got != want {
+		t.Errorf("31 levels: DecodeJSON %v\n%s\nreference %v\n%s", gotErr, got, wantErr, want)
 	}
 }

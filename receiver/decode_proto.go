@@ -189,7 +189,8 @@ func DecodeProto(l *model.Local, b []byte, lim Limits) (model.Batch, Report, err
 	if err != nil {
 		return model.Batch{}, d.rep, err
 	}
-	d.spans = make([]model.Span, 0, n)
+	batch := model.NewBatch(n) // the store recycles its array
+	d.spans = batch.Spans
 	for i := 0; len(b) > 0; {
 		f, rest, err := nextField(b)
 		if err != nil {
@@ -205,7 +206,8 @@ func DecodeProto(l *model.Local, b []byte, lim Limits) (model.Batch, Report, err
 		}
 		i++
 	}
-	return model.Batch{Spans: d.spans}, d.rep, nil
+	batch.Spans = d.spans
+	return batch, d.rep, nil
 }
 
 func (d *decoder) resourceSpans(b []byte) error {

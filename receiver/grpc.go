@@ -59,13 +59,16 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	switch x := v.(type) {
 	case *rawRequest:
 		// gRPC frees data when we return: keep a reference to a single
-		// buffer (no copy), or join several into one slice.
+		// buffer (no copy), or join several into one pooled buffer. Large
+		// requests arrive in many frames; a fresh slice per request would
+		// be the biggest source of garbage (~500 bytes per span).
 		if len(data) == 1 {
 			data.Ref()
 			x.buf, x.b = data, data[0].ReadOnlyData()
 			return nil
 		}
-		x.b = data.Materialize()
+		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+		x.buf, x.b = mem.BufferSlice{buf}, buf.ReadOnlyData()
 		return nil
 	case proto.Message:
 		return proto.Unmarshal(data.Materialize(), x)

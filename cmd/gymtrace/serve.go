@@ -66,7 +66,7 @@ func startReceivers(ctx context.Context, o receiverOptions) (*runningReceivers, 
 	if warn == nil {
 		warn = io.Discard
 	}
-	store := model.NewStore(model.Options{MaxSpans: o.MaxSpans, QueueLen: o.Queue})
+	store := model.NewStore(model.Options{MaxSpans: o.MaxSpans, QueueLen: o.Queue, LeanGC: true})
 	srv, err := receiver.NewServer(receiver.Config{
 		Store:        store,
 		GRPCAddr:     o.GRPCAddr,

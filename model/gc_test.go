@@ -1,0 +1,57 @@
+package model
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+// gcPercent returns the current GOGC setting.
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
+}
+
+func TestGCTuner(t *testing.T) {
+	orig := gcPercent()
+	defer debug.SetGCPercent(orig)
+	debug.SetGCPercent(80) // what the process ran with before the store
+	g := &gcTuner{}
+	steps := []struct {
+		name string
+		live uint64
+		want int
+	}{
+		{"small heap keeps the default target", 10 << 20, fullPercent},
+		{"large heap gets the lean target", 200 << 20, leanPercent},
+		{"still large", 500 << 20, leanPercent},
+		{"shrunk again", 1 << 20, fullPercent},
+		{"large again", leanAbove, leanPercent},
+	}
+	for _, st := range steps {
+		g.apply(st.live)
+		if got := gcPercent(); got != st.want {
+			t.Fatalf("%s: live %d MB gives GOGC=%d, want %d", st.name, st.live>>20, got, st.want)
+		}
+	}
+	g.restore()
+	if got := gcPercent(); got != 80 {
+		t.Fatalf("after restore GOGC=%d, want the 80 in force before", got)
+	}
+}
+
+func TestGCTunerDefersToEnvironment(t *testing.T) {
+	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, "50")
+			if g := newGCTuner(); g != nil {
+				t.Fatalf("with %s set the store must leave the collector alone", env)
+			}
+		})
+	}
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	if newGCTuner() == nil {
+		t.Fatal("without GOGC or GOMEMLIMIT the tuner must run")
+	}
+}
