@@ -267,3 +267,35 @@ func (r *Registry) Format(s Set) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// silent returns the groups that change nothing Gym emits: no spans, no
+// metric (the inherited training groups). concurrency is not silent: it
+// gates a metric.
+func (r *Registry) silent() Set {
+	var s Set
+	for i, g := range r.groups {
+		if !g.EmitsSpans && Group(i) != Concurrency {
+			s = s.With(Group(i))
+		}
+	}
+	return s
+}
+
+// Spec returns the spec a user would write for s: the shortest of Format(s)
+// and the Format of s with the silent groups (training groups no Gym code
+// emits under) all removed or all added. Gym emits exactly the same
+// telemetry under each, so the copy-out and the panel title use it: taking
+// job out of "all" reads "per_rollout,sandbox", not a list of nine groups.
+func (r *Registry) Spec(s Set) string {
+	best := r.Format(s)
+	quiet := r.silent()
+	for _, alt := range []Set{s &^ quiet, s | quiet} {
+		if alt == 0 {
+			continue
+		}
+		if f := r.Format(alt); len(f) < len(best) {
+			best = f
+		}
+	}
+	return best
+}

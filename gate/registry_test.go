@@ -412,3 +412,37 @@ func TestSnippets(t *testing.T) {
 		}
 	}
 }
+
+func TestSpecIsShortestEquivalent(t *testing.T) {
+	reg := Default()
+	all := reg.All()
+	tests := []struct {
+		name string
+		set  Set
+		want string
+	}{
+		{"all", all, "all"},
+		{"all without job", all.Without(Job), "per_rollout,sandbox"},
+		{"per_rollout", mustParse(t, "per_rollout"), "per_rollout"},
+		{"default plus one training group", mustParse(t, "default,step"), "default"},
+		{"only training groups", mustParse(t, "step,optimizer"), "step,optimizer"},
+		{"per_rollout without http_client", mustParse(t, "per_rollout").Without(HTTPClient), "server,rollout,agent,model_call,verify,concurrency"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := reg.Spec(tt.set)
+			if got != tt.want {
+				t.Fatalf("Spec(%s) = %q, want %q", reg.Format(tt.set), got, tt.want)
+			}
+			// Whatever it drops or adds, Gym would emit the same: only silent groups differ.
+			back, err := reg.Parse(got)
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", got, err)
+			}
+			if diff := (back ^ tt.set) &^ reg.silent(); diff != 0 {
+				t.Fatalf("Spec(%s) = %q differs in groups that emit: %v", reg.Format(tt.set), got, reg.Names(diff))
+			}
+		})
+	}
+}
+

@@ -788,7 +788,11 @@ func (w *writer) evict(target int) {
 		w.evRolls++
 		n++
 	}
-	w.order = w.order[n:]
+	// Move the survivors to the front: slicing the evicted ones off would
+	// leave them (and all their spans) reachable from the array.
+	k := copy(w.order, w.order[n:])
+	clear(w.order[k:])
+	w.order = w.order[:k]
 	w.restructure = true
 }
 

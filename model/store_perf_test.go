@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math/rand"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -221,4 +222,45 @@ func TestStoreNewTraceShortcuts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStoreEvictionReleasesRollouts checks that an evicted rollout becomes
+// garbage: under a steady --max-spans load nothing may keep evicted
+// rollouts (and every span under them) reachable.
+func TestStoreEvictionReleasesRollouts(t *testing.T) {
+	// The last of 64 rollouts triggers the eviction, so no later append can
+	// replace the writer's rollout list (and hide a reference it keeps).
+	per := len(newGymGen(NewStore(Options{})).rollout(nil, 0, 2))
+	st := NewStore(Options{MaxSpans: 63 * per})
+	defer st.Close()
+	g := newGymGen(st)
+	if err := st.Add(Batch{Spans: g.rollout(nil, 0, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	st.Sync()
+	first := st.w.rolls["r-000000"] // the writer is idle and publication does not write the map
+	if first == nil {
+		t.Fatal("rollout r-000000 not stored")
+	}
+	released := make(chan struct{})
+	runtime.AddCleanup(first, func(ch chan struct{}) { close(ch) }, released)
+	first = nil
+	for n := 1; n < 64; n++ {
+		if err := st.Add(Batch{Spans: g.rollout(nil, n, 2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Sync()
+	if st.Snapshot().Stats.EvictedRollouts == 0 {
+		t.Fatal("nothing was evicted")
+	}
+	for i := 0; i < 10; i++ {
+		runtime.GC()
+		select {
+		case <-released:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatal("the first rollout was evicted but is still reachable")
 }

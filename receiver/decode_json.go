@@ -55,8 +55,14 @@ func DecodeJSON(l *model.Local, b []byte, lim Limits) (model.Batch, Report, erro
 	defer j.release()
 	j.d = d
 	j.s.reset(b)
-	d.spans = make([]model.Span, 0, estimateSpans(b))
-	if err := j.request(); err != nil {
+	// Spans gather in the pooled scratch slice and are copied once into a
+	// batch of the exact size: counting them first would cost a pass over
+	// the text, and a guess over-allocates (the store copies the batch, so
+	// any excess is garbage).
+	d.spans = j.spans[:0]
+	err := j.request()
+	j.spans = d.spans
+	if err != nil {
 		var le *locError
 		if errors.As(err, &le) {
 			line, col := lineCol(b, le.off)
@@ -64,13 +70,7 @@ func DecodeJSON(l *model.Local, b []byte, lim Limits) (model.Batch, Report, erro
 		}
 		return model.Batch{}, Report{}, err
 	}
-	return model.Batch{Spans: d.spans}, d.rep, nil
-}
-
-// estimateSpans bounds the span count from above by counting span id keys
-// (links have them too), so the batch is allocated once and close to size.
-func estimateSpans(b []byte) int {
-	return bytes.Count(b, []byte(`"spanId"`)) + bytes.Count(b, []byte(`"span_id"`))
+	return model.Batch{Spans: slices.Clone(j.spans)}, d.rep, nil
 }
 
 // jsonDecoder is the per-call state of DecodeJSON around the shared decoder.
@@ -83,6 +83,7 @@ type jsonDecoder struct {
 	id       []byte // an id of unusual length
 	rkey     []byte // resource cache key
 	svc      []byte
+	spans    []model.Span
 }
 
 var jsonDecoders = sync.Pool{New: func() any { return new(jsonDecoder) }}
@@ -90,6 +91,13 @@ var jsonDecoders = sync.Pool{New: func() any { return new(jsonDecoder) }}
 func (j *jsonDecoder) release() {
 	j.d = nil
 	j.s.b = nil
+	// The scratch spans point at attributes and extras now owned by the
+	// batch: drop the references so the pool keeps none of it alive.
+	clear(j.spans)
+	if cap(j.spans) > 1<<14 {
+		j.spans = nil
+	}
+	j.spans = j.spans[:0]
 	for _, p := range []*[]byte{&j.out, &j.tmp, &j.id, &j.rkey, &j.svc, &j.s.vscr, &j.s.kscr, &j.s.sscr} {
 		if cap(*p) > 1<<20 {
 			*p = nil
@@ -1519,7 +1527,6 @@ func (j *jsonDecoder) enumVal(prefix string, names []string) (int32, error) {
 // resolveEnum maps an enum name to its number. strings.ToUpper is the
 // reference; ASCII names, all real ones, take a path that does not allocate.
 func resolveEnum(name []byte, prefix string, names []string) (int32, bool) {
-	var up string
 	var buf [32]byte
 	ascii := len(name) <= len(buf)
 	for _, c := range name {
@@ -1536,10 +1543,8 @@ func resolveEnum(name []byte, prefix string, names []string) (int32, bool) {
 			}
 			u[i] = c
 		}
-		if len(u) > len(prefix) && string(u[:len(prefix)]) == prefix {
+		if len(u) >= len(prefix) && string(u[:len(prefix)]) == prefix {
 			u = u[len(prefix):]
-		} else if string(u) == prefix {
-			u = u[:0]
 		}
 		for i, n := range names {
 			if string(u) == n {
@@ -1548,7 +1553,7 @@ func resolveEnum(name []byte, prefix string, names []string) (int32, bool) {
 		}
 		return 0, false
 	}
-	up = strings.TrimPrefix(strings.ToUpper(string(name)), prefix)
+	up := strings.TrimPrefix(strings.ToUpper(string(name)), prefix)
 	for i, n := range names {
 		if up == n {
 			return int32(i), true

@@ -49,7 +49,7 @@ func newGroupsPanel(st *Styles, keys *KeyMap, reg *gate.Registry, current gate.S
 	in.PromptStyle = st.Input.Prompt
 	in.Placeholder = "e.g. default,sandbox"
 	if currentSpec == "" {
-		currentSpec = reg.Format(current)
+		currentSpec = reg.Spec(current)
 	}
 	return groupsPanel{st: st, keys: keys, reg: reg, current: current, currentSpec: currentSpec, preview: current, proj: 1, input: in}
 }
@@ -90,7 +90,7 @@ func (g groupsPanel) Inputting() bool { return g.inputting }
 func (g groupsPanel) StartInput() (groupsPanel, tea.Cmd) {
 	g.inputting = true
 	g.inputErr = ""
-	g.input.SetValue(g.reg.Format(g.preview))
+	g.input.SetValue(g.reg.Spec(g.preview))
 	g.input.CursorEnd()
 	cmd := g.input.Focus()
 	g.render()
@@ -299,7 +299,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 	n := projections[g.proj]
 	lines := []string{
 		g.st.Panel.Column.Render(row("", "current", "preview")),
-		row("spec", g.currentSpec, g.reg.Format(g.preview)),
+		row("spec", g.currentSpec, g.reg.Spec(g.preview)),
 		both("spans", func(r *gate.Report) string {
 			return fmt.Sprintf("%s (-%s)", fmtCount(int64(r.Result.Spans)), fmtCount(int64(r.Result.Dropped)))
 		}),
@@ -441,7 +441,7 @@ func (g *groupsPanel) render() {
 		g.out = ""
 		return
 	}
-	title := "Span groups · preview " + g.reg.Format(g.preview)
+	title := "Span groups · preview " + g.reg.Spec(g.preview)
 	if g.preview != g.current {
 		title += " (changed; y copies)"
 	}

@@ -212,7 +212,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		case msg.errText != "":
 			m.status, m.statusErr = msg.errText, true
 		default:
-			m.status, m.statusErr = "copied "+gate.EnvLine(m.reg.Format(m.groups.Preview()))+" · wrote "+msg.path, false
+			m.status, m.statusErr = "copied "+gate.EnvLine(m.reg.Spec(m.groups.Preview()))+" · wrote "+msg.path, false
 			if msg.clip {
 				m.status += " · clipboard (OSC 52)"
 			}

@@ -16,7 +16,11 @@ const SnippetFile = "gymtrace-span-groups.yaml"
 // environment line. In a file the environment line is a comment, so the file
 // stays valid YAML.
 func Snippet(reg *gate.Registry, s gate.Set, file bool) string {
-	spec := reg.Format(s)
+	// The shortest equivalent spec: it may leave out groups no Gym code emits under.
+	spec := reg.Spec(s)
+	if eff, err := reg.Parse(spec); err == nil {
+		s = eff
+	}
 	env := gate.EnvLine(spec) + "\n"
 	if file {
 		env = "# or, in the environment:\n# " + env

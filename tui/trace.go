@@ -407,7 +407,7 @@ func (t *traceView) render() {
 		default:
 			title += fmt.Sprintf(" · %d trace%s · %d dropped (hidden)", t.simPrev.Traces, plural(t.simPrev.Traces), t.dropped)
 		}
-		title += " · " + t.reg.Format(t.spec)
+		title += " · " + t.reg.Spec(t.spec)
 	}
 	lines = append(lines, t.st.Panel.Title.Render(clip(title, t.width)))
 	c := layoutColumns(t.width)
