@@ -47,6 +47,8 @@ type Stats struct {
 	Traces          int   // distinct trace ids held
 	MetricPoints    int64 // metric data points received (counted, not stored)
 	LogRecords      int64 // log records received (counted, not stored)
+	AttrsDropped    int64 // attributes dropped by the per-span attribute cap
+	ValuesTruncated int64 // attribute values cut by the value length cap
 }
 
 // Rollout is one rollout as captured: the fragments (connected pieces of

@@ -67,6 +67,7 @@ type Store struct {
 	changed chan struct{}
 
 	accepted, refused, metrics, logs atomic.Int64
+	attrsCapped, valuesCapped        atomic.Int64
 
 	w writer
 }
@@ -145,6 +146,13 @@ func (s *Store) Sync() {
 
 // Count records metric data points or log records received; they are
 // counted, not stored.
+// CountCapped records attributes dropped and values truncated by the
+// receivers' bounds, so they are shown with everything else the store counts.
+func (s *Store) CountCapped(attrsDropped, valuesTruncated int64) {
+	s.attrsCapped.Add(attrsDropped)
+	s.valuesCapped.Add(valuesTruncated)
+}
+
 func (s *Store) Count(metricPoints, logRecords int64) {
 	s.metrics.Add(metricPoints)
 	s.logs.Add(logRecords)
@@ -879,6 +887,8 @@ func (w *writer) publish() *Snapshot {
 		Traces:          len(w.traces),
 		MetricPoints:    w.lastMetrics,
 		LogRecords:      w.lastLogs,
+		AttrsDropped:    w.s.attrsCapped.Load(),
+		ValuesTruncated: w.s.valuesCapped.Load(),
 	}
 	return snap
 }

@@ -272,3 +272,36 @@ func recordJSON(t testing.TB, req *coltrace.ExportTraceServiceRequest) []byte {
 	t.Helper()
 	return AppendTraceRequestJSON(nil, req)
 }
+
+// TestHTTPCapsCountedInStore: attributes past the cap are dropped and values
+// past the length cap cut, the span is still stored, and both are counted
+// where the header and the summary read them.
+func TestHTTPCapsCountedInStore(t *testing.T) {
+	srv, st := startServer(t, Config{Limits: Limits{MaxAttrs: 4, MaxValueLen: 8}}, model.Options{})
+	_, addr := srv.Addrs()
+	req := testRequest(2)
+	for _, sp := range req.ResourceSpans[0].ScopeSpans[0].Spans {
+		for i := 0; i < 5; i++ { // 1 + 5 attributes: 2 over the cap of 4
+			sp.Attributes = append(sp.Attributes, &commonpb.KeyValue{Key: "k" + string(rune('a'+i)), Value: &commonpb.AnyValue{
+				Value: &commonpb.AnyValue_StringValue{StringValue: strings.Repeat("v", 4+i)}}}) // kd and ke never stored
+		}
+		sp.Attributes[1].Value = &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "0123456789abc"}}
+	}
+	code, _, body := doHTTP(t, http.MethodPost, addr, "/v1/traces", map[string]string{"Content-Type": mediaProto}, encodeRequest(t, req))
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	st.Sync()
+	s := st.Snapshot()
+	// Values cut: "ka" of each span, and the resource's 13-byte service.name.
+	if s.Stats.Stored != 2 || s.Stats.AttrsDropped != 4 || s.Stats.ValuesTruncated != 3 {
+		t.Fatalf("stored %d, attrs dropped %d, values truncated %d; want 2, 4, 3", s.Stats.Stored, s.Stats.AttrsDropped, s.Stats.ValuesTruncated)
+	}
+	sp := s.Rollouts[0].Fragments[0].Spans[0]
+	if sp.Flags&model.FlagAttrsCapped == 0 || sp.Attrs.Len(s.Interner()) != 4 {
+		t.Fatalf("span flags %b with %d attrs; want the capped mark and 4 attrs", sp.Flags, sp.Attrs.Len(s.Interner()))
+	}
+	if v, _ := sp.Attrs.Get(s.Interner(), "ka"); len(v.Str) > 8 {
+		t.Fatalf("value %q longer than the cap of 8 bytes", v.Str)
+	}
+}

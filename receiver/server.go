@@ -327,6 +327,9 @@ func (s *Server) exportTraces(body []byte, f wireFormat) (exportResult, error) {
 		return exportResult{}, &inputError{err}
 	}
 	var res exportResult
+	if rep.AttrsDropped > 0 || rep.ValuesTruncated > 0 {
+		s.cfg.Store.CountCapped(int64(rep.AttrsDropped), int64(rep.ValuesTruncated))
+	}
 	if rep.Rejected > 0 {
 		s.rejected.Add(int64(rep.Rejected))
 		res = exportResult{rejected: int64(rep.Rejected), message: rejectMessage(rep)}

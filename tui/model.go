@@ -610,6 +610,9 @@ func (m *Model) renderHeader() {
 		if st.Duplicates > 0 {
 			parts = append(parts, "duplicates "+fmtCount(st.Duplicates))
 		}
+		if st.AttrsDropped > 0 || st.ValuesTruncated > 0 {
+			parts = append(parts, fmt.Sprintf("capped %s attrs, %s values", fmtCount(st.AttrsDropped), fmtCount(st.ValuesTruncated)))
+		}
 		parts = append(parts, "metric points "+fmtCount(st.MetricPoints), "log records "+fmtCount(st.LogRecords))
 	} else {
 		parts = append(parts, "loading…")

@@ -289,6 +289,8 @@ type serveSummary struct {
 	MetricPoints    int64            `json:"metric_points"`
 	LogRecords      int64            `json:"log_records"`
 	Duplicates      int64            `json:"duplicates"`
+	AttrsDropped    int64            `json:"attrs_dropped"`    // past the per-span attribute cap
+	ValuesTruncated int64            `json:"values_truncated"` // past the value length cap
 }
 
 func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
@@ -312,5 +314,7 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
 		MetricPoints:    s.Stats.MetricPoints,
 		LogRecords:      s.Stats.LogRecords,
 		Duplicates:      s.Stats.Duplicates,
+		AttrsDropped:    s.Stats.AttrsDropped,
+		ValuesTruncated: s.Stats.ValuesTruncated,
 	}
 }
