@@ -39,6 +39,8 @@ type receiverOptions struct {
 	MaxSpans           int // 0: no bound
 	Queue              int // batches waiting for the store writer; 0: the store's default
 	MaxRecvBytes       int // 0: receiver.DefaultMaxRecvBytes
+	MaxDecompressed    int // 0: receiver.DefaultMaxDecompressed
+	Limits             receiver.Limits
 	Record             string
 	// Warn receives warnings such as --insecure on an open address; nil
 	// discards them.
@@ -68,13 +70,15 @@ func startReceivers(ctx context.Context, o receiverOptions) (*runningReceivers, 
 	}
 	store := model.NewStore(model.Options{MaxSpans: o.MaxSpans, QueueLen: o.Queue, LeanGC: true})
 	srv, err := receiver.NewServer(receiver.Config{
-		Store:        store,
-		GRPCAddr:     o.GRPCAddr,
-		HTTPAddr:     o.HTTPAddr,
-		AuthToken:    o.AuthToken,
-		Insecure:     o.Insecure,
-		MaxRecvBytes: o.MaxRecvBytes,
-		RecordPath:   o.Record,
+		Store:           store,
+		GRPCAddr:        o.GRPCAddr,
+		HTTPAddr:        o.HTTPAddr,
+		AuthToken:       o.AuthToken,
+		Insecure:        o.Insecure,
+		MaxRecvBytes:    o.MaxRecvBytes,
+		MaxDecompressed: o.MaxDecompressed,
+		Limits:          o.Limits,
+		RecordPath:      o.Record,
 	})
 	if err == nil {
 		err = srv.Start(ctx)
@@ -137,6 +141,9 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.AuthToken, "auth-token", os.Getenv(envAuthToken), "require 'authorization: Bearer TOKEN' on every request (default $"+envAuthToken+")")
 	fs.BoolVar(&f.Insecure, "insecure", false, "allow a non-loopback address without a token")
 	fs.IntVar(&f.MaxRecvBytes, "max-recv-bytes", receiver.DefaultMaxRecvBytes, "largest request accepted, in bytes")
+	fs.IntVar(&f.MaxDecompressed, "max-decompressed-bytes", receiver.DefaultMaxDecompressed, "largest HTTP body accepted after gzip decompression, in bytes")
+	fs.IntVar(&f.Limits.MaxAttrs, "max-attrs", receiver.DefaultMaxAttrs, "attributes kept per span, event or link; the rest are dropped and counted")
+	fs.IntVar(&f.Limits.MaxValueLen, "max-value-len", receiver.DefaultMaxValueLen, "longest attribute value kept, in bytes; longer ones are cut and counted")
 	fs.IntVar(&f.Queue, "queue", 256, "batches that may wait for the store; past it senders are told to retry")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gymtrace [serve] [flags]\n\nReceives OTLP traces, metrics and logs and shows rollouts as they arrive.\n\n")
