@@ -159,7 +159,7 @@ type fileReader struct {
 	opts   ReadOptions
 	rep    *FileReport
 	stat   FileStat
-	batch  []model.Span
+	batch  model.Batch // from model.NewBatch: the store recycles its array
 	kinds  [2]bool // saw console spans, saw OTLP/JSON
 	points int
 	logs   int
@@ -227,22 +227,25 @@ func isProtobuf(name string, br *bufio.Reader) bool {
 }
 
 func (fr *fileReader) add(spans ...model.Span) error {
-	fr.batch = append(fr.batch, spans...)
+	if fr.batch.Spans == nil {
+		fr.batch = model.NewBatch(fr.opts.BatchSize)
+	}
+	fr.batch.Spans = append(fr.batch.Spans, spans...)
 	fr.stat.Spans += len(spans)
 	fr.rep.Spans += len(spans)
-	if len(fr.batch) >= fr.opts.BatchSize {
+	if len(fr.batch.Spans) >= fr.opts.BatchSize {
 		return fr.flush()
 	}
 	return nil
 }
 
 func (fr *fileReader) flush() error {
-	if len(fr.batch) == 0 {
+	if len(fr.batch.Spans) == 0 {
 		return nil
 	}
-	// The store owns the slice once added, so start a fresh one.
-	err := fr.store.Add(model.Batch{Spans: fr.batch})
-	fr.batch = make([]model.Span, 0, fr.opts.BatchSize)
+	// The store owns the batch once added; add starts the next one.
+	err := fr.store.Add(fr.batch)
+	fr.batch = model.Batch{}
 	return err
 }
 
