@@ -23,6 +23,7 @@ type groupsPanel struct {
 	reg  *gate.Registry
 
 	width, height int
+	pending       []string // rollouts the join check still waits for
 	current       gate.Set
 	currentSpec   string
 	preview       gate.Set
@@ -62,6 +63,43 @@ func (g groupsPanel) SetPreview(s gate.Set) groupsPanel {
 	g.preview = s
 	g.render()
 	return g
+}
+
+// SetCheck records which rollouts are still arriving: a preview cannot call
+// them split yet (their parents may simply not have been exported), so the
+// joining verdict counts them apart.
+func (g groupsPanel) SetCheck(c *gate.CheckReport) groupsPanel {
+	if c == nil {
+		return g
+	}
+	g.pending = g.pending[:0:0]
+	for id, rc := range c.ByRollout {
+		if rc.Status == gate.JoinPending {
+			g.pending = append(g.pending, id)
+		}
+	}
+	g.render()
+	return g
+}
+
+// joinCounts returns a report's joined, split and pending rollouts, pending
+// being the split ones the join check still waits for.
+func (g *groupsPanel) joinCounts(r *gate.Report) (joined, split, pending int) {
+	joined, split = r.Result.RolloutsJoined, r.Result.RolloutsSplit
+	if split == 0 || len(g.pending) == 0 {
+		return joined, split, 0
+	}
+	wait := make(map[string]bool, len(g.pending))
+	for _, id := range g.pending {
+		wait[id] = true
+	}
+	for _, pr := range r.PerRollout {
+		if !pr.Joined && wait[pr.ID] {
+			split--
+			pending++
+		}
+	}
+	return joined, split, pending
 }
 
 // SetReports installs fresh reports; nil keeps the previous one.
@@ -358,22 +396,28 @@ func (g *groupsPanel) summaryLines(w int) []string {
 		fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
 		fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)))
 	var out []string
-	for _, l := range wrap(text+joinText(cur)+" → "+joinText(prev), w) {
+	for _, l := range wrap(text+g.joinText(cur)+" → "+g.joinText(prev), w) {
 		out = append(out, l)
 	}
-	if prev.Result.RolloutsSplit > 0 {
+	if _, split, _ := g.joinCounts(prev); split > 0 {
 		out[len(out)-1] = g.st.Join.Split.Render(out[len(out)-1])
 	}
 	return out
 }
 
 // joinText is joinCell without styling, for running text.
-func joinText(r *gate.Report) string {
-	n := r.Result.RolloutsJoined + r.Result.RolloutsSplit
-	if r.Result.RolloutsSplit == 0 {
-		return fmt.Sprintf("✓ intact %d/%d", r.Result.RolloutsJoined, n)
+func (g *groupsPanel) joinText(r *gate.Report) string {
+	joined, split, pending := g.joinCounts(r)
+	n := joined + split + pending
+	switch {
+	case pending > 0 && split > 0:
+		return fmt.Sprintf("✗ %d/%d +%d pending", split, n, pending)
+	case pending > 0:
+		return fmt.Sprintf("✓ %d/%d +%d pending", joined, n, pending)
+	case split > 0:
+		return fmt.Sprintf("✗ %d/%d split", split, n)
 	}
-	return fmt.Sprintf("✗ %d/%d split", r.Result.RolloutsSplit, n)
+	return fmt.Sprintf("✓ intact %d/%d", joined, n)
 }
 
 func plural(n int) string {
@@ -395,11 +439,11 @@ func (g *groupsPanel) joinCell(r *gate.Report) string {
 	if r == nil {
 		return "…"
 	}
-	n := r.Result.RolloutsJoined + r.Result.RolloutsSplit
-	if r.Result.RolloutsSplit == 0 {
-		return g.st.Join.Joined.Render(fmt.Sprintf("✓ intact %d/%d", r.Result.RolloutsJoined, n))
+	_, split, _ := g.joinCounts(r)
+	if split == 0 {
+		return g.st.Join.Joined.Render(g.joinText(r))
 	}
-	return g.st.Join.Split.Render(fmt.Sprintf("✗ %d/%d split", r.Result.RolloutsSplit, n))
+	return g.st.Join.Split.Render(g.joinText(r))
 }
 
 // breakSum is one kind of broken hop with the number of rollouts it breaks.

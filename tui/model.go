@@ -455,6 +455,7 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 		m.dirty = true
 	}
 	m.rollouts = m.rollouts.SetCheck(a.check)
+	m.groups = m.groups.SetCheck(a.check)
 	m.renderHeader()
 	if m.dirty || (m.snap != nil && a.seq != m.snap.Seq) {
 		return m, m.requestAnalysis()

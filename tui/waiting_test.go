@@ -49,3 +49,43 @@ func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingNotCalledSplit: a rollout whose second piece is still waiting
+// for its parent is counted pending in the joining verdict while fresh, and
+// split once the grace window has passed.
+func TestPendingNotCalledSplit(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	var ab model.AttrBuilder
+	ab.String(b.l, b.str(model.RolloutIDKey), []byte("r0000"))
+	late := model.Span{TraceID: traceID(0), SpanID: b.id(), ParentID: b.id(), Name: b.str("gym.model.responses"),
+		Resource: b.resource("policy_model"), Kind: model.KindInternal, Start: t0.UnixNano(), End: t0.UnixNano() + 1000, Attrs: ab.Attrs()}
+	if err := b.st.Add(model.Batch{Spans: []model.Span{late}}); err != nil {
+		t.Fatal(err)
+	}
+	b.st.Sync()
+	snap := b.st.Snapshot()
+	reg := gate.Default()
+	eng := gate.NewEngine(reg)
+	all := reg.All()
+	rep := eng.Preview(snap, all)
+	if rep.Result.RolloutsSplit != 1 {
+		t.Fatalf("preview splits %d rollouts, want the one with a waiting piece", rep.Result.RolloutsSplit)
+	}
+	for _, tc := range []struct {
+		name  string
+		grace time.Duration
+		want  string
+	}{
+		{"fresh", 5 * time.Second, "✓ 1/2 +1 pending"},
+		{"past grace", 0, "✗ 1/2 split"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGroupsPanel(DefaultStyles(lipgloss.DefaultRenderer()), DefaultKeyMap(), reg, all, "all")
+			g = g.SetSize(120, 30).SetReports(rep, rep).SetCheck(eng.Check(snap, t0, tc.grace))
+			if !strings.Contains(g.View(), tc.want) {
+				t.Errorf("joining verdict lacks %q:\n%s", tc.want, g.View())
+			}
+		})
+	}
+}
