@@ -77,6 +77,13 @@ func startReceiver(t *testing.T) *receiverUnderTest {
 // receiver, the fleet exports to it and the store is synced afterwards.
 func runFleet(t *testing.T, r *receiverUnderTest, protocol string, seed int64, spec gate.Set) []gymsim.TruthSpan {
 	t.Helper()
+	truth, _ := runFleetStats(t, r, protocol, seed, spec)
+	return truth
+}
+
+// runFleetStats is runFleet that also returns the fleet's counters.
+func runFleetStats(t *testing.T, r *receiverUnderTest, protocol string, seed int64, spec gate.Set) ([]gymsim.TruthSpan, gymsim.Stats) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cfg := gymsim.Config{Seed: seed, Spec: spec, Rollouts: rolloutsPerRun, Concurrency: 4, Protocol: protocol, RecordTruth: true}
@@ -106,7 +113,7 @@ func runFleet(t *testing.T, r *receiverUnderTest, protocol string, seed int64, s
 	if r != nil {
 		r.store.Sync()
 	}
-	return f.Truth()
+	return f.Truth(), st
 }
 
 // storedSpan is a span as the store holds it, with the rollout it assigned.
@@ -175,8 +182,9 @@ func TestStoreMatchesFleet(t *testing.T) {
 			t.Run(fmt.Sprintf("seed=%d/spec=%s/%s", seed, spec, protocol), func(t *testing.T) {
 				set := parse(t, spec)
 				r := startReceiver(t)
-				truth := runFleet(t, r, protocol, seed, set)
+				truth, fst := runFleetStats(t, r, protocol, seed, set)
 				snap := r.store.Snapshot()
+				checkMetric(t, set, fst, snap)
 				got := storedSpans(snap)
 				if snap.Stats.Duplicates != 0 || snap.Stats.Refused != 0 {
 					t.Errorf("store stats %+v", snap.Stats)
@@ -197,6 +205,21 @@ func TestStoreMatchesFleet(t *testing.T) {
 				checkJoining(t, set, truth, snap)
 			})
 		}
+	}
+}
+
+// checkMetric: the concurrency group's histogram reaches the store, point
+// for point as the fleet exported it, exactly when the group is on; with it
+// off no instrument exists and nothing is sent.
+func checkMetric(t *testing.T, set gate.Set, fst gymsim.Stats, snap *model.Snapshot) {
+	t.Helper()
+	got := snap.Metrics[gate.ConcurrencyMetric]
+	if got != fst.MetricPoints || snap.Stats.MetricPoints != fst.MetricPoints {
+		t.Errorf("store holds %d %s points (%d metric points in all), fleet exported %d",
+			got, gate.ConcurrencyMetric, snap.Stats.MetricPoints, fst.MetricPoints)
+	}
+	if on := set.Has(gate.Concurrency); on != (got > 0) {
+		t.Errorf("concurrency on=%v, but the store holds %d %s points", on, got, gate.ConcurrencyMetric)
 	}
 }
 

@@ -11,6 +11,11 @@ type Report struct {
 	// captured; NoSpans lists groups of Spec that never emit spans.
 	NotInCapture []Group
 	NoSpans      []Group
+	// MetricsSeen holds, for each group of NoSpans that gates a metric
+	// (GroupInfo.Metric) which the capture holds, the data points received
+	// for that metric: the group is at work although it emits no spans.
+	// Nil when there is none.
+	MetricsSeen map[Group]int64
 	// WallSeconds is the capture's wall time (first start to last end).
 	WallSeconds float64
 }

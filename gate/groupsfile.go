@@ -19,6 +19,7 @@ import (
 //	    description: server start-up phases
 //	    spans: ["gym.startup*"]        # name patterns; a trailing or leading * globs
 //	    kind: INTERNAL                 # optional, for every pattern
+//	    metric: gym.startup.duration_ms # optional: a metric the group gates
 //	presets:
 //	  - name: debug_startup
 //	    description: default plus start-up
@@ -134,7 +135,7 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 	}
 	if seq := section["groups"]; seq != nil {
 		for _, item := range seq.Content {
-			f := fields(item, bad, "name", "description", "spans", "kind")
+			f := fields(item, bad, "name", "description", "spans", "kind", "metric")
 			if f == nil {
 				continue
 			}
@@ -144,6 +145,11 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 			}
 			desc := f.str("description", bad, true)
 			kind := f.kind(bad)
+			metric := f.str("metric", bad, false)
+			if metric != "" && strings.ContainsAny(metric, " \t\r\n") {
+				bad(f.at("metric"), "metric name %q must not contain spaces", metric)
+				metric = ""
+			}
 			if !snakeCase.MatchString(name) {
 				bad(f.at("name"), "group name %q must be snake_case (lower-case letters, digits, single underscores)", name)
 				continue
@@ -171,7 +177,7 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 			for i, p := range pats {
 				spans[i] = p.Value
 			}
-			out.groups = append(out.groups, GroupInfo{Name: name, Description: desc, Spans: strings.Join(spans, ", "), EmitsSpans: len(pats) > 0})
+			out.groups = append(out.groups, GroupInfo{Name: name, Description: desc, Spans: strings.Join(spans, ", "), EmitsSpans: len(pats) > 0, Metric: metric})
 		}
 	}
 	if seq := section["presets"]; seq != nil {

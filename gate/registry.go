@@ -67,7 +67,16 @@ type GroupInfo struct {
 	// EmitsSpans is false for groups no Gym code emits spans under
 	// (concurrency is a metric; the training groups are inherited).
 	EmitsSpans bool
+	// Metric names the metric a span-less group gates, so a preview can
+	// show the group at work (ConcurrencyMetric for concurrency); empty
+	// when the group gates no metric.
+	Metric string
 }
+
+// ConcurrencyMetric is the histogram Gym records, per request, of the time
+// spent waiting on a concurrency semaphore: the concurrency group's only
+// signal.
+const ConcurrencyMetric = "gym.concurrency.queue_wait_duration_ms"
 
 // Preset is a named set of groups.
 type Preset struct {
@@ -88,22 +97,22 @@ type Registry struct {
 func Default() *Registry {
 	r := &Registry{
 		groups: []GroupInfo{
-			Job:             {"job", "one span around a whole rollout-collection run", "gym.job", true},
-			Server:          {"server", "SERVER spans of every FastAPI server, with their ASGI receive/send children; extracts traceparent", "<METHOD> <route>, … http receive, … http send", true},
-			HTTPClient:      {"http_client", "CLIENT spans of every outbound call; injects traceparent", "HTTP <METHOD>", true},
-			Rollout:         {"rollout", "the agent's /run handler, one per rollout", "gym.rollout", true},
-			Agent:           {"agent", "the agent's /v1/responses handler", "gym.agent.*", true},
-			ModelCall:       {"model_call", "model server calls", "gym.model.*", true},
-			Verify:          {"verify", "resources servers' /verify", "gym.verify", true},
-			Sandbox:         {"sandbox", "sandbox start and exec", "gym.sandbox.*", true},
-			Concurrency:     {"concurrency", "semaphore queue wait (a metric, no spans)", "", false},
-			Checkpoint:      {"checkpoint", "training group inherited from nemo-lens; no Gym spans", "", false},
-			Evaluate:        {"evaluate", "training group inherited from nemo-lens; no Gym spans", "", false},
-			ModelInit:       {"model_init", "training group inherited from nemo-lens; no Gym spans", "", false},
-			LoadCheckpoint:  {"load_checkpoint", "training group inherited from nemo-lens; no Gym spans", "", false},
-			Step:            {"step", "training group inherited from nemo-lens; no Gym spans", "", false},
-			ForwardBackward: {"forward_backward", "training group inherited from nemo-lens; no Gym spans", "", false},
-			Optimizer:       {"optimizer", "training group inherited from nemo-lens; no Gym spans", "", false},
+			Job:             {"job", "one span around a whole rollout-collection run", "gym.job", true, ""},
+			Server:          {"server", "SERVER spans of every FastAPI server, with their ASGI receive/send children; extracts traceparent", "<METHOD> <route>, … http receive, … http send", true, ""},
+			HTTPClient:      {"http_client", "CLIENT spans of every outbound call; injects traceparent", "HTTP <METHOD>", true, ""},
+			Rollout:         {"rollout", "the agent's /run handler, one per rollout", "gym.rollout", true, ""},
+			Agent:           {"agent", "the agent's /v1/responses handler", "gym.agent.*", true, ""},
+			ModelCall:       {"model_call", "model server calls", "gym.model.*", true, ""},
+			Verify:          {"verify", "resources servers' /verify", "gym.verify", true, ""},
+			Sandbox:         {"sandbox", "sandbox start and exec", "gym.sandbox.*", true, ""},
+			Concurrency:     {"concurrency", "semaphore queue wait (a metric, no spans)", "", false, ConcurrencyMetric},
+			Checkpoint:      {"checkpoint", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
+			Evaluate:        {"evaluate", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
+			ModelInit:       {"model_init", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
+			LoadCheckpoint:  {"load_checkpoint", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
+			Step:            {"step", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
+			ForwardBackward: {"forward_backward", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
+			Optimizer:       {"optimizer", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
 		},
 	}
 	r.presets = []Preset{
@@ -274,7 +283,7 @@ func (r *Registry) Format(s Set) string {
 func (r *Registry) silent() Set {
 	var s Set
 	for i, g := range r.groups {
-		if !g.EmitsSpans && Group(i) != Concurrency {
+		if !g.EmitsSpans && g.Metric == "" && Group(i) != Concurrency {
 			s = s.With(Group(i))
 		}
 	}

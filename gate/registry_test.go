@@ -246,11 +246,14 @@ bogus: 1
 			`g.yaml:5:11: group "server" is already defined`,
 			`g.yaml:7:5: missing description`,
 			`g.yaml:8:13: span pattern "a*b*": use a name, name*, or *name`,
-			`g.yaml:9:5: unknown key "colour" (want name, description, spans, kind)`,
+			`g.yaml:9:5: unknown key "colour" (want name, description, spans, kind, metric)`,
 			`g.yaml:13:14: preset "p": unknown group or preset "defualt"`,
 			`g.yaml:15:12: unknown group "nope"; valid groups: job, server, http_client, rollout, agent, model_call, verify, sandbox, concurrency, checkpoint, evaluate, model_init, load_checkpoint, step, forward_backward, optimizer, ok_group`,
 			`g.yaml:17:5: a rule needs a name pattern or a kind`,
 			`g.yaml:18:1: unknown key "bogus" (want groups, presets or rules)`,
+		}},
+		{name: "bad metric", src: "groups:\n  - name: warm\n    description: d\n    metric: \"a b\"\n", errs: []string{
+			`g.yaml:4:13: metric name "a b" must not contain spaces`,
 		}},
 		{name: "bad kind", src: "rules:\n  - group: server\n    kind: SERVR\n", errs: []string{
 			`g.yaml:3:11: kind "SERVR": want SERVER, CLIENT, INTERNAL, PRODUCER or CONSUMER`,
@@ -445,4 +448,3 @@ func TestSpecIsShortestEquivalent(t *testing.T) {
 		})
 	}
 }
-

@@ -545,6 +545,12 @@ func (e *Engine) Preview(snap *model.Snapshot, spec Set) *Report {
 				rep.NotInCapture = append(rep.NotInCapture, g)
 			} else {
 				rep.NoSpans = append(rep.NoSpans, g)
+				if n := snap.Metrics[info.Metric]; info.Metric != "" && n > 0 {
+					if rep.MetricsSeen == nil {
+						rep.MetricsSeen = map[Group]int64{}
+					}
+					rep.MetricsSeen[g] = n
+				}
 			}
 		}
 	}

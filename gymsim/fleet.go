@@ -51,6 +51,14 @@ type Config struct {
 	BatchTimeout time.Duration
 	// RunID is nemo.run.id; empty derives one from the seed.
 	RunID string
+	// AgentSlots is the agent's concurrency semaphore: /run calls served at
+	// once. Rollouts past it wait, and with concurrency on the wait is
+	// recorded as gym.concurrency.queue_wait_duration_ms. 0 means half of
+	// Concurrency, rounded up.
+	AgentSlots int
+	// MetricInterval is the metric reader's export interval; 0 means 5 s.
+	// Shutdown exports what is left either way.
+	MetricInterval time.Duration
 }
 
 // Stats are the fleet's counters.
@@ -65,6 +73,9 @@ type Stats struct {
 	LastExportError string
 	// Services counts spans per service.name.
 	Services map[string]int64
+	// MetricPoints counts gym.concurrency.queue_wait_duration_ms data
+	// points in successful metric exports (0 with concurrency off).
+	MetricPoints int64
 }
 
 // Fleet is a running simulated fleet. Its methods are safe for concurrent use.
@@ -82,7 +93,7 @@ type Fleet struct {
 	done     chan struct{}
 
 	started, completed, failed, requests atomic.Int64
-	exportErrors                         atomic.Int64
+	exportErrors, metricPoints           atomic.Int64
 	lastErr                              atomic.Value // string
 
 	sandboxMu sync.Mutex
@@ -94,6 +105,9 @@ type Fleet struct {
 func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 8
+	}
+	if cfg.AgentSlots <= 0 {
+		cfg.AgentSlots = (cfg.Concurrency + 1) / 2
 	}
 	if cfg.Rollouts < 0 {
 		return nil, fmt.Errorf("rollouts %d: must be 0 (forever) or more", cfg.Rollouts)
@@ -272,6 +286,13 @@ func (f *Fleet) closeAll(ctx context.Context) error {
 		if err := p.tp.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("%s tracer provider: %w", p.name, err))
 		}
+		// The final collection exports the points recorded since the last
+		// periodic export.
+		if p.mp != nil {
+			if err := p.mp.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s meter provider: %w", p.name, err))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -289,6 +310,7 @@ func (f *Fleet) Stats() Stats {
 		Requests:     f.requests.Load(),
 		Spans:        f.truth.spans.Load(),
 		ExportErrors: f.exportErrors.Load(),
+		MetricPoints: f.metricPoints.Load(),
 		Services:     f.truth.services(),
 	}
 	if v, ok := f.lastErr.Load().(string); ok {

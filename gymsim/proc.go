@@ -16,7 +16,9 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -67,6 +69,11 @@ type proc struct {
 	srv    *http.Server
 	base   string // http://host:port
 	routes map[string]handler
+	// sem is the agent's concurrency semaphore (nil elsewhere); mp and
+	// queueWait exist only with concurrency on and an OTLP exporter.
+	sem       semaphore
+	mp        *sdkmetric.MeterProvider
+	queueWait metric.Float64Histogram
 }
 
 // request is what a handler gets: the context (carrying the SERVER span when
@@ -155,6 +162,13 @@ func newProc(ctx context.Context, f *Fleet, name string, serve bool) (*proc, err
 		sdktrace.WithBatcher(exp, bsp...),
 	)
 	p.tracer = p.tp.Tracer("nemo_gym")
+	if name == agentName {
+		p.sem = make(semaphore, f.cfg.AgentSlots)
+		if p.mp, p.queueWait, err = f.newMeterProvider(ctx, res); err != nil {
+			_ = p.tp.Shutdown(ctx)
+			return nil, fmt.Errorf("%s metric exporter: %w", name, err)
+		}
+	}
 	p.client = &http.Client{
 		Timeout:   30 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true},

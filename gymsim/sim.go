@@ -149,6 +149,13 @@ func decode[T any](b []byte) T {
 // agent loop by calling its own /v1/responses, then verifies.
 func (f *Fleet) agentRun(req request) response {
 	a := f.agent
+	// The semaphore is there whatever the spec, so timing does not depend
+	// on it; only the measurement is gated.
+	wait := a.sem.acquire()
+	defer a.sem.release()
+	if a.queueWait != nil {
+		a.queueWait.Record(req.ctx, float64(wait)/float64(time.Millisecond))
+	}
 	in := decode[runBody](req.body)
 	plan := planRollout(f.cfg.Seed, in.Index)
 	rid := plan.ID

@@ -15,6 +15,10 @@ type Snapshot struct {
 	Stats Stats
 	// Services counts stored spans per resource, indexed by ResourceID.
 	Services []int64
+	// Metrics counts received metric data points per metric name (at most
+	// MaxMetricNames names, the rest under OtherMetrics). Never nil; shared
+	// between snapshots while unchanged; nobody may modify it.
+	Metrics map[string]int64
 
 	strings *Interner
 }

@@ -54,8 +54,8 @@ type item struct {
 }
 
 // Store holds received spans. One goroutine (the writer, started by NewStore)
-// owns all mutable state; Submit, Add, Sync, Snapshot, Changed and Count are
-// safe to call from any goroutine. Readers work on Snapshots.
+// owns all mutable state; Submit, Add, Sync, Snapshot, Changed, Count and
+// CountMetric are safe to call from any goroutine. Readers work on Snapshots.
 type Store struct {
 	opts    Options
 	strs    *Interner
@@ -68,6 +68,7 @@ type Store struct {
 
 	accepted, refused, metrics, logs atomic.Int64
 	attrsCapped, valuesCapped        atomic.Int64
+	metricNames                      metricCounts
 
 	w writer
 }
@@ -144,8 +145,6 @@ func (s *Store) Sync() {
 	<-ch
 }
 
-// Count records metric data points or log records received; they are
-// counted, not stored.
 // CountCapped records attributes dropped and values truncated by the
 // receivers' bounds, so they are shown with everything else the store counts.
 func (s *Store) CountCapped(attrsDropped, valuesTruncated int64) {
@@ -153,6 +152,8 @@ func (s *Store) CountCapped(attrsDropped, valuesTruncated int64) {
 	s.valuesCapped.Add(valuesTruncated)
 }
 
+// Count records metric data points or log records received; they are
+// counted, not stored. CountMetric adds the per-name detail of metrics.
 func (s *Store) Count(metricPoints, logRecords int64) {
 	s.metrics.Add(metricPoints)
 	s.logs.Add(logRecords)
@@ -235,7 +236,8 @@ func (s *Store) run() {
 			if time.Since(last) < every {
 				continue
 			}
-			if dirty || s.metrics.Load() != s.w.lastMetrics || s.logs.Load() != s.w.lastLogs {
+			if dirty || s.metrics.Load() != s.w.lastMetrics || s.logs.Load() != s.w.lastLogs ||
+				s.metricNames.gen.Load() != s.w.lastMetricGen {
 				publish()
 			}
 		}
@@ -327,6 +329,10 @@ type writer struct {
 	pathKeys        []Str
 
 	lastMetrics, lastLogs int64
+	// lastMetricGen is the per-name metric generation metricsPub reflects;
+	// metricsPub is shared by snapshots until the counts change.
+	lastMetricGen uint64
+	metricsPub    map[string]int64
 
 	// Incremental publication: prev is the last published Rollouts slice;
 	// changed and fresh list the rollouts marked dirty and created since.
@@ -875,6 +881,15 @@ func (w *writer) publish() *Snapshot {
 	}
 	snap.Services = append([]int64(nil), w.services...)
 	w.lastMetrics, w.lastLogs = w.s.metrics.Load(), w.s.logs.Load()
+	// Per-name counts change rarely next to spans: copy them only when they
+	// did, so readers can also compare the map identity cheaply.
+	if g := w.s.metricNames.gen.Load(); g != w.lastMetricGen || w.metricsPub == nil {
+		w.metricsPub, w.lastMetricGen = w.s.metricNames.snapshot()
+		if w.metricsPub == nil {
+			w.metricsPub = map[string]int64{}
+		}
+	}
+	snap.Metrics = w.metricsPub
 	snap.Stats = Stats{
 		Accepted:        w.s.accepted.Load(),
 		Refused:         w.s.refused.Load(),

@@ -108,6 +108,9 @@ func TestConsoleSkipsNonSpans(t *testing.T) {
 	if s := st.Snapshot().Stats; s.MetricPoints != 1 || rep.MetricPoints != 1 {
 		t.Errorf("metric points: store %d, report %d; want 1", s.MetricPoints, rep.MetricPoints)
 	}
+	if m := st.Snapshot().Metrics; len(m) != 1 || m["http.server.active_requests"] != 1 {
+		t.Errorf("metric points by name = %v, want http.server.active_requests:1", m)
+	}
 	if f := rep.Files[0]; f.Format != FormatConsole || f.Lines != 344 || f.Skipped != 3 {
 		t.Errorf("file stat = %+v", f)
 	}

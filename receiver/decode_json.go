@@ -1661,6 +1661,7 @@ type jPoints struct {
 }
 
 type jMetric struct {
+	Name      string   `json:"name"`
 	Gauge     *jPoints `json:"gauge"`
 	Sum       *jPoints `json:"sum"`
 	Histogram *jPoints `json:"histogram"`
@@ -1687,6 +1688,13 @@ type jMetricsReq struct {
 // CountMetricPointsJSON counts the data points in an OTLP/JSON
 // ExportMetricsServiceRequest (or a Python SDK console metrics record).
 func CountMetricPointsJSON(b []byte) (int, error) {
+	return MetricPointsByNameJSON(b, nil)
+}
+
+// MetricPointsByNameJSON is MetricPointsByName for OTLP/JSON (and the Python
+// SDK's console form): fn, when not nil, is called once per metric with its
+// name and number of data points, and only when the whole request decoded.
+func MetricPointsByNameJSON(b []byte, fn func(name []byte, points int)) (int, error) {
 	var req jMetricsReq
 	if err := json.Unmarshal(b, &req); err != nil {
 		return 0, fmt.Errorf("decode otlp json metrics: %w", jsonErr(b, err))
@@ -1695,10 +1703,15 @@ func CountMetricPointsJSON(b []byte) (int, error) {
 	for _, rm := range pickSlice(req.ResourceMetrics, req.ResourceMetrics2) {
 		for _, sm := range pickSlice(rm.ScopeMetrics, rm.ScopeMetrics2) {
 			for _, m := range sm.Metrics {
+				k := 0
 				for _, p := range []*jPoints{m.Gauge, m.Sum, m.Histogram, m.ExpHist, m.ExpHist2, m.Summary, m.Data} {
 					if p != nil {
-						n += len(p.Points) + len(p.Points2)
+						k += len(p.Points) + len(p.Points2)
 					}
+				}
+				n += k
+				if fn != nil {
+					fn([]byte(m.Name), k)
 				}
 			}
 		}

@@ -846,6 +846,16 @@ func countNested(b []byte, path []protowire.Number, names []string) (int, error)
 // CountMetricPoints counts the data points in a protobuf
 // ExportMetricsServiceRequest; metrics are counted, not stored.
 func CountMetricPoints(b []byte) (int, error) {
+	return MetricPointsByName(b, nil)
+}
+
+// MetricPointsByName walks a protobuf ExportMetricsServiceRequest and calls
+// fn (when not nil) once per Metric message with its name and its number of
+// data points, then returns the total. name aliases b and is valid only
+// during the call. The walk allocates nothing: the concurrency group's
+// signal is a metric, and a busy fleet sends many points. On a malformed
+// message it returns what it counted before the error.
+func MetricPointsByName(b []byte, fn func(name []byte, points int)) (int, error) {
 	n := 0
 	for i := 0; len(b) > 0; {
 		f, rest, err := nextField(b)
@@ -867,11 +877,11 @@ func CountMetricPoints(b []byte) (int, error) {
 			if g.num != 2 || g.typ != protowire.BytesType {
 				continue
 			}
-			m, err := countMetrics(g.b)
+			m, err := countMetrics(g.b, fn)
+			n += m
 			if err != nil {
 				return n, atIndex("resource_metrics", i, atIndex("scope_metrics", j, err))
 			}
-			n += m
 			j++
 		}
 		i++
@@ -879,8 +889,9 @@ func CountMetricPoints(b []byte) (int, error) {
 	return n, nil
 }
 
-// countMetrics counts the points of every Metric in a ScopeMetrics message.
-func countMetrics(b []byte) (int, error) {
+// countMetrics counts the points of every Metric in a ScopeMetrics message,
+// reporting each Metric to fn when fn is not nil.
+func countMetrics(b []byte, fn func(name []byte, points int)) (int, error) {
 	n := 0
 	for i := 0; len(b) > 0; {
 		f, rest, err := nextField(b)
@@ -891,16 +902,21 @@ func countMetrics(b []byte) (int, error) {
 		if f.num != 2 || f.typ != protowire.BytesType {
 			continue
 		}
-		m := f.b
-		for len(m) > 0 {
+		var name []byte
+		points := 0
+		for m := f.b; len(m) > 0; {
 			g, r, err := nextField(m)
 			if err != nil {
 				return n, atIndex("metrics", i, err)
 			}
 			m = r
-			// gauge 5, sum 7, histogram 9, exponential_histogram 10, summary 11;
-			// each holds its data_points in field 1.
+			// name 1; gauge 5, sum 7, histogram 9, exponential_histogram 10,
+			// summary 11, each holding its data_points in field 1.
 			switch g.num {
+			case 1:
+				if g.typ == protowire.BytesType {
+					name = g.b
+				}
 			case 5, 7, 9, 10, 11:
 				if g.typ != protowire.BytesType {
 					continue
@@ -909,8 +925,12 @@ func countMetrics(b []byte) (int, error) {
 				if err != nil {
 					return n, atIndex("metrics", i, err)
 				}
-				n += k
+				points += k
 			}
+		}
+		n += points
+		if fn != nil {
+			fn(name, points)
 		}
 		i++
 	}

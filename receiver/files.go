@@ -160,7 +160,7 @@ type fileReader struct {
 	rep    *FileReport
 	stat   FileStat
 	batch  model.Batch // from model.NewBatch: the store recycles its array
-	kinds  [2]bool // saw console spans, saw OTLP/JSON
+	kinds  [2]bool     // saw console spans, saw OTLP/JSON
 	points int
 	logs   int
 }
@@ -349,7 +349,7 @@ func (fr *fileReader) line(cd *consoleDecoder, n int, line []byte, newline bool)
 		fr.kinds[1] = true
 		return fr.add(b.Spans...)
 	case recMetrics:
-		k, err := CountMetricPointsJSON(t)
+		k, err := MetricPointsByNameJSON(t, func(name []byte, p int) { fr.store.CountMetric(string(name), int64(p)) })
 		if err != nil {
 			bad(err)
 			return nil

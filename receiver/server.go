@@ -392,11 +392,16 @@ func (s *Server) exportCounted(g signal, body []byte, f wireFormat) error {
 		n   int
 		err error
 	)
+	byName := func(name []byte, points int) { s.store.CountMetric(string(name), int64(points)) }
 	switch {
 	case g == signalMetrics && f == formatJSON:
-		n, err = CountMetricPointsJSON(body)
+		n, err = MetricPointsByNameJSON(body, byName)
 	case g == signalMetrics:
-		n, err = CountMetricPoints(body)
+		// Validate first, so a request refused as malformed counts nothing,
+		// per name or in total; the walk is cheap and allocates nothing.
+		if n, err = CountMetricPoints(body); err == nil {
+			MetricPointsByName(body, byName)
+		}
 	case f == formatJSON:
 		n, err = CountLogRecordsJSON(body)
 	default:

@@ -297,6 +297,8 @@ func (g *groupsPanel) listLines(w int) []string {
 		}
 		note := ""
 		switch {
+		case !gi.EmitsSpans && g.metricPoints(grp) > 0:
+			note = g.st.Groups.Note.Render(metricNote(g.metricPoints(grp)))
 		case !gi.EmitsSpans:
 			note = g.st.Groups.Note.Render("emits no spans")
 		case haveCap && !captured.Has(grp):
@@ -316,6 +318,21 @@ func (g *groupsPanel) listLines(w int) []string {
 	}
 	return lines
 }
+
+// metricPoints returns the points captured of the metric grp gates, as the
+// preview or else the current report saw them (a report holds them only for
+// groups of its spec); 0 when neither did.
+func (g *groupsPanel) metricPoints(grp gate.Group) int64 {
+	for _, r := range []*gate.Report{g.prevRep, g.curRep} {
+		if r != nil && r.MetricsSeen[grp] > 0 {
+			return r.MetricsSeen[grp]
+		}
+	}
+	return 0
+}
+
+// metricNote is a span-less group's note when its metric was captured.
+func metricNote(points int64) string { return "metric · " + fmtCount(points) + " pts" }
 
 // compareLines renders the current-versus-preview comparison, width w.
 func (g *groupsPanel) compareLines(w int) []string {
@@ -377,7 +394,18 @@ func (g *groupsPanel) compareLines(w int) []string {
 				lines = append(lines, g.st.Groups.Note.Render(l))
 			}
 		}
-		if names := groupNames(g.reg, prev.NoSpans); names != "" {
+		var silent []gate.Group
+		for _, grp := range prev.NoSpans {
+			if n := prev.MetricsSeen[grp]; n > 0 {
+				text := fmt.Sprintf("%s: metric %s, %s points", g.reg.Name(grp), g.reg.Info(grp).Metric, fmtCount(n))
+				for _, l := range wrap(text, w) {
+					lines = append(lines, g.st.Groups.Note.Render(l))
+				}
+			} else {
+				silent = append(silent, grp)
+			}
+		}
+		if names := groupNames(g.reg, silent); names != "" {
 			for _, l := range wrap("emit no spans: "+names, w) {
 				lines = append(lines, g.st.Groups.Note.Render(l))
 			}
@@ -505,7 +533,14 @@ func (g *groupsPanel) render() {
 	body := g.height - len(head) - len(foot)
 	var lines []string
 	lead := 0 // lines above the group list
-	const listW = 64
+	// The list is 64 cells, wider only when a metric note needs the room
+	// ("metric · 999.9k pts" is longer than "emits no spans").
+	listW := 64
+	for i, gi := range g.reg.Groups() {
+		if n := g.metricPoints(gate.Group(i)); n > 0 && !gi.EmitsSpans {
+			listW = max(listW, 64-len("emits no spans")+len(metricNote(n)))
+		}
+	}
 	if g.width >= listW+40 {
 		left := g.listLines(listW)
 		right := g.compareLines(g.width - listW - 2)

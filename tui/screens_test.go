@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/nemo-gym/gymtrace/gate"
 )
 
 func TestScreens(t *testing.T) {
@@ -16,6 +17,7 @@ func TestScreens(t *testing.T) {
 		keys    []string
 		text    string // typed after keys
 		after   []string
+		metric  int64 // concurrency metric points received
 	}{
 		{name: "list-80x24", w: 80, h: 24, current: "default"},
 		{name: "list-120x40", w: 120, h: 40, current: "default", job: true},
@@ -33,10 +35,13 @@ func TestScreens(t *testing.T) {
 		{name: "spec-error-80x24", w: 80, h: 24, current: "default", keys: []string{"i"}, text: ",verfy", after: []string{"enter"}},
 		{name: "detail-120x40", w: 120, h: 40, current: "all", keys: []string{"down", "tab", "G", "d"}},
 		{name: "stats-120x40", w: 120, h: 40, current: "all", keys: []string{"t"}},
+		{name: "groups-metric-120x40", w: 120, h: 40, current: "per_rollout", metric: 1234, keys: []string{"2"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBuilder(t)
+			b.st.Count(tc.metric, 0)
+			b.st.CountMetric(gate.ConcurrencyMetric, tc.metric)
 			b.capture(t, 6, tc.job)
 			m := newTestModel(t, b, tc.w, tc.h, tc.current)
 			m = keys(t, m, tc.keys...)

@@ -97,6 +97,7 @@ type previewJSON struct {
 	PerRollout   []rolloutJSON        `json:"per_rollout"`
 	NotInCapture []string             `json:"not_in_capture"`
 	NoSpans      []string             `json:"no_spans"`
+	Metrics      map[string]int64     `json:"metrics"`
 	WallSeconds  float64              `json:"wall_seconds"`
 	Projection   projectionJSON       `json:"projection"`
 	Current      *previewCurrentJSON  `json:"current"`
@@ -262,11 +263,15 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			PerRollout:   []rolloutJSON{},
 			NotInCapture: groupNames(reg, rep.NotInCapture),
 			NoSpans:      groupNames(reg, rep.NoSpans),
+			Metrics:      map[string]int64{},
 			WallSeconds:  round2(rep.WallSeconds),
 			Current:      &previewCurrentJSON{Spec: curSpec, Source: curSource, Result: resultJSON(cur.Result)},
 			Snippets:     map[string]string{"yaml": gate.TelemetryYAML(formatted), "env": gate.EnvLine(formatted)},
 			BadLines:     badLines(frep),
 			Breaks:       []breakJSON{},
+		}
+		for g, n := range rep.MetricsSeen {
+			out.Metrics[reg.Name(g)] = n
 		}
 		if out.Groups == nil {
 			out.Groups = []string{}
@@ -371,8 +376,18 @@ func writePreviewText(w io.Writer, reg *gate.Registry, spec, curSpec, curSource 
 	if len(rep.NotInCapture) > 0 {
 		fmt.Fprintf(w, "\nnot in capture (emit spans, none captured: capture with span_groups: all to see them): %s\n", strings.Join(groupNames(reg, rep.NotInCapture), ", "))
 	}
-	if len(rep.NoSpans) > 0 {
-		fmt.Fprintf(w, "no spans (these groups never emit spans in Gym): %s\n", strings.Join(groupNames(reg, rep.NoSpans), ", "))
+	// A span-less group whose metric was captured is shown at work, not
+	// listed as emitting nothing.
+	var silent []gate.Group
+	for _, g := range rep.NoSpans {
+		if n, ok := rep.MetricsSeen[g]; ok {
+			fmt.Fprintf(w, "%s: metric %s, %d points\n", reg.Name(g), reg.Info(g).Metric, n)
+		} else {
+			silent = append(silent, g)
+		}
+	}
+	if len(silent) > 0 {
+		fmt.Fprintf(w, "no spans (these groups never emit spans in Gym): %s\n", strings.Join(groupNames(reg, silent), ", "))
 	}
 	if br := collectBreaks(rep); len(br) > 0 {
 		fmt.Fprintf(w, "\nbroken joins under the preview:\n")
