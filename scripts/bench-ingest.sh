@@ -18,7 +18,7 @@
 #   --label-suffix S   appended to both labels, e.g. -1m [none]
 #   --gymtrace BIN     gymtrace binary [/tmp/bench-bin/gymtrace; built if missing]
 #   --sink BIN         collector sink [/tmp/bench-bin/collector-sink]
-#   --bench DIR        the yardstick (ingest.sh, summarize.sh) [/work/shared/bench]
+#   --bench DIR        the yardstick (ingest.sh, summarize.sh) [../shared/bench beside the repository]
 #   --outdir DIR       where logs and summary.txt go [/tmp/bench-ingest-TIMESTAMP]
 #   --watch-rss S      sample the receiver's VmRSS every S seconds into
 #                      OUTDIR/rss-<side>-<pair>.txt and print min/max after
@@ -33,7 +33,7 @@ set -u
 
 PAIRS=3 DURATION=20s CONC=4 MAX_SPANS=2000000 ONLY=both SUFFIX=""
 GYMTRACE=/tmp/bench-bin/gymtrace SINK=/tmp/bench-bin/collector-sink
-BENCH=${BENCH_DIR:-/work/shared/bench} OUTDIR="" WATCH=0
+BENCH=${BENCH_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/shared/bench} OUTDIR="" WATCH=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --pairs) PAIRS=$2; shift 2;;
