@@ -782,8 +782,9 @@ func appendFloat(dst []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
-func appendJSONString(dst, s []byte) []byte {
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD,
+// so the output is always valid JSON.
+func appendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -805,7 +806,8 @@ func appendJSONString(dst, s []byte) []byte {
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRune(s[i:])
+		// At most UTFMax bytes are converted: no allocation for []byte.
+		r, n := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && n == 1 {
 			dst = append(dst, "\ufffd"...)
 		} else {

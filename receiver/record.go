@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -260,7 +259,7 @@ func (o *jsonObj) key(k string) {
 func (o *jsonObj) str(k, v string) {
 	if v != "" {
 		o.key(k)
-		o.b = appendRecString(o.b, v)
+		o.b = appendJSONString(o.b, v)
 	}
 }
 
@@ -413,7 +412,7 @@ func appendKeyValues(dst []byte, kvs []*commonpb.KeyValue) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"key":`...)
-		dst = appendRecString(dst, kv.GetKey())
+		dst = appendJSONString(dst, kv.GetKey())
 		dst = append(dst, `,"value":`...)
 		dst = appendAnyValue(dst, kv.GetValue())
 		dst = append(dst, '}')
@@ -425,7 +424,7 @@ func appendAnyValue(dst []byte, v *commonpb.AnyValue) []byte {
 	switch x := v.GetValue().(type) {
 	case *commonpb.AnyValue_StringValue:
 		dst = append(dst, `{"stringValue":`...)
-		dst = appendRecString(dst, x.StringValue)
+		dst = appendJSONString(dst, x.StringValue)
 	case *commonpb.AnyValue_BoolValue:
 		dst = append(dst, `{"boolValue":`...)
 		dst = strconv.AppendBool(dst, x.BoolValue)
@@ -474,38 +473,3 @@ func appendRecFloat(dst []byte, f float64) []byte {
 	return strconv.AppendFloat(dst, f, 'g', -1, 64)
 }
 
-// appendRecString writes s as a JSON string; invalid UTF-8 becomes U+FFFD so
-// the line stays valid JSON.
-func appendRecString(dst []byte, s string) []byte {
-	const hexd = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c < 0x20:
-				dst = append(dst, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else {
-			dst = append(dst, s[i:i+n]...)
-		}
-		i += n
-	}
-	return append(dst, '"')
-}

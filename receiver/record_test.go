@@ -79,14 +79,14 @@ func TestAppendRecString(t *testing.T) {
 		{"bad\xffutf8", "bad\ufffdutf8"},
 	}
 	for _, tt := range tests {
-		b := appendRecString(nil, tt.in)
+		b := appendJSONString(nil, tt.in)
 		var got string
 		if err := json.Unmarshal(b, &got); err != nil {
-			t.Errorf("appendRecString(%q) = %s: invalid JSON: %v", tt.in, b, err)
+			t.Errorf("appendJSONString(%q) = %s: invalid JSON: %v", tt.in, b, err)
 			continue
 		}
 		if got != tt.want {
-			t.Errorf("appendRecString(%q) reads back as %q, want %q", tt.in, got, tt.want)
+			t.Errorf("appendJSONString(%q) reads back as %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
