@@ -472,4 +472,3 @@ func appendRecFloat(dst []byte, f float64) []byte {
 	}
 	return strconv.AppendFloat(dst, f, 'g', -1, 64)
 }
-
