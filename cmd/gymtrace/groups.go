@@ -23,6 +23,7 @@ type groupInfoJSON struct {
 	Description string `json:"description"`
 	Spans       string `json:"spans"`
 	EmitsSpans  bool   `json:"emits_spans"`
+	Metric      string `json:"metric,omitempty"` // the metric a span-less group gates
 }
 
 type presetInfoJSON struct {
@@ -60,7 +61,7 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 	}
 	var out groupsJSON
 	for _, g := range reg.Groups() {
-		out.Groups = append(out.Groups, groupInfoJSON{g.Name, g.Description, g.Spans, g.EmitsSpans})
+		out.Groups = append(out.Groups, groupInfoJSON{g.Name, g.Description, g.Spans, g.EmitsSpans, g.Metric})
 	}
 	for _, p := range reg.Presets() {
 		s, _ := reg.PresetSet(p.Name)
@@ -88,6 +89,9 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 		spans := g.Spans
 		if !g.EmitsSpans {
 			spans = "(none)"
+			if g.Metric != "" {
+				spans = "(metric " + g.Metric + ")"
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", g.Name, spans, g.Description)
 	}
