@@ -1,0 +1,40 @@
+package e2e
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLayout guards the one-way flow receiver → model → gate → tui: each
+// package's non-test dependencies (transitive, from go list) stay within what
+// it may import.
+func TestLayout(t *testing.T) {
+	const mod = "github.com/nemo-gym/gymtrace/"
+	tests := []struct {
+		pkg    string
+		banned []string
+	}{
+		{"model", []string{"gate", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		{"gate", []string{"receiver", "tui", "gymsim", "google.golang.org/grpc"}},
+		{"receiver", []string{"gate", "tui", "gymsim"}},
+		{"tui", []string{"receiver", "gymsim", "google.golang.org/grpc"}},
+		// gymsim reaches model only through gate; its own imports are checked in gymsim.
+		{"gymsim", []string{"receiver", "tui"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pkg, func(t *testing.T) {
+			out, err := exec.Command("go", "list", "-deps", mod+tt.pkg).Output()
+			if err != nil {
+				t.Fatalf("go list -deps %s: %v", tt.pkg, err)
+			}
+			for _, dep := range strings.Fields(string(out)) {
+				for _, b := range tt.banned {
+					if dep == mod+b || strings.HasPrefix(dep, mod+b+"/") || (strings.Contains(b, ".") && strings.HasPrefix(dep, b)) {
+						t.Errorf("%s depends on %s", tt.pkg, dep)
+					}
+				}
+			}
+		})
+	}
+}
