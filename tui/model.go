@@ -601,7 +601,7 @@ func (m *Model) renderHeader() {
 		parts = append(parts,
 			"spans "+fmtCount(int64(st.Stored)),
 			"rollouts "+fmtCount(int64(st.Rollouts)),
-			"traces "+fmtCount(int64(st.Traces)))
+			"trace ids "+fmtCount(int64(st.Traces)))
 		if st.Refused > 0 {
 			parts = append(parts, m.st.App.Error.Render("refused "+fmtCount(st.Refused)))
 		}
