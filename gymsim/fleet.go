@@ -22,8 +22,15 @@ import (
 type Config struct {
 	// Seed decides every rollout's shape; rollout n is named r-<seed>-<n>.
 	Seed int64
-	// Spec is the span_groups setting every process gates with.
+	// Spec is the span_groups setting every process gates with, unless
+	// ProcessSpecs overrides it.
 	Spec gate.Set
+	// ProcessSpecs overrides Spec for single processes, keyed by server
+	// name (rollout_collection, simple_agent, policy_model, example_tools;
+	// see ProcessNames). In Gym each process reads its own config, so one
+	// process can run with a different span_groups than the others: that
+	// is how cross-process joins break in practice.
+	ProcessSpecs map[string]gate.Set
 	// Rollouts to run; 0 runs until Shutdown.
 	Rollouts int
 	// RunSize is the number of rollouts per collection run (one gym.job
@@ -124,6 +131,11 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	if cfg.RunID == "" {
 		cfg.RunID = fmt.Sprintf("sim-%d", cfg.Seed)
 	}
+	for name := range cfg.ProcessSpecs {
+		if _, ok := serverTypes[name]; !ok {
+			return nil, fmt.Errorf("process spec %q: no such process (want one of %s)", name, strings.Join(ProcessNames(), ", "))
+		}
+	}
 	switch cfg.Protocol {
 	case "grpc", "http":
 		if cfg.Endpoint == "" {
@@ -176,6 +188,20 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	}
 	go f.drive()
 	return f, nil
+}
+
+// ProcessNames returns the names of the fleet's processes, the keys of
+// Config.ProcessSpecs, in call order: driver, agent, model, resources.
+func ProcessNames() []string {
+	return []string{driverName, agentName, modelName, resourcesName}
+}
+
+// specOf returns the span_groups process name runs with.
+func (c *Config) specOf(name string) gate.Set {
+	if s, ok := c.ProcessSpecs[name]; ok {
+		return s
+	}
+	return c.Spec
 }
 
 // loopbackOnly refuses endpoints off this machine: the fleet is a local toy.

@@ -45,8 +45,8 @@ func (s semaphore) release() {
 // histogram when the concurrency group is on and the fleet exports OTLP;
 // otherwise it returns nils and no instrument exists, as a Gym process
 // with concurrency off creates none.
-func (f *Fleet) newMeterProvider(ctx context.Context, res *resource.Resource) (*sdkmetric.MeterProvider, metric.Float64Histogram, error) {
-	if !f.cfg.Spec.Has(gate.Concurrency) {
+func (f *Fleet) newMeterProvider(ctx context.Context, res *resource.Resource, spec gate.Set) (*sdkmetric.MeterProvider, metric.Float64Histogram, error) {
+	if !spec.Has(gate.Concurrency) {
 		return nil, nil, nil
 	}
 	var (

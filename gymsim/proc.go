@@ -62,6 +62,7 @@ var traceContext = propagation.TraceContext{}
 type proc struct {
 	f      *Fleet
 	name   string
+	spec   gate.Set // the span_groups this process reads from its config
 	tp     *sdktrace.TracerProvider
 	tracer trace.Tracer
 	client *http.Client
@@ -130,7 +131,7 @@ func (e *pyException) record(sp trace.Span) {
 }
 
 func newProc(ctx context.Context, f *Fleet, name string, serve bool) (*proc, error) {
-	p := &proc{f: f, name: name, routes: map[string]handler{}}
+	p := &proc{f: f, name: name, spec: f.cfg.specOf(name), routes: map[string]handler{}}
 	res := resource.NewWithAttributes("",
 		attribute.String("telemetry.sdk.language", "go"),
 		attribute.String("telemetry.sdk.name", "opentelemetry"),
@@ -164,7 +165,7 @@ func newProc(ctx context.Context, f *Fleet, name string, serve bool) (*proc, err
 	p.tracer = p.tp.Tracer("nemo_gym")
 	if name == agentName {
 		p.sem = make(semaphore, f.cfg.AgentSlots)
-		if p.mp, p.queueWait, err = f.newMeterProvider(ctx, res); err != nil {
+		if p.mp, p.queueWait, err = f.newMeterProvider(ctx, res, p.spec); err != nil {
 			_ = p.tp.Shutdown(ctx)
 			return nil, fmt.Errorf("%s metric exporter: %w", name, err)
 		}
@@ -201,9 +202,9 @@ func (p *proc) serve() {
 	}
 }
 
-// on reports whether group g is enabled: the gate every span site checks
-// before it builds anything.
-func (p *proc) on(g gate.Group) bool { return p.f.cfg.Spec.Has(g) }
+// on reports whether group g is enabled in this process's span_groups: the
+// gate every span site, and the inject/extract decisions, check first.
+func (p *proc) on(g gate.Group) bool { return p.spec.Has(g) }
 
 // start starts a span of group g for rollout rid. Callers check p.on(g) first.
 func (p *proc) start(ctx context.Context, g gate.Group, rid, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {

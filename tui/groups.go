@@ -377,7 +377,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 		name string
 		rep  *gate.Report
 	}{{"current", cur}, {"preview", prev}} {
-		for _, b := range aggregateBreaks(side.rep) {
+		for _, b := range aggregateBreaks(side.rep, g.pending) {
 			text := fmt.Sprintf("✗ %s: %s → %s (%s): %s · %d rollout%s",
 				side.name, shortService(b.from), shortService(b.to), b.span, b.reason, b.rollouts, plural(b.rollouts))
 			for k, l := range wrap(text, w-2) {
@@ -480,14 +480,22 @@ type breakSum struct {
 	rollouts               int
 }
 
-// aggregateBreaks groups a report's per-rollout breaks by hop and reason.
-func aggregateBreaks(r *gate.Report) []breakSum {
+// aggregateBreaks groups a report's per-rollout breaks by hop and reason,
+// leaving out the rollouts still arriving (pending): their pieces may yet join.
+func aggregateBreaks(r *gate.Report, pending []string) []breakSum {
 	if r == nil {
 		return nil
+	}
+	wait := make(map[string]bool, len(pending))
+	for _, id := range pending {
+		wait[id] = true
 	}
 	idx := map[gate.Break]int{}
 	var out []breakSum
 	for _, pr := range r.PerRollout {
+		if wait[pr.ID] {
+			continue
+		}
 		seen := map[gate.Break]bool{}
 		for _, b := range pr.Breaks {
 			if seen[b] {

@@ -148,7 +148,7 @@ func TestHTTPClientOffReportsBreak(t *testing.T) {
 	if rep.Result.RolloutsSplit != 3 {
 		t.Errorf("split rollouts %d, want 3", rep.Result.RolloutsSplit)
 	}
-	br := aggregateBreaks(rep)
+	br := aggregateBreaks(rep, nil)
 	if len(br) == 0 || !strings.Contains(br[0].reason, "http_client") {
 		t.Fatalf("breaks = %+v, want one naming http_client", br)
 	}
