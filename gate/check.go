@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,12 +33,31 @@ type rollCheck struct {
 	// newTrace holds the processes whose spans start new traces inside the
 	// rollout: the likely callee of an unanswered call to an unknown host.
 	newTrace []model.ResourceID
+	// strays are the non-SERVER tops of those new traces. Check reports
+	// one only when no unanswered call of the rollout names its process:
+	// otherwise it is the same broken hop seen from the callee's side.
+	strays []strayRoot
+	// entry is the top of the rollout's entry fragment when that is a true
+	// root: with a run's gym.job captured, the driver's call to /run did
+	// not join it.
+	entry    strayRoot
+	entryTop bool
+	entryKnd model.Kind
 }
 
 type clientCall struct {
-	res  model.ResourceID
-	host string
-	path string
+	res        model.ResourceID
+	host       string
+	path       string
+	start, end int64
+}
+
+// strayRoot is a span, not a SERVER span, that starts a new trace inside a
+// rollout: its process did not extract the caller's traceparent.
+type strayRoot struct {
+	res   model.ResourceID
+	name  string
+	start int64
 }
 
 type hostRes struct {
@@ -123,6 +143,10 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			entry = i
 		}
 	}
+	if entry >= 0 && r.Fragments[entry].TopParent.IsZero() && !r.Synthetic {
+		top := &r.Fragments[entry].Spans[0]
+		c.entry, c.entryTop, c.entryKnd = strayRoot{res: top.Resource, name: snap.Str(top.Name), start: top.Start}, true, top.Kind
+	}
 	type serverRoot struct {
 		res  model.ResourceID
 		host string
@@ -179,7 +203,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			}
 			u, _ := firstAttr(in, sp.Attrs, urlKeys)
 			h, p := splitURL(u)
-			c.unanswered = append(c.unanswered, clientCall{res: sp.Resource, host: h, path: p})
+			c.unanswered = append(c.unanswered, clientCall{res: sp.Resource, host: h, path: p, start: sp.Start, end: sp.End})
 		}
 		top := &f.Spans[0]
 		topSvc := snap.ServiceName(top.Resource)
@@ -202,7 +226,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			}
 			roots = append(roots, sr)
 		default:
-			addHop(unknownService, topSvc, fmt.Sprintf(reasonNewTrace, snap.Str(top.Name), topSvc))
+			c.strays = append(c.strays, strayRoot{res: top.Resource, name: snap.Str(top.Name), start: top.Start})
 			addRes(&c.newTrace, top.Resource)
 		}
 	}
@@ -261,25 +285,35 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		for _, id := range c.joined {
 			joined[id] = true
 		}
-		for _, id := range c.resources {
-			seen[id] = true
-		}
 	}
-	for _, j := range snap.Jobs {
-		seen[j.Spans[0].Resource] = true
+	learned := learnHosts(checks, hosts)
+	// The process that emits gym.job spans is the driver, the caller of
+	// every rollout's /run.
+	driver, hasDriver := model.ResourceID(0), false
+	for i, j := range snap.Jobs {
+		if i == 0 || j.Spans[0].Resource == driver {
+			driver, hasDriver = j.Spans[0].Resource, true
+			continue
+		}
+		hasDriver = false
+		break
 	}
 	agg := map[BrokenHop]int{}
 	for i, r := range snap.Rollouts {
 		c := checks[i]
 		hops := c.hops
+		var callees []string // services the rollout's unanswered calls name
 		for _, cc := range c.unanswered {
 			res, known := hosts[cc.host]
+			lres, learnt := learned[cc.host]
 			to := ""
 			switch {
 			case known && res != cc.res:
 				to = snap.ServiceName(res)
 			case known:
 				continue
+			case learnt:
+				to = snap.ServiceName(lres)
 			case strings.Contains(cc.path, "/ng-rollout/"):
 				// A rollout-scoped Gym route on a host with no SERVER spans
 				// at all: name the process that started new traces instead.
@@ -291,6 +325,22 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 				continue // not a Gym server this capture has seen: an external call
 			}
 			hops = addCount(hops, BrokenHop{FromService: snap.ServiceName(cc.res), ToService: to, Reason: fmt.Sprintf(reasonNoServerChild, to), Count: 1})
+			callees = append(callees, to)
+		}
+		if hasDriver && c.entryTop && c.entry.res != driver {
+			from, to := snap.ServiceName(driver), snap.ServiceName(c.entry.res)
+			reason := fmt.Sprintf(reasonServerRoot, from)
+			if c.entryKnd != model.KindServer {
+				reason = fmt.Sprintf(reasonNewTrace, c.entry.name, to)
+			}
+			hops = addCount(hops, BrokenHop{FromService: from, ToService: to, Reason: reason, Count: 1})
+		}
+		for _, sr := range c.strays {
+			svc := snap.ServiceName(sr.res)
+			if slices.Contains(callees, svc) {
+				continue
+			}
+			hops = addCount(hops, BrokenHop{FromService: unknownService, ToService: svc, Reason: fmt.Sprintf(reasonNewTrace, sr.name, svc), Count: 1})
 		}
 		rc := RolloutCheck{Hops: hops}
 		switch {
@@ -308,6 +358,18 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 			rep.Joined++
 		}
 		rep.ByRollout[r.ID] = rc
+		// Only judged rollouts show which processes never join: within the
+		// grace a healthy process may still wait for its callers' spans.
+		if rc.Status != JoinPending {
+			for _, id := range c.resources {
+				seen[id] = true
+			}
+		}
+	}
+	if len(snap.Rollouts) == 0 || rep.Pending < len(snap.Rollouts) {
+		for _, j := range snap.Jobs {
+			seen[j.Spans[0].Resource] = true
+		}
 	}
 	// A process that never joins anyone is worth a row of its own only when
 	// no hop above already names it.
@@ -342,6 +404,43 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	rep.Intact = len(rep.Hops) == 0 && rep.Split == 0
 	e.evict()
 	return rep
+}
+
+// learnHosts names the process behind hosts no SERVER span reveals (a
+// process with server off): an unanswered call to such a host, during which
+// a stray root of the same rollout starts, was answered by the stray's
+// process (the first to start, when several do). Learned over the whole snapshot, the name also serves rollouts
+// where that process emitted nothing. A host seen answered by two processes
+// stays unnamed.
+func learnHosts(checks []*rollCheck, hosts map[string]model.ResourceID) map[string]model.ResourceID {
+	learned := map[string]model.ResourceID{}
+	ambiguous := map[string]bool{}
+	for _, c := range checks {
+		for _, cc := range c.unanswered {
+			if _, ok := hosts[cc.host]; ok || cc.host == "" || ambiguous[cc.host] {
+				continue
+			}
+			// The callee's first span starts first: a later one inside the
+			// call may belong to a process the callee called in turn.
+			first := -1
+			for i, sr := range c.strays {
+				if sr.start >= cc.start && sr.start <= cc.end && (first < 0 || sr.start < c.strays[first].start) {
+					first = i
+				}
+			}
+			if first < 0 {
+				continue
+			}
+			res := c.strays[first].res
+			if prev, ok := learned[cc.host]; ok && prev != res {
+				delete(learned, cc.host)
+				ambiguous[cc.host] = true
+				continue
+			}
+			learned[cc.host] = res
+		}
+	}
+	return learned
 }
 
 // pieces counts the connected pieces of a rollout as captured: fragments

@@ -38,12 +38,30 @@ func TestCheck(t *testing.T) {
 			mod: func(f *fleet) { f.doubleClient = true }},
 		{
 			// The model process does not extract: no SERVER spans there, its
-			// handler spans start their own traces.
+			// handler spans start their own traces. The agent's unanswered
+			// CLIENT spans and the model's new roots are one broken hop,
+			// reported once, from the side that names both processes.
 			name: "model did not extract", mod: func(f *fleet) { f.noServer = map[string]bool{"model": true} },
 			split: n,
 			hops: []string{
-				"? -> nemo-gym/model x4: " + fmt.Sprintf(reasonNewTrace, "gym.model.responses", "nemo-gym/model"),
 				"nemo-gym/agent -> nemo-gym/model x4: " + fmt.Sprintf(reasonNoServerChild, "nemo-gym/model"),
+			},
+		},
+		{
+			// Neither side of the agent's calls joins, and the model does
+			// not extract either: with no CLIENT span to pair them with, the
+			// model's new roots are reported as such.
+			name: "agent sent nothing and model did not extract",
+			mod: func(f *fleet) {
+				f.cut = func(caller, callee string) bool { return caller == "agent" }
+				f.noClient = map[string]bool{"agent": true}
+				f.noServer = map[string]bool{"model": true}
+			},
+			split: n,
+			hops: []string{
+				"? -> nemo-gym/model x4: " + fmt.Sprintf(reasonNewTrace, "gym.model.responses", "nemo-gym/model"),
+				"nemo-gym/agent -> nemo-gym/agent x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
+				"nemo-gym/agent -> nemo-gym/resources x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
 			},
 		},
 		{
@@ -71,6 +89,19 @@ func TestCheck(t *testing.T) {
 				"nemo-gym/agent -> nemo-gym/agent x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
 				"nemo-gym/agent -> nemo-gym/model x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
 				"nemo-gym/agent -> nemo-gym/resources x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
+			},
+		},
+		{
+			// The driver has http_client off: its gym.job span is captured,
+			// but every /run call starts a trace of its own.
+			name: "driver sent no traceparent", job: true,
+			mod: func(f *fleet) {
+				f.cut = func(caller, callee string) bool { return caller == "rollout_collection" }
+				f.noClient = map[string]bool{"rollout_collection": true}
+			},
+			split: n,
+			hops: []string{
+				fmt.Sprintf("nemo-gym/rollout_collection -> nemo-gym/agent x%d: ", n) + fmt.Sprintf(reasonServerRoot, "nemo-gym/rollout_collection"),
 			},
 		},
 		{
@@ -175,5 +206,47 @@ func TestCheckOrphan(t *testing.T) {
 	want := []string{"? -> nemo-gym/model x1: " + fmt.Sprintf(reasonParentMissing, "SERVER")}
 	if got := hopStrings(rep.Hops); !reflect.DeepEqual(got, want) || rep.Split != 1 {
 		t.Errorf("hops %q split %d, want %q, 1", got, rep.Split, want)
+	}
+}
+
+// A process with server off is known by no SERVER span's host. Where its
+// spans start new traces during a call, the call names it; a rollout in
+// which it emitted nothing gets the same name, not a bare host:port.
+func TestCheckNamesSilentCallee(t *testing.T) {
+	st := model.NewStore(model.Options{})
+	defer st.Close()
+	f := newFleet(t, st)
+	f.noServer = map[string]bool{"resources": true}
+	f.rollout(model.SpanID{}, "loud", 1, 1)
+	f.newTrace()
+	f.call(model.SpanID{}, "rollout_collection", "agent", "/run", "", func(run model.SpanID) {
+		r := f.add(run, "nemo-gym/agent", "gym.rollout", model.KindInternal, kv{model.RolloutIDKey, "quiet"})
+		f.call(r, "agent", "resources", "/get_weather", "quiet", nil)
+	})
+	snap := f.flush()
+	rep := NewEngine(Default()).Check(snap, time.Now(), 0)
+	want := []string{"nemo-gym/agent -> nemo-gym/resources x3: " + fmt.Sprintf(reasonNoServerChild, "nemo-gym/resources")}
+	if got := hopStrings(rep.Hops); !reflect.DeepEqual(got, want) {
+		t.Errorf("hops:\n%q\nwant\n%q", got, want)
+	}
+	quiet := rep.ByRollout["quiet"]
+	if quiet.Status != Split || len(quiet.Hops) != 1 || quiet.Hops[0].ToService != "nemo-gym/resources" {
+		t.Errorf("quiet rollout: %v %q, want split with one hop to nemo-gym/resources", quiet.Status, hopStrings(quiet.Hops))
+	}
+}
+
+// Within the grace, a process whose spans have not joined yet is not
+// reported as never joining: its callers' spans may still be on the way.
+func TestCheckPendingNamesNoProcess(t *testing.T) {
+	now := time.Now()
+	snap := gymCapture(t, 2, 2, 1, true, func(f *fleet) { f.noServer = map[string]bool{"model": true} })
+	e := NewEngine(Default())
+	rep := e.Check(snap, now, time.Hour)
+	if rep.Pending != 2 || rep.Split != 0 || len(rep.Hops) != 0 {
+		t.Errorf("within grace: pending %d split %d hops %q; want 2, 0, none", rep.Pending, rep.Split, hopStrings(rep.Hops))
+	}
+	rep = e.Check(snap, now.Add(2*time.Hour), time.Hour)
+	if rep.Pending != 0 || rep.Split != 2 || len(rep.Hops) == 0 {
+		t.Errorf("past grace: pending %d split %d hops %q; want 0, 2, some", rep.Pending, rep.Split, hopStrings(rep.Hops))
 	}
 }

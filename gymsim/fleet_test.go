@@ -345,6 +345,7 @@ func TestStartErrors(t *testing.T) {
 		{"remote endpoint", Config{Protocol: "http", Endpoint: "10.1.2.3:4318"}, "only loopback"},
 		{"console without writer", Config{Protocol: "console"}, "no writer"},
 		{"negative rollouts", Config{Protocol: "none", Rollouts: -1}, "rollouts -1"},
+		{"unknown process spec", Config{Protocol: "none", ProcessSpecs: map[string]gate.Set{"judge": all}}, `process spec "judge": no such process`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -326,6 +326,7 @@ func (p *proc) post(ctx context.Context, url, rid string, body any) (int, []byte
 			attribute.String("url.full", full),
 			attribute.String("nemo.gym.rollout.id", rid),
 		)
+		p.f.truth.noteCallee(sp.SpanContext().SpanID(), p.f.calleeOf(url))
 		traceContext.Inject(cctx, propagation.HeaderCarrier(req.Header))
 	}
 	defer sp.End()
@@ -345,6 +346,16 @@ func (p *proc) post(ctx context.Context, url, rid string, body any) (int, []byte
 		}
 	}
 	return resp.StatusCode, out, err
+}
+
+// calleeOf names the fleet process serving url; "" for any other host.
+func (f *Fleet) calleeOf(url string) string {
+	for _, p := range f.procs {
+		if p.base != "" && strings.HasPrefix(url, p.base+"/") {
+			return p.name
+		}
+	}
+	return ""
 }
 
 // clientError is the exception aiohttp raises for an error answer.

@@ -24,12 +24,16 @@ type TruthSpan struct {
 	Group     gate.Group
 	RolloutID string // "" for gym.job
 	Status    codes.Code
+	// Callee is the server name of the process a CLIENT span called
+	// (e.g. policy_model); "" for other spans and calls outside the fleet.
+	Callee string
 }
 
 // spanMeta is what a span site knows and the SDK does not keep.
 type spanMeta struct {
-	group gate.Group
-	rid   string
+	group  gate.Group
+	rid    string
+	callee string
 }
 
 // truthLog records ended spans. It is a SpanProcessor on every provider;
@@ -54,7 +58,19 @@ func (t *truthLog) note(id trace.SpanID, g gate.Group, rid string) {
 		return
 	}
 	t.mu.Lock()
-	t.meta[id] = spanMeta{g, rid}
+	t.meta[id] = spanMeta{group: g, rid: rid}
+	t.mu.Unlock()
+}
+
+// noteCallee remembers the process a CLIENT span just started calls.
+func (t *truthLog) noteCallee(id trace.SpanID, callee string) {
+	if !t.record || callee == "" {
+		return
+	}
+	t.mu.Lock()
+	m := t.meta[id]
+	m.callee = callee
+	t.meta[id] = m
 	t.mu.Unlock()
 }
 
@@ -92,6 +108,7 @@ func (p *truthProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 		Group:     m.group,
 		RolloutID: m.rid,
 		Status:    s.Status().Code,
+		Callee:    m.callee,
 	})
 }
 

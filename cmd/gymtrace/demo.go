@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,6 +41,8 @@ type demoOptions struct {
 	grpcAddr    string
 	httpAddr    string
 	maxSpans    int
+	// procSpecs are the --process-spec values, NAME=SPEC, in flag order.
+	procSpecs []string
 }
 
 // runDemo starts the receivers, a simulated fleet exporting real OTLP to
@@ -63,6 +67,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	fs.StringVar(&o.grpcAddr, "grpc-addr", "", "OTLP/gRPC listen address (default 127.0.0.1:4317 if free, else any free port)")
 	fs.StringVar(&o.httpAddr, "http-addr", "", "OTLP/HTTP listen address (default 127.0.0.1:4318 if free, else any free port)")
 	fs.IntVar(&o.maxSpans, "max-spans", 2_000_000, "spans kept in memory; oldest rollouts are evicted past it")
+	fs.Func("process-spec", "NAME=SPEC: span_groups of one fleet process instead of --spec (repeatable; NAME is one of "+
+		strings.Join(gymsim.ProcessNames(), ", ")+"), e.g. policy_model=model_call to watch a join break", func(v string) error {
+		o.procSpecs = append(o.procSpecs, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -87,6 +96,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		fmt.Fprintf(stderr, "gymtrace demo: --spec: %v\n", err)
 		return exitUsage
 	}
+	procSpecs, err := parseProcessSpecs(reg, o.procSpecs)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace demo: %v\n", err)
+		return exitUsage
+	}
 	headless := o.headless || o.json || !tty
 
 	rr, err := startDemoReceivers(ctx, o, stderr)
@@ -100,7 +114,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		endpoint = httpAddr
 	}
 	fleet, err := gymsim.Start(ctx, gymsim.Config{
-		Seed: o.seed, Spec: spec, Rollouts: o.rollouts, RunSize: o.runSize, Rate: o.rate,
+		Seed: o.seed, Spec: spec, ProcessSpecs: procSpecs, Rollouts: o.rollouts, RunSize: o.runSize, Rate: o.rate,
 		Concurrency: o.concurrency, Protocol: o.protocol, Endpoint: endpoint,
 		Latency: o.latency, BatchTimeout: o.batch,
 	})
@@ -117,14 +131,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		ferr := fleet.Shutdown(sctx)
 		return errors.Join(ferr, rr.stop())
 	}
-	fmt.Fprintf(stderr, "gymtrace demo: receiving OTLP/gRPC on %s and OTLP/HTTP on %s; fleet exports %s with span_groups %q\n",
-		grpcAddr, httpAddr, o.protocol, reg.Format(spec))
+	fmt.Fprintf(stderr, "gymtrace demo: receiving OTLP/gRPC on %s and OTLP/HTTP on %s; fleet exports %s with span_groups %q%s\n",
+		grpcAddr, httpAddr, o.protocol, reg.Format(spec), formatProcessSpecs(reg, procSpecs, " except ", ""))
 
 	if !headless {
 		uiErr := runUI(uiConfig{
 			Store: rr.Store, Registry: reg, Current: spec, CurrentSpec: o.spec,
 			Addrs: rr.Addrs, Live: true,
-			Title: fmt.Sprintf("gymtrace demo (seed %d, %s)", o.seed, reg.Format(spec)),
+			Title: fmt.Sprintf("gymtrace demo (seed %d, %s%s)", o.seed, reg.Format(spec), formatProcessSpecs(reg, procSpecs, "; ", "")),
 		})
 		if err := stopAll(); err != nil {
 			fmt.Fprintf(stderr, "gymtrace demo: shutdown: %v\n", err)
@@ -160,7 +174,7 @@ loop:
 		fmt.Fprintf(stderr, "gymtrace demo: shutdown: %v\n", err)
 	}
 	if o.json {
-		if err := writeDemoSummary(stdout, newServeSummary(snap, rr.Server.Stats()), fleet.Stats(), reg.Format(spec)); err != nil {
+		if err := writeDemoSummary(stdout, newServeSummary(snap, rr.Server.Stats()), fleet.Stats(), reg.Format(spec), formatSpecs(reg, procSpecs)); err != nil {
 			fmt.Fprintf(stderr, "gymtrace demo: %v\n", err)
 			return exitUsage
 		}
@@ -196,8 +210,11 @@ func startDemoReceivers(ctx context.Context, o demoOptions, warn io.Writer) (*ru
 // the fleet says it emitted, so the two can be compared.
 type demoSummary struct {
 	serveSummary
-	Spec  string    `json:"spec"`
-	Fleet demoFleet `json:"fleet"`
+	Spec string `json:"spec"`
+	// ProcessSpecs maps a process to its own span_groups, when
+	// --process-spec gave one.
+	ProcessSpecs map[string]string `json:"process_specs,omitempty"`
+	Fleet        demoFleet         `json:"fleet"`
 }
 
 type demoFleet struct {
@@ -208,10 +225,11 @@ type demoFleet struct {
 	ExportErrors      int64 `json:"export_errors"`
 }
 
-func writeDemoSummary(w io.Writer, sum serveSummary, fs gymsim.Stats, spec string) error {
+func writeDemoSummary(w io.Writer, sum serveSummary, fs gymsim.Stats, spec string, procSpecs map[string]string) error {
 	b, err := json.MarshalIndent(demoSummary{
 		serveSummary: sum,
 		Spec:         spec,
+		ProcessSpecs: procSpecs,
 		Fleet: demoFleet{
 			RolloutsStarted: fs.Started, RolloutsCompleted: fs.Completed, RolloutsFailed: fs.Failed,
 			SpansEmitted: fs.Spans, ExportErrors: fs.ExportErrors,
@@ -222,4 +240,56 @@ func writeDemoSummary(w io.Writer, sum serveSummary, fs gymsim.Stats, spec strin
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// parseProcessSpecs parses --process-spec values: NAME=SPEC, NAME a fleet
+// process. A process given twice keeps the last value, as flags do.
+func parseProcessSpecs(reg *gate.Registry, vals []string) (map[string]gate.Set, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	names := gymsim.ProcessNames()
+	out := map[string]gate.Set{}
+	for _, v := range vals {
+		name, spec, ok := strings.Cut(v, "=")
+		if !ok {
+			return nil, fmt.Errorf("--process-spec %q: want NAME=SPEC", v)
+		}
+		if !slices.Contains(names, name) {
+			return nil, fmt.Errorf("--process-spec %q: unknown process %q (want one of %s)", v, name, strings.Join(names, ", "))
+		}
+		set, err := reg.Parse(spec)
+		if err != nil {
+			return nil, fmt.Errorf("--process-spec %s: %w", name, err)
+		}
+		out[name] = set
+	}
+	return out, nil
+}
+
+// formatSpecs formats each process's span_groups; nil for none.
+func formatSpecs(reg *gate.Registry, specs map[string]gate.Set) map[string]string {
+	if len(specs) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(specs))
+	for name, set := range specs {
+		out[name] = reg.Format(set)
+	}
+	return out
+}
+
+// formatProcessSpecs renders the per-process specs as prefix NAME=SPEC, ...
+// suffix, in the fleet's process order; "" for none.
+func formatProcessSpecs(reg *gate.Registry, specs map[string]gate.Set, prefix, suffix string) string {
+	var parts []string
+	for _, name := range gymsim.ProcessNames() {
+		if set, ok := specs[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%s", name, reg.Format(set)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return prefix + strings.Join(parts, ", ") + suffix
 }

@@ -134,6 +134,9 @@ func TestDemoUsage(t *testing.T) {
 		{"extra argument", []string{"capture.jsonl"}, `unexpected arguments ["capture.jsonl"]`},
 		{"negative rollouts", []string{"--rollouts", "-1"}, "--rollouts and --rate must be 0 or more"},
 		{"busy address", []string{"--grpc-addr", "256.0.0.1:1", "--http-addr", "127.0.0.1:0"}, "256.0.0.1:1"},
+		{"process spec without =", []string{"--process-spec", "policy_model"}, `--process-spec "policy_model": want NAME=SPEC`},
+		{"unknown process", []string{"--process-spec", "judge=all"}, `unknown process "judge" (want one of rollout_collection, simple_agent, policy_model, example_tools)`},
+		{"bad process spec", []string{"--process-spec", "policy_model=all,tool_call"}, `--process-spec policy_model: unknown span group "tool_call"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,4 +153,51 @@ func TestDemoUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDemoProcessSpec: one process running its own span_groups breaks the
+// join the others keep. With the model server not extracting traceparent,
+// each model call starts a trace of its own, where the healthy fleet keeps
+// the whole run in the job's one trace.
+func TestDemoProcessSpec(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		traces func(int) bool
+	}{
+		{"healthy_default", nil, func(n int) bool { return n == 1 }},
+		{"model_without_server", []string{"--process-spec", "policy_model=http_client,model_call"}, func(n int) bool { return n > 6 }},
+		{"driver_without_http_client", []string{"--process-spec", "rollout_collection=job"}, func(n int) bool { return n == 7 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"--spec", "default", "--rollouts", "6", "--headless", "--json"}, tt.args...)
+			var stdout, stderr bytes.Buffer
+			sum := runDemoJSONOut(t, args, &stdout, &stderr)
+			if !tt.traces(sum.Traces) {
+				t.Errorf("%d traces for 6 rollouts", sum.Traces)
+			}
+			if len(tt.args) > 0 && !strings.Contains(stderr.String(), "except "+strings.SplitN(tt.args[1], "=", 2)[0]+"=") {
+				t.Errorf("the start line does not name the overridden process:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+// runDemoJSONOut is runDemoJSON that also hands back the output.
+func runDemoJSONOut(t *testing.T, args []string, stdout, stderr *bytes.Buffer) demoJSON {
+	t.Helper()
+	code := runDemo(context.Background(), append(append([]string(nil), demoArgs...), args...), stdout, stderr, false)
+	if code != exitOK {
+		t.Fatalf("runDemo(%q) = %d, stderr:\n%s", args, code, stderr.String())
+	}
+	var sum demoJSON
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, stdout.String())
+	}
+	if sum.SpansReceived != sum.Fleet.SpansEmitted || sum.Fleet.ExportErrors != 0 {
+		t.Fatalf("received %d, emitted %d, export errors %d", sum.SpansReceived, sum.Fleet.SpansEmitted, sum.Fleet.ExportErrors)
+	}
+	demoGolden(t, stdout.Bytes())
+	return sum
 }
