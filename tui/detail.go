@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate"
@@ -14,18 +13,13 @@ import (
 
 // detailView shows every field of one span, scrollable.
 type detailView struct {
-	st   *Styles
-	keys *KeyMap
-
-	width, height int
-	title         string
-	body          []string // unwrapped lines
-	lines         []string // wrapped to width
-	offset        int
-	out           string
+	pager          // lines: body wrapped to width
+	body  []string // unwrapped lines
 }
 
-func newDetailView(st *Styles, keys *KeyMap) detailView { return detailView{st: st, keys: keys} }
+func newDetailView(st *Styles, keys *KeyMap) detailView {
+	return detailView{pager: pager{st: st, keys: keys, hint: "esc back"}}
+}
 
 // SetSpan fills the view with the span at f.Spans[i] of rollout r.
 func (d detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fragment, i int, group string) detailView {
@@ -164,28 +158,7 @@ func (d *detailView) layout() {
 
 // Update scrolls.
 func (d detailView) Update(msg tea.Msg) (detailView, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return d, nil
-	}
-	page := max(d.height-1, 1)
-	switch {
-	case key.Matches(km, d.keys.Up):
-		d.offset--
-	case key.Matches(km, d.keys.Down):
-		d.offset++
-	case key.Matches(km, d.keys.Top):
-		d.offset = 0
-	case key.Matches(km, d.keys.Bottom):
-		d.offset = len(d.lines)
-	case key.Matches(km, d.keys.PageUp):
-		d.offset -= page
-	case key.Matches(km, d.keys.PageDown):
-		d.offset += page
-	default:
-		return d, nil
-	}
-	d.render()
+	d.scroll(msg)
 	return d, nil
 }
 
@@ -195,23 +168,6 @@ func (d detailView) Scroll(n int) detailView {
 	d.render()
 	return d
 }
-
-func (d *detailView) render() {
-	if d.width <= 0 || d.height <= 0 {
-		d.out = ""
-		return
-	}
-	h := d.height - 1
-	d.offset = clamp(d.offset, 0, max(len(d.lines)-h, 0))
-	lines := []string{d.st.Panel.Title.Render(clip(d.title+" · esc back", d.width))}
-	for i := d.offset; i < len(d.lines) && i < d.offset+h; i++ {
-		lines = append(lines, clip(d.lines[i], d.width))
-	}
-	d.out = padLines(lines, d.height)
-}
-
-// View returns the rendered content.
-func (d detailView) View() string { return d.out }
 
 // groupName is the registry name of a span's classified group, or "".
 func groupName(reg *gate.Registry, g gate.Group, ok bool) string {

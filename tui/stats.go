@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
@@ -20,20 +19,13 @@ type statRow struct {
 // statsView is the per-rollout statistics table: span counts and total and
 // self time grouped by service, by span name and by group.
 type statsView struct {
-	st   *Styles
-	keys *KeyMap
-	reg  *gate.Registry
-
-	width, height int
-	title         string
-	sections      [3][]statRow
-	offset        int
-	lines         []string
-	out           string
+	pager
+	reg      *gate.Registry
+	sections [3][]statRow
 }
 
 func newStatsView(st *Styles, keys *KeyMap, reg *gate.Registry) statsView {
-	return statsView{st: st, keys: keys, reg: reg}
+	return statsView{pager: pager{st: st, keys: keys, hint: "t/esc back"}, reg: reg}
 }
 
 // selfTimes returns each span's duration minus the time covered by its
@@ -160,28 +152,7 @@ func (s *statsView) layout() {
 
 // Update scrolls.
 func (s statsView) Update(msg tea.Msg) (statsView, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return s, nil
-	}
-	page := max(s.height-1, 1)
-	switch {
-	case key.Matches(km, s.keys.Up):
-		s.offset--
-	case key.Matches(km, s.keys.Down):
-		s.offset++
-	case key.Matches(km, s.keys.Top):
-		s.offset = 0
-	case key.Matches(km, s.keys.Bottom):
-		s.offset = len(s.lines)
-	case key.Matches(km, s.keys.PageUp):
-		s.offset -= page
-	case key.Matches(km, s.keys.PageDown):
-		s.offset += page
-	default:
-		return s, nil
-	}
-	s.render()
+	s.scroll(msg)
 	return s, nil
 }
 
@@ -191,20 +162,3 @@ func (s statsView) Scroll(n int) statsView {
 	s.render()
 	return s
 }
-
-func (s *statsView) render() {
-	if s.width <= 0 || s.height <= 0 {
-		s.out = ""
-		return
-	}
-	h := s.height - 1
-	s.offset = clamp(s.offset, 0, max(len(s.lines)-h, 0))
-	lines := []string{s.st.Panel.Title.Render(clip(s.title+" · t/esc back", s.width))}
-	for i := s.offset; i < len(s.lines) && i < s.offset+h; i++ {
-		lines = append(lines, s.lines[i])
-	}
-	s.out = padLines(lines, s.height)
-}
-
-// View returns the rendered content.
-func (s statsView) View() string { return s.out }
