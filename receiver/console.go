@@ -390,18 +390,9 @@ func (c *consoleDecoder) attributes(ab *model.AttrBuilder, sp *model.Span, onSpa
 			return at(strconv.Quote(string(key)), err)
 		}
 		size += tagged(9, tagged(1, len(key))+tagged(2, n))
-		if ab.Count() >= d.lim.MaxAttrs {
-			d.rep.AttrsDropped++
-			sp.Flags |= model.FlagAttrsCapped
-			if onSpan {
-				c.dropped++
-			}
-			return nil
+		if !d.keepAttr(ab, sp, k, v, onSpan) && onSpan {
+			c.dropped++
 		}
-		if onSpan && k == d.truncKey && isTrue(v) {
-			sp.Flags |= model.FlagTruncated
-		}
-		d.addAttr(ab, k, v)
 		return nil
 	})
 	if err != nil {

@@ -660,16 +660,9 @@ func (j *jsonDecoder) span(idx int) error {
 					return jatIndex("attributes", i, err)
 				}
 				size += lenField(n)
-				if d.attrs.Count() >= d.lim.MaxAttrs {
-					d.rep.AttrsDropped++
-					sp.Flags |= model.FlagAttrsCapped
+				if !d.keepAttr(&d.attrs, &sp, k, v, true) {
 					extraOf(&ex).DroppedAttrs++
-					continue
 				}
-				if k == d.truncKey && isTrue(v) {
-					sp.Flags |= model.FlagTruncated
-				}
-				d.addAttr(&d.attrs, k, v)
 			}
 		case "droppedAttributesCount", "dropped_attributes_count":
 			if err := j.once(&seen, sfDroppedAttrs, "droppedAttributesCount"); err != nil {
@@ -940,12 +933,7 @@ func (j *jsonDecoder) subAttrs(sp *model.Span) (int, error) {
 			return 0, jatIndex("attributes", i, err)
 		}
 		size += lenField(n)
-		if d.sub.Count() >= d.lim.MaxAttrs {
-			d.rep.AttrsDropped++
-			sp.Flags |= model.FlagAttrsCapped
-			continue
-		}
-		d.addAttr(&d.sub, k, v)
+		d.keepAttr(&d.sub, sp, k, v, false)
 	}
 	return size, nil
 }

@@ -366,16 +366,9 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 					return sp, "", atIndex("attributes", nattr, err)
 				}
 				nattr++
-				if d.attrs.Count() >= d.lim.MaxAttrs {
-					d.rep.AttrsDropped++
-					sp.Flags |= model.FlagAttrsCapped
+				if !d.keepAttr(&d.attrs, &sp, k, v, true) {
 					extra().DroppedAttrs++
-					continue
 				}
-				if k == d.truncKey && isTrue(v) {
-					sp.Flags |= model.FlagTruncated
-				}
-				d.addAttr(&d.attrs, k, v)
 			case 11:
 				ev, err := d.event(f.b, &sp)
 				if err != nil {
@@ -479,12 +472,7 @@ func (d *decoder) event(b []byte, sp *model.Span) (model.Event, error) {
 				return ev, atIndex("attributes", i, err)
 			}
 			i++
-			if d.sub.Count() >= d.lim.MaxAttrs {
-				d.rep.AttrsDropped++
-				sp.Flags |= model.FlagAttrsCapped
-				continue
-			}
-			d.addAttr(&d.sub, k, v)
+			d.keepAttr(&d.sub, sp, k, v, false)
 		}
 	}
 	ev.Attrs = d.sub.Attrs()
@@ -518,12 +506,7 @@ func (d *decoder) link(b []byte, sp *model.Span) (model.Link, error) {
 				return ln, atIndex("attributes", i, err)
 			}
 			i++
-			if d.sub.Count() >= d.lim.MaxAttrs {
-				d.rep.AttrsDropped++
-				sp.Flags |= model.FlagAttrsCapped
-				continue
-			}
-			d.addAttr(&d.sub, k, v)
+			d.keepAttr(&d.sub, sp, k, v, false)
 		}
 	}
 	ln.Attrs = d.sub.Attrs()
@@ -551,6 +534,23 @@ func spanStatus(b []byte) (msg []byte, hasMsg bool, code model.StatusCode, hasCo
 		}
 	}
 	return msg, hasMsg, code, hasCode, nil
+}
+
+// keepAttr adds v under k to ab unless ab is at the attribute cap, in which
+// case the attribute is counted and sp marked instead. On a span's own
+// attributes (onSpan) it also marks a span force-closed at shutdown. It
+// reports whether the attribute was kept.
+func (d *decoder) keepAttr(ab *model.AttrBuilder, sp *model.Span, k model.Str, v value, onSpan bool) bool {
+	if ab.Count() >= d.lim.MaxAttrs {
+		d.rep.AttrsDropped++
+		sp.Flags |= model.FlagAttrsCapped
+		return false
+	}
+	if onSpan && k == d.truncKey && isTrue(v) {
+		sp.Flags |= model.FlagTruncated
+	}
+	d.addAttr(ab, k, v)
+	return true
 }
 
 // addAttr adds v under k to ab, cutting values longer than the limit.
