@@ -637,7 +637,8 @@ func (m Model) View() string {
 	var body string
 	if m.showHelp {
 		body = lipgloss.NewStyle().Height(avail).MaxHeight(avail).Render(
-			m.st.Panel.Title.Render("Keys") + "\n\n" + m.help.FullHelpView(m.keys.FullHelp()))
+			m.st.Panel.Title.Render("Keys") + "\n\n" + m.help.FullHelpView(m.keys.FullHelp()) +
+				"\n\n" + m.st.Panel.Title.Render("Filter (/)") + "\n" + gate.FilterHelp)
 	} else {
 		box := func(f focus, content string) string {
 			st := m.st.Panel.Box

@@ -59,6 +59,11 @@ func TestFilter(t *testing.T) {
 		{"service", "policy_model", []string{"r0000", "r0001", "r0002", "r0003", "r0004", "r0005"}},
 		{"span name", "gym.verify", []string{"r0000", "r0001", "r0002", "r0003", "r0004", "r0005"}},
 		{"nothing", "sandbox", nil},
+		{"status and name on one span", "status=error name=gym.verify", []string{"r0001", "r0005"}},
+		{"one span, not two", "status=error name=gym.rollout", nil},
+		{"no error", "-status=error", []string{"r0000", "r0002", "r0003", "r0004"}},
+		{"attribute and duration", "service=policy_model dur>=0s", []string{"r0000", "r0001", "r0002", "r0003", "r0004", "r0005"}},
+		{"id~", "id~r000 id!=r0000", []string{"r0001", "r0002", "r0003", "r0004", "r0005"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

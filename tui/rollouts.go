@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -46,7 +47,10 @@ func (s sortMode) String() string {
 type rowInfo struct {
 	version  uint64
 	services string
-	hay      string // lower-case text the filter matches: id, services, names
+	// matchOf and match cache the filter's verdict: the filter walks the
+	// rollout's spans, so it runs once per rollout version and filter text.
+	matchOf string
+	match   bool
 }
 
 // rolloutList is the panel listing rollouts.
@@ -61,8 +65,12 @@ type rolloutList struct {
 	join          map[string]gate.RolloutCheck
 	haveJoin      bool
 
-	sort      sortMode
-	filter    string
+	sort   sortMode
+	filter string
+	// compiled is the last filter text that parsed; while a term is half
+	// typed (dur>1) the list keeps it and filterErr says what is wrong.
+	compiled  *gate.Filter
+	filterErr string
 	input     textinput.Model
 	filtering bool
 
@@ -80,7 +88,7 @@ func newRolloutList(st *Styles, keys *KeyMap) rolloutList {
 	in.Cursor.SetMode(cursor.CursorStatic)
 	in.Prompt = "/"
 	in.PromptStyle = st.Input.Prompt
-	in.Placeholder = "id, service, error, span name"
+	in.Placeholder = "id, service, error, name; key=value key~text status=error dur>100ms (? for help)"
 	return rolloutList{st: st, keys: keys, info: map[string]*rowInfo{}, input: in}
 }
 
@@ -160,6 +168,8 @@ func (l rolloutList) Update(msg tea.Msg) (rolloutList, tea.Cmd) {
 			l.filter = ""
 			l.rebuild()
 			return l, nil
+		case km.Type == tea.KeyEnter && l.filterErr != "":
+			return l, nil // the error stays shown until the filter parses
 		case km.Type == tea.KeyEnter:
 			l.filtering = false
 			l.input.Blur()
@@ -245,7 +255,16 @@ func (l *rolloutList) rebuild() {
 		l.render()
 		return
 	}
-	needle := strings.ToLower(strings.TrimSpace(l.filter))
+	if f, err := gate.ParseFilter(l.filter); err != nil {
+		var fe *gate.FilterError
+		if errors.As(err, &fe) {
+			l.filterErr = fmt.Sprintf("%q: %s", fe.Term, fe.Reason)
+		} else {
+			l.filterErr = err.Error()
+		}
+	} else {
+		l.compiled, l.filterErr = f, ""
+	}
 	rows := l.rows[:0]
 	l.waiting, l.waitingN = 0, 0
 	for _, r := range l.snap.Rollouts {
@@ -254,7 +273,7 @@ func (l *rolloutList) rebuild() {
 			l.waitingN++
 			continue
 		}
-		if needle == "" || strings.Contains(l.rowInfo(r).hay, needle) {
+		if l.compiled.Empty() || l.matches(r) {
 			rows = append(rows, r)
 		}
 	}
@@ -304,20 +323,26 @@ func (l *rolloutList) waitingOrphan(r *model.Rollout) bool {
 	return true
 }
 
-// rowInfo derives (or returns the cached) services and filter text.
+// matches applies the compiled filter to r, cached per rollout version.
+func (l *rolloutList) matches(r *model.Rollout) bool {
+	in := l.rowInfo(r)
+	if text := l.compiled.String(); in.matchOf != text {
+		in.matchOf, in.match = text, l.compiled.Match(l.snap, r)
+	}
+	return in.match
+}
+
+// rowInfo derives (or returns the cached) services of a rollout.
 func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
 	if in := l.info[r.ID]; in != nil && in.version == r.Version {
 		return in
 	}
 	var res []model.ResourceID
-	names := map[model.Str]bool{}
 	for _, f := range r.Fragments {
 		for i := range f.Spans {
-			sp := &f.Spans[i]
-			if !slices.Contains(res, sp.Resource) {
+			if sp := &f.Spans[i]; !slices.Contains(res, sp.Resource) {
 				res = append(res, sp.Resource)
 			}
-			names[sp.Name] = true
 		}
 	}
 	svc := make([]string, len(res))
@@ -325,21 +350,7 @@ func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
 		svc[i] = shortService(l.snap.ServiceName(id))
 	}
 	sort.Strings(svc)
-	var hay strings.Builder
-	hay.WriteString(strings.ToLower(r.ID))
-	hay.WriteByte('\n')
-	for _, s := range svc {
-		hay.WriteString(strings.ToLower(s))
-		hay.WriteByte('\n')
-	}
-	for n := range names {
-		hay.WriteString(strings.ToLower(l.snap.Str(n)))
-		hay.WriteByte('\n')
-	}
-	if r.Errors > 0 {
-		hay.WriteString("error\n")
-	}
-	in := &rowInfo{version: r.Version, services: strings.Join(svc, ","), hay: hay.String()}
+	in := &rowInfo{version: r.Version, services: strings.Join(svc, ",")}
 	l.info[r.ID] = in
 	return in
 }
@@ -428,6 +439,9 @@ func (l *rolloutList) render() {
 	}
 	if l.filtering {
 		lines = padLinesSlice(lines, l.height-1)
+		if l.filterErr != "" {
+			lines[len(lines)-1] = l.st.Tree.Error.Render(clip("  filter "+l.filterErr, l.width))
+		}
 		lines = append(lines, clip(l.input.View(), l.width))
 	}
 	l.out = padLines(lines, l.height)

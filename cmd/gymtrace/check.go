@@ -59,6 +59,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	grace := fs.Duration("grace", 0, "rollouts whose spans arrived within this of the capture's last span are pending, not broken (files are complete: 0)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
+	where := whereFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n\n"+
 			"Checks that every rollout of a capture is one trace across processes.\n"+
@@ -95,6 +96,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	store, snap, frep, err := loadCaptures(files)
 	defer store.Close()
 	if err != nil {
+		return fail("%v", err)
+	}
+	if snap, err = selectWhere(snap, *where); err != nil {
 		return fail("%v", err)
 	}
 	// Every rollout of a file arrived at load time, so any grace > 0 keeps

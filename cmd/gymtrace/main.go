@@ -6,6 +6,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/nemo-gym/gymtrace/gate"
 )
 
 // Exit codes shared by every subcommand.
@@ -36,7 +38,7 @@ func usage() {
 	for _, name := range order {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
 	}
-	fmt.Fprintf(os.Stderr, "\nRun 'gymtrace COMMAND -h' for a command's flags.\n")
+	fmt.Fprintf(os.Stderr, "\nRun 'gymtrace COMMAND -h' for a command's flags, 'gymtrace help filters' for --where.\n")
 }
 
 func main() {
@@ -44,6 +46,10 @@ func main() {
 	name := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		name, args = args[0], args[1:]
+	}
+	if name == "help" && len(args) > 0 && args[0] == "filters" {
+		fmt.Println("--where and the TUI's / filter select rollouts:\n" + gate.FilterHelp)
+		os.Exit(exitOK)
 	}
 	if name == "help" {
 		usage()

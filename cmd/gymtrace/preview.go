@@ -196,6 +196,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	rollouts := fs.Int("rollouts", 10000, "project spans and bytes to this many rollouts")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
+	where := whereFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gymtrace preview --spec SPEC [--current SPEC] [--rollouts N] [--json] FILE...\n\n"+
 			"What a span_groups spec would produce from a capture (best captured with span_groups: all).\n\n")
@@ -242,6 +243,9 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	store, snap, frep, err := loadCaptures(files)
 	defer store.Close()
 	if err != nil {
+		return fail("%v", err)
+	}
+	if snap, err = selectWhere(snap, *where); err != nil {
 		return fail("%v", err)
 	}
 

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// whereUsage is the --where flag's help, shared by every command that takes it.
+const whereUsage = "only rollouts matching this filter, e.g. 'status=error service=policy_model dur>2s' (syntax: gymtrace help filters)"
+
+// whereFlag registers --where on fs.
+func whereFlag(fs *flag.FlagSet) *string { return fs.String("where", "", whereUsage) }
+
+// selectWhere narrows snap to the rollouts matching where; an empty filter
+// returns snap itself.
+func selectWhere(snap *model.Snapshot, where string) (*model.Snapshot, error) {
+	f, err := gate.ParseFilter(where)
+	if err != nil {
+		return nil, fmt.Errorf("--where: %w", err)
+	}
+	if f.Empty() {
+		return snap, nil
+	}
+	return snap.Select(f.Rollouts(snap)), nil
+}
