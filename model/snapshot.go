@@ -48,11 +48,13 @@ type Stats struct {
 	EvictedRollouts int64 // whole rollouts dropped by the --max-spans bound
 	Rollouts        int
 	Fragments       int
-	Traces          int   // distinct trace ids held
-	MetricPoints    int64 // metric data points received (counted, not stored)
-	LogRecords      int64 // log records received (counted, not stored)
-	AttrsDropped    int64 // attributes dropped by the per-span attribute cap
-	ValuesTruncated int64 // attribute values cut by the value length cap
+	Traces          int    // distinct trace ids held
+	MetricPoints    int64  // metric data points received (counted, not stored)
+	LogRecords      int64  // log records received (counted, not stored)
+	AttrsDropped    int64  // attributes dropped by the per-span attribute cap
+	ValuesTruncated int64  // attribute values cut by the value length cap
+	RequestsRefused int64  // requests the receivers refused whole
+	LastRefusal     string // the latest refusal's reason
 }
 
 // Rollout is one rollout as captured: the fragments (connected pieces of

@@ -68,6 +68,8 @@ type Store struct {
 
 	accepted, refused, metrics, logs atomic.Int64
 	attrsCapped, valuesCapped        atomic.Int64
+	reqRefused                       atomic.Int64
+	lastRefusal                      atomic.Pointer[string]
 	metricNames                      metricCounts
 
 	w writer
@@ -150,6 +152,13 @@ func (s *Store) Sync() {
 func (s *Store) CountCapped(attrsDropped, valuesTruncated int64) {
 	s.attrsCapped.Add(attrsDropped)
 	s.valuesCapped.Add(valuesTruncated)
+}
+
+// CountRefusedRequest records a request the receivers refused whole, and
+// why, so a run where every request is refused does not look like silence.
+func (s *Store) CountRefusedRequest(reason string) {
+	s.lastRefusal.Store(&reason)
+	s.reqRefused.Add(1)
 }
 
 // Count records metric data points or log records received; they are
@@ -237,7 +246,7 @@ func (s *Store) run() {
 				continue
 			}
 			if dirty || s.metrics.Load() != s.w.lastMetrics || s.logs.Load() != s.w.lastLogs ||
-				s.metricNames.gen.Load() != s.w.lastMetricGen {
+				s.metricNames.gen.Load() != s.w.lastMetricGen || s.reqRefused.Load() != s.w.lastReqRefused {
 				publish()
 			}
 		}
@@ -329,6 +338,7 @@ type writer struct {
 	pathKeys        []Str
 
 	lastMetrics, lastLogs int64
+	lastReqRefused        int64
 	// lastMetricGen is the per-name metric generation metricsPub reflects;
 	// metricsPub is shared by snapshots until the counts change.
 	lastMetricGen uint64
@@ -904,6 +914,11 @@ func (w *writer) publish() *Snapshot {
 		LogRecords:      w.lastLogs,
 		AttrsDropped:    w.s.attrsCapped.Load(),
 		ValuesTruncated: w.s.valuesCapped.Load(),
+	}
+	w.lastReqRefused = w.s.reqRefused.Load()
+	snap.Stats.RequestsRefused = w.lastReqRefused
+	if r := w.s.lastRefusal.Load(); r != nil {
+		snap.Stats.LastRefusal = *r
 	}
 	return snap
 }

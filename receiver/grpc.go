@@ -11,9 +11,10 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	_ "google.golang.org/grpc/encoding/gzip" // registers the gzip decompressor OTLP senders use
+	_ "google.golang.org/grpc/encoding/gzip" // registers the gzip decompressor OTLP senders use; compress.go adds zstd and snappy
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -82,6 +83,7 @@ func (s *Server) newGRPCServer() *grpc.Server {
 		// Bounds the message on the wire and again after decompression,
 		// answering ResourceExhausted past it.
 		grpc.MaxRecvMsgSize(s.cfg.MaxRecvBytes),
+		grpc.StatsHandler(grpcEncodingWatch{s}),
 	)
 	for _, sig := range []signal{signalTraces, signalMetrics, signalLogs} {
 		g.RegisterService(serviceDesc(sig), s)
@@ -118,6 +120,12 @@ func (s *Server) grpcExport(ctx context.Context, sig signal, dec func(any) error
 	resp, err := s.grpcExportInner(ctx, sig, dec)
 	if err != nil {
 		s.failed.Add(1)
+		from := "unknown"
+		if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+			from = p.Addr.String()
+		}
+		st := grpcstatus.Convert(err)
+		s.refuse(grpcReason(st.Code()), from, "grpc "+sig.String()+" Export", st.Message())
 	}
 	return resp, err
 }
@@ -137,6 +145,9 @@ func (s *Server) grpcExportInner(ctx context.Context, sig signal, dec func(any) 
 	var req rawRequest
 	defer req.free()
 	if err := dec(&req); err != nil {
+		if st, ok := grpcstatus.FromError(err); ok && st.Code() != codes.Unknown {
+			return nil, err // gRPC's own answer, such as ResourceExhausted past the size bound
+		}
 		return nil, grpcstatus.Errorf(codes.InvalidArgument, "read %s request: %v", sig, err)
 	}
 	switch sig {

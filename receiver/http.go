@@ -2,14 +2,11 @@ package receiver
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +60,7 @@ type httpError struct {
 	code       codes.Code
 	msg        string
 	retryAfter time.Duration // for 503
+	reason     string        // refusal reason when the status alone does not tell
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -74,6 +72,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	resp, herr := s.handleHTTP(w, r, f)
 	if herr != nil {
 		s.failed.Add(1)
+		s.refuse(httpReason(herr), r.RemoteAddr, httpSent(r), herr.msg)
 		writeHTTPError(w, f, herr)
 		return
 	}
@@ -126,13 +125,14 @@ func (s *Server) handleHTTP(w http.ResponseWriter, r *http.Request, f wireFormat
 	return resp, nil
 }
 
-// readBody reads the body within MaxRecvBytes and, for gzip, inflates it
-// within MaxDecompressed. The body lives in pooled buffers, returned so the
-// caller can give them back once done with the body.
+// readBody reads the body within MaxRecvBytes and, when compressed,
+// inflates it within MaxDecompressed. The body lives in pooled buffers,
+// returned so the caller can give them back once done with the body.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, bufs []*bytes.Buffer, herr *httpError) {
-	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
-	if enc != "" && enc != "identity" && enc != "gzip" {
-		return nil, bufs, &httpError{status: http.StatusUnsupportedMediaType, code: codes.InvalidArgument, msg: fmt.Sprintf("unsupported content encoding %q: use gzip or none", enc)}
+	enc := normEncoding(r.Header.Get("Content-Encoding"))
+	inflate := httpEncodings[enc]
+	if enc != "" && inflate == nil {
+		return nil, bufs, &httpError{status: http.StatusUnsupportedMediaType, code: codes.InvalidArgument, reason: ReasonEncoding, msg: fmt.Sprintf("unsupported content encoding %q: use one of %s, or none", enc, encodingNames())}
 	}
 	limit := int64(s.cfg.MaxRecvBytes)
 	if r.ContentLength > limit {
@@ -152,21 +152,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		}
 		return nil, bufs, &httpError{status: http.StatusBadRequest, code: codes.InvalidArgument, msg: "read request body: " + err.Error()}
 	}
-	if enc != "gzip" {
+	if inflate == nil {
 		return buf.Bytes(), bufs, nil
-	}
-	zr, err := gzip.NewReader(buf)
-	if err != nil {
-		return nil, bufs, &httpError{status: http.StatusBadRequest, code: codes.InvalidArgument, msg: "bad gzip body: " + err.Error()}
 	}
 	dlimit := int64(s.cfg.MaxDecompressed)
 	out := bufPool.Get().(*bytes.Buffer)
 	bufs = append(bufs, out)
-	if _, err := out.ReadFrom(io.LimitReader(zr, dlimit+1)); err != nil {
-		return nil, bufs, &httpError{status: http.StatusBadRequest, code: codes.InvalidArgument, msg: "bad gzip body: " + err.Error()}
-	}
-	if int64(out.Len()) > dlimit {
-		return nil, bufs, tooLarge("decompressed body", -1, dlimit)
+	if err := inflate(buf.Bytes(), out, dlimit); err != nil {
+		return nil, bufs, inflateError(enc, err, dlimit)
 	}
 	return out.Bytes(), bufs, nil
 }

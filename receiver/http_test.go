@@ -149,7 +149,7 @@ func TestHTTPInvalidRequests(t *testing.T) {
 		{name: "truncated protobuf", body: truncated, wantCode: 400, wantMsg: "truncated"},
 		{name: "bad gzip", encoding: "gzip", body: []byte("not gzip at all"), wantCode: 400, wantMsg: "bad gzip body"},
 		{name: "truncated gzip", encoding: "gzip", body: gzipBytes(t, good)[:20], wantCode: 400, wantMsg: "bad gzip body"},
-		{name: "unknown encoding", encoding: "br", body: good, wantCode: 415, wantMsg: `unsupported content encoding "br": use gzip or none`},
+		{name: "unknown encoding", encoding: "br", body: good, wantCode: 415, wantMsg: `unsupported content encoding "br": use one of deflate, gzip, lz4, snappy, x-gzip, x-snappy-framed, zlib, zstd, or none`},
 		{name: "gzip bomb", encoding: "gzip", body: bomb, wantCode: 413,
 			wantMsg: "decompressed body larger than the 262144-byte limit"},
 		{name: "oversized body", body: oversized, wantCode: 413,

@@ -55,6 +55,9 @@ type Config struct {
 	RecordPath string
 	// RecordQueue is how many requests may wait for the record writer.
 	RecordQueue int
+	// Log receives one line per new refusal reason (rate-limited), naming
+	// the client and what it sent; nil discards them.
+	Log io.Writer
 	// RetryAfter is the delay suggested to senders when the store is full.
 	// HTTP rounds it up to whole seconds (Retry-After); gRPC sends it as
 	// RetryInfo.
@@ -107,6 +110,7 @@ type Server struct {
 	recordRefused atomic.Int64 // spans refused because the record queue was full
 	requests      atomic.Int64
 	failed        atomic.Int64
+	refused       *refusals
 }
 
 // Stats are the Server's own counters; the store counts the rest.
@@ -116,6 +120,8 @@ type Stats struct {
 	Rejected      int64 // spans the decoders refused (partial success)
 	RecordRefused int64 // spans refused because the record queue was full
 	Recorded      int64 // requests written to the record
+	// RequestsRefused counts requests refused whole, by reason (Reason*).
+	RequestsRefused map[string]int64
 }
 
 // NewServer checks cfg and returns a Server ready to Start. It refuses
@@ -140,7 +146,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := checkExposure(cfg.AuthToken, cfg.Insecure, addrs...); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, auth: newAuthorizer(cfg.AuthToken)}
+	s := &Server{cfg: cfg, store: cfg.Store, auth: newAuthorizer(cfg.AuthToken), refused: newRefusals(cfg.Log)}
 	strs := cfg.Store.Interner()
 	s.locals.New = func() any { return model.NewLocal(strs) }
 	return s, nil
@@ -227,10 +233,11 @@ func (s *Server) Addrs() (grpcAddr, httpAddr string) {
 // Stats returns the Server's counters.
 func (s *Server) Stats() Stats {
 	st := Stats{
-		Requests:      s.requests.Load(),
-		Failed:        s.failed.Load(),
-		Rejected:      s.rejected.Load(),
-		RecordRefused: s.recordRefused.Load(),
+		Requests:        s.requests.Load(),
+		Failed:          s.failed.Load(),
+		Rejected:        s.rejected.Load(),
+		RecordRefused:   s.recordRefused.Load(),
+		RequestsRefused: s.refused.snapshot(),
 	}
 	if s.rec != nil {
 		st.Recorded = s.rec.Written()

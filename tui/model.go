@@ -605,6 +605,9 @@ func (m *Model) renderHeader() {
 		if st.Refused > 0 {
 			parts = append(parts, m.st.App.Error.Render("refused "+fmtCount(st.Refused)))
 		}
+		if st.RequestsRefused > 0 {
+			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("requests refused %s (last: %s)", fmtCount(st.RequestsRefused), st.LastRefusal)))
+		}
 		if st.EvictedSpans > 0 {
 			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("evicted %s spans (%s rollouts)", fmtCount(st.EvictedSpans), fmtCount(st.EvictedRollouts))))
 		}

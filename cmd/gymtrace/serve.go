@@ -79,6 +79,7 @@ func startReceivers(ctx context.Context, o receiverOptions) (*runningReceivers, 
 		MaxDecompressed: o.MaxDecompressed,
 		Limits:          o.Limits,
 		RecordPath:      o.Record,
+		Log:             o.Warn,
 	})
 	if err == nil {
 		err = srv.Start(ctx)
@@ -141,7 +142,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.AuthToken, "auth-token", os.Getenv(envAuthToken), "require 'authorization: Bearer TOKEN' on every request (default $"+envAuthToken+")")
 	fs.BoolVar(&f.Insecure, "insecure", false, "allow a non-loopback address without a token")
 	fs.IntVar(&f.MaxRecvBytes, "max-recv-bytes", receiver.DefaultMaxRecvBytes, "largest request accepted, in bytes")
-	fs.IntVar(&f.MaxDecompressed, "max-decompressed-bytes", receiver.DefaultMaxDecompressed, "largest HTTP body accepted after gzip decompression, in bytes")
+	fs.IntVar(&f.MaxDecompressed, "max-decompressed-bytes", receiver.DefaultMaxDecompressed, "largest HTTP body accepted after decompression, in bytes")
 	fs.IntVar(&f.Limits.MaxAttrs, "max-attrs", receiver.DefaultMaxAttrs, "attributes kept per span, event or link; the rest are dropped and counted")
 	fs.IntVar(&f.Limits.MaxValueLen, "max-value-len", receiver.DefaultMaxValueLen, "longest attribute value kept, in bytes; longer ones are cut and counted")
 	fs.IntVar(&f.Queue, "queue", 256, "batches that may wait for the store; past it senders are told to retry")
@@ -270,14 +271,34 @@ func joinAddrs(addrs []string) string {
 }
 
 // statusLine is the headless status: N cumulative accepted spans, D spans
-// refused (senders retry them) or evicted by --max-spans.
+// lost (evicted by --max-spans or rejected as invalid), R spans refused
+// with a retryable status (senders retry them), and the requests refused
+// whole, by reason.
 func statusLine(s *model.Snapshot, st receiver.Stats) string {
-	return fmt.Sprintf("spans=%d rollouts=%d traces=%d dropped=%d",
-		s.Stats.Accepted, s.Stats.Rollouts, s.Stats.Traces, dropped(s, st))
+	line := fmt.Sprintf("spans=%d rollouts=%d traces=%d dropped=%d refused=%d requests_refused=%d",
+		s.Stats.Accepted, s.Stats.Rollouts, s.Stats.Traces, dropped(s, st), refused(s, st), total(st.RequestsRefused))
+	if len(st.RequestsRefused) > 0 {
+		line += " (" + receiver.FormatRefusals(st.RequestsRefused) + ")"
+	}
+	return line
 }
 
+// dropped counts spans lost for good: a retryable refusal is not a loss.
 func dropped(s *model.Snapshot, st receiver.Stats) int64 {
-	return s.Stats.Refused + st.RecordRefused + s.Stats.EvictedSpans
+	return s.Stats.EvictedSpans + st.Rejected
+}
+
+// refused counts spans answered "busy, retry": the sender still has them.
+func refused(s *model.Snapshot, st receiver.Stats) int64 {
+	return s.Stats.Refused + st.RecordRefused
+}
+
+func total(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // serveSummary is the --json summary of serve --headless. The keys are a
@@ -285,7 +306,7 @@ func dropped(s *model.Snapshot, st receiver.Stats) int64 {
 type serveSummary struct {
 	SpansReceived   int64            `json:"spans_received"` // accepted into the store, cumulative
 	SpansStored     int              `json:"spans_stored"`   // held at exit
-	SpansDropped    int64            `json:"spans_dropped"`  // refused + evicted
+	SpansDropped    int64            `json:"spans_dropped"`  // lost: evicted + rejected
 	Rollouts        int              `json:"rollouts"`
 	Traces          int              `json:"traces"`
 	Services        map[string]int64 `json:"services"` // service.name → stored spans
@@ -298,6 +319,7 @@ type serveSummary struct {
 	Duplicates      int64            `json:"duplicates"`
 	AttrsDropped    int64            `json:"attrs_dropped"`    // past the per-span attribute cap
 	ValuesTruncated int64            `json:"values_truncated"` // past the value length cap
+	RequestsRefused map[string]int64 `json:"requests_refused"` // reason → requests refused whole
 }
 
 func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
@@ -314,7 +336,7 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
 		Rollouts:        s.Stats.Rollouts,
 		Traces:          s.Stats.Traces,
 		Services:        services,
-		SpansRefused:    s.Stats.Refused + st.RecordRefused,
+		SpansRefused:    refused(s, st),
 		SpansEvicted:    s.Stats.EvictedSpans,
 		RolloutsEvicted: s.Stats.EvictedRollouts,
 		SpansRejected:   st.Rejected,
@@ -323,5 +345,6 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
 		Duplicates:      s.Stats.Duplicates,
 		AttrsDropped:    s.Stats.AttrsDropped,
 		ValuesTruncated: s.Stats.ValuesTruncated,
+		RequestsRefused: st.RequestsRefused,
 	}
 }
