@@ -55,6 +55,10 @@ type Stats struct {
 	ValuesTruncated int64  // attribute values cut by the value length cap
 	RequestsRefused int64  // requests the receivers refused whole
 	LastRefusal     string // the latest refusal's reason
+	// NotRecorded counts spans held that the record file will not hold;
+	// RecordError is why, in a few words ("no space left on device").
+	NotRecorded int64
+	RecordError string
 }
 
 // Rollout is one rollout as captured: the fragments (connected pieces of

@@ -70,6 +70,9 @@ type Store struct {
 	attrsCapped, valuesCapped        atomic.Int64
 	reqRefused                       atomic.Int64
 	lastRefusal                      atomic.Pointer[string]
+	notRecorded                      atomic.Int64
+	recordMu                         sync.Mutex
+	recordCause                      string // first reason spans were not recorded
 	metricNames                      metricCounts
 
 	w writer
@@ -161,6 +164,18 @@ func (s *Store) CountRefusedRequest(reason string) {
 	s.reqRefused.Add(1)
 }
 
+// CountNotRecorded records n spans held here that the record (--record)
+// will not hold, and why (the first cause is kept), so a failing disk is
+// shown live next to the spans still arriving.
+func (s *Store) CountNotRecorded(n int64, cause string) {
+	s.recordMu.Lock()
+	if s.recordCause == "" {
+		s.recordCause = cause
+	}
+	s.recordMu.Unlock()
+	s.notRecorded.Add(n)
+}
+
 // Count records metric data points or log records received; they are
 // counted, not stored. CountMetric adds the per-name detail of metrics.
 func (s *Store) Count(metricPoints, logRecords int64) {
@@ -246,6 +261,7 @@ func (s *Store) run() {
 				continue
 			}
 			if dirty || s.metrics.Load() != s.w.lastMetrics || s.logs.Load() != s.w.lastLogs ||
+				s.notRecorded.Load() != s.w.lastNotRecorded ||
 				s.metricNames.gen.Load() != s.w.lastMetricGen || s.reqRefused.Load() != s.w.lastReqRefused {
 				publish()
 			}
@@ -339,6 +355,7 @@ type writer struct {
 
 	lastMetrics, lastLogs int64
 	lastReqRefused        int64
+	lastNotRecorded       int64
 	// lastMetricGen is the per-name metric generation metricsPub reflects;
 	// metricsPub is shared by snapshots until the counts change.
 	lastMetricGen uint64
@@ -919,6 +936,12 @@ func (w *writer) publish() *Snapshot {
 	snap.Stats.RequestsRefused = w.lastReqRefused
 	if r := w.s.lastRefusal.Load(); r != nil {
 		snap.Stats.LastRefusal = *r
+	}
+	if w.lastNotRecorded = w.s.notRecorded.Load(); w.lastNotRecorded > 0 {
+		snap.Stats.NotRecorded = w.lastNotRecorded
+		w.s.recordMu.Lock()
+		snap.Stats.RecordError = w.s.recordCause
+		w.s.recordMu.Unlock()
 	}
 	return snap
 }

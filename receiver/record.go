@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -20,11 +23,20 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// DefaultRecordFlush is how long a written record line may wait in the
+// Recorder's buffer before it is handed to the operating system. What the
+// OS holds survives the process being killed, so a SIGKILL loses at most
+// the requests queued for the writer (RecordQueue) and this much of the
+// buffer.
+const DefaultRecordFlush = 100 * time.Millisecond
+
 // Recorder appends accepted trace requests to a writer as OTLP/JSON lines
 // (one ExportTraceServiceRequest per line, hex ids, 64-bit integers as
 // strings), the format the file readers load. One goroutine writes, fed by a
 // bounded queue, so a slow disk slows no handler: when the queue is full the
-// request is refused as retryable instead.
+// request is refused as retryable instead. Once a write fails (a full disk)
+// the record is broken for good: requests are still served from the live
+// store, and the spans the record will not hold are counted (Lost).
 //
 // reserve, release and push may be called from any goroutine; Close once,
 // after the last push.
@@ -32,6 +44,7 @@ type Recorder struct {
 	w     io.Writer
 	file  *os.File // set when the Recorder owns a file: Close syncs and closes it
 	bw    *bufio.Writer
+	every time.Duration
 	slots chan struct{} // one token per queued or reserved request
 	q     chan recordItem
 	done  chan struct{}
@@ -40,15 +53,23 @@ type Recorder struct {
 	closed  bool
 	pending sync.WaitGroup // reservations not yet pushed or released
 
-	broken  atomic.Bool // a write failed: refuse new requests, they would not be recorded
-	written atomic.Int64
-	errMu   sync.Mutex
-	err     error // first write or conversion error
+	broken   atomic.Bool   // a write failed: nothing more is written
+	failed   chan struct{} // closed when broken is set
+	failOnce sync.Once
+	written  atomic.Int64
+	// unwrittenReqs and unwrittenSpans are acknowledged but not yet handed
+	// to the OS: queued, or in the buffer.
+	unwrittenReqs, unwrittenSpans atomic.Int64
+	lost                          atomic.Int64 // acknowledged spans the record will not hold
+	onLost                        func(n int64, cause string)
+	errMu                         sync.Mutex
+	err                           error // first write or conversion error
 }
 
 type recordItem struct {
 	body   []byte
 	format wireFormat
+	spans  int64
 }
 
 // NewRecorder starts a Recorder writing to w with room for queue requests.
@@ -58,11 +79,13 @@ func NewRecorder(w io.Writer, queue int) *Recorder {
 		queue = DefaultRecordQueue
 	}
 	r := &Recorder{
-		w:     w,
-		bw:    bufio.NewWriterSize(w, 256<<10),
-		slots: make(chan struct{}, queue),
-		q:     make(chan recordItem, queue),
-		done:  make(chan struct{}),
+		w:      w,
+		bw:     bufio.NewWriterSize(w, 256<<10),
+		every:  DefaultRecordFlush,
+		slots:  make(chan struct{}, queue),
+		q:      make(chan recordItem, queue),
+		done:   make(chan struct{}),
+		failed: make(chan struct{}),
 	}
 	go r.run()
 	return r
@@ -90,12 +113,11 @@ func OpenRecorder(path string, queue int) (*Recorder, error) {
 	return r, nil
 }
 
-// reserve takes a queue slot without blocking; false means full, closed or
-// broken, and the request must be refused.
+// reserve takes a queue slot without blocking; false means full or closed,
+// and the request must be refused. A broken Recorder still hands out slots:
+// its writer only counts what reaches it as lost, so the caller need not
+// tell the cases apart.
 func (r *Recorder) reserve() bool {
-	if r.broken.Load() {
-		return false
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -116,15 +138,43 @@ func (r *Recorder) release() {
 	r.pending.Done()
 }
 
-// push queues a request under a reserved slot. It never blocks: the queue
-// has a place for every slot. The Recorder owns body afterwards.
-func (r *Recorder) push(body []byte, f wireFormat) {
-	r.q <- recordItem{body: body, format: f}
+// push queues a copy of a request of spans spans under a reserved slot. It
+// never blocks: the queue has a place for every slot.
+func (r *Recorder) push(body []byte, f wireFormat, spans int) {
+	r.unwrittenReqs.Add(1)
+	r.unwrittenSpans.Add(int64(spans))
+	if r.broken.Load() {
+		body = nil // the writer only counts it
+	} else {
+		body = bytes.Clone(body)
+	}
+	r.q <- recordItem{body: body, format: f, spans: int64(spans)}
 	r.pending.Done()
 }
 
-// Written returns the number of lines written so far.
+// Written returns the number of lines handed to the OS so far.
 func (r *Recorder) Written() int64 { return r.written.Load() }
+
+// Unwritten returns the requests and spans acknowledged but not yet handed
+// to the OS: what a stuck writer holds, or a kill would lose.
+func (r *Recorder) Unwritten() (requests, spans int64) {
+	return r.unwrittenReqs.Load(), r.unwrittenSpans.Load()
+}
+
+// Lost returns the acknowledged spans the record will not hold, because a
+// write failed or a request could not be converted.
+func (r *Recorder) Lost() int64 { return r.lost.Load() }
+
+// Failed is closed when a write fails; Err then says why.
+func (r *Recorder) Failed() <-chan struct{} { return r.failed }
+
+// Broken reports whether a write failed.
+func (r *Recorder) Broken() bool { return r.broken.Load() }
+
+// OnLost sets a function called (on the writer goroutine) whenever spans
+// are lost, with a short cause fit for a status line. Call before the
+// first push.
+func (r *Recorder) OnLost(f func(n int64, cause string)) { r.onLost = f }
 
 // Err returns the first write or conversion error, if any.
 func (r *Recorder) Err() error {
@@ -171,40 +221,103 @@ func (r *Recorder) Close() error {
 
 func (r *Recorder) run() {
 	defer close(r.done)
-	var line []byte
+	var (
+		line              []byte
+		bufReqs, bufSpans int64 // written to the buffer, not yet flushed
+		lastFlush         = time.Now()
+	)
+	// unwritten is what a flush or a failure settles.
+	settle := func(reqs, spans int64, lost bool) {
+		r.unwrittenReqs.Add(-reqs)
+		r.unwrittenSpans.Add(-spans)
+		if lost {
+			r.lose(spans, r.Err())
+		} else {
+			r.written.Add(reqs)
+		}
+	}
+	flush := func() {
+		lastFlush = time.Now()
+		if bufReqs == 0 && r.bw.Buffered() == 0 {
+			return
+		}
+		if r.broken.Load() {
+			return
+		}
+		err := r.bw.Flush()
+		if err != nil {
+			r.breakOn(fmt.Errorf("write record: %w", err))
+		}
+		settle(bufReqs, bufSpans, err != nil)
+		bufReqs, bufSpans = 0, 0
+	}
 	for it := range r.q {
+		if r.broken.Load() {
+			settle(1, it.spans, true)
+			<-r.slots
+			continue
+		}
 		var err error
 		line, err = appendRecordLine(line[:0], it)
-		switch {
-		case err != nil:
+		if err != nil {
 			r.fail(err)
-		case !r.broken.Load():
+			settle(1, it.spans, true)
+		} else {
 			line = append(line, '\n')
 			if _, err := r.bw.Write(line); err != nil {
-				r.broken.Store(true)
-				r.fail(fmt.Errorf("write record: %w", err))
+				r.breakOn(fmt.Errorf("write record: %w", err))
+				// What the buffer held may be partly on disk; count it lost.
+				settle(bufReqs+1, bufSpans+it.spans, true)
+				bufReqs, bufSpans = 0, 0
 			} else {
-				r.written.Add(1)
+				bufReqs++
+				bufSpans += it.spans
 			}
 		}
 		<-r.slots
-		// Flush whenever the queue runs dry, so an idle recorder leaves
-		// nothing in memory for a crash to lose.
-		if len(r.q) == 0 {
-			r.flush()
+		// Flush whenever the queue runs dry, and at least every r.every
+		// under a flood, so little is left in memory for a kill to lose.
+		if len(r.q) == 0 || time.Since(lastFlush) >= r.every {
+			flush()
 		}
 	}
-	r.flush()
+	flush()
 }
 
-func (r *Recorder) flush() {
-	if r.broken.Load() {
+// breakOn marks the record broken by err, once.
+func (r *Recorder) breakOn(err error) {
+	r.fail(err)
+	r.failOnce.Do(func() {
+		r.broken.Store(true)
+		close(r.failed)
+	})
+}
+
+func (r *Recorder) lose(n int64, err error) {
+	if n == 0 {
 		return
 	}
-	if err := r.bw.Flush(); err != nil {
-		r.broken.Store(true)
-		r.fail(fmt.Errorf("write record: %w", err))
+	r.lost.Add(n)
+	if r.onLost != nil {
+		r.onLost(n, RecordCause(err))
 	}
+}
+
+// RecordCause is the short reason for a record error, fit for a status
+// line: the OS's words ("no space left on device") when there are some.
+func RecordCause(err error) string {
+	if err == nil {
+		return "record failed"
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // appendRecordLine renders one request as a single OTLP/JSON line (without

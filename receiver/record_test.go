@@ -166,7 +166,7 @@ func TestRecordTruncatedLastLine(t *testing.T) {
 		if !r.reserve() {
 			t.Fatal("reserve refused with an empty queue")
 		}
-		r.push(encodeRequest(t, req), formatProto)
+		r.push(encodeRequest(t, req), formatProto, 4)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func TestRecordTruncatedLastLine(t *testing.T) {
 	if !r.reserve() {
 		t.Fatal("reserve refused")
 	}
-	r.push(encodeRequest(t, testRequest(2)), formatProto)
+	r.push(encodeRequest(t, testRequest(2)), formatProto, 2)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package receiver
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -107,7 +106,7 @@ type Server struct {
 	serveErr error
 
 	rejected      atomic.Int64 // spans the decoders refused
-	recordRefused atomic.Int64 // spans refused because the record queue was full
+	recordRefused atomic.Int64 // spans refused because the record queue was full (not broken)
 	requests      atomic.Int64
 	failed        atomic.Int64
 	refused       *refusals
@@ -122,6 +121,13 @@ type Stats struct {
 	Recorded      int64 // requests written to the record
 	// RequestsRefused counts requests refused whole, by reason (Reason*).
 	RequestsRefused map[string]int64
+	// RecordLost counts acknowledged spans the record will not hold (a
+	// write failed); RecordError says why. The live store has them.
+	RecordLost  int64
+	RecordError error
+	// UnwrittenRequests and UnwrittenSpans are acknowledged but not yet
+	// handed to the OS by the record writer.
+	UnwrittenRequests, UnwrittenSpans int64
 }
 
 // NewServer checks cfg and returns a Server ready to Start. It refuses
@@ -164,6 +170,9 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if s.rec != nil {
+		s.rec.OnLost(s.store.CountNotRecorded)
 	}
 	var lc net.ListenConfig
 	if s.cfg.GRPCAddr != Off {
@@ -241,8 +250,20 @@ func (s *Server) Stats() Stats {
 	}
 	if s.rec != nil {
 		st.Recorded = s.rec.Written()
+		st.RecordLost = s.rec.Lost()
+		st.RecordError = s.rec.Err()
+		st.UnwrittenRequests, st.UnwrittenSpans = s.rec.Unwritten()
 	}
 	return st
+}
+
+// RecordFailed returns a channel closed when a record write fails, or nil
+// when not recording (a nil channel never fires).
+func (s *Server) RecordFailed() <-chan struct{} {
+	if s.rec == nil {
+		return nil
+	}
+	return s.rec.Failed()
 }
 
 // Shutdown stops accepting requests, lets in-flight ones finish (until ctx
@@ -356,7 +377,7 @@ func (s *Server) exportTraces(body []byte, f wireFormat) (exportResult, error) {
 		return exportResult{}, err
 	}
 	if s.rec != nil {
-		s.rec.push(bytes.Clone(body), f)
+		s.rec.push(body, f, n)
 	}
 	return res, nil
 }

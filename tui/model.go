@@ -598,6 +598,11 @@ func (m *Model) renderHeader() {
 	var parts []string
 	if s := m.snap; s != nil {
 		st := s.Stats
+		if st.NotRecorded > 0 {
+			// First, so a narrow terminal still shows it: the record file
+			// is missing spans the screen has.
+			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("record failed: %s, %s spans not recorded", st.RecordError, fmtCount(st.NotRecorded))))
+		}
 		parts = append(parts,
 			"spans "+fmtCount(int64(st.Stored)),
 			"rollouts "+fmtCount(int64(st.Rollouts)),

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nemo-gym/gymtrace/gate"
@@ -20,7 +18,7 @@ import (
 )
 
 func cmdDemo(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	return runDemo(ctx, args, os.Stdout, os.Stderr, isTerminal(os.Stdout))
 }

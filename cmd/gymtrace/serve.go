@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nemo-gym/gymtrace/gate"
@@ -26,7 +24,7 @@ const envAuthToken = "GYMTRACE_AUTH_TOKEN"
 const defaultMaxSpans = 2_000_000
 
 func cmdServe(args []string) int {
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := signalContext()
 	defer cancel()
 	return runServe(ctx, args, os.Stdout, os.Stderr, isTerminal(os.Stdout), nil)
 }
@@ -213,8 +211,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		Addrs:       rr.Addrs,
 		Live:        true,
 		Title:       "gymtrace serve",
+		Ctx:         ctx,
 	})
-	stopErr := rr.stop()
+	stopErr := rr.stopBounded(stderr)
 	if uiErr != nil || stopErr != nil {
 		fmt.Fprintf(stderr, "gymtrace serve: %v\n", errors.Join(uiErr, stopErr))
 		return exitUsage
@@ -228,18 +227,24 @@ func runHeadless(ctx context.Context, rr *runningReceivers, stdout, stderr io.Wr
 	fmt.Fprintf(stderr, "gymtrace: receiving OTLP on %s\n", joinAddrs(rr.Addrs))
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	failed := rr.Server.RecordFailed()
 loop:
 	for {
 		select {
 		case <-ctx.Done():
 			break loop
+		case <-failed:
+			// At once, not at the next tick or at exit: the disk is full
+			// now, and only the live store keeps what arrives.
+			failed = nil
+			fmt.Fprintf(stderr, "gymtrace: record failed: %v; spans are still received and kept in memory, but not recorded\n", rr.Server.Stats().RecordError)
 		case <-tick.C:
 			fmt.Fprintln(stderr, statusLine(rr.Store.Snapshot(), rr.Server.Stats()))
 		}
 	}
 	// Stop first: the summary must count every acknowledged span, and the
 	// record must be on disk before anyone reads the summary.
-	stopErr := rr.stop()
+	stopErr := rr.stopBounded(stderr)
 	snap := rr.Store.Snapshot()
 	code := exitOK
 	if stopErr != nil {
@@ -273,12 +278,16 @@ func joinAddrs(addrs []string) string {
 // statusLine is the headless status: N cumulative accepted spans, D spans
 // lost (evicted by --max-spans or rejected as invalid), R spans refused
 // with a retryable status (senders retry them), and the requests refused
-// whole, by reason.
+// whole, by reason. A failed record adds record_failed (the cause) and
+// not_recorded.
 func statusLine(s *model.Snapshot, st receiver.Stats) string {
 	line := fmt.Sprintf("spans=%d rollouts=%d traces=%d dropped=%d refused=%d requests_refused=%d",
 		s.Stats.Accepted, s.Stats.Rollouts, s.Stats.Traces, dropped(s, st), refused(s, st), total(st.RequestsRefused))
 	if len(st.RequestsRefused) > 0 {
 		line += " (" + receiver.FormatRefusals(st.RequestsRefused) + ")"
+	}
+	if st.RecordError != nil || st.RecordLost > 0 {
+		line += fmt.Sprintf(" record_failed=%q not_recorded=%d", receiver.RecordCause(st.RecordError), st.RecordLost)
 	}
 	return line
 }
@@ -320,6 +329,10 @@ type serveSummary struct {
 	AttrsDropped    int64            `json:"attrs_dropped"`    // past the per-span attribute cap
 	ValuesTruncated int64            `json:"values_truncated"` // past the value length cap
 	RequestsRefused map[string]int64 `json:"requests_refused"` // reason → requests refused whole
+	// SpansNotRecorded are acknowledged spans --record does not hold (a
+	// write failed: RecordError says why); the live store has them.
+	SpansNotRecorded int64  `json:"spans_not_recorded"`
+	RecordError      string `json:"record_error,omitempty"`
 }
 
 func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
@@ -329,7 +342,7 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
 			services[s.ServiceName(model.ResourceID(id))] += n
 		}
 	}
-	return serveSummary{
+	sum := serveSummary{
 		SpansReceived:   s.Stats.Accepted,
 		SpansStored:     s.Stats.Stored,
 		SpansDropped:    dropped(s, st),
@@ -347,4 +360,9 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
 		ValuesTruncated: s.Stats.ValuesTruncated,
 		RequestsRefused: st.RequestsRefused,
 	}
+	sum.SpansNotRecorded = st.RecordLost
+	if st.RecordError != nil {
+		sum.RecordError = st.RecordError.Error()
+	}
+	return sum
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +24,9 @@ type uiConfig struct {
 	Addrs       []string // receiver addresses for the header; empty for files
 	Live        bool     // spans may still arrive: fresh rollouts are pending
 	Title       string
+	// Ctx, when set, ends the interface when it is done (SIGHUP: the
+	// terminal is gone, so nothing is drawn on the way out).
+	Ctx context.Context
 }
 
 // runUI opens the interactive view and returns when the user quits, then
@@ -61,7 +66,22 @@ func runUI(cfg uiConfig) error {
 		Clipboard:   clip,
 		Term:        os.Getenv("TERM"),
 	})
-	final, err := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion()).Run()
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion())
+	if cfg.Ctx != nil {
+		ended := make(chan struct{})
+		defer close(ended)
+		go func() {
+			select {
+			case <-cfg.Ctx.Done():
+				p.Kill()
+			case <-ended:
+			}
+		}()
+	}
+	final, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && cfg.Ctx != nil && cfg.Ctx.Err() != nil {
+		return nil // ended by a signal: the caller stops and flushes
+	}
 	if err != nil {
 		return fmt.Errorf("run terminal interface: %w", err)
 	}

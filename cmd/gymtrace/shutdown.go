@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// stopSignals end serve and demo: Ctrl-C, kill, and the terminal closing
+// (SIGHUP: an SSH session dropped, a tmux pane killed). Each one stops the
+// receivers in order, so every acknowledged span is in --record.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// signalContext is a context ended by the first of stopSignals.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), stopSignals...)
+}
+
+// shutdownDeadline bounds an orderly stop. A record writer blocked for good
+// (a FIFO nobody reads, a hung network mount) would otherwise keep the
+// process alive and deaf to signals.
+var shutdownDeadline = 20 * time.Second
+
+// errAbandoned means the stop was given up: see the message printed.
+var errAbandoned = errors.New("shutdown abandoned")
+
+// stopBounded stops the receivers like stop, but gives up at a second stop
+// signal or after shutdownDeadline, printing what the record writer had
+// not written; the caller then returns and the process exits.
+func (r *runningReceivers) stopBounded(stderr io.Writer) error {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, stopSignals...)
+	defer signal.Stop(sig)
+	done := make(chan error, 1)
+	go func() { done <- r.stop() }()
+	t := time.NewTimer(shutdownDeadline)
+	defer t.Stop()
+	var why string
+	select {
+	case err := <-done:
+		return err
+	case s := <-sig:
+		why = "second signal (" + s.String() + ")"
+	case <-t.C:
+		why = fmt.Sprintf("still stopping after %s", shutdownDeadline)
+	}
+	st := r.Server.Stats()
+	if st.UnwrittenRequests > 0 {
+		fmt.Fprintf(stderr, "gymtrace: %s: exiting with %d acknowledged spans (%d requests) not written to the record: its writer is blocked\n",
+			why, st.UnwrittenSpans, st.UnwrittenRequests)
+	} else {
+		fmt.Fprintf(stderr, "gymtrace: %s: exiting before the receivers finished stopping\n", why)
+	}
+	return errAbandoned
+}
