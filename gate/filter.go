@@ -12,7 +12,7 @@ import (
 // FilterHelp is the filter syntax in a few lines, for help screens and
 // usage text.
 const FilterHelp = `terms separated by spaces must all hold (and):
-  word            rollout id, service or span name contains word ("error": has errors)
+  word            rollout id, service, span name, trace or span id contains word ("error": has errors)
   key=value       a span attribute (or its process's resource attribute) equals value
   key~text        ... contains text;  key!=value, key!~text: the same span differs
   key>N, key<=N   a numeric attribute compared (>, >=, <, <=)
@@ -384,9 +384,13 @@ func (t *term) matchRollout(snap *model.Snapshot, r *model.Rollout) bool {
 	if strings.Contains(strings.ToLower(r.ID), t.key) || t.key == "error" && r.Errors > 0 {
 		return true
 	}
+	// Six or more hex digits may be part of a trace or span id, as pasted
+	// from a log or another trace viewer.
+	id := len(t.key) >= 6 && strings.Trim(t.key, "0123456789abcdef") == ""
 	return anySpan(r, func(sp *model.Span) bool {
 		return strings.Contains(strings.ToLower(snap.Str(sp.Name)), t.key) ||
-			strings.Contains(strings.ToLower(snap.ServiceName(sp.Resource)), t.key)
+			strings.Contains(strings.ToLower(snap.ServiceName(sp.Resource)), t.key) ||
+			id && (strings.Contains(sp.TraceID.String(), t.key) || strings.Contains(sp.SpanID.String(), t.key))
 	})
 }
 

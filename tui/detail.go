@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
@@ -13,20 +13,42 @@ import (
 
 // detailView shows every field of one span, scrollable.
 type detailView struct {
-	pager          // lines: body wrapped to width
-	body  []string // unwrapped lines
+	pager              // lines: body wrapped to width
+	body      []string // unwrapped lines
+	rolloutID string
 }
 
-func newDetailView(st *Styles, keys *KeyMap) detailView {
-	return detailView{pager: pager{st: st, keys: keys, hint: "esc back"}}
+func newDetailView(st *Styles, keys *KeyMap) *detailView {
+	return &detailView{pager: newPager(st, keys, "esc back")}
+}
+
+func (d *detailView) name() string        { return "span detail" }
+func (d *detailView) opener() key.Binding { return d.keys.Detail }
+func (d *detailView) setSize(w, h int)    { d.width, d.height = w, h; d.layout() }
+func (d *detailView) refresh(e *env) {
+	// A different rollout closes the detail: its span is no longer shown.
+	if d.opened && (e.rollout == nil || e.rollout.ID != d.rolloutID) {
+		d.opened = false
+	}
+}
+
+// open shows the waterfall's cursor span.
+func (d *detailView) open(e *env) bool {
+	if !e.hasSpan || e.rollout == nil {
+		return false
+	}
+	d.SetSpan(e.snap, e.rollout, e.frag, e.spanIdx, e.group)
+	d.opened = true
+	return true
 }
 
 // SetSpan fills the view with the span at f.Spans[i] of rollout r.
-func (d detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fragment, i int, group string) detailView {
+func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fragment, i int, group string) {
 	sp := &f.Spans[i]
 	t := snap.Interner()
 	d.title = "Span " + snap.Str(sp.Name)
-	d.offset = 0
+	d.rolloutID = r.ID
+	d.vp.GotoTop()
 	var b []string
 	add := func(k, v string) { b = append(b, fmt.Sprintf("%-14s %s", k, v)) }
 	add("name", snap.Str(sp.Name))
@@ -96,10 +118,8 @@ func (d detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fra
 			ev.Attrs.Each(t, func(k string, v model.Value) bool {
 				s := v.String()
 				if k == "exception.stacktrace" {
-					ls := strings.Split(strings.TrimSpace(s), "\n")
-					if len(ls) > 4 {
-						ls = append(ls[:1], append([]string{"…"}, ls[len(ls)-3:]...)...)
-					}
+					// Every line: the view scrolls.
+					ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
 					b = append(b, "    "+k+":")
 					for _, l := range ls {
 						b = append(b, "      "+l)
@@ -122,25 +142,17 @@ func (d detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fra
 	attrs("  ", snap.Resource(sp.Resource).Attrs)
 	d.body = b
 	d.layout()
-	return d
-}
-
-// SetSize sets the content size.
-func (d detailView) SetSize(w, h int) detailView {
-	d.width, d.height = w, h
-	d.layout()
-	return d
 }
 
 func (d *detailView) layout() {
-	d.lines = d.lines[:0]
+	var lines []string
 	for _, l := range d.body {
 		if l == "" {
-			d.lines = append(d.lines, "")
+			lines = append(lines, "")
 			continue
 		}
 		if ansi.StringWidth(l) <= d.width {
-			d.lines = append(d.lines, l)
+			lines = append(lines, l)
 			continue
 		}
 		indent := len(l) - len(strings.TrimLeft(l, " "))
@@ -150,23 +162,11 @@ func (d *detailView) layout() {
 			} else {
 				w = strings.Repeat(" ", indent) + w
 			}
-			d.lines = append(d.lines, w)
+			lines = append(lines, w)
 		}
 	}
-	d.render()
-}
-
-// Update scrolls.
-func (d detailView) Update(msg tea.Msg) (detailView, tea.Cmd) {
-	d.scroll(msg)
-	return d, nil
-}
-
-// Scroll moves the view by n lines.
-func (d detailView) Scroll(n int) detailView {
-	d.offset += n
-	d.render()
-	return d
+	d.setLines(lines)
+	d.resize(d.width, d.height)
 }
 
 // groupName is the registry name of a span's classified group, or "".

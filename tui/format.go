@@ -193,3 +193,13 @@ func padLines(lines []string, height int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// countNoun is "1 span", "2 spans".
+func countNoun(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmtCount(int64(n)) + " " + noun + "s"
+}

@@ -336,10 +336,10 @@ func metricNote(points int64) string { return "metric · " + fmtCount(points) + 
 
 // compareLines renders the current-versus-preview comparison, width w.
 func (g *groupsPanel) compareLines(w int) []string {
-	labelW := 15
+	labelW := 16
 	colW := max((w-labelW)/2, 8)
 	row := func(label, a, b string) string {
-		return clip(fit(label, labelW)+fit(a, colW-1)+" "+fit(b, colW-1), w)
+		return clip(fit(label, labelW-1)+" "+fit(a, colW-1)+" "+fit(b, colW-1), w)
 	}
 	cur, prev := g.curRep, g.prevRep
 	val := func(r *gate.Report, f func(*gate.Report) string) string {
@@ -414,23 +414,41 @@ func (g *groupsPanel) compareLines(w int) []string {
 	return lines
 }
 
-// summaryLines is the current → preview verdict in one or two lines.
+// summaryLines is the current → preview verdict for a short panel: spans,
+// traces, bytes, the projection and joining with its first broken hop.
 func (g *groupsPanel) summaryLines(w int) []string {
 	cur, prev := g.curRep, g.prevRep
 	if cur == nil || prev == nil {
 		return []string{clip("current → preview: …", w)}
 	}
-	text := fmt.Sprintf("current → preview: spans %s → %s · traces %s → %s · ",
+	n := projections[g.proj]
+	cs, cb := cur.Project(n)
+	ps, pb := prev.Project(n)
+	text := fmt.Sprintf("current → preview: spans %s → %s · traces %s → %s · %s → %s · × %s rollouts %s → %s",
 		fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
-		fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)))
-	var out []string
-	for _, l := range wrap(text+g.joinText(cur)+" → "+g.joinText(prev), w) {
-		out = append(out, l)
+		fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)),
+		fmtBytes(cur.Result.Bytes), fmtBytes(prev.Result.Bytes),
+		fmtCount(int64(n)), fmtCount(int64(cs))+" · "+fmtBytes(cb), fmtCount(int64(ps))+" · "+fmtBytes(pb))
+	out := wrap(text, w)
+	join := "joining " + g.joinText(cur) + " → " + g.joinText(prev)
+	side := prev
+	if _, split, _ := g.joinCounts(prev); split == 0 {
+		side = cur
 	}
-	if _, split, _ := g.joinCounts(prev); split > 0 {
-		out[len(out)-1] = g.st.Join.Split.Render(out[len(out)-1])
+	if bs := aggregateBreaks(side, g.pending); len(bs) > 0 {
+		b := bs[0]
+		join += fmt.Sprintf(": %s → %s (%s): %s", shortService(b.from), shortService(b.to), b.span, b.reason)
+		if len(bs) > 1 {
+			join += fmt.Sprintf(" (+%d more hops)", len(bs)-1)
+		}
 	}
-	return out
+	jl := wrap(join, w)
+	if _, split, _ := g.joinCounts(side); split > 0 {
+		for i := range jl {
+			jl[i] = g.st.Join.Split.Render(jl[i])
+		}
+	}
+	return append(out, jl...)
 }
 
 // joinText is joinCell without styling, for running text.

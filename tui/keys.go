@@ -29,6 +29,12 @@ type KeyMap struct {
 	Preview   key.Binding
 	Stats     key.Binding
 	Sort      key.Binding
+	Reverse   key.Binding
+	Search    key.Binding
+	NextMatch key.Binding
+	PrevMatch key.Binding
+	NextError key.Binding
+	PrevError key.Binding
 	More      key.Binding
 	Fewer     key.Binding
 	Back      key.Binding
@@ -43,7 +49,13 @@ func DefaultKeyMap() *KeyMap {
 	return &KeyMap{
 		Help:      b([]string{"?"}, "?", "help"),
 		Quit:      b([]string{"q", "ctrl+c"}, "q", "quit"),
-		Filter:    b([]string{"/"}, "/", "filter rollouts"),
+		Filter:    b([]string{"/"}, "/", "filter rollouts by id, trace/span id, name"),
+		Search:    b([]string{"/"}, "/", "search spans (name, attribute, id)"),
+		NextMatch: b([]string{"n"}, "n", "next match"),
+		PrevMatch: b([]string{"N"}, "N", "previous match"),
+		NextError: b([]string{"f"}, "f", "next failed span"),
+		PrevError: b([]string{"F"}, "F", "previous failed span"),
+		Reverse:   b([]string{"S"}, "S", "reverse the order"),
 		NextPanel: b([]string{"tab"}, "tab", "next panel"),
 		PrevPanel: b([]string{"shift+tab"}, "shift+tab", "previous panel"),
 		Up:        b([]string{"up", "k"}, "↑/k", "up"),
@@ -64,25 +76,16 @@ func DefaultKeyMap() *KeyMap {
 		Copy:      b([]string{"y"}, "y", "copy spec"),
 		Preview:   b([]string{"p"}, "p", "preview tree"),
 		Stats:     b([]string{"t"}, "t", "statistics"),
-		Sort:      b([]string{"s"}, "s", "sort rollouts"),
-		More:      b([]string{"+", "="}, "+/-", "projection N"),
-		Fewer:     b([]string{"-"}, "-", "fewer rollouts"),
+		Sort:      b([]string{"s"}, "s", "sort: seen, start, duration, spans, errors, id"),
+		More:      b([]string{"+", "="}, "+", "project to more rollouts"),
+		Fewer:     b([]string{"-"}, "-", "project to fewer rollouts"),
 		Back:      b([]string{"esc"}, "esc", "back"),
 		Accept:    b([]string{"enter"}, "enter", "apply"),
 	}
 }
 
-// ShortHelp is the one-line help shown in the footer.
-func (k *KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Help, k.NextPanel, k.Toggle, k.Default, k.PerRoll, k.All, k.Preview, k.Copy, k.Quit}
-}
-
-// FullHelp is the help screen, one column per area.
-func (k *KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{
-		{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.NextPanel, k.PrevPanel},
-		{k.Filter, k.Sort, k.Expand, k.ExpandAll, k.Collapse, k.Detail, k.Stats, k.Preview},
-		{k.Toggle, k.Default, k.PerRoll, k.All, k.Spec, k.More, k.Copy},
-		{k.Back, k.Help, k.Quit},
-	}
+// Global lists the keys that work in every panel, for the help screen.
+func (k *KeyMap) Global() []key.Binding {
+	return []key.Binding{k.Quit, k.Back, k.Help, k.NextPanel, k.PrevPanel, k.Filter, k.Sort,
+		k.Default, k.PerRoll, k.All, k.Spec, k.Preview, k.Detail, k.Stats, k.More, k.Fewer, k.Copy}
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -28,48 +29,19 @@ type Options struct {
 	SnippetPath string
 	// Clipboard receives the OSC 52 sequence on copy-out; nil skips it.
 	Clipboard *os.File
-	// Term is $TERM, to wrap OSC 52 for screen.
-	Term string
 	// Renderer decides the colour profile; lipgloss's default when nil.
 	Renderer *lipgloss.Renderer
 	// Now is the clock for the join check's grace window; time.Now when nil.
 	Now func() time.Time
 }
 
-// focus names the panel that receives keys.
-type focus uint8
-
-const (
-	focusRollouts focus = iota
-	focusTrace
-	focusGroups
-	numFocus
-)
-
-// String names the panel.
-func (f focus) String() string {
-	switch f {
-	case focusTrace:
-		return "trace"
-	case focusGroups:
-		return "groups"
-	}
-	return "rollouts"
-}
-
-// overlay is what the trace slot shows instead of the waterfall.
-type overlay uint8
-
-const (
-	overlayNone overlay = iota
-	overlayDetail
-	overlayStats
-)
-
 // rect is a panel's box on screen, frame included.
 type rect struct{ x, y, w, h int }
 
 func (r rect) contains(x, y int) bool { return x >= r.x && x < r.x+r.w && y >= r.y && y < r.y+r.h }
+
+// focusMsg asks the root to move the focus to a slot.
+type focusMsg struct{ to slot }
 
 // Model is the root of the interface. It owns the panels, routes messages to
 // them and runs the analysis commands, one at a time per engine.
@@ -84,16 +56,21 @@ type Model struct {
 
 	width, height int
 	snap          *model.Snapshot
+	check         *gate.CheckReport
 
-	rollouts rolloutList
-	trace    traceView
-	groups   groupsPanel
-	detail   detailView
-	stats    statsView
+	rollouts *rolloutList
+	trace    *traceView
+	groups   *groupsSlot
+	detail   *detailView
+	stats    *statsView
+	// panels is every panel, base panels before their overlays: the one
+	// list that keys, sizes, help, the mouse and drawing go through.
+	panels []panel
+	env    env
 
-	focus    focus
-	overlay  overlay
+	focus    slot
 	showHelp bool
+	helpView *pager
 	preview  bool // the waterfall shows the previewed spec
 
 	analysing bool
@@ -109,10 +86,11 @@ type Model struct {
 	status    string
 	statusErr bool
 	copied    bool
+	wrote     string // the snippet file this run wrote, to overwrite it silently
 
 	refresh time.Duration // throttle between snapshots; tests shorten it
 
-	rects  [numFocus]rect
+	rects  [numSlots]rect
 	header string
 	frameW int
 	frameH int
@@ -134,8 +112,10 @@ func New(o Options) Model {
 	h := help.New()
 	h.Styles.ShortKey = st.App.Help.Bold(true)
 	h.Styles.ShortDesc = st.App.Help
-	h.Styles.FullKey = st.App.Title
-	h.Styles.FullDesc = st.App.Header
+	h.Styles.ShortSeparator = st.App.Help
+	h.Styles.Ellipsis = st.App.Help
+	hv := newPager(st, keys, "q quit · esc or ? close · ↑/↓ pgup/pgdn scroll")
+	hv.title = "Help"
 	m := Model{
 		opts:     o,
 		st:       st,
@@ -146,13 +126,15 @@ func New(o Options) Model {
 		sim:      gate.NewEngine(o.Registry),
 		rollouts: newRolloutList(st, keys),
 		trace:    newTraceView(st, keys, o.Registry),
-		groups:   newGroupsPanel(st, keys, o.Registry, o.Current, o.CurrentSpec),
+		groups:   &groupsSlot{groupsPanel: newGroupsPanel(st, keys, o.Registry, o.Current, o.CurrentSpec)},
 		detail:   newDetailView(st, keys),
 		stats:    newStatsView(st, keys, o.Registry),
+		helpView: &hv,
 		refresh:  refreshEvery,
 	}
+	m.panels = []panel{m.rollouts, m.trace, m.detail, m.stats, m.groups}
 	m.frameW, m.frameH = st.Panel.Box.GetFrameSize()
-	m.trace = m.trace.SetPreview(false, o.Current)
+	m.trace.SetPreview(false, o.Current)
 	m.renderHeader()
 	return m
 }
@@ -176,8 +158,7 @@ func (m Model) Snippet() string {
 	return Snippet(m.reg, m.groups.Preview(), false)
 }
 
-// Update routes a message: global keys, then window size, then data
-// messages, then keys for the focused panel.
+// Update routes a message: keys, window size, mouse, then data messages.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.KeyMsg:
@@ -193,31 +174,33 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case refreshMsg:
 		return m, waitForChange(m.opts.Source)
 	case clockMsg:
+		m.decayRate()
 		return m, tea.Batch(m.requestAnalysis(), tickClock())
 	case analysisMsg:
 		return m.setAnalysis(msg)
 	case simMsg:
 		m.simming = false
-		m.trace = m.trace.SetSim(msg)
-		if m.overlay == overlayStats {
-			m.stats = m.stats.SetRollout(m.snap, m.trace.Rollout(), m.trace.simAll)
-		}
+		m.trace.SetSim(msg)
+		m.syncPanels()
 		return m, m.requestSim()
 	case openDetailMsg:
-		m.openDetail()
-		return m, nil
-	case copiedMsg:
-		m.copied = true
-		switch {
-		case msg.errText != "":
-			m.status, m.statusErr = msg.errText, true
-		default:
-			m.status, m.statusErr = "copied "+gate.EnvLine(m.reg.Spec(m.groups.Preview()))+" · wrote "+msg.path, false
-			if msg.clip {
-				m.status += " · clipboard (OSC 52)"
-			}
+		m.closeOverlays(slotTrace)
+		m.syncEnv()
+		if m.detail.open(&m.env) {
+			m.setFocus(slotTrace)
 		}
 		return m, nil
+	case focusMsg:
+		m.setFocus(msg.to)
+		return m, m.afterChange()
+	case filterDoneMsg:
+		// A span id typed in the filter: show that span.
+		if m.revealFilteredSpan() {
+			m.setFocus(slotTrace)
+		}
+		return m, m.afterChange()
+	case copiedMsg:
+		return m.setCopied(msg), nil
 	}
 	return m, nil
 }
@@ -228,14 +211,11 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	}
 	// An open input owns every other key.
-	if m.rollouts.Filtering() {
-		var cmd tea.Cmd
-		m.rollouts, cmd = m.rollouts.Update(km)
-		return m, tea.Batch(cmd, m.afterChange())
-	}
-	if m.groups.Inputting() {
-		var cmd tea.Cmd
-		m.groups, cmd = m.groups.Update(km)
+	if p := m.front(m.focus); p != nil && p.capturing() {
+		_, cmd := p.handle(km, &m.env)
+		if p == panel(m.rollouts) {
+			m.revealFilteredSpan()
+		}
 		return m, tea.Batch(cmd, m.afterChange())
 	}
 	// Keys typed faster than the terminal is read arrive as one message with
@@ -251,145 +231,169 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return next, tea.Batch(cmds...)
 	}
 	k := m.keys
+	if m.showHelp {
+		switch {
+		case key.Matches(km, k.Quit):
+			return m, tea.Quit
+		case key.Matches(km, k.Help), key.Matches(km, k.Back):
+			m.showHelp = false
+		default:
+			m.helpView.handle(km, &m.env)
+		}
+		return m, nil
+	}
+	// The focused panel first: it may give a key its own meaning.
+	if p := m.front(m.focus); p != nil {
+		if ok, cmd := p.handle(km, &m.env); ok {
+			return m, tea.Batch(cmd, m.afterChange())
+		}
+	}
+	for _, p := range m.panels {
+		if o, ok := p.(overlay); ok && key.Matches(km, o.opener()) {
+			m.toggleOverlay(o)
+			return m, m.afterChange()
+		}
+	}
 	switch {
 	case key.Matches(km, k.Quit):
 		return m, tea.Quit
 	case key.Matches(km, k.Help):
-		m.showHelp = !m.showHelp
-		return m, nil
-	case m.showHelp && key.Matches(km, k.Back):
-		m.showHelp = false
+		m.openHelp()
 		return m, nil
 	case key.Matches(km, k.NextPanel):
-		m.setFocus((m.focus + 1) % numFocus)
-		return m, nil
+		m.setFocus((m.focus + 1) % numSlots)
+		return m, m.afterChange()
 	case key.Matches(km, k.PrevPanel):
-		m.setFocus((m.focus + numFocus - 1) % numFocus)
-		return m, nil
-	case key.Matches(km, k.Back) && m.overlay != overlayNone:
-		m.overlay = overlayNone
-		return m, nil
+		m.setFocus((m.focus + numSlots - 1) % numSlots)
+		return m, m.afterChange()
+	case key.Matches(km, k.Back) && m.front(m.focus) != m.base(m.focus):
+		m.closeOverlays(m.focus)
+		return m, m.afterChange()
+	case key.Matches(km, k.Back) && m.preview && m.focus == slotTrace:
+		m.preview = false
+		m.trace.SetPreview(false, m.groups.Preview())
+		return m, m.afterChange()
+	case key.Matches(km, k.Expand) && m.focus == slotRollouts:
+		m.setFocus(slotTrace)
+		return m, m.afterChange()
 	case key.Matches(km, k.Filter):
-		m.setFocus(focusRollouts)
-		var cmd tea.Cmd
-		m.rollouts, cmd = m.rollouts.StartFilter()
-		return m, cmd
+		m.setFocus(slotRollouts)
+		return m, m.rollouts.StartFilter()
 	case key.Matches(km, k.Spec):
-		m.setFocus(focusGroups)
+		m.setFocus(slotGroups)
 		var cmd tea.Cmd
-		m.groups, cmd = m.groups.StartInput()
+		m.groups.groupsPanel, cmd = m.groups.StartInput()
 		return m, cmd
 	case key.Matches(km, k.Sort):
-		m.rollouts = m.rollouts.CycleSort()
+		m.rollouts.CycleSort()
+		return m, m.afterChange()
+	case key.Matches(km, k.Reverse):
+		m.rollouts.Reverse()
 		return m, m.afterChange()
 	case key.Matches(km, k.Preview):
 		m.preview = !m.preview
-		m.trace = m.trace.SetPreview(m.preview, m.groups.Preview())
+		m.trace.SetPreview(m.preview, m.groups.Preview())
 		return m, m.afterChange()
-	case key.Matches(km, k.Stats):
-		if m.overlay == overlayStats {
-			m.overlay = overlayNone
-			return m, nil
-		}
-		m.overlay = overlayStats
-		m.stats = m.stats.SetRollout(m.snap, m.trace.Rollout(), m.trace.simAll)
-		m.setFocus(focusTrace)
-		return m, nil
 	case key.Matches(km, k.Copy):
-		return m, copySnippet(Snippet(m.reg, m.groups.Preview(), true), m.opts.SnippetPath, m.opts.Clipboard, m.opts.Term)
+		return m, copySnippet(Snippet(m.reg, m.groups.Preview(), true), m.opts.SnippetPath, m.wrote, m.opts.Clipboard)
 	case key.Matches(km, k.Default), key.Matches(km, k.PerRoll), key.Matches(km, k.All):
 		name := map[string]string{"1": "default", "2": "per_rollout", "3": "all"}[km.String()]
 		if set, ok := m.reg.PresetSet(name); ok {
-			m.groups = m.groups.SetPreview(set)
+			m.groups.groupsPanel = m.groups.SetPreview(set)
 		}
 		return m, m.afterChange()
 	case key.Matches(km, k.More):
-		m.groups = m.groups.Project(1)
+		m.groups.groupsPanel = m.groups.Project(1)
 		return m, nil
 	case key.Matches(km, k.Fewer):
-		m.groups = m.groups.Project(-1)
+		m.groups.groupsPanel = m.groups.Project(-1)
 		return m, nil
 	}
-	var cmd tea.Cmd
-	switch m.focus {
-	case focusRollouts:
-		if key.Matches(km, k.Expand) {
-			m.setFocus(focusTrace)
-			return m, nil
+	return m, nil
+}
+
+// base is the base panel of s.
+func (m *Model) base(s slot) panel {
+	for _, p := range m.panels {
+		if _, ok := p.(overlay); !ok && p.slot() == s {
+			return p
 		}
-		m.rollouts, cmd = m.rollouts.Update(km)
-	case focusTrace:
-		switch m.overlay {
-		case overlayDetail:
-			m.detail, cmd = m.detail.Update(km)
-		case overlayStats:
-			m.stats, cmd = m.stats.Update(km)
-		default:
-			if key.Matches(km, k.Back) && m.preview {
-				m.preview = false
-				m.trace = m.trace.SetPreview(false, m.groups.Preview())
-				break
-			}
-			m.trace, cmd = m.trace.Update(km)
-		}
-	case focusGroups:
-		m.groups, cmd = m.groups.Update(km)
 	}
-	return m, tea.Batch(cmd, m.afterChange())
+	return nil
+}
+
+// revealFilteredSpan moves the waterfall to the span whose id the rollout
+// filter holds (at least 6 hex digits of it); it reports whether it did.
+func (m *Model) revealFilteredSpan() bool {
+	needle := strings.ToLower(strings.TrimSpace(m.rollouts.filter))
+	if len(needle) < 6 || strings.Trim(needle, "0123456789abcdef") != "" {
+		return false
+	}
+	r := m.rollouts.Selected()
+	if r == nil {
+		return false
+	}
+	m.afterChange()
+	for _, f := range r.Fragments {
+		for i := range f.Spans {
+			if strings.Contains(f.Spans[i].SpanID.String(), needle) {
+				return m.trace.Reveal(f.Spans[i].SpanID)
+			}
+		}
+	}
+	return false
 }
 
 // afterChange follows a key: a new selection or a new previewed spec starts
-// the work that depends on it.
+// the work that depends on it, and every panel sees the new state.
 func (m *Model) afterChange() tea.Cmd {
 	var cmds []tea.Cmd
 	sel := m.rollouts.Selected()
-	cur := m.trace.Rollout()
-	if sel != cur {
-		if sel == nil || cur == nil || sel.ID != cur.ID {
-			if m.overlay == overlayDetail {
-				m.overlay = overlayNone
-			}
-		}
-		m.trace = m.trace.SetRollout(m.snap, sel)
-		if m.overlay == overlayStats {
-			m.stats = m.stats.SetRollout(m.snap, sel, m.trace.simAll)
-		}
+	if cur := m.trace.Rollout(); sel != cur {
+		m.trace.SetRollout(m.snap, sel)
 	}
 	if spec := m.groups.Preview(); spec != m.trace.spec {
-		m.trace = m.trace.SetPreview(m.preview, spec)
+		m.trace.SetPreview(m.preview, spec)
 		cmds = append(cmds, m.requestAnalysis())
 	}
+	m.trace.SetFocused(m.focus == slotTrace && m.front(slotTrace) == panel(m.trace))
+	m.syncPanels()
 	m.renderHeader()
 	cmds = append(cmds, m.requestSim())
 	return tea.Batch(cmds...)
 }
 
-func (m *Model) setFocus(f focus) {
-	changed := f != m.focus
-	m.focus = f
-	if f != focusTrace {
-		m.overlay = overlayNone
-	}
-	if changed && m.width < wideWidth {
-		m.layout() // stacked panels: the focused one is the tall one
+// syncEnv copies the shared state panels read into m.env.
+func (m *Model) syncEnv() {
+	e := &m.env
+	e.reg, e.snap, e.current, e.preview = m.reg, m.snap, m.opts.Current, m.groups.Preview()
+	e.rollout, e.sim, e.check = m.trace.Rollout(), m.trace.simAll, m.check
+	e.cur, e.prev = m.groups.curRep, m.groups.prevRep
+	e.frag, e.hasSpan, e.group = nil, false, ""
+	if fi, i, ok := m.trace.selectedRef(); ok {
+		e.frag, e.fragIdx, e.spanIdx, e.hasSpan = e.rollout.Fragments[fi], fi, i, true
+		g, gok := m.trace.GroupOf(fi, i)
+		e.group = groupName(m.reg, g, gok)
 	}
 }
 
-func (m *Model) openDetail() {
-	f, i, ok := m.trace.SelectedSpan()
-	if !ok {
+// syncPanels hands every panel the new shared state.
+func (m *Model) syncPanels() {
+	m.syncEnv()
+	for _, p := range m.panels {
+		p.refresh(&m.env)
+	}
+}
+
+func (m *Model) setFocus(f slot) {
+	if f == m.focus {
 		return
 	}
-	fi := 0
-	for j, x := range m.trace.Rollout().Fragments {
-		if x == f {
-			fi = j
-		}
+	if f != slotTrace {
+		m.closeOverlays(slotTrace)
 	}
-	g, gok := m.trace.GroupOf(fi, i)
-	m.detail = m.detail.SetSpan(m.snap, m.trace.Rollout(), f, i, groupName(m.reg, g, gok))
-	m.overlay = overlayDetail
-	m.setFocus(focusTrace)
+	m.focus = f
+	m.layout() // the focused panel gets the room
 }
 
 func (m Model) setSnapshot(s *model.Snapshot) (tea.Model, tea.Cmd) {
@@ -403,17 +407,32 @@ func (m Model) setSnapshot(s *model.Snapshot) (tea.Model, tea.Cmd) {
 		m.rateAccepted, m.rateAt = s.Stats.Accepted, s.Taken
 	}
 	m.snap = s
-	m.rollouts = m.rollouts.SetSnapshot(s)
+	m.rollouts.SetSnapshot(s)
 	// Refresh the shown rollout with its newest version, even if unchanged id.
 	sel := m.rollouts.Selected()
 	if sel != nil && m.trace.Rollout() != nil && sel.ID == m.trace.Rollout().ID && sel != m.trace.Rollout() {
-		m.trace = m.trace.SetRollout(s, sel)
-		if m.overlay == overlayStats {
-			m.stats = m.stats.SetRollout(s, sel, m.trace.simAll)
-		}
+		m.trace.SetRollout(s, sel)
 	}
 	cmd := m.afterChange()
 	return m, tea.Batch(cmd, m.requestAnalysis(), pauseRefresh(m.refresh))
+}
+
+// rateWindow is how long without a new snapshot before the live rate is
+// recomputed from what has not arrived: it falls to 0 once data stops.
+const rateWindow = 2 * time.Second
+
+// decayRate recomputes the live rate on the clock tick when no snapshot has
+// moved it for rateWindow.
+func (m *Model) decayRate() {
+	if m.snap == nil || m.rateAt.IsZero() {
+		return
+	}
+	now := m.opts.Now()
+	if dt := now.Sub(m.rateAt); dt >= rateWindow {
+		m.rate = float64(m.snap.Stats.Accepted-m.rateAccepted) / dt.Seconds()
+		m.rateAccepted, m.rateAt = m.snap.Stats.Accepted, now
+		m.renderHeader()
+	}
 }
 
 // requestAnalysis starts a preview and check unless one is running, in which
@@ -445,17 +464,21 @@ func (m *Model) requestAnalysis() tea.Cmd {
 func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 	m.analysing = false
 	if a.cur != nil {
-		m.groups = m.groups.SetReports(a.cur, nil)
+		m.groups.groupsPanel = m.groups.SetReports(a.cur, nil)
 		m.curSeq, m.haveCur = a.seq, true
 	}
 	// A preview for a spec no longer shown is stale: drop it.
 	if a.preview == m.groups.Preview() {
-		m.groups = m.groups.SetReports(nil, a.prev)
+		m.groups.groupsPanel = m.groups.SetReports(nil, a.prev)
 	} else {
 		m.dirty = true
 	}
-	m.rollouts = m.rollouts.SetCheck(a.check)
-	m.groups = m.groups.SetCheck(a.check)
+	if a.check != nil {
+		m.check = a.check
+	}
+	m.rollouts.SetCheck(a.check)
+	m.groups.groupsPanel = m.groups.SetCheck(a.check)
+	m.syncPanels()
 	m.renderHeader()
 	if m.dirty || (m.snap != nil && a.seq != m.snap.Seq) {
 		return m, m.requestAnalysis()
@@ -480,8 +503,11 @@ func (m *Model) requestSim() tea.Cmd {
 
 func (m Model) updateMouse(msg tea.MouseMsg) (tea.Model, tea.Cmd) {
 	ev := tea.MouseEvent(msg)
-	for f := focus(0); f < numFocus; f++ {
-		r := m.rects[f]
+	if m.showHelp {
+		return m, nil
+	}
+	for s := slot(0); s < numSlots; s++ {
+		r := m.rects[s]
 		if !r.contains(ev.X, ev.Y) {
 			continue
 		}
@@ -492,43 +518,16 @@ func (m Model) updateMouse(msg tea.MouseMsg) (tea.Model, tea.Cmd) {
 			if ev.Button == tea.MouseButtonWheelUp {
 				n = -3
 			}
-			m.scroll(f, n)
+			m.front(s).scroll(n)
 		case ev.Button == tea.MouseButtonLeft && ev.Action == tea.MouseActionPress:
-			m.setFocus(f)
-			switch f {
-			case focusRollouts:
-				m.rollouts = m.rollouts.Click(y)
-			case focusTrace:
-				if m.overlay == overlayNone {
-					m.trace = m.trace.Click(y)
-				}
-			case focusGroups:
-				m.groups = m.groups.Click(y)
-			}
+			m.setFocus(s)
+			m.front(s).click(y)
 		default:
 			return m, nil
 		}
 		return m, m.afterChange()
 	}
 	return m, nil
-}
-
-func (m *Model) scroll(f focus, n int) {
-	switch f {
-	case focusRollouts:
-		m.rollouts = m.rollouts.Scroll(n)
-	case focusTrace:
-		switch m.overlay {
-		case overlayDetail:
-			m.detail = m.detail.Scroll(n)
-		case overlayStats:
-			m.stats = m.stats.Scroll(n)
-		default:
-			m.trace = m.trace.Scroll(n)
-		}
-	case focusGroups:
-		m.groups = m.groups.Scroll(n)
-	}
 }
 
 // headerLines and footerLines are the rows outside the panels.
@@ -548,34 +547,187 @@ func (m *Model) layout() {
 	if m.width >= wideWidth {
 		top := max(avail*55/100, m.frameH+4)
 		left := m.width * 2 / 5
-		m.rects[focusRollouts] = rect{0, headerLines, left, top}
-		m.rects[focusTrace] = rect{left, headerLines, m.width - left, top}
-		m.rects[focusGroups] = rect{0, headerLines + top, m.width, avail - top}
+		if m.focus == slotTrace {
+			// The waterfall has the keyboard: it gets the width, the list
+			// keeps its verdict columns.
+			left = max(m.width/3, 42)
+		}
+		m.rects[slotRollouts] = rect{0, headerLines, left, top}
+		m.rects[slotTrace] = rect{left, headerLines, m.width - left, top}
+		m.rects[slotGroups] = rect{0, headerLines + top, m.width, avail - top}
 	} else {
 		// Stacked: the focused panel gets half the height.
 		big := avail / 2
 		small := (avail - big) / 2
 		y := headerLines
-		for f := focus(0); f < numFocus; f++ {
+		for s := slot(0); s < numSlots; s++ {
 			h := small
-			if f == m.focus {
+			if s == m.focus {
 				h = big
 			}
-			if f == numFocus-1 {
+			if s == numSlots-1 {
 				h = headerLines + avail - y
 			}
-			m.rects[f] = rect{0, y, m.width, h}
+			m.rects[s] = rect{0, y, m.width, h}
 			y += h
 		}
 	}
-	cw := func(f focus) (int, int) { return m.rects[f].w - m.frameW, m.rects[f].h - m.frameH }
-	m.rollouts = m.rollouts.SetSize(cw(focusRollouts))
-	m.trace = m.trace.SetSize(cw(focusTrace))
-	m.detail = m.detail.SetSize(cw(focusTrace))
-	m.stats = m.stats.SetSize(cw(focusTrace))
-	m.groups = m.groups.SetSize(cw(focusGroups))
+	for _, p := range m.panels {
+		r := m.rects[p.slot()]
+		p.setSize(r.w-m.frameW, r.h-m.frameH)
+	}
 	m.help.Width = m.width
+	m.helpView.resize(m.width, avail)
+	if m.showHelp {
+		m.helpView.setLines(m.helpLines())
+	}
 	m.renderHeader()
+}
+
+// openHelp renders the help screen for the focused panel and shows it.
+func (m *Model) openHelp() {
+	m.showHelp = true
+	m.helpView.setLines(m.helpLines())
+	m.helpView.vp.GotoTop()
+}
+
+// helpLines is the help screen: how to leave first, then the focused
+// panel's keys, the global keys, every other panel's keys and the legend.
+func (m *Model) helpLines() []string {
+	k := m.keys
+	seen := map[string]bool{}
+	type section struct {
+		title string
+		keys  []key.Binding
+	}
+	var secs []section
+	add := func(title string, bs []key.Binding) {
+		var out []key.Binding
+		for _, b := range bs {
+			id := b.Help().Key + " " + b.Help().Desc
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, b)
+			}
+		}
+		if len(out) > 0 {
+			secs = append(secs, section{title, out})
+		}
+	}
+	add("leave", []key.Binding{k.Quit, k.Back, k.Help})
+	front := m.front(m.focus)
+	add(front.name()+" (focused)", front.help())
+	add("everywhere", k.Global())
+	for _, p := range m.panels {
+		if p != front {
+			add(p.name(), p.help())
+		}
+	}
+	const keyW, colW = 9, 58
+	var lines []string
+	for _, sec := range secs {
+		lines = append(lines, m.st.Panel.Title.Render(sec.title))
+		for _, b := range sec.keys {
+			lines = append(lines, "  "+m.st.App.Title.Render(fit(b.Help().Key, keyW))+" "+b.Help().Desc)
+		}
+	}
+	lines = append(lines, m.st.Panel.Title.Render("legend"))
+	if m.snap != nil {
+		for _, sv := range m.services() {
+			lines = append(lines, "  "+fit(m.st.Service(uint32(sv.id)).Render("███"), keyW)+" "+sv.name)
+		}
+	}
+	for _, g := range [][2]string{
+		{glyphError, "failed span (error status); rollouts: error spans"},
+		{glyphSplit, "join broken: split rollout, broken hop, new trace"},
+		{glyphJoined, "joined: the rollout is one trace tree"},
+		{glyphPending, "pending: spans may still arrive"},
+		{glyphTruncated, "truncated: force-closed at shutdown"},
+		{glyphFolded + " +N", "collapsed node and the spans it hides"},
+		{string(glyphEvent), "span event (an exception, say) on its bar"},
+		{glyphMatch, "search hit"},
+		{"·", "time-axis tick"},
+		{"›", "cursor"},
+		{"name*", "group changed from the current spec"},
+	} {
+		lines = append(lines, "  "+fit(g[0], keyW)+" "+g[1])
+	}
+	// As many columns as fit, filled top to bottom.
+	cols := clamp(m.width/colW, 1, 4)
+	if cols == 1 {
+		for i, l := range lines {
+			lines[i] = clip(l, max(m.width, 1))
+		}
+		return append(lines, filterHelp(m.st, m.width)...)
+	}
+	h := (len(lines) + cols - 1) / cols
+	out := make([]string, h)
+	for i, l := range lines {
+		if i/h < cols-1 {
+			l = fit(l, colW)
+		}
+		out[i%h] += l
+	}
+	for i := range out {
+		out[i] = clip(out[i], m.width)
+	}
+	return append(out, filterHelp(m.st, m.width)...)
+}
+
+// filterHelp is the rollout filter's syntax, full width.
+func filterHelp(st *Styles, w int) []string {
+	lines := []string{st.Panel.Title.Render("rollout filter (/)")}
+	for _, l := range strings.Split(gate.FilterHelp, "\n") {
+		lines = append(lines, clip("  "+l, w))
+	}
+	return lines
+}
+
+// service is a resource and its short service name.
+type service struct {
+	id   model.ResourceID
+	name string
+}
+
+// services lists the capture's services in resource order, for the legend.
+func (m *Model) services() []service {
+	seen := map[model.ResourceID]bool{}
+	var out []service
+	for _, r := range m.snap.Rollouts {
+		for _, f := range r.Fragments {
+			for i := range f.Spans {
+				if id := f.Spans[i].Resource; !seen[id] {
+					seen[id] = true
+					out = append(out, service{id, shortService(m.snap.ServiceName(id))})
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+func (m Model) setCopied(msg copiedMsg) Model {
+	m.copied = true
+	if msg.errText != "" && msg.path == "" && !msg.clip {
+		m.status, m.statusErr = msg.errText, true
+		return m
+	}
+	parts := []string{"copied " + gate.EnvLine(m.reg.Spec(m.groups.Preview()))}
+	if msg.path != "" {
+		m.wrote = msg.path
+		if msg.replaced {
+			parts = append(parts, "replaced the earlier "+msg.path)
+		} else {
+			parts = append(parts, "wrote "+msg.path)
+		}
+	}
+	parts = append(parts, msg.clipText)
+	if msg.errText != "" {
+		parts = append(parts, msg.errText)
+	}
+	m.status, m.statusErr = strings.Join(parts, " · "), msg.errText != ""
+	return m
 }
 
 // renderHeader caches the two header lines.
@@ -640,39 +792,28 @@ func (m Model) View() string {
 	}
 	avail := m.height - headerLines - footerLines
 	if m.width < 30 || avail < 3*m.frameH+3 {
-		return clip(fmt.Sprintf("too small: %d×%d, need 30×%d", m.width, m.height, 3*m.frameH+3+headerLines+footerLines), m.width)
+		return clip(fmt.Sprintf("too small: %d×%d, need 30×%d · q quits", m.width, m.height, 3*m.frameH+3+headerLines+footerLines), m.width)
 	}
 	var body string
 	if m.showHelp {
-		body = lipgloss.NewStyle().Height(avail).MaxHeight(avail).Render(
-			m.st.Panel.Title.Render("Keys") + "\n\n" + m.help.FullHelpView(m.keys.FullHelp()) +
-				"\n\n" + m.st.Panel.Title.Render("Filter (/)") + "\n" + gate.FilterHelp)
+		body = m.helpView.view()
 	} else {
-		box := func(f focus, content string) string {
+		box := func(s slot) string {
 			st := m.st.Panel.Box
-			if f == m.focus {
+			if s == m.focus {
 				st = m.st.Panel.Focused
 			}
-			r := m.rects[f]
-			return st.Width(r.w - m.frameW).Height(r.h - m.frameH).Render(content)
+			r := m.rects[s]
+			return st.Width(r.w - m.frameW).Height(r.h - m.frameH).Render(m.front(s).view())
 		}
-		traceContent := m.trace.View()
-		switch m.overlay {
-		case overlayDetail:
-			traceContent = m.detail.View()
-		case overlayStats:
-			traceContent = m.stats.View()
-		}
-		roll := box(focusRollouts, m.rollouts.View())
-		tr := box(focusTrace, traceContent)
-		gr := box(focusGroups, m.groups.View())
+		roll, tr, gr := box(slotRollouts), box(slotTrace), box(slotGroups)
 		if m.width >= wideWidth {
 			body = lipgloss.JoinVertical(lipgloss.Left, lipgloss.JoinHorizontal(lipgloss.Top, roll, tr), gr)
 		} else {
 			body = lipgloss.JoinVertical(lipgloss.Left, roll, tr, gr)
 		}
 	}
-	footer := m.help.ShortHelpView(m.keys.ShortHelp())
+	footer := m.footer()
 	if m.status != "" {
 		st := m.st.App.Status
 		if m.statusErr {
@@ -681,4 +822,21 @@ func (m Model) View() string {
 		footer = st.Render(clip(m.status, m.width))
 	}
 	return m.header + "\n" + body + "\n" + clip(footer, m.width)
+}
+
+// footer is the one-line help: how to get help and leave first, then the
+// focused panel's own keys.
+func (m *Model) footer() string {
+	k := m.keys
+	bs := []key.Binding{k.Help, k.Quit}
+	if m.showHelp {
+		bs = []key.Binding{k.Quit, k.Back}
+	} else if p := m.front(m.focus); p != nil {
+		if p != m.base(m.focus) {
+			bs = append(bs, k.Back)
+		}
+		bs = append(bs, k.NextPanel)
+		bs = append(bs, p.help()...)
+	}
+	return m.help.ShortHelpView(bs)
 }

@@ -32,6 +32,7 @@ func TestSortCycles(t *testing.T) {
 		mode  string
 		first []string
 	}{
+		{"start time", []string{"r0000", "r0001"}},
 		{"duration", []string{"r0002", "r0005"}},
 		{"spans", []string{"r0002", "r0005"}},
 		{"errors", []string{"r0001", "r0005"}},
@@ -47,6 +48,10 @@ func TestSortCycles(t *testing.T) {
 			t.Errorf("sort %s: first rows = %v, want %v", w.mode, got, w.first)
 		}
 	}
+	m = keys(t, m, "s", "S") // start time, reversed: the latest first
+	if got := ids(m.rollouts.rows)[:2]; !slices.Equal(got, []string{"r0005", "r0004"}) || !strings.Contains(m.View(), "sort start time ↑") {
+		t.Errorf("reversed start-time sort: first rows = %v", got)
+	}
 }
 
 func TestFilter(t *testing.T) {
@@ -59,6 +64,7 @@ func TestFilter(t *testing.T) {
 		{"service", "policy_model", []string{"r0000", "r0001", "r0002", "r0003", "r0004", "r0005"}},
 		{"span name", "gym.verify", []string{"r0000", "r0001", "r0002", "r0003", "r0004", "r0005"}},
 		{"nothing", "sandbox", nil},
+		{"trace id", "AB000000000000000000000000000004", []string{"r0003"}},
 		{"status and name on one span", "status=error name=gym.verify", []string{"r0001", "r0005"}},
 		{"one span, not two", "status=error name=gym.rollout", nil},
 		{"no error", "-status=error", []string{"r0000", "r0002", "r0003", "r0004"}},
@@ -240,7 +246,7 @@ func TestCopyOutOSC52(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("TMUX", "")
-	msg := copySnippet("hello", t.TempDir()+"/s.yaml", f, "xterm")().(copiedMsg)
+	msg := copySnippet("hello", t.TempDir()+"/s.yaml", "", f)().(copiedMsg)
 	if !msg.clip || msg.errText != "" {
 		t.Fatalf("copied = %+v", msg)
 	}
@@ -248,7 +254,7 @@ func TestCopyOutOSC52(t *testing.T) {
 	if want := "\x1b]52;c;aGVsbG8=\a"; string(got) != want {
 		t.Errorf("OSC 52 = %q, want %q", got, want)
 	}
-	bad := copySnippet("x", t.TempDir()+"/missing/dir/s.yaml", nil, "")().(copiedMsg)
+	bad := copySnippet("x", t.TempDir()+"/missing/dir/s.yaml", "", nil)().(copiedMsg)
 	if !strings.Contains(bad.errText, "no such file or directory") || strings.Contains(bad.errText, "open ") {
 		t.Errorf("error text %q should be the cause only", bad.errText)
 	}
@@ -296,11 +302,11 @@ func TestTreeExpandCollapse(t *testing.T) {
 		t.Errorf("after E: %d rows, want 1", got)
 	}
 	m = keys(t, m, "e", "G", "enter") // enter on a leaf opens the detail
-	if m.overlay != overlayDetail || !strings.Contains(m.View(), "span id") {
+	if !m.detail.isOpen() || !strings.Contains(m.View(), "span id") {
 		t.Errorf("enter on a leaf did not open the detail")
 	}
 	m = keys(t, m, "esc")
-	if m.overlay != overlayNone {
+	if m.detail.isOpen() {
 		t.Errorf("esc did not close the detail")
 	}
 }
@@ -309,7 +315,7 @@ func TestMouse(t *testing.T) {
 	b := newBuilder(t)
 	b.capture(t, 6, false)
 	m := newTestModel(t, b, 120, 40, "default")
-	r := m.rects[focusRollouts]
+	r := m.rects[slotRollouts]
 	// Row 0 is at y = top border + title + column header.
 	click := tea.MouseMsg{X: r.x + 3, Y: r.y + 1 + 2 + 4, Button: tea.MouseButtonLeft, Action: tea.MouseActionPress}
 	m = send(t, m, click)
@@ -320,7 +326,7 @@ func TestMouse(t *testing.T) {
 	if tr == nil || tr.ID != "r0004" {
 		t.Errorf("trace did not follow the click")
 	}
-	g := m.rects[focusGroups]
+	g := m.rects[slotGroups]
 	m = send(t, m, tea.MouseMsg{X: g.x + 5, Y: g.y + 3, Button: tea.MouseButtonWheelDown, Action: tea.MouseActionPress})
 	if m.groups.offset == 0 {
 		t.Errorf("wheel over the groups panel did not scroll it")
@@ -334,11 +340,11 @@ func TestResizeStacksPanels(t *testing.T) {
 	b := newBuilder(t)
 	b.capture(t, 2, false)
 	m := newTestModel(t, b, 120, 40, "default")
-	if m.rects[focusRollouts].y != m.rects[focusTrace].y {
+	if m.rects[slotRollouts].y != m.rects[slotTrace].y {
 		t.Errorf("wide layout should put rollouts and trace side by side: %+v", m.rects)
 	}
 	m = send(t, m, tea.WindowSizeMsg{Width: 70, Height: 30})
-	if !(m.rects[focusRollouts].y < m.rects[focusTrace].y && m.rects[focusTrace].y < m.rects[focusGroups].y) {
+	if !(m.rects[slotRollouts].y < m.rects[slotTrace].y && m.rects[slotTrace].y < m.rects[slotGroups].y) {
 		t.Errorf("narrow layout should stack: %+v", m.rects)
 	}
 	if got := strings.Count(m.View(), "\n") + 1; got != 30 {
@@ -431,5 +437,92 @@ func TestKeyBurst(t *testing.T) {
 	}
 	if got := m.rollouts.Selected().ID; got != "r0002" {
 		t.Errorf("burst 2jj: cursor on %s, want r0002", got)
+	}
+}
+
+// A span id typed in the rollout filter selects its rollout and, on enter,
+// puts the waterfall's cursor on that span, expanding what hides it.
+func TestFilterSpanIDJumps(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	m = keys(t, m, "tab", "E", "shift+tab") // everything collapsed
+	var want model.SpanID
+	for _, r := range m.snap.Rollouts {
+		if r.ID == "r0004" {
+			f := r.Fragments[0]
+			for i := range f.Spans {
+				if m.snap.Str(f.Spans[i].Name) == "gym.verify" {
+					want = f.Spans[i].SpanID
+				}
+			}
+		}
+	}
+	m = keys(t, m, "/")
+	m = typeText(t, m, want.String())
+	m = keys(t, m, "enter")
+	if got := m.rollouts.Selected().ID; got != "r0004" {
+		t.Fatalf("span id selected %s, want r0004", got)
+	}
+	f, i, ok := m.trace.SelectedSpan()
+	if !ok || f.Spans[i].SpanID != want || m.focus != slotTrace {
+		t.Errorf("cursor not on the span (ok %v, focus %v)", ok, m.focus)
+	}
+}
+
+// / in the waterfall searches the rollout's spans; n and N step through the
+// hits, f to the failed span.
+func TestSpanSearch(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	m = keys(t, m, "down", "down", "tab", "/") // r0002: three model turns
+	if !m.trace.search.typing || m.rollouts.filtering {
+		t.Fatalf("/ in the waterfall did not open the span search")
+	}
+	m = typeText(t, m, "gym.model")
+	m = keys(t, m, "enter")
+	name := func() string {
+		f, i, ok := m.trace.SelectedSpan()
+		if !ok {
+			return ""
+		}
+		return m.snap.Str(f.Spans[i].Name)
+	}
+	if len(m.trace.search.hits) != 3 || name() != "gym.model.responses" {
+		t.Fatalf("hits %d, cursor on %q", len(m.trace.search.hits), name())
+	}
+	seen := map[int]bool{m.trace.cursor: true}
+	for range 2 {
+		m = keys(t, m, "n")
+		seen[m.trace.cursor] = true
+		if name() != "gym.model.responses" {
+			t.Errorf("n moved to %q", name())
+		}
+	}
+	if len(seen) != 3 || !strings.Contains(m.View(), "/gym.model 3/3") {
+		t.Errorf("n visited %d rows; view:\n%s", len(seen), m.View())
+	}
+	m = keys(t, m, "n")
+	if m.trace.search.at != 0 {
+		t.Errorf("n past the last hit is at %d, want the first", m.trace.search.at)
+	}
+	m = keys(t, m, "N")
+	if m.trace.search.at != 2 {
+		t.Errorf("N from the first hit is at %d, want the last", m.trace.search.at)
+	}
+	// An attribute value: the url of the verify call.
+	m = keys(t, m, "/")
+	m.trace.search.input.SetValue("")
+	m = typeText(t, m, "/verify")
+	if name() != "HTTP POST" && name() != "POST /verify" {
+		t.Errorf("attribute search on %q", name())
+	}
+	m = keys(t, m, "esc", "shift+tab", "G", "tab", "E", "f") // r0005 fails
+	if m.rollouts.Selected().ID != "r0005" {
+		t.Fatalf("on %s", m.rollouts.Selected().ID)
+	}
+	if f, i, ok := m.trace.SelectedSpan(); !ok || f.Spans[i].Status != model.StatusError {
+		t.Errorf("f did not reach the failed span")
 	}
 }

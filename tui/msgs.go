@@ -61,9 +61,11 @@ type simKey struct {
 
 // copiedMsg reports the outcome of a copy-out.
 type copiedMsg struct {
-	path    string
-	clip    bool
-	errText string
+	path     string // the file written, "" if none
+	replaced bool   // a different file was there; kept as path.bak
+	clip     bool   // OSC 52 sent
+	clipText string // what happened to the clipboard
+	errText  string
 }
 
 // waitForChange blocks until the source publishes, then delivers the latest

@@ -1,13 +1,17 @@
 package tui
 
 import (
+	"strings"
+
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// pager is a titled block of lines that scrolls with the movement keys. The
-// span detail and the statistics views embed it and only build the lines.
+// pager is a titled block of lines scrolled by bubbles' viewport. The span
+// detail and the statistics views embed it and only build the lines.
 type pager struct {
+	basePanel
 	st   *Styles
 	keys *KeyMap
 
@@ -15,50 +19,77 @@ type pager struct {
 	title         string
 	hint          string   // how to leave, after the title ("esc back")
 	lines         []string // already fitted to width
-	offset        int
-	out           string
+	vp            viewport.Model
+	opened        bool
 }
 
-// scroll applies a movement key; it reports whether the key was one.
-func (p *pager) scroll(msg tea.Msg) bool {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return false
+func newPager(st *Styles, keys *KeyMap, hint string) pager {
+	vp := viewport.New(0, 0)
+	// The root's movement keys drive it; the viewport's own map is unused.
+	vp.KeyMap = viewport.KeyMap{}
+	vp.MouseWheelEnabled = false
+	return pager{st: st, keys: keys, hint: hint, vp: vp}
+}
+
+func (p *pager) slot() slot   { return slotTrace }
+func (p *pager) isOpen() bool { return p.opened }
+func (p *pager) close()       { p.opened = false }
+func (p *pager) view() string { return p.render() }
+func (p *pager) scroll(n int) { p.move(n) }
+func (p *pager) setLines(ls []string) {
+	p.lines = ls
+	p.vp.SetContent(strings.Join(ls, "\n"))
+}
+
+func (p *pager) resize(w, h int) {
+	p.width, p.height = w, h
+	p.vp.Width, p.vp.Height = max(w, 0), max(h-1, 0)
+	p.vp.SetContent(strings.Join(p.lines, "\n"))
+}
+
+func (p *pager) move(n int) {
+	if n > 0 {
+		p.vp.ScrollDown(n)
+	} else if n < 0 {
+		p.vp.ScrollUp(-n)
 	}
-	page := max(p.height-1, 1)
+}
+
+func (p *pager) help() []key.Binding {
+	return []key.Binding{p.keys.Up, p.keys.Down, p.keys.PageUp, p.keys.PageDown, p.keys.Top, p.keys.Bottom}
+}
+
+// handle applies a movement key.
+func (p *pager) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
+	page := max(p.vp.Height, 1)
 	switch {
 	case key.Matches(km, p.keys.Up):
-		p.offset--
+		p.move(-1)
 	case key.Matches(km, p.keys.Down):
-		p.offset++
+		p.move(1)
 	case key.Matches(km, p.keys.Top):
-		p.offset = 0
+		p.vp.GotoTop()
 	case key.Matches(km, p.keys.Bottom):
-		p.offset = len(p.lines)
+		p.vp.GotoBottom()
 	case key.Matches(km, p.keys.PageUp):
-		p.offset -= page
+		p.move(-page)
 	case key.Matches(km, p.keys.PageDown):
-		p.offset += page
+		p.move(page)
 	default:
-		return false
+		return false, nil
 	}
-	p.render()
-	return true
+	return true, nil
 }
 
-func (p *pager) render() {
+// render draws the title line and the visible lines; the viewport cuts to
+// the window, so this is cheap whatever the length.
+func (p *pager) render() string {
 	if p.width <= 0 || p.height <= 0 {
-		p.out = ""
-		return
+		return ""
 	}
-	h := p.height - 1
-	p.offset = clamp(p.offset, 0, max(len(p.lines)-h, 0))
-	lines := []string{p.st.Panel.Title.Render(clip(p.title+" · "+p.hint, p.width))}
-	for i := p.offset; i < len(p.lines) && i < p.offset+h; i++ {
-		lines = append(lines, clip(p.lines[i], p.width))
+	title := p.title + " · " + p.hint
+	if n := len(p.lines); n > p.vp.Height && p.vp.Height > 0 {
+		title += " · " + itoa(p.vp.YOffset+1) + "–" + itoa(min(p.vp.YOffset+p.vp.Height, n)) + " of " + itoa(n)
 	}
-	p.out = padLines(lines, p.height)
+	return p.st.Panel.Title.Render(clip(title, p.width)) + "\n" + p.vp.View()
 }
-
-// View returns the rendered content.
-func (p pager) View() string { return p.out }

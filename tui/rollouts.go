@@ -20,6 +20,7 @@ type sortMode uint8
 
 const (
 	sortFirstSeen sortMode = iota
+	sortStart
 	sortDuration
 	sortSpans
 	sortErrors
@@ -30,6 +31,8 @@ const (
 // String names the sort order as the panel title shows it.
 func (s sortMode) String() string {
 	switch s {
+	case sortStart:
+		return "start time"
 	case sortDuration:
 		return "duration"
 	case sortSpans:
@@ -55,6 +58,7 @@ type rowInfo struct {
 
 // rolloutList is the panel listing rollouts.
 type rolloutList struct {
+	basePanel
 	st   *Styles
 	keys *KeyMap
 
@@ -65,8 +69,9 @@ type rolloutList struct {
 	join          map[string]gate.RolloutCheck
 	haveJoin      bool
 
-	sort   sortMode
-	filter string
+	sort    sortMode
+	reverse bool
+	filter  string
 	// compiled is the last filter text that parsed; while a term is half
 	// typed (dur>1) the list keeps it and filterErr says what is wrong.
 	compiled  *gate.Filter
@@ -78,30 +83,42 @@ type rolloutList struct {
 	selected       string // the cursor's rollout id, kept across refreshes
 	waiting        int    // spans of hidden waitingOrphan rollouts
 	waitingN       int    // how many rollouts are hidden as waitingOrphan
+	// Column widths only grow, so the list does not jump as data arrives.
+	idW, spansW int
 
 	out string
 }
 
-func newRolloutList(st *Styles, keys *KeyMap) rolloutList {
+func newRolloutList(st *Styles, keys *KeyMap) *rolloutList {
 	in := textinput.New()
 	// A static cursor: no blink ticks while typing.
 	in.Cursor.SetMode(cursor.CursorStatic)
 	in.Prompt = "/"
 	in.PromptStyle = st.Input.Prompt
-	in.Placeholder = "id, service, error, name; key=value key~text status=error dur>100ms (? for help)"
-	return rolloutList{st: st, keys: keys, info: map[string]*rowInfo{}, input: in}
+	in.Placeholder = "id, trace/span id, service, error, name; key=value status=error dur>100ms (? for help)"
+	return &rolloutList{st: st, keys: keys, info: map[string]*rowInfo{}, input: in, idW: 8, spansW: 5}
 }
 
-// SetSize sets the content size (inside the frame).
-func (l rolloutList) SetSize(w, h int) rolloutList {
+func (l *rolloutList) slot() slot      { return slotRollouts }
+func (l *rolloutList) name() string    { return "rollouts" }
+func (l *rolloutList) view() string    { return l.out }
+func (l *rolloutList) capturing() bool { return l.filtering }
+func (l *rolloutList) scroll(n int)    { l.setCursor(l.cursor + n) }
+
+func (l *rolloutList) help() []key.Binding {
+	k := l.keys
+	return []key.Binding{k.Expand, k.Filter, k.Sort, k.Reverse, k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}
+}
+
+// setSize sets the content size (inside the frame).
+func (l *rolloutList) setSize(w, h int) {
 	l.width, l.height = w, h
 	l.input.Width = max(w-3, 1)
 	l.render()
-	return l
 }
 
 // SetSnapshot replaces the data, keeping the cursor on its rollout.
-func (l rolloutList) SetSnapshot(s *model.Snapshot) rolloutList {
+func (l *rolloutList) SetSnapshot(s *model.Snapshot) {
 	l.snap = s
 	// Forget evicted rollouts' cached text so the cache stays bounded.
 	if len(l.info) > 2*len(s.Rollouts)+64 {
@@ -114,52 +131,51 @@ func (l rolloutList) SetSnapshot(s *model.Snapshot) rolloutList {
 		l.info = live
 	}
 	l.rebuild()
-	return l
 }
 
 // SetCheck records the join status of each rollout.
-func (l rolloutList) SetCheck(c *gate.CheckReport) rolloutList {
+func (l *rolloutList) SetCheck(c *gate.CheckReport) {
 	if c != nil {
 		l.join, l.haveJoin = c.ByRollout, true
 	}
 	l.rebuild()
-	return l
 }
 
 // Selected returns the rollout under the cursor, or nil.
-func (l rolloutList) Selected() *model.Rollout {
+func (l *rolloutList) Selected() *model.Rollout {
 	if l.cursor >= 0 && l.cursor < len(l.rows) {
 		return l.rows[l.cursor]
 	}
 	return nil
 }
 
-// Filtering reports whether the filter input has the keyboard.
-func (l rolloutList) Filtering() bool { return l.filtering }
-
 // StartFilter gives the keyboard to the filter input.
-func (l rolloutList) StartFilter() (rolloutList, tea.Cmd) {
+func (l *rolloutList) StartFilter() tea.Cmd {
 	l.filtering = true
 	l.input.SetValue(l.filter)
 	l.input.CursorEnd()
 	cmd := l.input.Focus()
 	l.render()
-	return l, cmd
+	return cmd
 }
 
 // CycleSort moves to the next sort order.
-func (l rolloutList) CycleSort() rolloutList {
+func (l *rolloutList) CycleSort() {
 	l.sort = (l.sort + 1) % numSortModes
 	l.rebuild()
-	return l
 }
 
-// Update handles keys while the panel has focus.
-func (l rolloutList) Update(msg tea.Msg) (rolloutList, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return l, nil
-	}
+// Reverse flips the sort order.
+func (l *rolloutList) Reverse() {
+	l.reverse = !l.reverse
+	l.rebuild()
+}
+
+// filterDone is sent when the filter input closes with enter.
+type filterDoneMsg struct{}
+
+// handle takes keys while the panel has focus.
+func (l *rolloutList) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 	if l.filtering {
 		switch {
 		case key.Matches(km, l.keys.Back):
@@ -167,18 +183,17 @@ func (l rolloutList) Update(msg tea.Msg) (rolloutList, tea.Cmd) {
 			l.input.Blur()
 			l.filter = ""
 			l.rebuild()
-			return l, nil
+			return true, nil
 		case km.Type == tea.KeyEnter && l.filterErr != "":
-			return l, nil // the error stays shown until the filter parses
+			return true, nil // the error stays shown until the filter parses
 		case km.Type == tea.KeyEnter:
 			l.filtering = false
 			l.input.Blur()
 			l.render()
-			return l, nil
-		case key.Matches(km, l.keys.Up), key.Matches(km, l.keys.Down):
-			if km.Type == tea.KeyUp || km.Type == tea.KeyDown {
-				return l.move(km), nil
-			}
+			return true, func() tea.Msg { return filterDoneMsg{} }
+		case km.Type == tea.KeyUp || km.Type == tea.KeyDown:
+			l.move(km)
+			return true, nil
 		}
 		var cmd tea.Cmd
 		l.input, cmd = l.input.Update(km)
@@ -188,17 +203,20 @@ func (l rolloutList) Update(msg tea.Msg) (rolloutList, tea.Cmd) {
 		} else {
 			l.render()
 		}
-		return l, cmd
+		return true, cmd
 	}
-	if key.Matches(km, l.keys.Back) && l.filter != "" {
+	switch {
+	case key.Matches(km, l.keys.Back) && l.filter != "":
 		l.filter = ""
 		l.rebuild()
-		return l, nil
+		return true, nil
+	case key.Matches(km, l.keys.Filter):
+		return true, l.StartFilter()
 	}
 	return l.move(km), nil
 }
 
-func (l rolloutList) move(km tea.KeyMsg) rolloutList {
+func (l *rolloutList) move(km tea.KeyMsg) bool {
 	page := max(l.listHeight(), 1)
 	switch {
 	case key.Matches(km, l.keys.Up):
@@ -214,34 +232,31 @@ func (l rolloutList) move(km tea.KeyMsg) rolloutList {
 	case key.Matches(km, l.keys.PageDown):
 		l.cursor += page
 	default:
-		return l
+		return false
 	}
-	return l.setCursor(l.cursor)
+	l.setCursor(l.cursor)
+	return true
 }
 
-// Scroll moves the cursor by n rows (mouse wheel).
-func (l rolloutList) Scroll(n int) rolloutList { return l.setCursor(l.cursor + n) }
-
-// Click selects the row at content line y.
-func (l rolloutList) Click(y int) rolloutList {
+// click selects the row at content line y.
+func (l *rolloutList) click(y int) {
 	i := y - 2 + l.offset
 	if y < 2 || i >= len(l.rows) {
-		return l
+		return
 	}
-	return l.setCursor(i)
+	l.setCursor(i)
 }
 
-func (l rolloutList) setCursor(i int) rolloutList {
+func (l *rolloutList) setCursor(i int) {
 	l.cursor = clamp(i, 0, len(l.rows)-1)
 	if r := l.Selected(); r != nil {
 		l.selected = r.ID
 	}
 	l.render()
-	return l
 }
 
 // listHeight is the number of rollout rows that fit.
-func (l rolloutList) listHeight() int {
+func (l *rolloutList) listHeight() int {
 	h := l.height - 2 // title and column header
 	if l.filtering {
 		h--
@@ -279,6 +294,8 @@ func (l *rolloutList) rebuild() {
 	}
 	l.rows = rows
 	switch l.sort {
+	case sortStart:
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Start < rows[j].Start })
 	case sortDuration:
 		sort.SliceStable(rows, func(i, j int) bool { return rows[i].End-rows[i].Start > rows[j].End-rows[j].Start })
 	case sortSpans:
@@ -287,6 +304,9 @@ func (l *rolloutList) rebuild() {
 		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Errors > rows[j].Errors })
 	case sortID:
 		sort.SliceStable(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+	}
+	if l.reverse {
+		slices.Reverse(rows)
 	}
 	l.cursor = 0
 	if l.selected != "" {
@@ -368,7 +388,7 @@ func (l *rolloutList) joinCell(id string) string {
 	case gate.Joined:
 		return l.st.Join.Joined.Render("✓ joined")
 	case gate.Split:
-		return l.st.Join.Split.Render("✗ split")
+		return l.st.Join.Split.Render(glyphSplit + " split")
 	}
 	return l.st.Join.Pending.Render("… pending")
 }
@@ -388,22 +408,30 @@ func (l *rolloutList) render() {
 		title = fmt.Sprintf("Rollouts %d/%d", len(l.rows), total)
 	}
 	title += " · sort " + l.sort.String()
+	if l.reverse {
+		title += " ↑"
+	}
 	if l.waiting > 0 {
-		title += fmt.Sprintf(" · %d spans await parents", l.waiting)
+		if l.waiting == 1 {
+			title += " · 1 span awaits its parent"
+		} else {
+			title += " · " + fmtCount(int64(l.waiting)) + " spans await parents"
+		}
 	}
 	if l.filter != "" && !l.filtering {
 		title += " · /" + l.filter
 	}
 	lines := []string{l.st.Panel.Title.Render(clip(title, l.width))}
 
-	idW := 8
 	for _, r := range l.rows {
-		idW = max(idW, len(r.ID))
+		l.idW = max(l.idW, len(r.ID))
+		l.spansW = max(l.spansW, len(fmtCount(int64(r.Spans))))
 	}
-	idW = min(idW, max(l.width/3, 8))
+	idW := min(l.idW, max(l.width/3, 8))
+	spansW := l.spansW
 	cols := func(gut, id, status, dur, spans, join, svc string) string {
-		line := gut + fit(id, idW) + " " + fit(status, 5) + " " + fitRight(dur, 7) + " " + fitRight(spans, 5) + " " + fit(join, 9)
-		rest := l.width - (1 + idW + 1 + 5 + 1 + 7 + 1 + 5 + 1 + 9)
+		line := gut + fit(id, idW) + " " + fit(status, 5) + " " + fitRight(dur, 7) + " " + fitRight(spans, spansW) + " " + fit(join, 9)
+		rest := l.width - (1 + idW + 1 + 5 + 1 + 7 + 1 + spansW + 1 + 9)
 		if rest > 2 {
 			line += " " + fit(svc, rest-1)
 		}
@@ -418,7 +446,7 @@ func (l *rolloutList) render() {
 		in := l.rowInfo(r)
 		status := l.st.Join.Joined.Render("ok")
 		if r.Errors > 0 {
-			status = l.st.Tree.Error.Render(fmt.Sprintf("✗ %d", r.Errors))
+			status = l.st.Tree.Error.Render(fmt.Sprintf("%s %d", glyphError, r.Errors))
 		}
 		gut := " "
 		if i == l.cursor {
@@ -446,9 +474,6 @@ func (l *rolloutList) render() {
 	}
 	l.out = padLines(lines, l.height)
 }
-
-// View returns the rendered panel content.
-func (l rolloutList) View() string { return l.out }
 
 // padLinesSlice is padLines that keeps the slice form.
 func padLinesSlice(lines []string, height int) []string {

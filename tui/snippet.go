@@ -2,6 +2,7 @@ package tui
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 
 	osc52 "github.com/aymanbagabas/go-osc52/v2"
@@ -28,28 +29,59 @@ func Snippet(reg *gate.Registry, s gate.Set, file bool) string {
 	return "# span groups: " + strings.Join(reg.Names(s), ", ") + "\n" + gate.TelemetryYAML(spec) + "\n" + env
 }
 
-// copySnippet writes the snippet to path and, when clip is non-nil, to the
-// terminal clipboard with OSC 52 (wrapped for tmux or screen when inside one).
-func copySnippet(text, path string, clip *os.File, term string) tea.Cmd {
+// copySnippet writes the snippet to path and, when clip is non-nil, sends
+// it to the terminal clipboard as a plain OSC 52 sequence. Plain, because
+// tmux with set-clipboard on takes OSC 52 from a program and forwards it to
+// the terminal, while a DCS passthrough wrapper is dropped unless
+// allow-passthrough is on. A file there already that
+// this run did not write is kept as path.bak, and the status says so.
+func copySnippet(text, path, wrote string, clip *os.File) tea.Cmd {
 	return func() tea.Msg {
 		m := copiedMsg{path: path}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			m.errText = "could not write " + path + ": " + errText(err)
-			m.path = ""
-		}
-		if clip != nil {
-			seq := osc52.New(text)
-			switch {
-			case os.Getenv("TMUX") != "":
-				seq = seq.Tmux()
-			case strings.HasPrefix(term, "screen"):
-				seq = seq.Screen()
+		if old, err := os.ReadFile(path); err == nil && path != wrote && string(old) != text {
+			if err := os.Rename(path, path+".bak"); err != nil {
+				m.errText = "did not replace " + path + ": " + errText(err)
+				m.path = ""
+			} else {
+				m.replaced = true
 			}
-			if _, err := seq.WriteTo(clip); err == nil {
-				m.clip = true
+		}
+		if m.path != "" {
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				m.errText = "could not write " + path + ": " + errText(err)
+				m.path = ""
+			}
+		}
+		switch {
+		case clip == nil:
+			m.clipText = "clipboard not set: no terminal to send OSC 52 to"
+		default:
+			if _, err := osc52.New(text).WriteTo(clip); err != nil {
+				m.clipText = "clipboard not set: " + errText(err)
+				break
+			}
+			m.clip = true
+			m.clipText = "sent to the clipboard (OSC 52; the terminal must allow it)"
+			if os.Getenv("TMUX") != "" {
+				m.clipText = tmuxClipboard()
 			}
 		}
 		return m
+	}
+}
+
+// tmuxClipboard says what tmux does with the OSC 52 just sent, from its
+// set-clipboard option.
+func tmuxClipboard() string {
+	out, err := exec.Command("tmux", "show-options", "-gv", "set-clipboard").Output()
+	switch v := strings.TrimSpace(string(out)); {
+	case err != nil:
+		return "sent OSC 52 to tmux (set-clipboard unknown: " + errText(err) + ")"
+	case v == "off" || v == "external":
+		// external: tmux sets the clipboard from its copy mode only.
+		return "clipboard not set: tmux set-clipboard is " + v + " (tmux set -g set-clipboard on)"
+	default:
+		return "sent OSC 52 to tmux's buffer and the terminal"
 	}
 }
 

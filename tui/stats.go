@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -22,10 +22,31 @@ type statsView struct {
 	pager
 	reg      *gate.Registry
 	sections [3][]statRow
+	// what the sections were computed from
+	r   *model.Rollout
+	sim *gate.RolloutSim
 }
 
-func newStatsView(st *Styles, keys *KeyMap, reg *gate.Registry) statsView {
-	return statsView{pager: pager{st: st, keys: keys, hint: "t/esc back"}, reg: reg}
+func newStatsView(st *Styles, keys *KeyMap, reg *gate.Registry) *statsView {
+	return &statsView{pager: newPager(st, keys, "t/esc back"), reg: reg}
+}
+
+func (s *statsView) name() string        { return "statistics" }
+func (s *statsView) opener() key.Binding { return s.keys.Stats }
+func (s *statsView) setSize(w, h int)    { s.width, s.height = w, h; s.layout() }
+
+func (s *statsView) open(e *env) bool {
+	s.opened = true
+	s.SetRollout(e.snap, e.rollout, e.sim)
+	s.vp.GotoTop()
+	return true
+}
+
+// refresh recomputes while open when the rollout or its classification changed.
+func (s *statsView) refresh(e *env) {
+	if s.opened && (e.rollout != s.r || e.sim != s.sim) {
+		s.SetRollout(e.snap, e.rollout, e.sim)
+	}
 }
 
 // selfTimes returns each span's duration minus the time covered by its
@@ -68,14 +89,17 @@ func selfTimes(f *model.Fragment) []int64 {
 }
 
 // SetRollout computes the statistics of r; sim supplies the groups.
-func (s statsView) SetRollout(snap *model.Snapshot, r *model.Rollout, sim *gate.RolloutSim) statsView {
-	s.offset = 0
+func (s *statsView) SetRollout(snap *model.Snapshot, r *model.Rollout, sim *gate.RolloutSim) {
+	if s.r == nil || r == nil || s.r.ID != r.ID {
+		s.vp.GotoTop()
+	}
+	s.r, s.sim = r, sim
 	if r == nil {
 		s.title, s.sections = "Statistics", [3][]statRow{}
 		s.layout()
-		return s
+		return
 	}
-	s.title = fmt.Sprintf("Statistics %s · %d spans", r.ID, r.Spans)
+	s.title = fmt.Sprintf("Statistics %s · %s", r.ID, countNoun(r.Spans, "span"))
 	maps := [3]map[string]*statRow{{}, {}, {}}
 	add := func(m map[string]*statRow, k string, sp *model.Span, self int64) {
 		row := m[k]
@@ -118,47 +142,27 @@ func (s statsView) SetRollout(snap *model.Snapshot, r *model.Rollout, sim *gate.
 		s.sections[k] = rows
 	}
 	s.layout()
-	return s
-}
-
-// SetSize sets the content size.
-func (s statsView) SetSize(w, h int) statsView {
-	s.width, s.height = w, h
-	s.layout()
-	return s
 }
 
 func (s *statsView) layout() {
-	s.lines = s.lines[:0]
+	var lines []string
 	keyW := max(s.width-1-(1+6+1+9+1+9+1+9+1+6), 8)
 	row := func(k, c, tot, self, mx, errs string) string {
 		return clip(" "+fit(k, keyW)+" "+fitRight(c, 6)+" "+fitRight(tot, 9)+" "+fitRight(self, 9)+" "+fitRight(mx, 9)+" "+fitRight(errs, 6), s.width)
 	}
 	for k, title := range []string{"by service", "by span name", "by group"} {
 		if k > 0 {
-			s.lines = append(s.lines, "")
+			lines = append(lines, "")
 		}
-		s.lines = append(s.lines, s.st.Panel.Column.Render(row(title, "spans", "total", "self", "max", "errors")))
+		lines = append(lines, s.st.Panel.Column.Render(row(title, "spans", "total", "self", "max", "errors")))
 		for _, r := range s.sections[k] {
 			errs := ""
 			if r.errors > 0 {
 				errs = s.st.Tree.Error.Render(fmt.Sprint(r.errors))
 			}
-			s.lines = append(s.lines, row(r.key, fmt.Sprint(r.count), fmtDur(r.total), fmtDur(r.self), fmtDur(r.maxNs), errs))
+			lines = append(lines, row(r.key, fmt.Sprint(r.count), fmtDur(r.total), fmtDur(r.self), fmtDur(r.maxNs), errs))
 		}
 	}
-	s.render()
-}
-
-// Update scrolls.
-func (s statsView) Update(msg tea.Msg) (statsView, tea.Cmd) {
-	s.scroll(msg)
-	return s, nil
-}
-
-// Scroll moves the view by n lines.
-func (s statsView) Scroll(n int) statsView {
-	s.offset += n
-	s.render()
-	return s
+	s.setLines(lines)
+	s.resize(s.width, s.height)
 }

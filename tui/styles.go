@@ -2,6 +2,19 @@ package tui
 
 import "github.com/charmbracelet/lipgloss"
 
+// Glyphs carry every state on screen, so it survives NO_COLOR and any width.
+// Each has one meaning everywhere; the help screen's legend lists them.
+const (
+	glyphError     = "!" // a span with error status; a rollout's error spans
+	glyphSplit     = "✗" // a join break: split rollout, broken hop, new trace
+	glyphJoined    = "✓"
+	glyphPending   = "…"
+	glyphTruncated = "⋯" // force-closed at shutdown
+	glyphFolded    = "⊞" // a collapsed node, +N the spans it hides
+	glyphMatch     = "•" // a search hit
+	glyphEvent     = '◆' // a span event, on its bar
+)
+
 // Styles holds every style the interface uses. Panels receive it and never
 // create colours of their own, so NO_COLOR and the colour profile are decided
 // in one place: the renderer DefaultStyles is built from.
@@ -40,6 +53,8 @@ type Styles struct {
 		Cut       lipgloss.Style
 		Dropped   lipgloss.Style
 		Fragment  lipgloss.Style
+		Match     lipgloss.Style
+		Tick      lipgloss.Style
 	}
 	// Services colours service names and bars, cycled by resource id.
 	Services []lipgloss.Style
@@ -101,6 +116,8 @@ func DefaultStyles(r *lipgloss.Renderer) *Styles {
 	s.Tree.Cut = r.NewStyle().Foreground(bad).Bold(true)
 	s.Tree.Dropped = r.NewStyle().Foreground(subtle).Strikethrough(true)
 	s.Tree.Fragment = r.NewStyle().Foreground(warn).Bold(true)
+	s.Tree.Match = r.NewStyle().Foreground(accent).Bold(true)
+	s.Tree.Tick = r.NewStyle().Foreground(subtle)
 
 	for _, c := range []lipgloss.AdaptiveColor{
 		{Light: "#0066CC", Dark: "#5FAFFF"},

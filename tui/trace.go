@@ -7,6 +7,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -17,6 +19,7 @@ type traceRow struct {
 	frag, idx int32
 	prefix    string // tree glyphs before the name
 	kids      bool
+	hidden    int32 // spans under a collapsed node
 	note      string
 	noteStyle int8 // 0 fragment header, 1 cut
 }
@@ -28,11 +31,13 @@ type openDetailMsg struct{}
 
 // traceView is the waterfall of the selected rollout.
 type traceView struct {
+	basePanel
 	st   *Styles
 	keys *KeyMap
 	reg  *gate.Registry
 
 	width, height int
+	focused       bool // the name column may take the room it needs
 	snap          *model.Snapshot
 	r             *model.Rollout
 	simAll        *gate.RolloutSim
@@ -45,53 +50,78 @@ type traceView struct {
 
 	rows           []traceRow
 	dropped        int
+	needName       int // widest name cell of any row
 	cursor, offset int
+	search         spanSearch
 	out            string
 }
 
-func newTraceView(st *Styles, keys *KeyMap, reg *gate.Registry) traceView {
-	return traceView{st: st, keys: keys, reg: reg, collapsed: map[model.SpanID]bool{}}
+func newTraceView(st *Styles, keys *KeyMap, reg *gate.Registry) *traceView {
+	return &traceView{st: st, keys: keys, reg: reg, collapsed: map[model.SpanID]bool{}, search: newSpanSearch(st)}
 }
 
-// SetSize sets the content size.
-func (t traceView) SetSize(w, h int) traceView {
+func (t *traceView) slot() slot      { return slotTrace }
+func (t *traceView) name() string    { return "waterfall" }
+func (t *traceView) view() string    { return t.out }
+func (t *traceView) capturing() bool { return t.search.typing }
+
+func (t *traceView) help() []key.Binding {
+	k := t.keys
+	return []key.Binding{k.Expand, k.Search, k.NextMatch, k.PrevMatch, k.NextError, k.PrevError, k.Detail,
+		k.ExpandAll, k.Collapse, k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown}
+}
+
+// setSize sets the content size.
+func (t *traceView) setSize(w, h int) {
 	t.width, t.height = w, h
+	t.search.setWidth(w)
 	t.render()
-	return t
+}
+
+// SetFocused tells the view whether it has the keyboard: focused, the name
+// column takes the room its names need.
+func (t *traceView) SetFocused(on bool) {
+	if on != t.focused {
+		t.focused = on
+		t.render()
+	}
 }
 
 // SetRollout shows r (nil for none) from snap. A new rollout resets the
-// cursor and the expansion state; a new version of the same keeps them.
-func (t traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) traceView {
+// cursor, the expansion state and the search; a new version of the same
+// keeps them.
+func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 	same := t.r != nil && r != nil && t.r.ID == r.ID
 	if !same {
 		t.collapsed = map[model.SpanID]bool{}
 		t.cursor, t.offset = 0, 0
+		t.search.clear()
 	}
 	if same && t.r.Version == r.Version && t.snap != nil {
 		t.snap = snap
-		return t
+		return
 	}
 	if r == nil || t.simKey.id != r.ID || t.simKey.version != r.Version {
 		t.simAll, t.simPrev = nil, nil
 	}
 	t.snap, t.r = snap, r
+	if t.search.query != "" {
+		t.search.find(t)
+	}
 	t.rebuild()
-	return t
 }
 
 // SetSim installs a simulation result if it is for the shown rollout.
-func (t traceView) SetSim(m simMsg) traceView {
+func (t *traceView) SetSim(m simMsg) {
 	if t.r == nil || m.key.id != t.r.ID || m.key.version != t.r.Version {
-		return t
+		return
 	}
 	t.simAll, t.simPrev, t.simKey = m.all, m.prev, m.key
 	t.rebuild()
-	return t
 }
 
 // NeedsSim returns the simulation the view is missing, if any.
-func (t traceView) NeedsSim(spec gate.Set) (simKey, bool) {
+func (t *traceView) NeedsSim(spec gate.Set) (simKey, bool) {
 	if t.r == nil {
 		return simKey{}, false
 	}
@@ -100,20 +130,19 @@ func (t traceView) NeedsSim(spec gate.Set) (simKey, bool) {
 }
 
 // SetPreview switches preview mode and the previewed spec.
-func (t traceView) SetPreview(on bool, spec gate.Set) traceView {
+func (t *traceView) SetPreview(on bool, spec gate.Set) {
 	if on == t.preview && spec == t.spec {
-		return t
+		return
 	}
 	t.preview, t.spec = on, spec
 	t.rebuild()
-	return t
 }
 
 // Rollout returns the shown rollout.
-func (t traceView) Rollout() *model.Rollout { return t.r }
+func (t *traceView) Rollout() *model.Rollout { return t.r }
 
 // SelectedSpan returns the fragment and index of the cursor's span.
-func (t traceView) SelectedSpan() (*model.Fragment, int, bool) {
+func (t *traceView) SelectedSpan() (*model.Fragment, int, bool) {
 	if t.r == nil || t.cursor < 0 || t.cursor >= len(t.rows) || !t.rows[t.cursor].isSpan() {
 		return nil, 0, false
 	}
@@ -121,8 +150,16 @@ func (t traceView) SelectedSpan() (*model.Fragment, int, bool) {
 	return t.r.Fragments[row.frag], int(row.idx), true
 }
 
+// selectedRef returns the fragment index and span index of the cursor's span.
+func (t *traceView) selectedRef() (int, int, bool) {
+	if t.r == nil || t.cursor < 0 || t.cursor >= len(t.rows) || !t.rows[t.cursor].isSpan() {
+		return 0, 0, false
+	}
+	return int(t.rows[t.cursor].frag), int(t.rows[t.cursor].idx), true
+}
+
 // GroupOf returns the classified group of a span, if a simulation has it.
-func (t traceView) GroupOf(frag, idx int) (gate.Group, bool) {
+func (t *traceView) GroupOf(frag, idx int) (gate.Group, bool) {
 	return simGroup(t.simAll, frag, idx)
 }
 
@@ -133,11 +170,12 @@ func simGroup(s *gate.RolloutSim, frag, idx int) (gate.Group, bool) {
 	return s.Frags[frag].Group[idx], true
 }
 
-// Update handles keys while the panel has focus.
-func (t traceView) Update(msg tea.Msg) (traceView, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return t, nil
+// handle takes keys while the panel has focus.
+func (t *traceView) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
+	if t.search.typing {
+		t.search.key(t, km)
+		t.render()
+		return true, nil
 	}
 	page := max(t.listHeight(), 1)
 	switch {
@@ -153,6 +191,18 @@ func (t traceView) Update(msg tea.Msg) (traceView, tea.Cmd) {
 		t.cursor -= page
 	case key.Matches(km, t.keys.PageDown):
 		t.cursor += page
+	case key.Matches(km, t.keys.Search):
+		t.search.start()
+	case key.Matches(km, t.keys.NextMatch) && len(t.search.hits) > 0:
+		t.step(t.search.hits, 1)
+	case key.Matches(km, t.keys.PrevMatch) && len(t.search.hits) > 0:
+		t.step(t.search.hits, -1)
+	case key.Matches(km, t.keys.NextError):
+		t.stepError(1)
+	case key.Matches(km, t.keys.PrevError):
+		t.stepError(-1)
+	case key.Matches(km, t.keys.Back) && t.search.query != "":
+		t.search.clear()
 	case key.Matches(km, t.keys.Expand), key.Matches(km, t.keys.Toggle):
 		if t.cursor < len(t.rows) && t.rows[t.cursor].isSpan() {
 			row := t.rows[t.cursor]
@@ -160,48 +210,140 @@ func (t traceView) Update(msg tea.Msg) (traceView, tea.Cmd) {
 				id := t.r.Fragments[row.frag].Spans[row.idx].SpanID
 				t.collapsed[id] = !t.collapsed[id]
 				t.rebuild()
-				return t, nil
+				return true, nil
 			}
 			if key.Matches(km, t.keys.Expand) {
-				return t, func() tea.Msg { return openDetailMsg{} }
+				return true, func() tea.Msg { return openDetailMsg{} }
 			}
 		}
-	case key.Matches(km, t.keys.Detail):
-		if _, _, ok := t.SelectedSpan(); ok {
-			return t, func() tea.Msg { return openDetailMsg{} }
-		}
+		return true, nil
 	case key.Matches(km, t.keys.ExpandAll):
 		t.collapsed = map[model.SpanID]bool{}
 		t.rebuild()
-		return t, nil
+		return true, nil
 	case key.Matches(km, t.keys.Collapse):
 		t.collapseAll()
 		t.rebuild()
-		return t, nil
+		return true, nil
 	default:
-		return t, nil
+		return false, nil
 	}
 	t.cursor = clamp(t.cursor, 0, len(t.rows)-1)
 	t.render()
-	return t, nil
+	return true, nil
 }
 
-// Scroll moves the cursor by n rows (mouse wheel).
-func (t traceView) Scroll(n int) traceView {
+// spanRef names a span of the shown rollout.
+type spanRef struct{ frag, idx int32 }
+
+// step moves the cursor to the next (d = 1) or previous (d = -1) span of
+// refs in row order, wrapping, revealing it if it is collapsed away.
+func (t *traceView) step(refs []spanRef, d int) {
+	if len(refs) == 0 || t.r == nil {
+		return
+	}
+	for _, ref := range refs {
+		t.expandTo(ref)
+	}
+	t.rebuild()
+	pos := make(map[spanRef]int, len(t.rows))
+	for j, row := range t.rows {
+		if row.isSpan() {
+			pos[spanRef{row.frag, row.idx}] = j
+		}
+	}
+	best, first, last := -1, -1, -1
+	for _, ref := range refs {
+		j, ok := pos[ref]
+		if !ok {
+			continue // dropped under the preview
+		}
+		if first < 0 || j < first {
+			first = j
+		}
+		if j > last {
+			last = j
+		}
+		if d > 0 && j > t.cursor && (best < 0 || j < best) {
+			best = j
+		}
+		if d < 0 && j < t.cursor && (best < 0 || j > best) {
+			best = j
+		}
+	}
+	switch {
+	case best >= 0:
+		t.cursor = best
+	case d > 0 && first >= 0:
+		t.cursor = first
+	case d < 0 && last >= 0:
+		t.cursor = last
+	}
+	t.search.at = -1
+	for i, ref := range refs {
+		if j, ok := pos[ref]; ok && j == t.cursor {
+			t.search.at = i
+		}
+	}
+}
+
+// stepError moves to the next or previous span with error status.
+func (t *traceView) stepError(d int) {
+	if t.r == nil {
+		return
+	}
+	var refs []spanRef
+	for fi, f := range t.r.Fragments {
+		for i := range f.Spans {
+			if f.Spans[i].Status == model.StatusError {
+				refs = append(refs, spanRef{int32(fi), int32(i)})
+			}
+		}
+	}
+	t.step(refs, d)
+}
+
+// Reveal puts the cursor on the span with id, expanding its ancestors; it
+// reports whether the rollout has that span.
+func (t *traceView) Reveal(id model.SpanID) bool {
+	if t.r == nil {
+		return false
+	}
+	for fi, f := range t.r.Fragments {
+		for i := range f.Spans {
+			if f.Spans[i].SpanID == id {
+				t.cursor = -1
+				t.step([]spanRef{{int32(fi), int32(i)}}, 1)
+				t.render()
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// expandTo uncollapses every ancestor of ref.
+func (t *traceView) expandTo(ref spanRef) {
+	f := t.r.Fragments[ref.frag]
+	for p := f.Spans[ref.idx].Parent; p >= 0 && int(p) < len(f.Spans); p = f.Spans[p].Parent {
+		delete(t.collapsed, f.Spans[p].SpanID)
+	}
+}
+
+// scroll moves the cursor by n rows (mouse wheel).
+func (t *traceView) scroll(n int) {
 	t.cursor = clamp(t.cursor+n, 0, len(t.rows)-1)
 	t.render()
-	return t
 }
 
-// Click selects the row at content line y.
-func (t traceView) Click(y int) traceView {
+// click selects the row at content line y.
+func (t *traceView) click(y int) {
 	i := y - 2 + t.offset
 	if y < 2 || i >= len(t.rows) {
-		return t
+		return
 	}
 	t.cursor = i
 	t.render()
-	return t
 }
 
 func (t *traceView) collapseAll() {
@@ -218,7 +360,13 @@ func (t *traceView) collapseAll() {
 	}
 }
 
-func (t traceView) listHeight() int { return t.height - 2 }
+func (t *traceView) listHeight() int {
+	h := t.height - 2
+	if t.search.typing {
+		h--
+	}
+	return h
+}
 
 // fragSim returns the previewed simulation of fragment fi when preview mode
 // is on and the simulation matches the fragment.
@@ -242,6 +390,7 @@ func (t *traceView) rebuild() {
 	}
 	t.rows = t.rows[:0]
 	t.dropped = 0
+	t.needName = 0
 	if t.r == nil {
 		t.render()
 		return
@@ -276,6 +425,15 @@ func (t *traceView) rebuild() {
 		byStart := func(xs []int32) {
 			sort.SliceStable(xs, func(a, b int) bool { return f.Spans[xs[a]].Start < f.Spans[xs[b]].Start })
 		}
+		// size counts a subtree's spans, for "+N" on a collapsed node.
+		var size func(i int32) int
+		size = func(i int32) int {
+			n := 1
+			for _, k := range kids[i] {
+				n += size(k)
+			}
+			return n
+		}
 		var walk func(i int32, lead string, last, top bool)
 		walk = func(i int32, lead string, last, top bool) {
 			glyph, next := "", ""
@@ -286,8 +444,14 @@ func (t *traceView) rebuild() {
 				}
 			}
 			ks := kids[i]
-			t.rows = append(t.rows, traceRow{frag: int32(fi), idx: i, prefix: lead + glyph, kids: len(ks) > 0})
-			if len(ks) == 0 || t.collapsed[f.Spans[i].SpanID] {
+			row := traceRow{frag: int32(fi), idx: i, prefix: lead + glyph, kids: len(ks) > 0}
+			folded := len(ks) > 0 && t.collapsed[f.Spans[i].SpanID]
+			if folded {
+				row.hidden = int32(size(i) - 1)
+			}
+			t.rows = append(t.rows, row)
+			t.needName = max(t.needName, t.nameWidth(&t.rows[len(t.rows)-1]))
+			if len(ks) == 0 || folded {
 				return
 			}
 			byStart(ks)
@@ -301,7 +465,7 @@ func (t *traceView) rebuild() {
 		}
 		byStart(cutRoots)
 		for _, i := range cutRoots {
-			t.rows = append(t.rows, traceRow{frag: int32(fi), idx: -1, note: "✗ new trace: " + t.cutReason(fi, int(i)), noteStyle: 1})
+			t.rows = append(t.rows, traceRow{frag: int32(fi), idx: -1, note: glyphSplit + " new trace: " + t.cutReason(fi, int(i)), noteStyle: 1})
 			walk(i, "", true, true)
 		}
 	}
@@ -358,10 +522,31 @@ func hopReason(reg *gate.Registry, spec gate.Set) string {
 	return "parent dropped"
 }
 
+// nameCell is a span row's name cell: tree glyphs, a collapsed node's
+// glyph, the name and how many spans the fold hides.
+func (t *traceView) nameCell(row *traceRow, sp *model.Span) (glyphs, text string) {
+	text = t.snap.Str(sp.Name)
+	if row.hidden > 0 {
+		text = glyphFolded + " " + text + " +" + itoa(int(row.hidden))
+	}
+	return row.prefix, text
+}
+
+func (t *traceView) nameWidth(row *traceRow) int {
+	g, n := t.nameCell(row, &t.r.Fragments[row.frag].Spans[row.idx])
+	return ansi.StringWidth(g) + ansi.StringWidth(n)
+}
+
 // columns is the waterfall's column layout for a width.
 type columns struct{ name, dur, svc, tag, bar int }
 
-func layoutColumns(w int) columns {
+// rowLead is the cursor gutter and the state mark before the name.
+const rowLead = 2
+
+// layoutColumns fits the columns into w cells. need is the widest name cell;
+// focused, the name gets it first and the group, then the service column
+// give way, and the bar shrinks to its minimum.
+func layoutColumns(w, need int, focused bool) columns {
 	c := columns{dur: 7}
 	if w >= 50 {
 		c.svc = 12
@@ -372,13 +557,99 @@ func layoutColumns(w int) columns {
 	if w >= 60 {
 		c.bar = clamp(w/5, 10, 40)
 	}
-	c.name = w - 1 - (c.dur + 1)
-	for _, x := range []int{c.svc, c.tag, c.bar} {
-		if x > 0 {
-			c.name -= x + 1
+	name := func() int {
+		n := w - rowLead - (c.dur + 1)
+		for _, x := range []int{c.svc, c.tag, c.bar} {
+			if x > 0 {
+				n -= x + 1
+			}
+		}
+		return n
+	}
+	if focused {
+		for _, give := range []*int{&c.tag, &c.svc} {
+			if name() >= need {
+				break
+			}
+			*give = 0
+		}
+		if c.bar > 10 && name() < need {
+			c.bar = max(10, c.bar-(need-name()))
 		}
 	}
+	// Room the names do not use goes to the bar.
+	if need > 0 && c.bar > 0 && name() > need {
+		c.bar += name() - need
+	}
+	c.name = name()
 	return c
+}
+
+// axis is the waterfall's time scale: tick positions and labels for a bar
+// width and a duration.
+type axis struct {
+	step   int64 // ns between ticks
+	cells  []int // tick positions in the bar
+	labels string
+}
+
+// niceStep is the smallest 1-2-5 step giving at most n ticks over d.
+func niceStep(d int64, n int) int64 {
+	if d <= 0 || n <= 0 {
+		return 0
+	}
+	for mag := int64(1); mag < 1<<62/10; mag *= 10 {
+		for _, m := range []int64{1, 2, 5} {
+			if d/(m*mag) <= int64(n) {
+				return m * mag
+			}
+		}
+	}
+	return d
+}
+
+func newAxis(d int64, width int) axis {
+	var a axis
+	if width <= 0 {
+		return a
+	}
+	end := fmtDur(d)
+	a.step = niceStep(d, max(width/9, 1))
+	lab := []rune(strings.Repeat(" ", width))
+	put := func(at int, s string) bool {
+		rs := []rune(s)
+		if at < 0 || at+len(rs) > len(lab) {
+			return false
+		}
+		for i := max(at-1, 0); i < min(at+len(rs)+1, len(lab)); i++ {
+			if lab[i] != ' ' {
+				return false
+			}
+		}
+		copy(lab[at:], rs)
+		return true
+	}
+	endAt := width - len([]rune(end))
+	put(max(endAt, 0), end)
+	if a.step > 0 {
+		for v := int64(0); v < d; v += a.step {
+			cell := int(v * int64(width) / d)
+			if v > 0 {
+				a.cells = append(a.cells, cell)
+			}
+			label := "0"
+			if v > 0 {
+				label = fmtDur(v)
+			}
+			if cell+len([]rune(label)) < endAt {
+				put(cell, label)
+			}
+		}
+	} else {
+		put(0, "0")
+	}
+	a.labels = string(lab)
+	return a
 }
 
 // render caches the panel text from the rows; only visible rows are drawn.
@@ -394,10 +665,7 @@ func (t *traceView) render() {
 		return
 	}
 	r := t.r
-	title := fmt.Sprintf("Trace %s · %d spans · %d trace", r.ID, r.Spans, r.Traces)
-	if r.Traces != 1 {
-		title += "s"
-	}
+	title := fmt.Sprintf("Trace %s · %s · %s", r.ID, countNoun(r.Spans, "span"), countNoun(r.Traces, "trace"))
 	title += " · " + fmtDur(r.End-r.Start)
 	if t.preview {
 		title = "Preview " + r.ID
@@ -405,13 +673,17 @@ func (t *traceView) render() {
 		case t.simPrev == nil:
 			title += " · simulating…"
 		default:
-			title += fmt.Sprintf(" · %d trace%s · %d dropped (hidden)", t.simPrev.Traces, plural(t.simPrev.Traces), t.dropped)
+			title += fmt.Sprintf(" · %s · %d dropped (hidden)", countNoun(t.simPrev.Traces, "trace"), t.dropped)
 		}
 		title += " · " + t.reg.Spec(t.spec)
 	}
+	if q := t.search.query; q != "" && !t.search.typing {
+		title += " · /" + q + " " + t.search.status()
+	}
 	lines = append(lines, t.st.Panel.Title.Render(clip(title, t.width)))
-	c := layoutColumns(t.width)
-	head := " " + fit("span", c.name) + " " + fitRight("time", c.dur)
+	c := layoutColumns(t.width, t.needName, t.focused)
+	ax := newAxis(r.End-r.Start, c.bar)
+	head := strings.Repeat(" ", rowLead) + fit("span", c.name) + " " + fitRight("time", c.dur)
 	if c.svc > 0 {
 		head += " " + fit("service", c.svc)
 	}
@@ -419,23 +691,26 @@ func (t *traceView) render() {
 		head += " " + fit("group", c.tag)
 	}
 	if c.bar > 0 {
-		total := fmtDur(r.End - r.Start)
-		head += " " + "0" + fitRight(total, c.bar-1)
+		head += " " + ax.labels
 	}
 	lines = append(lines, t.st.Panel.Column.Render(clip(head, t.width)))
 
 	h := t.listHeight()
 	t.offset = window(t.cursor, t.offset, h, len(t.rows))
 	for j := t.offset; j < len(t.rows) && j < t.offset+h; j++ {
-		lines = append(lines, t.renderRow(j, c))
+		lines = append(lines, t.renderRow(j, c, &ax))
 	}
 	if len(t.rows) == 0 {
 		lines = append(lines, t.st.List.Dim.Render(clip("  every span of this rollout is dropped", t.width)))
 	}
+	if t.search.typing {
+		lines = padLinesSlice(lines, t.height-1)
+		lines = append(lines, t.search.view(t.width))
+	}
 	t.out = padLines(lines, t.height)
 }
 
-func (t *traceView) renderRow(j int, c columns) string {
+func (t *traceView) renderRow(j int, c columns, ax *axis) string {
 	row := t.rows[j]
 	gut := " "
 	if j == t.cursor {
@@ -454,19 +729,19 @@ func (t *traceView) renderRow(j int, c columns) string {
 	}
 	f := t.r.Fragments[row.frag]
 	sp := &f.Spans[row.idx]
-	name := t.snap.Str(sp.Name)
-	if row.kids && t.collapsed[sp.SpanID] {
-		name = "⊞ " + name
+	// The state mark sits before the name, so no width cuts it off.
+	mark := " "
+	switch {
+	case sp.Status == model.StatusError:
+		mark = t.st.Tree.Error.Render(glyphError)
+	case sp.Flags&model.FlagTruncated != 0:
+		mark = t.st.Tree.Truncated.Render(glyphTruncated)
+	case t.search.hit(row.frag, row.idx):
+		mark = t.st.Tree.Match.Render(glyphMatch)
 	}
-	var marks string
-	if sp.Status == model.StatusError {
-		marks += " " + t.st.Tree.Error.Render("✗")
-	}
-	if sp.Flags&model.FlagTruncated != 0 {
-		marks += " " + t.st.Tree.Truncated.Render("⋯truncated")
-	}
-	cell := t.st.Tree.Glyph.Render(row.prefix) + name + marks
-	line := gut + fit(cell, c.name) + " " + fitRight(fmtDur(sp.Duration()), c.dur)
+	glyphs, name := t.nameCell(&row, sp)
+	cell := t.st.Tree.Glyph.Render(glyphs) + name
+	line := gut + mark + fit(cell, c.name) + " " + fitRight(fmtDur(sp.Duration()), c.dur)
 	svc := t.st.Service(uint32(sp.Resource))
 	if c.svc > 0 {
 		line += " " + svc.Render(fit(shortService(t.snap.ServiceName(sp.Resource)), c.svc))
@@ -483,7 +758,7 @@ func (t *traceView) renderRow(j int, c columns) string {
 		if sp.Status == model.StatusError {
 			bs = t.st.Tree.ErrorBar
 		}
-		line += " " + bar(sp.Start, sp.End, t.r.Start, t.r.End, c.bar, bs.Render)
+		line += " " + t.bar(sp, c.bar, ax, bs)
 	}
 	if j == t.cursor {
 		line = t.st.List.Selected.Render(fit(line, t.width))
@@ -491,18 +766,57 @@ func (t *traceView) renderRow(j int, c columns) string {
 	return line
 }
 
-// bar draws a span's extent on the rollout's time axis, width cells wide.
-func bar(start, end, t0, t1 int64, width int, paint func(...string) string) string {
+// barCells places a span's extent on the rollout's time axis, width cells
+// wide: cells [a, b) are the bar.
+func barCells(start, end, t0, t1 int64, width int) (a, b int) {
 	span := t1 - t0
 	if span <= 0 || width <= 0 {
-		return strings.Repeat(" ", max(width, 0))
+		return 0, 0
 	}
-	a := int((start - t0) * int64(width) / span)
-	b := int(((end-t0)*int64(width) + span - 1) / span)
+	a = int((start - t0) * int64(width) / span)
+	b = int(((end-t0)*int64(width) + span - 1) / span)
 	a = clamp(a, 0, width-1)
 	b = clamp(b, a+1, width)
-	return strings.Repeat(" ", a) + paint(strings.Repeat("█", b-a)) + strings.Repeat(" ", width-b)
+	return a, b
 }
 
-// View returns the rendered panel content.
-func (t traceView) View() string { return t.out }
+// bar draws a span's bar with its events marked on it and the axis ticks
+// dotted in the empty cells.
+func (t *traceView) bar(sp *model.Span, width int, ax *axis, paint lipgloss.Style) string {
+	a, b := barCells(sp.Start, sp.End, t.r.Start, t.r.End, width)
+	cells := make([]rune, width)
+	for i := range cells {
+		cells[i] = ' '
+	}
+	for _, c := range ax.cells {
+		if c >= 0 && c < width {
+			cells[c] = '·'
+		}
+	}
+	for i := a; i < b; i++ {
+		cells[i] = '█'
+	}
+	if sp.Extra != nil && t.r.End > t.r.Start {
+		for _, ev := range sp.Extra.Events {
+			i := int((ev.Time - t.r.Start) * int64(width) / (t.r.End - t.r.Start))
+			cells[clamp(i, a, b-1)] = glyphEvent
+		}
+	}
+	var out strings.Builder
+	for i := 0; i < width; {
+		j := i
+		inBar := i >= a && i < b
+		for j < width && (j >= a && j < b) == inBar {
+			j++
+		}
+		seg := string(cells[i:j])
+		if inBar {
+			seg = paint.Render(seg)
+		} else {
+			seg = t.st.Tree.Tick.Render(seg)
+		}
+		out.WriteString(seg)
+		i = j
+	}
+	return out.String()
+}

@@ -34,17 +34,19 @@ func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
 		wantRows  int
 		wantTitle string
 	}{
-		{"fresh: hidden and counted", 5 * time.Second, 2, "1 spans await parents"},
+		{"fresh: hidden and counted", 5 * time.Second, 2, "1 span awaits its parent"},
 		{"past grace: listed", 0, 3, "Rollouts 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newRolloutList(st, keys).SetSize(60, 10).SetSnapshot(snap)
-			l = l.SetCheck(eng.Check(snap, t0, tc.grace))
+			l := newRolloutList(st, keys)
+			l.setSize(60, 10)
+			l.SetSnapshot(snap)
+			l.SetCheck(eng.Check(snap, t0, tc.grace))
 			if len(l.rows) != tc.wantRows {
 				t.Errorf("rows = %d, want %d", len(l.rows), tc.wantRows)
 			}
-			if !strings.Contains(l.View(), tc.wantTitle) {
-				t.Errorf("view lacks %q:\n%s", tc.wantTitle, l.View())
+			if !strings.Contains(l.view(), tc.wantTitle) {
+				t.Errorf("view lacks %q:\n%s", tc.wantTitle, l.view())
 			}
 		})
 	}

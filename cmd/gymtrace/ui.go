@@ -64,7 +64,6 @@ func runUI(cfg uiConfig) error {
 		Title:       cfg.Title,
 		SnippetPath: snippet,
 		Clipboard:   clip,
-		Term:        os.Getenv("TERM"),
 	})
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion())
 	if cfg.Ctx != nil {

@@ -1,0 +1,122 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// spanSearch finds spans of the shown rollout by name, attribute key or
+// value, span id or trace id; n and N step through the hits.
+type spanSearch struct {
+	input  textinput.Model
+	typing bool
+	query  string
+	hits   []spanRef // in fragment and span order
+	set    map[spanRef]bool
+	at     int // index in hits of the cursor's span, -1 when elsewhere
+}
+
+func newSpanSearch(st *Styles) spanSearch {
+	in := textinput.New()
+	in.Cursor.SetMode(cursor.CursorStatic)
+	in.Prompt = "search spans: "
+	in.PromptStyle = st.Input.Prompt
+	in.Placeholder = "name, attribute key or value, span or trace id"
+	return spanSearch{input: in, at: -1}
+}
+
+func (s *spanSearch) setWidth(w int) { s.input.Width = max(w-len(s.input.Prompt)-2, 4) }
+
+func (s *spanSearch) start() {
+	s.typing = true
+	s.input.SetValue(s.query)
+	s.input.CursorEnd()
+	s.input.Focus()
+}
+
+func (s *spanSearch) clear() {
+	s.typing, s.query, s.hits, s.set, s.at = false, "", nil, nil, -1
+	s.input.Blur()
+}
+
+func (s *spanSearch) hit(frag, idx int32) bool { return s.set[spanRef{frag, idx}] }
+
+// status is "2/5" (the cursor on the second hit), "5 hits" or "no match".
+func (s *spanSearch) status() string {
+	switch {
+	case len(s.hits) == 0:
+		return "no match"
+	case s.at >= 0:
+		return itoa(s.at+1) + "/" + itoa(len(s.hits))
+	}
+	return countNoun(len(s.hits), "hit")
+}
+
+func (s *spanSearch) view(w int) string {
+	v := s.input.View()
+	if s.query != "" {
+		v += "  " + s.status()
+	}
+	return clip(v, w)
+}
+
+// key edits the query; every change searches again and moves to the first
+// hit after the cursor. enter keeps the hits, esc drops the search.
+func (s *spanSearch) key(t *traceView, km tea.KeyMsg) {
+	switch {
+	case key.Matches(km, t.keys.Back):
+		s.clear()
+		return
+	case km.Type == tea.KeyEnter:
+		s.typing = false
+		s.input.Blur()
+		return
+	}
+	s.input, _ = s.input.Update(km)
+	if v := strings.TrimSpace(s.input.Value()); v != s.query {
+		s.query = v
+		s.find(t)
+		if len(s.hits) > 0 {
+			t.cursor--
+			t.step(s.hits, 1)
+		}
+	}
+}
+
+// find collects the hits of the query in t's rollout.
+func (s *spanSearch) find(t *traceView) {
+	s.hits, s.set, s.at = nil, nil, -1
+	needle := strings.ToLower(s.query)
+	if needle == "" || t.r == nil {
+		return
+	}
+	in := t.snap.Interner()
+	has := func(x string) bool { return strings.Contains(strings.ToLower(x), needle) }
+	s.set = map[spanRef]bool{}
+	for fi, f := range t.r.Fragments {
+		traceHit := has(f.TraceID.String())
+		for i := range f.Spans {
+			sp := &f.Spans[i]
+			ok := traceHit || has(t.snap.Str(sp.Name)) || has(sp.SpanID.String())
+			if !ok {
+				sp.Attrs.Each(in, func(k string, v model.Value) bool {
+					ok = has(k) || has(v.String())
+					return !ok
+				})
+			}
+			if !ok && sp.Extra != nil && sp.Extra.StatusMessage != "" {
+				ok = has(sp.Extra.StatusMessage)
+			}
+			if ok {
+				ref := spanRef{int32(fi), int32(i)}
+				s.hits = append(s.hits, ref)
+				s.set[ref] = true
+			}
+		}
+	}
+}
