@@ -29,9 +29,10 @@ var commands = map[string]command{
 	"preview": {cmdPreview, "what-if report: what a span_groups spec would produce from a capture"},
 	"check":   {cmdCheck, "join check of a capture: exit 0 intact, 1 broken, 2 bad input"},
 	"groups":  {cmdGroups, "list span groups, presets and classification rules"},
+	"export":  {cmdExport, "write rollouts of a capture (optionally as under a spec) as OTLP/JSON lines"},
 }
 
-var order = []string{"serve", "demo", "open", "preview", "check", "groups"}
+var order = []string{"serve", "demo", "open", "preview", "check", "export", "groups"}
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: gymtrace [command] [flags]\n\ncommands:\n")

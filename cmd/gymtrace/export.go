@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
+)
+
+func cmdExport(args []string) int { return runExport(args, os.Stdout, os.Stderr) }
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+func runExport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var ids listFlag
+	fs.Var(&ids, "rollout", "export this rollout (repeatable; default: every rollout the --where filter matches)")
+	where := whereFlag(fs)
+	spec := fs.String("spec", "", "write the spans as they would be under this span_groups spec: only kept spans, reparented to their nearest kept ancestor")
+	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	outPath := fs.String("o", "", "output file (OTLP/JSON lines; - for stdout); required")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gymtrace export [--rollout ID]... [--where FILTER] [--spec S] -o OUT.jsonl FILE...\n\n"+
+			"Writes rollouts of a capture as OTLP/JSON lines, which gymtrace open, otel-tui --from-json-file\n"+
+			"and the Collector's otlpjsonfile receiver read.\n\n")
+		fs.PrintDefaults()
+	}
+	files, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "gymtrace export: "+format+"\n", a...)
+		return exitUsage
+	}
+	if *outPath == "" {
+		fs.Usage()
+		return fail("-o OUT.jsonl is required")
+	}
+	if len(files) == 0 {
+		fs.Usage()
+		return fail("no capture files given")
+	}
+	reg, err := loadRegistry(*groups)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var set *gate.Set
+	if *spec != "" {
+		s, err := reg.Parse(*spec)
+		if err != nil {
+			return fail("--spec: %v", err)
+		}
+		set = &s
+	}
+	store, snap, _, err := loadCaptures(files)
+	defer store.Close()
+	if err != nil {
+		return fail("%v", err)
+	}
+	if snap, err = selectWhere(snap, *where); err != nil {
+		return fail("%v", err)
+	}
+	rollouts, err := pickRollouts(snap, ids)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if len(rollouts) == 0 {
+		return fail("no rollout matches --where %q", *where)
+	}
+	spans := gate.NewEngine(reg).ExportSpans(snap, rollouts, set)
+	if err := writeExport(*outPath, stdout, snap.Interner(), spans); err != nil {
+		return fail("%v", err)
+	}
+	fmt.Fprintf(stderr, "exported %d spans of %d rollouts to %s\n", len(spans), len(rollouts), *outPath)
+	return exitOK
+}
+
+// pickRollouts returns the rollouts named by ids, in the order given, or
+// every rollout of snap when ids is empty.
+func pickRollouts(snap *model.Snapshot, ids []string) ([]*model.Rollout, error) {
+	if len(ids) == 0 {
+		return snap.Rollouts, nil
+	}
+	byID := make(map[string]*model.Rollout, len(snap.Rollouts))
+	for _, r := range snap.Rollouts {
+		byID[r.ID] = r
+	}
+	var out []*model.Rollout
+	seen := map[string]bool{}
+	for _, id := range ids {
+		r := byID[id]
+		if r == nil {
+			return nil, fmt.Errorf("--rollout %q: no such rollout in the capture%s", id, someIDs(snap))
+		}
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// someIDs names a few rollout ids of snap, for error messages.
+func someIDs(snap *model.Snapshot) string {
+	var ids []string
+	for _, r := range snap.Rollouts {
+		ids = append(ids, r.ID)
+	}
+	if len(ids) == 0 {
+		return " (after --where, none is left)"
+	}
+	return " (it holds " + joinMax(ids, 5) + ")"
+}
+
+// writeExport writes spans to path, or to stdout for "-". A file is
+// written whole or not at all: a failed export leaves no half file behind.
+func writeExport(path string, stdout io.Writer, in *model.Interner, spans []model.Span) error {
+	if path == "-" {
+		bw := bufio.NewWriter(stdout)
+		if err := receiver.WriteSpansJSON(bw, in, spans); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	err = receiver.WriteSpansJSON(bw, in, spans)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package gate
+
+import (
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// ExportSpans returns the spans of the given rollouts, parents before
+// children, ready to be written out: with spec nil exactly as captured
+// (ids, parents, everything), together with the gym.job spans they hang
+// under; with a spec, as the preview sees them under it. Then only kept
+// spans remain, each reparented to its nearest kept ancestor; a span whose
+// link up crosses a hop the spec breaks, or that has no kept ancestor left,
+// starts a trace of its own, with a trace id derived from the old one and
+// its span id (stable from run to run), so a tool reading the export counts
+// the traces the preview counts. A job span is exported when the spec keeps
+// it and a kept span hangs under it.
+//
+// The returned spans are copies; their Parent indexes are not meaningful.
+func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, spec *Set) []model.Span {
+	e.sync(snap)
+	jobs := map[model.SpanID]*model.Span{}
+	for _, j := range snap.Jobs {
+		jobs[j.Spans[0].SpanID] = &j.Spans[0]
+	}
+	var out []model.Span
+	usedJob := map[model.SpanID]bool{}
+	var jobOrder []model.SpanID
+	useJob := func(id model.SpanID) {
+		if !usedJob[id] {
+			usedJob[id] = true
+			jobOrder = append(jobOrder, id)
+		}
+	}
+	for _, r := range rollouts {
+		if spec == nil {
+			for _, f := range r.Fragments {
+				if _, ok := jobs[f.Job]; ok && !f.Job.IsZero() {
+					useJob(f.Job)
+				}
+				out = append(out, f.Spans...)
+			}
+			continue
+		}
+		sim := e.SimulateRollout(snap, r, *spec)
+		for fi, f := range r.Fragments {
+			fs := &sim.Frags[fi]
+			jobKept := false
+			if j, ok := jobs[f.Job]; ok && !f.Job.IsZero() {
+				jobKept = spec.Has(e.jobs[j.SpanID].group)
+			}
+			trace := make([]model.TraceID, len(f.Spans))
+			for i := range f.Spans {
+				if !fs.Kept[i] {
+					continue
+				}
+				sp := f.Spans[i]
+				switch p := fs.Parent[i]; {
+				case p >= 0:
+					sp.ParentID, sp.TraceID = f.Spans[p].SpanID, trace[p]
+				case fs.Cut[i]:
+					sp.ParentID, sp.TraceID = model.SpanID{}, derivedTrace(sp.TraceID, sp.SpanID)
+				case jobKept && noKeptAncestor(f, fs, i):
+					sp.ParentID = f.Job
+					useJob(f.Job)
+				case i == 0 && f.Job.IsZero():
+					// The fragment's own top: a root, or an orphan whose
+					// parent never arrived; it stays as captured.
+				default:
+					// Every ancestor is dropped: the span starts a trace.
+					sp.ParentID, sp.TraceID = model.SpanID{}, derivedTrace(sp.TraceID, sp.SpanID)
+				}
+				trace[i] = sp.TraceID
+				out = append(out, sp)
+			}
+		}
+	}
+	if len(jobOrder) == 0 {
+		return out
+	}
+	head := make([]model.Span, 0, len(jobOrder)+len(out))
+	for _, id := range jobOrder {
+		head = append(head, *jobs[id])
+	}
+	return append(head, out...)
+}
+
+// noKeptAncestor reports whether no ancestor of span i within the fragment
+// is kept, so that its nearest kept ancestor is the fragment's job span.
+func noKeptAncestor(f *model.Fragment, fs *FragSim, i int) bool {
+	for p := f.Spans[i].Parent; p >= 0 && int(p) < i; p = f.Spans[p].Parent {
+		if fs.Kept[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// derivedTrace is the trace id a span gets when it starts a new trace under
+// a spec: the old trace's first half and the span id mixed into the second,
+// so ids differ per new root and are the same in every export.
+func derivedTrace(t model.TraceID, s model.SpanID) model.TraceID {
+	for i := range s {
+		t[8+i] ^= s[i] ^ 0x5a
+	}
+	return t
+}
