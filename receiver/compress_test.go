@@ -163,8 +163,9 @@ func TestGRPCEveryCompressor(t *testing.T) {
 			t.Fatalf("%s: accepted %d spans, want %d", c, got, 4*(i+1))
 		}
 		err := cc.Invoke(context.Background(), traceExport, &rawRequest{b: make([]byte, 1<<20)}, &resp, grpc.UseCompressor(c))
-		if s := grpcstatus.Convert(err); s.Code() != codes.ResourceExhausted {
-			t.Errorf("%s bomb: %v %q, want ResourceExhausted", c, s.Code(), s.Message())
+		// "after decompression" proves the message went compressed.
+		if s := grpcstatus.Convert(err); s.Code() != codes.ResourceExhausted || !strings.Contains(s.Message(), "after decompression") {
+			t.Errorf("%s bomb: %v %q, want ResourceExhausted after decompression", c, s.Code(), s.Message())
 		}
 	}
 }

@@ -27,20 +27,16 @@ import (
 
 // transport says how a test exporter reaches the server.
 type transport struct {
-	name string
-	grpc bool
-	gzip bool
-	json bool
-	// compressor names a gRPC compressor other than gzip.
-	compressor string
-	batchMax   int // spans per export request; 0 = SDK default
+	name     string
+	grpc     bool
+	gzip     bool
+	json     bool
+	batchMax int // spans per export request; 0 = SDK default
 }
 
 var transports = []transport{
 	{name: "grpc", grpc: true},
 	{name: "grpc-gzip", grpc: true, gzip: true},
-	{name: "grpc-zstd", grpc: true, compressor: "zstd"},
-	{name: "grpc-snappy", grpc: true, compressor: "snappy"},
 	{name: "http-protobuf", batchMax: 16},
 	{name: "http-protobuf-gzip", gzip: true},
 	{name: "http-json", json: true, batchMax: 16},
@@ -76,9 +72,6 @@ func newExporterTo(t testing.TB, ga, ha string, tr transport, headers map[string
 			otlptracegrpc.WithRetry(fastRetry.grpc), otlptracegrpc.WithHeaders(headers)}
 		if tr.gzip {
 			opts = append(opts, otlptracegrpc.WithCompressor("gzip"))
-		}
-		if tr.compressor != "" {
-			opts = append(opts, otlptracegrpc.WithCompressor(tr.compressor))
 		}
 		exp, err = otlptracegrpc.New(ctx, opts...)
 	} else {

@@ -18,7 +18,8 @@ import (
 // ReadOptions configure ReadFiles. The zero value is ready to use.
 type ReadOptions struct {
 	Limits Limits
-	// MaxLine is the longest line accepted, in bytes (default 4 MiB).
+	// MaxLine is the longest line accepted, in bytes (default
+	// DefaultMaxLine, 256 MiB).
 	MaxLine int
 	// BatchSize is the number of spans handed to the store at once (default 512).
 	BatchSize int
@@ -284,7 +285,7 @@ func (fr *fileReader) readLines(br *bufio.Reader) error {
 		}
 		fr.stat.Lines++
 		if tooLong {
-			fr.badLine(n, fmt.Sprintf("line longer than %d bytes, skipped", fr.opts.MaxLine))
+			fr.badLine(n, fmt.Sprintf("line longer than the %d-byte line bound, skipped", fr.opts.MaxLine))
 		} else if lerr := fr.line(cd, n, line, newline); lerr != nil {
 			return lerr
 		}

@@ -101,7 +101,7 @@ func TestReadFilesBadLines(t *testing.T) {
 		`:2: context.trace_id: bad trace id "0xnothex"`,
 		`:4: context: line ends inside a JSON value`,
 		`:5: resourceSpans[0].scopeSpans[0].spans[0].traceId: bad hex id "AQIDBAUGBwgJCgsMDQ4PEA==": want hex digits (OTLP/JSON ids are hex, not base64)`,
-		`:7: line longer than 2000 bytes, skipped`,
+		`:7: line longer than the 2000-byte line bound, skipped`,
 		`:10: truncated last line (no newline at end of file): line ends inside a JSON value`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

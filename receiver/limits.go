@@ -4,10 +4,12 @@ package receiver
 const (
 	DefaultMaxAttrs    = 128
 	DefaultMaxValueLen = 4 << 10
-	// DefaultMaxLine is the longest line a file reader accepts (4 MiB): a
+	// DefaultMaxLine is the longest line a file reader accepts (256 MiB): a
 	// longer line is reported as bad and skipped, so one runaway record
-	// cannot take the whole file's memory.
-	DefaultMaxLine = 4 << 20
+	// cannot take the whole file's memory. It is above the longest line the
+	// recorder writes: a request within DefaultMaxDecompressed, and a
+	// converted protobuf request is split into lines under it.
+	DefaultMaxLine = 256 << 20
 )
 
 // Limits bounds what one span may carry; zero fields mean the defaults (128

@@ -70,6 +70,7 @@ type recordItem struct {
 	body   []byte
 	format wireFormat
 	spans  int64
+	sig    signal
 }
 
 // NewRecorder starts a Recorder writing to w with room for queue requests.
@@ -141,6 +142,12 @@ func (r *Recorder) release() {
 // push queues a copy of a request of spans spans under a reserved slot. It
 // never blocks: the queue has a place for every slot.
 func (r *Recorder) push(body []byte, f wireFormat, spans int) {
+	r.pushSignal(body, f, signalTraces, spans)
+}
+
+// pushSignal is push for any signal: metrics and logs are recorded too, so
+// a recording previews like the live store.
+func (r *Recorder) pushSignal(body []byte, f wireFormat, sig signal, spans int) {
 	r.unwrittenReqs.Add(1)
 	r.unwrittenSpans.Add(int64(spans))
 	if r.broken.Load() {
@@ -148,7 +155,7 @@ func (r *Recorder) push(body []byte, f wireFormat, spans int) {
 	} else {
 		body = bytes.Clone(body)
 	}
-	r.q <- recordItem{body: body, format: f, spans: int64(spans)}
+	r.q <- recordItem{body: body, format: f, spans: int64(spans), sig: sig}
 	r.pending.Done()
 }
 
@@ -324,6 +331,9 @@ func RecordCause(err error) string {
 // the newline). JSON requests are already OTLP/JSON and are only compacted;
 // protobuf requests are converted.
 func appendRecordLine(dst []byte, it recordItem) ([]byte, error) {
+	if it.sig != signalTraces && it.format == formatProto {
+		return appendSignalLine(dst, it)
+	}
 	if it.format == formatJSON {
 		buf := bytes.NewBuffer(dst)
 		if err := json.Compact(buf, it.body); err != nil {
@@ -335,7 +345,7 @@ func appendRecordLine(dst []byte, it recordItem) ([]byte, error) {
 	if err := proto.Unmarshal(it.body, &req); err != nil {
 		return dst, fmt.Errorf("record protobuf request: %w", err)
 	}
-	return AppendTraceRequestJSON(dst, &req), nil
+	return appendTraceLines(dst, &req, DefaultMaxLine), nil
 }
 
 // AppendTraceRequestJSON appends req as OTLP/JSON: lowerCamelCase keys, trace

@@ -49,7 +49,8 @@ type Config struct {
 	// Limits bound what the decoders keep of one span.
 	Limits Limits
 	// Record, or RecordPath (opened for appending), receives every accepted
-	// trace request as one OTLP/JSON line. At most one may be set.
+	// request, traces, metrics and logs, as OTLP/JSON lines. At most one may
+	// be set.
 	Record     io.Writer
 	RecordPath string
 	// RecordQueue is how many requests may wait for the record writer.
@@ -420,6 +421,11 @@ func (s *Server) exportCounted(g signal, body []byte, f wireFormat) error {
 		n   int
 		err error
 	)
+	// Reserve the record slot first: a request refused as busy must count
+	// nothing, since the sender will send it again.
+	if s.rec != nil && !s.rec.reserve() {
+		return errRecordFull
+	}
 	byName := func(name []byte, points int) { s.store.CountMetric(string(name), int64(points)) }
 	switch {
 	case g == signalMetrics && f == formatJSON:
@@ -436,12 +442,18 @@ func (s *Server) exportCounted(g signal, body []byte, f wireFormat) error {
 		n, err = CountLogRecords(body)
 	}
 	if err != nil {
+		if s.rec != nil {
+			s.rec.release()
+		}
 		return &inputError{err}
 	}
 	if g == signalMetrics {
 		s.store.Count(int64(n), 0)
 	} else {
 		s.store.Count(0, int64(n))
+	}
+	if s.rec != nil {
+		s.rec.pushSignal(body, f, g, 0)
 	}
 	return nil
 }
