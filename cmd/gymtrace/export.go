@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/nemo-gym/gymtrace/gate"
@@ -106,7 +107,7 @@ func pickRollouts(snap *model.Snapshot, ids []string) ([]*model.Rollout, error) 
 	for _, id := range ids {
 		r := byID[id]
 		if r == nil {
-			return nil, fmt.Errorf("--rollout %q: no such rollout in the capture%s", id, someIDs(snap))
+			return nil, fmt.Errorf("--rollout %q: %w", id, noRollout(snap))
 		}
 		if !seen[id] {
 			seen[id] = true
@@ -116,16 +117,27 @@ func pickRollouts(snap *model.Snapshot, ids []string) ([]*model.Rollout, error) 
 	return out, nil
 }
 
-// someIDs names a few rollout ids of snap, for error messages.
-func someIDs(snap *model.Snapshot) string {
+// findRollout returns the rollout of snap with the given id.
+func findRollout(snap *model.Snapshot, id string) (*model.Rollout, error) {
+	for _, r := range snap.Rollouts {
+		if r.ID == id {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("%q: %w", id, noRollout(snap))
+}
+
+// noRollout says that an id is not in snap, naming a few that are.
+func noRollout(snap *model.Snapshot) error {
 	var ids []string
 	for _, r := range snap.Rollouts {
 		ids = append(ids, r.ID)
 	}
 	if len(ids) == 0 {
-		return " (after --where, none is left)"
+		return fmt.Errorf("no such rollout in the capture (after --where, none is left)")
 	}
-	return " (it holds " + joinMax(ids, 5) + ")"
+	sort.Strings(ids)
+	return fmt.Errorf("no such rollout in the capture (it holds %s)", joinMax(ids, 5))
 }
 
 // writeExport writes spans to path, or to stdout for "-". A file is

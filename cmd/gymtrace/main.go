@@ -29,10 +29,11 @@ var commands = map[string]command{
 	"preview": {cmdPreview, "what-if report: what a span_groups spec would produce from a capture"},
 	"check":   {cmdCheck, "join check of a capture: exit 0 intact, 1 broken, 2 bad input"},
 	"groups":  {cmdGroups, "list span groups, presets and classification rules"},
+	"diff":    {cmdDiff, "compare two rollouts span by span (also across captures, or under two specs)"},
 	"export":  {cmdExport, "write rollouts of a capture (optionally as under a spec) as OTLP/JSON lines"},
 }
 
-var order = []string{"serve", "demo", "open", "preview", "check", "export", "groups"}
+var order = []string{"serve", "demo", "open", "preview", "check", "diff", "export", "groups"}
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: gymtrace [command] [flags]\n\ncommands:\n")

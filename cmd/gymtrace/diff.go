@@ -1,0 +1,273 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+func cmdDiff(args []string) int { return runDiff(args, os.Stdout, os.Stderr) }
+
+// diffJSON is the documented schema of `diff --json` (README.md, "JSON output").
+type diffJSON struct {
+	A               diffSideJSON    `json:"a"`
+	B               diffSideJSON    `json:"b"`
+	Operations      []diffOpJSON    `json:"operations"`
+	OnlyA           []diffSpanJSON  `json:"only_a"`
+	OnlyB           []diffSpanJSON  `json:"only_b"`
+	Changed         []diffOpJSON    `json:"changed"`
+	ErrorsOnlyA     []diffSpanJSON  `json:"errors_only_a"`
+	ErrorsOnlyB     []diffSpanJSON  `json:"errors_only_b"`
+	FirstDivergence *divergenceJSON `json:"first_divergence"`
+}
+
+type diffSideJSON struct {
+	RolloutID  string   `json:"rollout_id"`
+	Files      []string `json:"files"`
+	Spec       string   `json:"spec"`
+	Spans      int      `json:"spans"`
+	Errors     int      `json:"errors"`
+	Traces     int      `json:"traces"`
+	DurationMS float64  `json:"duration_ms"`
+}
+
+type diffOpJSON struct {
+	Service  string  `json:"service"`
+	Name     string  `json:"name"`
+	CountA   int     `json:"count_a"`
+	CountB   int     `json:"count_b"`
+	ErrorsA  int     `json:"errors_a"`
+	ErrorsB  int     `json:"errors_b"`
+	TotalMSA float64 `json:"total_ms_a"`
+	TotalMSB float64 `json:"total_ms_b"`
+	MaxMSA   float64 `json:"max_ms_a"`
+	MaxMSB   float64 `json:"max_ms_b"`
+	SelfMSA  float64 `json:"self_ms_a"`
+	SelfMSB  float64 `json:"self_ms_b"`
+}
+
+type diffSpanJSON struct {
+	Service string   `json:"service"`
+	Name    string   `json:"name"`
+	SpanID  string   `json:"span_id"`
+	Path    []string `json:"path"`
+	Status  string   `json:"status"`
+	Message string   `json:"status_message,omitempty"`
+}
+
+type divergenceJSON struct {
+	Path []string `json:"path"`
+	A    string   `json:"a"`
+	B    string   `json:"b"`
+}
+
+func ms(ns int64) float64 { return round2(float64(ns) / 1e6) }
+
+// splitBFrom takes `--b-from FILE...` out of args: every argument after the
+// flag up to the next flag is a file of B's capture.
+func splitBFrom(args []string) (rest, bFiles []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if v, ok := strings.CutPrefix(strings.TrimLeft(a, "-"), "b-from="); ok && strings.HasPrefix(a, "-") {
+			bFiles = append(bFiles, v)
+			continue
+		}
+		if a == "--b-from" || a == "-b-from" {
+			for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				i++
+				bFiles = append(bFiles, args[i])
+			}
+			continue
+		}
+		rest = append(rest, a)
+	}
+	return rest, bFiles
+}
+
+func runDiff(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the comparison as JSON (schema: the README's JSON output section)")
+	specA := fs.String("a-spec", "", "compare rollout A as it would be under this span_groups spec")
+	specB := fs.String("b-spec", "", "compare rollout B as it would be under this span_groups spec")
+	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	fs.String("b-from", "", "read rollout B from these files (FILE... up to the next flag) instead of A's capture")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gymtrace diff [--json] [--a-spec S] [--b-spec S] ROLLOUT_A ROLLOUT_B FILE... [--b-from FILE...]\n\n"+
+			"Compares two rollouts span by span: operations side by side, spans only one has, the first\n"+
+			"place the trees part, error differences. A rollout against itself (same spec) has no difference.\n\n")
+		fs.PrintDefaults()
+	}
+	args, bFiles := splitBFrom(args)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "gymtrace diff: "+format+"\n", a...)
+		return exitUsage
+	}
+	if len(pos) < 3 {
+		fs.Usage()
+		return fail("want ROLLOUT_A ROLLOUT_B and at least one capture file")
+	}
+	idA, idB, files := pos[0], pos[1], pos[2:]
+	reg, err := loadRegistry(*groups)
+	if err != nil {
+		return fail("%v", err)
+	}
+	storeA, snapA, _, err := loadCaptures(files)
+	defer storeA.Close()
+	if err != nil {
+		return fail("%v", err)
+	}
+	snapB, filesB := snapA, files
+	if len(bFiles) > 0 {
+		storeB, s, _, err := loadCaptures(bFiles)
+		defer storeB.Close()
+		if err != nil {
+			return fail("--b-from: %v", err)
+		}
+		snapB, filesB = s, bFiles
+	}
+	eng := gate.NewEngine(reg)
+	side := func(snap *model.Snapshot, id, spec, which string) (gate.DiffSide, error) {
+		r, err := findRollout(snap, id)
+		if err != nil {
+			return gate.DiffSide{}, fmt.Errorf("rollout %s %w", which, err)
+		}
+		if spec == "" {
+			return gate.RolloutSide(snap, r), nil
+		}
+		set, err := reg.Parse(spec)
+		if err != nil {
+			return gate.DiffSide{}, fmt.Errorf("--%s-spec: %w", strings.ToLower(which), err)
+		}
+		return eng.SpecSide(snap, r, set), nil
+	}
+	a, err := side(snapA, idA, *specA, "A")
+	if err != nil {
+		return fail("%v", err)
+	}
+	// The engine caches per snapshot: B from another capture gets its own.
+	if snapB != snapA {
+		eng = gate.NewEngine(reg)
+	}
+	b, err := side(snapB, idB, *specB, "B")
+	if err != nil {
+		return fail("%v", err)
+	}
+	d := gate.CompareRollouts(a, b)
+	out := diffJSON{
+		A: sideJSON(d.A, files, *specA), B: sideJSON(d.B, filesB, *specB),
+		Operations: []diffOpJSON{}, Changed: []diffOpJSON{},
+		OnlyA: spansJSON(d.OnlyA), OnlyB: spansJSON(d.OnlyB),
+		ErrorsOnlyA: spansJSON(d.ErrorsA), ErrorsOnlyB: spansJSON(d.ErrorsB),
+	}
+	for _, o := range d.Operations {
+		out.Operations = append(out.Operations, opJSON(o))
+	}
+	for _, o := range d.Changed {
+		out.Changed = append(out.Changed, opJSON(o))
+	}
+	if d.First != nil {
+		out.FirstDivergence = &divergenceJSON{Path: d.First.Path, A: d.First.A, B: d.First.B}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return fail("%v", err)
+		}
+		return exitOK
+	}
+	writeDiffText(stdout, out)
+	return exitOK
+}
+
+func sideJSON(s gate.DiffSummary, files []string, spec string) diffSideJSON {
+	return diffSideJSON{RolloutID: s.Rollout, Files: files, Spec: spec, Spans: s.Spans, Errors: s.Errors, Traces: s.Traces, DurationMS: ms(s.DurationNS)}
+}
+
+func opJSON(o gate.OpDiff) diffOpJSON {
+	return diffOpJSON{
+		Service: o.Service, Name: o.Name, CountA: o.CountA, CountB: o.CountB, ErrorsA: o.ErrorsA, ErrorsB: o.ErrorsB,
+		TotalMSA: ms(o.TotalNSA), TotalMSB: ms(o.TotalNSB), MaxMSA: ms(o.MaxNSA), MaxMSB: ms(o.MaxNSB),
+		SelfMSA: ms(o.SelfNSA), SelfMSB: ms(o.SelfNSB),
+	}
+}
+
+func spansJSON(ss []gate.DiffSpan) []diffSpanJSON {
+	out := []diffSpanJSON{}
+	for _, s := range ss {
+		out = append(out, diffSpanJSON{Service: s.Service, Name: s.Name, SpanID: s.SpanID.String(), Path: s.Path, Status: s.Status.String(), Message: s.Message})
+	}
+	return out
+}
+
+func writeDiffText(w io.Writer, d diffJSON) {
+	side := func(s diffSideJSON) string {
+		t := fmt.Sprintf("%s: %d spans, %d errors, %d traces, %.2fms", s.RolloutID, s.Spans, s.Errors, s.Traces, s.DurationMS)
+		if s.Spec != "" {
+			t += " under " + s.Spec
+		}
+		return t
+	}
+	fmt.Fprintf(w, "A %s\nB %s\n\n", side(d.A), side(d.B))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\tservice\tspan\tA n\tB n\tA err\tB err\tA total\tB total\tA max\tB max\n")
+	for _, o := range d.Operations {
+		mark := " "
+		if o.CountA != o.CountB || o.ErrorsA != o.ErrorsB {
+			mark = "≠"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.2fms\t%.2fms\t%.2fms\t%.2fms\n", mark, shortSvc(o.Service), o.Name,
+			o.CountA, o.CountB, o.ErrorsA, o.ErrorsB, o.TotalMSA, o.TotalMSB, o.MaxMSA, o.MaxMSB)
+	}
+	tw.Flush()
+	list := func(title string, ss []diffSpanJSON) {
+		if len(ss) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s (%d):\n", title, len(ss))
+		for _, s := range ss {
+			msg := ""
+			if s.Message != "" {
+				msg = ": " + s.Message
+			}
+			fmt.Fprintf(w, "  %s [%s] %s under %s%s\n", s.Name, shortSvc(s.Service), s.SpanID, pathText(s.Path), msg)
+		}
+	}
+	list("only in A", d.OnlyA)
+	list("only in B", d.OnlyB)
+	list("errors only in A", d.ErrorsOnlyA)
+	list("errors only in B", d.ErrorsOnlyB)
+	if dv := d.FirstDivergence; dv != nil {
+		fmt.Fprintf(w, "\nfirst divergence under %s: A has %s, B has %s\n", pathText(dv.Path), orNothing(dv.A), orNothing(dv.B))
+	} else if len(d.ErrorsOnlyA)+len(d.ErrorsOnlyB) == 0 {
+		fmt.Fprintf(w, "\nsame spans, same tree, same errors\n")
+	}
+}
+
+func shortSvc(s string) string { return strings.TrimPrefix(s, "nemo-gym/") }
+
+func pathText(p []string) string {
+	if len(p) == 0 {
+		return "(top)"
+	}
+	return strings.Join(p, " › ")
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "nothing more"
+	}
+	return s
+}
