@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -204,8 +205,8 @@ func (r *Registry) Parse(spec string) (Set, error) {
 		unknown = append(unknown, name)
 	}
 	if len(unknown) > 0 {
-		return 0, fmt.Errorf("%w %s in span_groups %q; valid presets: %s; valid groups: %s",
-			ErrUnknownGroup, quoteList(unknown), spec, strings.Join(r.presetNames(), ", "), strings.Join(r.groupNames(), ", "))
+		return 0, fmt.Errorf("%w %s in span_groups %q%s; valid presets: %s; valid groups: %s",
+			ErrUnknownGroup, quoteList(unknown), spec, r.didYouMean(unknown), strings.Join(r.presetNames(), ", "), strings.Join(r.groupNames(), ", "))
 	}
 	if n == 0 {
 		return 0, fmt.Errorf("%w: name at least one preset (%s) or group", ErrEmptySpec, strings.Join(r.presetNames(), ", "))
@@ -307,4 +308,52 @@ func (r *Registry) Spec(s Set) string {
 		}
 	}
 	return best
+}
+
+// didYouMean suggests, for each unknown name, the preset or group it is a
+// typo of (at most two edits away), as " (did you mean "x"?)".
+func (r *Registry) didYouMean(unknown []string) string {
+	var sugg []string
+	for _, u := range unknown {
+		best, bestD := "", 3
+		for _, name := range append(r.presetNames(), r.groupNames()...) {
+			if d := editDistance(u, name); d < bestD {
+				best, bestD = name, d
+			}
+		}
+		if best != "" {
+			sugg = append(sugg, strconv.Quote(best))
+		}
+	}
+	if len(sugg) == 0 {
+		return ""
+	}
+	return " (did you mean " + strings.Join(sugg, ", ") + "?)"
+}
+
+// editDistance is the Damerau-Levenshtein distance (adjacent swaps count
+// one), the shape of most typos.
+func editDistance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	d := make([][]int, len(x)+1)
+	for i := range d {
+		d[i] = make([]int, len(y)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(x); i++ {
+		for j := 1; j <= len(y); j++ {
+			cost := 1
+			if x[i-1] == y[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(x)][len(y)]
 }

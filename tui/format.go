@@ -17,12 +17,16 @@ func shortService(name string) string {
 	return strings.TrimPrefix(name, "nemo-gym/")
 }
 
-// fmtDur renders nanoseconds compactly: 850µs, 12.3ms, 4.21s, 3m05s.
+// fmtDur renders nanoseconds compactly: 420ns, 2.5µs, 850µs, 12.3ms, 4.21s, 3m05s.
 func fmtDur(ns int64) string {
 	d := time.Duration(ns)
 	switch {
 	case d <= 0:
 		return "0"
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", d)
+	case d < 10*time.Microsecond:
+		return trimZero(fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond))) + "µs"
 	case d < time.Millisecond:
 		return fmt.Sprintf("%dµs", d/time.Microsecond)
 	case d < 100*time.Millisecond:

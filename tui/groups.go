@@ -34,6 +34,9 @@ type groupsPanel struct {
 	input     textinput.Model
 	inputting bool
 	inputErr  string
+	// prefilled: the input still holds the spec it opened with, shown as a
+	// suggestion; typing replaces it, a movement key keeps it for editing.
+	prefilled bool
 
 	cursor, offset int
 	// follow keeps the cursor's group in view; scrolling turns it off so the
@@ -130,6 +133,7 @@ func (g groupsPanel) StartInput() (groupsPanel, tea.Cmd) {
 	g.inputErr = ""
 	g.input.SetValue(g.reg.Spec(g.preview))
 	g.input.CursorEnd()
+	g.prefilled = true
 	cmd := g.input.Focus()
 	g.render()
 	return g, cmd
@@ -168,6 +172,16 @@ func (g groupsPanel) Update(msg tea.Msg) (groupsPanel, tea.Cmd) {
 			g.input.Blur()
 			g.render()
 			return g, nil
+		}
+		if g.prefilled {
+			g.prefilled = false
+			if km.Type == tea.KeyRunes || km.Type == tea.KeySpace || km.Type == tea.KeyBackspace || km.Type == tea.KeyDelete {
+				g.input.SetValue("")
+				if km.Type == tea.KeyBackspace || km.Type == tea.KeyDelete {
+					g.render()
+					return g, nil
+				}
+			}
 		}
 		var cmd tea.Cmd
 		g.input, cmd = g.input.Update(km)

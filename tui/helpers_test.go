@@ -276,6 +276,8 @@ func keyMsg(k string) tea.KeyMsg {
 		return tea.KeyMsg{Type: tea.KeyCtrlC}
 	case " ", "space":
 		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+	case "end":
+		return tea.KeyMsg{Type: tea.KeyEnd}
 	case "backspace":
 		return tea.KeyMsg{Type: tea.KeyBackspace}
 	}

@@ -766,7 +766,14 @@ func (m *Model) renderHeader() {
 			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("requests refused %s (last: %s)", fmtCount(st.RequestsRefused), st.LastRefusal)))
 		}
 		if st.EvictedSpans > 0 {
-			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("evicted %s spans (%s rollouts)", fmtCount(st.EvictedSpans), fmtCount(st.EvictedRollouts))))
+			ev := fmt.Sprintf("evicted %s spans (%s rollouts)", fmtCount(st.EvictedSpans), fmtCount(st.EvictedRollouts))
+			if !m.opts.Live {
+				// Files are read one after another: a rollout evicted while
+				// one file was read may get spans again from the next, and
+				// then looks split. The verdicts cannot be trusted whole.
+				ev += ": verdicts partial, raise --max-spans"
+			}
+			parts = append(parts, m.st.App.Error.Render(ev))
 		}
 		if st.Duplicates > 0 {
 			parts = append(parts, "duplicates "+fmtCount(st.Duplicates))

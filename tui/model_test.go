@@ -176,7 +176,7 @@ func TestSpecInput(t *testing.T) {
 	}{
 		{name: "preset plus group", text: "default,sandbox", want: "default,sandbox"},
 		{name: "case and spaces", text: " Per_Rollout , JOB ", want: "per_rollout,job"},
-		{name: "typo", text: "defualt", errHas: []string{`"defualt"`, "valid presets: default, per_rollout, all", "http_client"}},
+		{name: "typo", text: "defualt", errHas: []string{`"defualt"`, `did you mean "default"?`, "valid presets: default, per_rollout, all", "http_client"}},
 		{name: "empty", text: " , ", errHas: []string{"empty span_groups spec"}},
 	}
 	reg := gate.Default()
@@ -189,7 +189,7 @@ func TestSpecInput(t *testing.T) {
 			if !m.groups.Inputting() {
 				t.Fatal(": did not open the spec input")
 			}
-			m.groups.input.SetValue("")
+			// Typing replaces the prefilled spec.
 			m = typeText(t, m, tc.text)
 			m = keys(t, m, "enter")
 			if tc.want == "" {
@@ -524,5 +524,53 @@ func TestSpanSearch(t *testing.T) {
 	}
 	if f, i, ok := m.trace.SelectedSpan(); !ok || f.Spans[i].Status != model.StatusError {
 		t.Errorf("f did not reach the failed span")
+	}
+}
+
+// The spec input opens with the previewed spec; typing replaces it, while a
+// movement key first keeps it for editing.
+func TestSpecInputPrefill(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	m = keys(t, m, ":")
+	if v := m.groups.input.Value(); v != "default" {
+		t.Fatalf("prefilled %q, want default", v)
+	}
+	m = typeText(t, m, "all")
+	if v := m.groups.input.Value(); v != "all" {
+		t.Errorf("typing gave %q, want all (replaced)", v)
+	}
+	m = keys(t, m, "esc", ":", "end")
+	m = typeText(t, m, ",job")
+	if v := m.groups.input.Value(); v != "default,job" {
+		t.Errorf("editing after a movement key gave %q, want default,job", v)
+	}
+}
+
+func TestFmtDur(t *testing.T) {
+	for ns, want := range map[int64]string{0: "0", 420: "420ns", 2500: "2.5µs", 3000: "3µs", 850_000: "850µs", 12_300_000: "12.3ms"} {
+		if got := fmtDur(ns); got != want {
+			t.Errorf("fmtDur(%d) = %q, want %q", ns, got, want)
+		}
+	}
+}
+
+// The live rate falls to 0 once spans stop arriving: the clock recomputes it
+// when no snapshot has for a while.
+func TestLiveRateDecays(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	m.opts.Live = true
+	m.rate = 50
+	m.renderHeader()
+	if !strings.Contains(m.header, "live 50 spans/s") {
+		t.Fatalf("header: %s", m.header)
+	}
+	next, _ := m.Update(clockMsg{})
+	m = next.(Model)
+	if m.rate != 0 || !strings.Contains(m.header, "live 0 spans/s") {
+		t.Errorf("rate %v after data stopped; header: %s", m.rate, m.header)
 	}
 }

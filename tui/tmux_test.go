@@ -177,3 +177,104 @@ func TestTmuxDemo(t *testing.T) {
 		t.Errorf("after quitting the screen lacks the env line:\n%s", scr)
 	}
 }
+
+// typeText sends literal text.
+func (s *tmuxSession) typeText(text string) {
+	s.t.Helper()
+	s.tmux("send-keys", "-t", "gt", "-l", text)
+}
+
+func copyCapture(t *testing.T, dir, name string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "captures", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTmuxFindAndFailures is a Jaeger user's round: under NO_COLOR at 120×40
+// failed spans carry a mark, / in the waterfall searches spans and n steps,
+// f jumps to a failure, a trace id pasted in the rollout filter selects its
+// rollout, and help tells how to leave.
+func TestTmuxFindAndFailures(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	copyCapture(t, dir, "per_rollout.console.jsonl")
+	s := startTmux(t, dir, "NO_COLOR=1 "+bin+" open per_rollout.console.jsonl", 120, 40)
+	s.waitFor("the rollout list", regexp.MustCompile(`Rollouts 6 `))
+	if scr := s.screen(); strings.Contains(scr, "\x1b[") {
+		t.Errorf("escape codes under NO_COLOR")
+	}
+	s.keys("Tab")
+	// The first rollout fails: its failed spans are marked before the name.
+	scr := s.waitFor("a failed span's mark", regexp.MustCompile(`┃[› ]!\S`))
+	if !regexp.MustCompile(`┃[› ]!HTTP POST`).MatchString(scr) {
+		t.Errorf("the failed root span has no mark:\n%s", scr)
+	}
+
+	s.keys("/")
+	s.waitFor("the span search", regexp.MustCompile(`search spans: `))
+	s.typeText("seed_session")
+	s.keys("Enter")
+	scr = s.waitFor("the first hit", regexp.MustCompile(`/seed_session 1/(\d+)`))
+	n := regexp.MustCompile(`/seed_session 1/(\d+)`).FindStringSubmatch(scr)[1]
+	if n == "1" {
+		t.Fatalf("one hit only; the test needs two:\n%s", scr)
+	}
+	row := func(scr string) string { return regexp.MustCompile(`┃›[^\n]*`).FindString(scr) }
+	first := row(scr)
+	s.keys("n")
+	scr = s.waitFor("the second hit", regexp.MustCompile(`/seed_session 2/`+n))
+	if row(scr) == first || !strings.Contains(row(scr), "seed_session") {
+		t.Errorf("n did not move to another hit: %q then %q", first, row(scr))
+	}
+	s.keys("Escape", "g", "j", "f")
+	scr = s.waitFor("a failed span under the cursor", regexp.MustCompile(`┃›!`))
+
+	// A trace id pasted in the rollout filter.
+	s.keys("BTab")
+	s.keys("/")
+	s.typeText("9daacc053fdbf111c6e632c7d6ecea14")
+	s.keys("Enter")
+	scr = s.waitFor("the trace's rollout", regexp.MustCompile(`Rollouts 1/6 [\s\S]*›s3-r0005 `))
+	if !strings.Contains(scr, "Trace s3-r0005 ") {
+		t.Errorf("the waterfall does not show the trace's rollout:\n%s", scr)
+	}
+
+	s.keys("?")
+	s.waitFor("help", regexp.MustCompile(`Help · q quit · esc or \? close`))
+	s.keys("Escape", "q")
+	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
+}
+
+// TestTmuxSmallHelp: a capture piped in (`open -`) opens the TUI with keys
+// from the terminal; at 80×24 the help screen still says how to leave, and
+// the footer does on every screen.
+func TestTmuxSmallHelp(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	copyCapture(t, dir, "per_rollout.console.jsonl")
+	s := startTmux(t, dir, "cat per_rollout.console.jsonl | "+bin+" open -", 80, 24)
+	scr := s.waitFor("the rollout list", regexp.MustCompile(`Rollouts 6 `))
+	s.keys("j")
+	s.waitFor("keys read from the terminal", regexp.MustCompile(`›s3-r0002 `))
+	if !strings.Contains(scr, "q quit") {
+		t.Errorf("the footer does not say how to quit:\n%s", scr)
+	}
+	s.keys("?")
+	scr = s.waitFor("help", regexp.MustCompile(`Help · q quit · esc or \? close`))
+	if !regexp.MustCompile(`(?m)^\s+q\s+quit`).MatchString(scr) {
+		t.Errorf("the help lacks the quit key:\n%s", scr)
+	}
+	s.keys("q")
+	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
+}

@@ -33,8 +33,19 @@ type uiConfig struct {
 // prints the span_groups snippet if the user copied or changed the spec.
 // When stdout is not a terminal it prints a plain summary instead.
 func runUI(cfg uiConfig) error {
-	if !term.IsTerminal(os.Stdout.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
+	if !term.IsTerminal(os.Stdout.Fd()) {
 		return plainSummary(os.Stdout, cfg)
+	}
+	// Keys come from the terminal even when stdin is a pipe (`cat F |
+	// gymtrace open -`): then the controlling terminal is opened for them.
+	input := os.Stdin
+	if !term.IsTerminal(os.Stdin.Fd()) {
+		tty, err := os.Open("/dev/tty")
+		if err != nil {
+			return plainSummary(os.Stdout, cfg)
+		}
+		defer tty.Close()
+		input = tty
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = gate.Default()
@@ -65,7 +76,7 @@ func runUI(cfg uiConfig) error {
 		SnippetPath: snippet,
 		Clipboard:   clip,
 	})
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithMouseCellMotion())
+	p := tea.NewProgram(m, tea.WithInput(input), tea.WithAltScreen(), tea.WithMouseCellMotion())
 	if cfg.Ctx != nil {
 		ended := make(chan struct{})
 		defer close(ended)
