@@ -234,7 +234,10 @@ func TestTmuxFindAndFailures(t *testing.T) {
 	if row(scr) == first || !strings.Contains(row(scr), "seed_session") {
 		t.Errorf("n did not move to another hit: %q then %q", first, row(scr))
 	}
-	s.keys("Escape", "g", "j", "f")
+	// A key right after Escape would read as alt+key: wait for it to act.
+	s.keys("Escape")
+	s.waitFor("the search cleared", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans · 1 trace · [\d.]+\w+\s+┃`))
+	s.keys("g", "j", "f")
 	scr = s.waitFor("a failed span under the cursor", regexp.MustCompile(`┃›!`))
 
 	// A trace id pasted in the rollout filter.
@@ -249,7 +252,9 @@ func TestTmuxFindAndFailures(t *testing.T) {
 
 	s.keys("?")
 	s.waitFor("help", regexp.MustCompile(`Help · q quit · esc or \? close`))
-	s.keys("Escape", "q")
+	s.keys("Escape")
+	s.waitFor("help closed", regexp.MustCompile(`Span groups · preview`))
+	s.keys("q")
 	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
 }
 
