@@ -3,14 +3,11 @@ package receiver
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -64,19 +61,25 @@ func (b BadLine) String() string {
 const (
 	FormatConsole  = "console"   // Python SDK console span lines
 	FormatOTLPJSON = "otlp-json" // one OTLP/JSON request per line
-	FormatProtobuf = "protobuf"  // one binary ExportTraceServiceRequest
-	FormatMixed    = "mixed"     // console and OTLP/JSON lines both
-	FormatNone     = "none"      // no spans found
+	FormatProtobuf = "protobuf"  // one binary OTLP request (traces, metrics or logs)
+	// FormatLengthPrefixed is the Collector file exporter's format: proto:
+	// requests behind 4-byte big-endian lengths, each maybe zstd-compressed.
+	FormatLengthPrefixed = "length-prefixed-protobuf"
+	FormatMixed          = "mixed" // console and OTLP/JSON lines both
+	FormatNone           = "none"  // no spans found
 )
 
 // FileStat is what was read from one file.
 type FileStat struct {
-	Path    string
-	Format  string
-	Lines   int
-	Spans   int
-	Skipped int
-	Bad     int
+	Path   string
+	Format string
+	// Compression names the whole-file compression undone ("gzip",
+	// "zstd"), "" for none.
+	Compression string
+	Lines       int
+	Spans       int
+	Skipped     int
+	Bad         int
 }
 
 // FileReport sums what ReadFiles read. Samples keep the first few lines of
@@ -112,8 +115,10 @@ func (r *FileReport) skip(b BadLine, max int) {
 }
 
 // ReadFiles loads captures into store: OTLP/JSON lines, console logs (mixed
-// with other output), or one binary protobuf request per file, detected per
-// file (gzip allowed). "-" reads stdin. Files are read one after another, in
+// with other output), one binary protobuf request per file, or the
+// Collector file exporter's length-prefixed protobuf, detected per file by
+// content (gzip or zstd compression allowed). A file none of these
+// recognises fails with ErrUnrecognised. "-" reads stdin. Files are read one after another, in
 // order, so the same inputs always load the same way. Bad lines are counted
 // and sampled in the report, never fatal; an error means a file could not be
 // opened or read, and the report still holds everything else.
@@ -168,21 +173,16 @@ type fileReader struct {
 
 func readOne(store *model.Store, l *model.Local, name string, r io.Reader, opts ReadOptions, rep *FileReport) error {
 	fr := &fileReader{store: store, l: l, opts: opts, rep: rep, stat: FileStat{Path: name, Format: FormatNone}}
-	br := bufio.NewReaderSize(r, 64<<10)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 64<<10)
-		name = strings.TrimSuffix(name, ".gz")
+	f, br, via, closers, err := detectFormat(bufio.NewReaderSize(r, 64<<10), name)
+	for _, c := range closers {
+		defer c.Close()
 	}
-	var err error
-	if isProtobuf(name, br) {
-		err = fr.readProtobuf(br)
-	} else {
-		err = fr.readLines(br)
+	fr.stat.Compression = strings.Join(via, "+")
+	if err == nil {
+		err = f.read(fr, br)
+	} else if errors.Is(err, ErrUnrecognised) {
+		fr.stat.Bad++
+		fr.rep.bad(BadLine{File: name, Reason: err.Error()}, opts.MaxSamples)
 	}
 	if ferr := fr.flush(); err == nil {
 		err = ferr
@@ -197,34 +197,6 @@ func readOne(store *model.Store, l *model.Local, name string, r io.Reader, opts 
 		return fmt.Errorf("%s: %w", fr.stat.Path, err)
 	}
 	return nil
-}
-
-// isProtobuf decides by extension, else by content: a request starts with
-// field 1 (resource_spans, tag 0x0a) and is not text.
-func isProtobuf(name string, br *bufio.Reader) bool {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".pb", ".bin", ".binpb", ".protobuf":
-		return true
-	case ".json", ".jsonl", ".ndjson", ".log", ".txt":
-		return false
-	}
-	head, _ := br.Peek(512)
-	if len(head) == 0 || head[0] != 0x0a {
-		return false
-	}
-	// Drop a rune cut by the peek window before testing for UTF-8.
-	for i := 0; i < 3 && len(head) > 0 && !utf8.Valid(head); i++ {
-		head = head[:len(head)-1]
-	}
-	if !utf8.Valid(head) {
-		return true
-	}
-	for _, c := range head {
-		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' {
-			return true
-		}
-	}
-	return false
 }
 
 func (fr *fileReader) add(spans ...model.Span) error {
@@ -250,23 +222,15 @@ func (fr *fileReader) flush() error {
 	return err
 }
 
-func (fr *fileReader) readProtobuf(r io.Reader) error {
+func (fr *fileReader) readProtobuf(br *bufio.Reader) error {
 	fr.stat.Format = FormatProtobuf
-	b, err := io.ReadAll(r)
+	b, err := io.ReadAll(br)
 	if err != nil {
 		return err
 	}
-	batch, rep, err := DecodeProto(fr.l, b, fr.opts.Limits)
-	fr.rep.Decode.Add(rep)
-	if err != nil {
-		fr.stat.Bad++
-		fr.rep.bad(BadLine{File: fr.stat.Path, Reason: "protobuf request: " + err.Error()}, fr.opts.MaxSamples)
-		return nil
-	}
-	for i := 0; i < len(batch.Spans); i += fr.opts.BatchSize {
-		if err := fr.add(batch.Spans[i:min(i+fr.opts.BatchSize, len(batch.Spans))]...); err != nil {
-			return err
-		}
+	fr.stat.Lines = 1
+	if err := fr.protoMessage(0, b); err != nil {
+		return err
 	}
 	return nil
 }

@@ -58,6 +58,9 @@ func loadCaptures(files []string) (*model.Store, *model.Snapshot, receiver.FileR
 	snap := store.Snapshot()
 	if err == nil && snap.Stats.Stored == 0 {
 		err = fmt.Errorf("no spans in %s", strings.Join(files, ", "))
+		if len(rep.BadSamples) > 0 {
+			err = fmt.Errorf("%w (%d bad, first %s)", err, rep.BadLines, rep.BadSamples[0])
+		}
 	}
 	return store, snap, rep, err
 }
