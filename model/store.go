@@ -275,12 +275,28 @@ type loc struct {
 	idx  uint32
 }
 
+// spanKey is a span's identity: span ids are unique only within a trace.
+type spanKey struct {
+	trace TraceID
+	id    SpanID
+}
+
 // frag is the writer's mutable fragment.
 type frag struct {
 	id     uint32
 	seq    uint64 // creation order
 	trace  TraceID
 	spans  []Span // append-only: published Fragments share the backing array
+	// top is the index of the top span. It is 0, and every span comes
+	// after its parent, unless ordered is false: a big fragment whose
+	// parent arrived later kept its array (see merge) and is put in order
+	// when published.
+	top     int32
+	ordered bool
+	// waitID is the id under which the fragment is listed in waiting (its
+	// own, or that of a fragment merged into it), 0 when not listed.
+	waitID uint32
+	rpos   int32 // index in roll.frags
 	job    SpanID
 	isJob  bool
 	rid    string
@@ -298,7 +314,8 @@ type roll struct {
 	key       string
 	synthetic bool
 	seq       uint64
-	frags     []*frag
+	frags     []*frag // nil where a fragment left; compacted when half are
+	live      int     // non-nil entries of frags
 	firstSeen int64 // store clock, unix nanoseconds
 	lastSeen  int64
 	dirty     bool
@@ -312,10 +329,17 @@ type roll struct {
 
 // writer is the state owned by the writer goroutine.
 type writer struct {
-	s        *Store
-	locs     map[SpanID]loc
-	waiting  map[SpanID][]uint32 // missing parent id -> fragments whose top waits for it
+	s *Store
+	// locs holds every stored span by span id. An id already held by a
+	// span of another trace goes to shared instead: ids collide rarely,
+	// and keying every span by its trace too would cost 16 bytes each.
+	locs    map[SpanID]loc
+	shared  map[spanKey]loc
+	waiting map[spanKey][]uint32 // missing parent -> fragments whose top waits for it
+	// frags maps fragment ids, and the waitIDs of fragments merged away,
+	// to live fragments; nfrags counts the live ones.
 	frags    map[uint32]*frag
+	nfrags   int
 	jobs     []*frag
 	rolls    map[string]*roll
 	order    []*roll // creation order; dead entries are skipped and compacted
@@ -339,13 +363,15 @@ type writer struct {
 	// the lookups in maps holding every span are skipped.
 	newTrace map[TraceID]bool
 	// Scratch for parentsFirst, reused across batches.
-	inBatch                     map[SpanID]int32
+	inBatch                     map[spanKey]int32
 	depth, path, count, order32 []int32
 	parentIdx                   []int32 // batch index of each span's parent, or -1
 	// placedF and placedI record where each batch span went, so children
 	// find parents of the same batch without a lookup.
 	placedF []*frag
 	placedI []uint32
+	// takenScratch backs takeWaiting's result.
+	takenScratch []*frag
 	// settling holds the fragments published as changed last time; those
 	// that did not change since get their arrays trimmed (see settle).
 	settling []*frag
@@ -374,13 +400,14 @@ type writer struct {
 func (w *writer) init(s *Store) {
 	w.s = s
 	w.locs = map[SpanID]loc{}
-	w.waiting = map[SpanID][]uint32{}
+	w.shared = map[spanKey]loc{}
+	w.waiting = map[spanKey][]uint32{}
 	w.frags = map[uint32]*frag{}
 	w.rolls = map[string]*roll{}
 	w.traces = map[TraceID]int32{}
 	w.perTrace = map[TraceID]int32{}
 	w.newTrace = map[TraceID]bool{}
-	w.inBatch = map[SpanID]int32{}
+	w.inBatch = map[spanKey]int32{}
 	w.jobName = s.strs.Intern(JobSpanName)
 	w.ridKey = s.strs.Intern(RolloutIDKey)
 	for _, k := range rolloutPathKeys {
@@ -410,10 +437,10 @@ func (w *writer) apply(b Batch) {
 		// A span of a new trace is the first of its id unless an earlier
 		// batch span has the same id, and its parent is either in the
 		// batch or not stored at all.
-		fresh := w.newTrace[sp.TraceID] && w.inBatch[sp.SpanID] == i
+		fresh := w.newTrace[sp.TraceID] && w.inBatch[spanKey{sp.TraceID, sp.SpanID}] == i
 		noParent := false
 		if fresh {
-			_, inBatch := w.inBatch[sp.ParentID] // any trace: ids may collide
+			_, inBatch := w.inBatch[spanKey{sp.TraceID, sp.ParentID}]
 			noParent = !inBatch
 		}
 		w.placedF[i], w.placedI[i] = w.place(sp, fresh, noParent, hint, hintIdx)
@@ -433,15 +460,16 @@ func (w *writer) parentsFirst(spans []Span) []int32 {
 	n := len(spans)
 	clear(w.inBatch)
 	for i := range spans {
-		if _, dup := w.inBatch[spans[i].SpanID]; !dup {
-			w.inBatch[spans[i].SpanID] = int32(i)
+		k := spanKey{spans[i].TraceID, spans[i].SpanID}
+		if _, dup := w.inBatch[k]; !dup {
+			w.inBatch[k] = int32(i)
 		}
 	}
 	w.parentIdx = slices.Grow(w.parentIdx[:0], n)[:n]
 	for i := range spans {
 		w.parentIdx[i] = -1
 		if sp := &spans[i]; !sp.ParentID.IsZero() {
-			if p, ok := w.inBatch[sp.ParentID]; ok && spans[p].TraceID == sp.TraceID {
+			if p, ok := w.inBatch[spanKey{sp.TraceID, sp.ParentID}]; ok {
 				w.parentIdx[i] = p
 			}
 		}
@@ -515,15 +543,43 @@ func (w *writer) parentAt(i int32) (*frag, uint32) {
 
 // lookup finds a stored span of the given trace.
 func (w *writer) lookup(trace TraceID, id SpanID) (*frag, uint32, bool) {
-	l, ok := w.locs[id]
-	if !ok {
-		return nil, 0, false
+	if l, ok := w.locs[id]; ok {
+		if f := w.frags[l.frag]; f != nil && f.trace == trace {
+			return f, l.idx, true
+		}
 	}
-	f := w.frags[l.frag]
-	if f == nil || f.trace != trace {
-		return nil, 0, false
+	if len(w.shared) > 0 {
+		if l, ok := w.shared[spanKey{trace, id}]; ok {
+			if f := w.frags[l.frag]; f != nil {
+				return f, l.idx, true
+			}
+		}
 	}
-	return f, l.idx, true
+	return nil, 0, false
+}
+
+// setLoc records where the span (trace, id) now lives.
+func (w *writer) setLoc(trace TraceID, id SpanID, l loc) {
+	if old, ok := w.locs[id]; ok {
+		if f := w.frags[old.frag]; f != nil && f.trace != trace {
+			w.shared[spanKey{trace, id}] = l
+			return
+		}
+	} else if len(w.shared) > 0 {
+		delete(w.shared, spanKey{trace, id})
+	}
+	w.locs[id] = l
+}
+
+// delLoc forgets the span (trace, id) of fragment f.
+func (w *writer) delLoc(trace TraceID, id SpanID, f *frag) {
+	if l, ok := w.locs[id]; ok && w.frags[l.frag] == f {
+		delete(w.locs, id)
+		return
+	}
+	if len(w.shared) > 0 {
+		delete(w.shared, spanKey{trace, id})
+	}
 }
 
 // place stores one span and returns where it went (nil for a duplicate).
@@ -549,8 +605,7 @@ func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint3
 		w.appendSpan(f, *sp, -1)
 		w.jobs = append(w.jobs, f)
 		// Fragments waiting for this span hang under the job: they stay rollouts.
-		for _, id := range w.takeWaiting(sp.SpanID, sp.TraceID) {
-			c := w.frags[id]
+		for _, c := range w.takeWaiting(sp.TraceID, sp.SpanID) {
 			c.job = sp.SpanID
 			w.touch(c)
 		}
@@ -578,50 +633,73 @@ func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint3
 		// A true root will gather the whole trace: size it from the batch.
 		f = w.newFrag(sp.TraceID, sp.ParentID.IsZero())
 		if !sp.ParentID.IsZero() {
-			w.waiting[sp.ParentID] = append(w.waiting[sp.ParentID], f.id)
+			k := spanKey{sp.TraceID, sp.ParentID}
+			w.waiting[k] = append(w.waiting[k], f.id)
+			f.waitID = f.id
 		}
 	}
 	idx := w.appendSpan(f, *sp, parent)
 	// Fragments that arrived before this span and wait for it join its fragment.
-	for _, id := range w.takeWaiting(sp.SpanID, sp.TraceID) {
-		if id != f.id { // a span that names itself as parent waits for nobody
-			w.merge(f, w.frags[id], idx)
+	for _, c := range w.takeWaiting(sp.TraceID, sp.SpanID) {
+		if c != f { // a span that names itself as parent waits for nobody
+			f, idx = w.merge(f, c, idx)
 		}
 	}
 	w.assign(f)
 	return f, idx
 }
 
-// takeWaiting removes and returns the fragments of trace waiting for id.
-func (w *writer) takeWaiting(id SpanID, trace TraceID) []uint32 {
-	ws, ok := w.waiting[id]
+// takeWaiting removes and returns the fragments waiting for span id of
+// trace.
+func (w *writer) takeWaiting(trace TraceID, id SpanID) []*frag {
+	k := spanKey{trace, id}
+	ws, ok := w.waiting[k]
 	if !ok {
 		return nil
 	}
-	var mine, rest []uint32
-	for _, fid := range ws {
-		if c := w.frags[fid]; c != nil && c.trace == trace {
-			mine = append(mine, fid)
-		} else if c != nil {
-			rest = append(rest, fid)
+	delete(w.waiting, k)
+	out := w.takenScratch[:0]
+	for _, wid := range ws {
+		c := w.frags[wid]
+		if c == nil || c.waitID != wid {
+			continue // evicted
 		}
+		c.waitID = 0
+		if wid != c.id {
+			delete(w.frags, wid) // the alias served only this list
+		}
+		out = append(out, c)
 	}
-	if len(rest) == 0 {
-		delete(w.waiting, id)
+	w.takenScratch = out[:0]
+	return out
+}
+
+// unwait takes f off the waiting list of its top's parent.
+func (w *writer) unwait(f *frag) {
+	if f.waitID == 0 {
+		return
+	}
+	k := spanKey{f.trace, f.spans[f.top].ParentID}
+	if ws := remove(w.waiting[k], f.waitID); len(ws) == 0 {
+		delete(w.waiting, k)
 	} else {
-		w.waiting[id] = rest
+		w.waiting[k] = ws
 	}
-	return mine
+	if f.waitID != f.id {
+		delete(w.frags, f.waitID)
+	}
+	f.waitID = 0
 }
 
 func (w *writer) newFrag(trace TraceID, root bool) *frag {
 	w.nextFrag++
 	w.seq++
-	f := &frag{id: w.nextFrag, seq: w.seq, trace: trace}
+	f := &frag{id: w.nextFrag, seq: w.seq, trace: trace, ordered: true}
 	if n := w.perTrace[trace]; root && n > 1 {
 		f.spans = make([]Span, 0, n)
 	}
 	w.frags[f.id] = f
+	w.nfrags++
 	w.traces[trace]++
 	return f
 }
@@ -639,7 +717,7 @@ func (w *writer) appendSpan(f *frag, sp Span, parent int32) uint32 {
 		f.errors++
 	}
 	f.spans = append(f.spans, sp)
-	w.locs[sp.SpanID] = loc{frag: f.id, idx: idx}
+	w.setLoc(sp.TraceID, sp.SpanID, loc{frag: f.id, idx: idx})
 	if f.rid == "" && !f.isJob {
 		f.rid = w.rolloutID(&sp)
 	}
@@ -647,37 +725,91 @@ func (w *writer) appendSpan(f *frag, sp Span, parent int32) uint32 {
 	return idx
 }
 
-// merge moves child's spans into f below the span at index at.
-func (w *writer) merge(f, child *frag, at uint32) {
-	f.spans = slices.Grow(f.spans, len(child.spans))
-	off := int32(len(f.spans))
-	for i, sp := range child.spans {
-		if i == 0 {
-			sp.Parent = int32(at)
-		} else {
-			sp.Parent += off
+// swapMin is the size from which a fragment whose parent arrives keeps its
+// array and takes the parent's spans in (see merge).
+const swapMin = 32
+
+// merge joins child, whose top span's parent is the span at index at of f,
+// with f, and returns the fragment both are now and that parent's index in
+// it. The smaller side's spans are copied: copying the child every time
+// would make a chain arriving leaf first quadratic. When the child is the
+// bigger one it keeps its array, and the fragment is out of order until
+// published.
+func (w *writer) merge(f, child *frag, at uint32) (*frag, uint32) {
+	if len(child.spans) >= swapMin && len(child.spans) > len(f.spans) {
+		off := w.moveSpans(child, f)
+		child.spans[child.top].Parent = int32(off + at)
+		child.top = int32(off) + f.top
+		child.ordered = false
+		child.job = f.job
+		child.synth = f.synth
+		if f.rid != "" {
+			child.rid = f.rid
 		}
-		f.spans = append(f.spans, sp)
-		w.locs[sp.SpanID] = loc{frag: f.id, idx: uint32(off) + uint32(i)}
+		// f's place on the waiting list of its own parent passes to child.
+		child.waitID = f.waitID
+		if f.waitID != 0 {
+			w.frags[f.waitID] = child
+		}
+		f.waitID = 0
+		// So does f's place in its rollout and in the order of rollouts:
+		// the result must not depend on which side kept its array.
+		if child.roll != nil {
+			w.detach(child.roll, child)
+		}
+		child.seq = f.seq
+		if r := f.roll; r != nil {
+			r.frags[f.rpos] = child
+			child.roll, child.rpos = r, f.rpos
+			f.roll = nil
+		}
+		w.retire(f)
+		w.touch(child)
+		return child, off + at
 	}
-	if child.start < f.start {
-		f.start = child.start
-	}
-	if child.end > f.end {
-		f.end = child.end
-	}
-	f.errors += child.errors
+	top := child.top
+	off := w.moveSpans(f, child)
+	f.spans[off+uint32(top)].Parent = int32(at)
+	f.ordered = f.ordered && child.ordered
 	if f.rid == "" {
 		f.rid = child.rid
 	}
-	w.dropFrag(child)
+	w.retire(child)
 	w.touch(f)
+	return f, at
 }
 
-// dropFrag forgets a fragment that was merged or evicted (not its spans' locs).
-func (w *writer) dropFrag(c *frag) {
+// moveSpans appends src's spans to dst, re-pointing their parents and
+// locations, and returns the index the first one got. The caller sets the
+// parent of src's top. src keeps its array.
+func (w *writer) moveSpans(dst, src *frag) uint32 {
+	dst.spans = slices.Grow(dst.spans, len(src.spans))
+	off := uint32(len(dst.spans))
+	for i, sp := range src.spans {
+		if sp.Parent >= 0 {
+			sp.Parent += int32(off)
+		}
+		dst.spans = append(dst.spans, sp)
+		w.setLoc(sp.TraceID, sp.SpanID, loc{frag: dst.id, idx: off + uint32(i)})
+	}
+	if src.start < dst.start {
+		dst.start = src.start
+	}
+	if src.end > dst.end {
+		dst.end = src.end
+	}
+	dst.errors += src.errors
+	return off
+}
+
+// retire forgets a fragment merged into another (not its spans' locs,
+// which point to the other).
+func (w *writer) retire(c *frag) {
 	c.gone = true
-	delete(w.frags, c.id)
+	if w.frags[c.id] == c {
+		delete(w.frags, c.id)
+	}
+	w.nfrags--
 	if w.traces[c.trace]--; w.traces[c.trace] <= 0 {
 		delete(w.traces, c.trace)
 	}
@@ -686,17 +818,36 @@ func (w *writer) dropFrag(c *frag) {
 	}
 }
 
+// detach takes c out of r in constant time: its entry is cleared, and the
+// list compacted once half of it is holes (a rollout whose children all
+// arrived first may gather thousands of fragments before their parents).
 func (w *writer) detach(r *roll, c *frag) {
 	// In place: published rollouts have their own Fragments slices.
-	if i := slices.Index(r.frags, c); i >= 0 {
-		r.frags = slices.Delete(r.frags, i, i+1)
+	if i := c.rpos; i >= 0 && int(i) < len(r.frags) && r.frags[i] == c {
+		r.frags[i] = nil
+		r.live--
 	}
 	c.roll = nil
 	w.markDirty(r)
-	if len(r.frags) == 0 {
+	if r.live == 0 {
+		clear(r.frags)
+		r.frags = r.frags[:0]
 		r.dead = true
 		w.restructure = true
 		delete(w.rolls, r.key)
+		return
+	}
+	if r.live < len(r.frags)/2 {
+		k := 0
+		for _, f := range r.frags {
+			if f != nil {
+				f.rpos = int32(k)
+				r.frags[k] = f
+				k++
+			}
+		}
+		clear(r.frags[k:])
+		r.frags = r.frags[:k]
 	}
 }
 
@@ -721,7 +872,7 @@ func (w *writer) assign(f *frag) {
 	key, synthetic := f.rid, false
 	if key == "" {
 		if f.synth == "" {
-			f.synth = syntheticKey(f.trace, f.spans[0].SpanID)
+			f.synth = syntheticKey(f.trace, f.spans[f.top].SpanID)
 		}
 		key, synthetic = f.synth, true
 	}
@@ -745,7 +896,9 @@ func (w *writer) assign(f *frag) {
 		r.seq = f.seq
 		w.restructure = true
 	}
+	f.rpos = int32(len(r.frags))
 	r.frags = append(r.frags, f)
+	r.live++
 	f.roll = r
 	w.markDirty(r)
 	r.lastSeen = w.nowNS
@@ -807,19 +960,20 @@ func (w *writer) evict(target int) {
 			break
 		}
 		for _, f := range r.frags {
-			for _, sp := range f.spans {
-				delete(w.locs, sp.SpanID)
+			if f == nil {
+				continue
+			}
+			for i := range f.spans {
+				sp := &f.spans[i]
+				w.delLoc(sp.TraceID, sp.SpanID, f)
 				w.services[sp.Resource]--
 			}
 			w.stored -= len(f.spans)
 			w.evSpans += int64(len(f.spans))
-			if !f.spans[0].ParentID.IsZero() {
-				w.waiting[f.spans[0].ParentID] = remove(w.waiting[f.spans[0].ParentID], f.id)
-				if len(w.waiting[f.spans[0].ParentID]) == 0 {
-					delete(w.waiting, f.spans[0].ParentID)
-				}
-			}
+			w.unwait(f)
+			f.gone = true
 			delete(w.frags, f.id)
+			w.nfrags--
 			if w.traces[f.trace]--; w.traces[f.trace] <= 0 {
 				delete(w.traces, f.trace)
 			}
@@ -925,7 +1079,7 @@ func (w *writer) publish() *Snapshot {
 		EvictedSpans:    w.evSpans,
 		EvictedRollouts: w.evRolls,
 		Rollouts:        len(snap.Rollouts),
-		Fragments:       len(w.frags) - liveJobs, // every other fragment is in a rollout
+		Fragments:       w.nfrags - liveJobs, // every other fragment is in a rollout
 		Traces:          len(w.traces),
 		MetricPoints:    w.lastMetrics,
 		LogRecords:      w.lastLogs,
@@ -954,16 +1108,25 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 	w.version++
 	r.version = w.version
 	pr := &Rollout{ID: r.key, Synthetic: r.synthetic, Version: r.version, FirstSeen: time.Unix(0, r.firstSeen), LastSeen: time.Unix(0, r.lastSeen)}
-	pr.Fragments = make([]*Fragment, len(r.frags))
-	var traces map[TraceID]bool // only for rollouts split into many fragments
-	if len(r.frags) > 16 {
-		traces = make(map[TraceID]bool, len(r.frags))
+	frags := r.frags
+	if r.live < len(frags) {
+		frags = make([]*frag, 0, r.live)
 		for _, f := range r.frags {
+			if f != nil {
+				frags = append(frags, f)
+			}
+		}
+	}
+	pr.Fragments = make([]*Fragment, len(frags))
+	var traces map[TraceID]bool // only for rollouts split into many fragments
+	if len(frags) > 16 {
+		traces = make(map[TraceID]bool, len(frags))
+		for _, f := range frags {
 			traces[f.trace] = true
 		}
 		pr.Traces = len(traces)
 	}
-	for i, f := range r.frags {
+	for i, f := range frags {
 		pf := w.pubFrag(f)
 		pr.Fragments[i] = pf
 		pr.Spans += len(pf.Spans)
@@ -979,7 +1142,7 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 		}
 		// Distinct traces: rollouts have few fragments, so a scan beats a map.
 		seen := false
-		for _, g := range r.frags[:i] {
+		for _, g := range frags[:i] {
 			if g.trace == f.trace {
 				seen = true
 				break
@@ -996,16 +1159,83 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 
 func (w *writer) pubFrag(f *frag) *Fragment {
 	if f.dirty || f.pub == nil {
+		if !f.ordered {
+			w.reorder(f)
+		}
 		w.settling = append(w.settling, f)
 		w.version++
 		f.pub = &Fragment{
 			TraceID:   f.trace,
 			Spans:     f.spans[:len(f.spans):len(f.spans)],
-			TopParent: f.spans[0].ParentID,
+			TopParent: f.spans[f.top].ParentID,
 			Job:       f.job,
 			Version:   w.version,
 		}
 		f.dirty = false
 	}
 	return f.pub
+}
+
+// reorder puts f's spans in the order Fragment promises (the top first,
+// every span after its parent), keeping their relative order otherwise,
+// in a new array: published snapshots keep the old one.
+func (w *writer) reorder(f *frag) {
+	n := len(f.spans)
+	depth := slices.Grow(w.depth[:0], n)[:n]
+	for i := range depth {
+		depth[i] = -1
+	}
+	maxDepth := int32(0)
+	for i := range f.spans {
+		path := w.path[:0]
+		j := int32(i)
+		for depth[j] == -1 {
+			depth[j] = -2 // on the path
+			path = append(path, j)
+			p := f.spans[j].Parent
+			if p < 0 {
+				break
+			}
+			j = p
+		}
+		base := int32(-1)
+		switch {
+		case depth[j] >= 0:
+			base = depth[j]
+		case j != f.top:
+			base = 0 // a loop, or a second span without parent: below the top
+		}
+		for k := len(path) - 1; k >= 0; k-- {
+			base++
+			depth[path[k]] = base
+		}
+		maxDepth = max(maxDepth, base)
+		w.path = path
+	}
+	count := slices.Grow(w.count[:0], int(maxDepth)+2)[:maxDepth+2]
+	clear(count)
+	for _, d := range depth {
+		count[d+1]++
+	}
+	for d := 1; d < len(count); d++ {
+		count[d] += count[d-1]
+	}
+	pos := slices.Grow(w.order32[:0], n)[:n] // old index -> new
+	for i, d := range depth {
+		pos[i] = count[d]
+		count[d]++
+	}
+	spans := make([]Span, n)
+	for i := range f.spans {
+		sp := f.spans[i]
+		if sp.Parent >= 0 {
+			sp.Parent = pos[sp.Parent]
+		}
+		spans[pos[i]] = sp
+	}
+	for i := range spans {
+		w.setLoc(spans[i].TraceID, spans[i].SpanID, loc{frag: f.id, idx: uint32(i)})
+	}
+	f.spans, f.top, f.ordered = spans, 0, true
+	w.depth, w.count, w.order32 = depth, count, pos
 }

@@ -39,7 +39,7 @@ func TestParentsFirst(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &writer{inBatch: map[SpanID]int32{}}
+			w := &writer{inBatch: map[spanKey]int32{}}
 			got := slices.Clone(w.parentsFirst(tc.spans))
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("parentsFirst = %v, want %v", got, tc.want)
@@ -51,7 +51,7 @@ func TestParentsFirst(t *testing.T) {
 // TestParentsFirstRandom checks the ordering property on shuffled trees:
 // a permutation in which every in-batch parent precedes its children.
 func TestParentsFirstRandom(t *testing.T) {
-	w := &writer{inBatch: map[SpanID]int32{}}
+	w := &writer{inBatch: map[spanKey]int32{}}
 	for seed := int64(0); seed < 200; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		n := 1 + rng.Intn(60)
