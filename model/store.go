@@ -283,10 +283,10 @@ type spanKey struct {
 
 // frag is the writer's mutable fragment.
 type frag struct {
-	id     uint32
-	seq    uint64 // creation order
-	trace  TraceID
-	spans  []Span // append-only: published Fragments share the backing array
+	id    uint32
+	seq   uint64 // creation order
+	trace TraceID
+	spans []Span // append-only: published Fragments share the backing array
 	// top is the index of the top span. It is 0, and every span comes
 	// after its parent, unless ordered is false: a big fragment whose
 	// parent arrived later kept its array (see merge) and is put in order
@@ -316,7 +316,7 @@ type roll struct {
 	seq       uint64
 	frags     []*frag // nil where a fragment left; compacted when half are
 	live      int     // non-nil entries of frags
-	firstSeen int64 // store clock, unix nanoseconds
+	firstSeen int64   // store clock, unix nanoseconds
 	lastSeen  int64
 	dirty     bool
 	dead      bool
