@@ -136,7 +136,11 @@ func diffTree(s DiffSide) []*dnode {
 	byStart(tops)
 	for _, n := range nodes {
 		byStart(n.kids)
-		n.self = selfTime(n.sp, n.kids)
+		iv := make([]interval, len(n.kids))
+		for i, k := range n.kids {
+			iv[i] = interval{k.sp.Start, k.sp.End}
+		}
+		n.self = selfTime(n.sp, iv)
 		n.key = n.name
 		// Every call is a CLIENT span "HTTP POST": what it calls tells
 		// calls apart, so a model call never pairs with a tool call.
@@ -145,20 +149,6 @@ func diffTree(s DiffSide) []*dnode {
 		}
 	}
 	return tops
-}
-
-// selfTime is the part of sp's duration no child covers (children may
-// overlap each other and outlast their parent).
-func selfTime(sp *model.Span, kids []*dnode) int64 {
-	covered, end := int64(0), sp.Start
-	for _, k := range kids { // in start order
-		s, e := max(k.sp.Start, end), min(k.sp.End, sp.End)
-		if e > s {
-			covered += e - s
-			end = e
-		}
-	}
-	return max(sp.Duration()-covered, 0)
 }
 
 // pair matches two sibling lists by signature and occurrence.

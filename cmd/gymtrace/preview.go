@@ -107,6 +107,7 @@ type previewJSON struct {
 	Snippets     map[string]string    `json:"snippets"`
 	BadLines     badLinesJSON         `json:"bad_lines"`
 	Breaks       []breakJSON          `json:"breaks"`
+	Latency      latencyJSON          `json:"latency"`
 }
 
 type previewInputJSON struct {
@@ -304,6 +305,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			out.PerRollout = append(out.PerRollout, rj)
 		}
 		out.Breaks = collectBreaks(rep)
+		out.Latency = latencyOut(eng.Latency(snap, snap.Rollouts))
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
