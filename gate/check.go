@@ -15,11 +15,15 @@ const (
 	reasonServerRoot     = "SERVER span has no parent: the caller sent no traceparent (http_client off in %s?)"
 	reasonNotInjected    = "the caller's CLIENT span exists but the SERVER span has no parent: the caller did not inject traceparent (a call that bypasses Gym's HTTP client?)"
 	reasonParentNotCl    = "SERVER span's parent is a %s span, not a CLIENT span: context crossed processes outside an HTTP client call"
-	reasonParentMissing  = "%s span's parent never arrived: the caller's span was not exported (exporter dropped it, or the capture ended first)"
+	reasonParentMissing  = "%s span's parent never arrived" + reasonParentMissingTail
 	reasonNoServerChild  = "CLIENT span has no SERVER child: the callee did not extract traceparent (server off in %s?)"
 	reasonNewTrace       = "%s starts a new trace inside the rollout: the process did not extract traceparent (server off in %s?)"
+	reasonUnattributed   = "a fragment of %s that no CLIENT span can be matched to started during the rollout: its caller sent no traceparent (http_client off?) or the callee read none (server off?)"
+	reasonLeak           = "request span created INTERNAL under another request's span: request context carried over on a reused keep-alive connection (a server-side context leak, not a span_groups setting)"
 	reasonProcessNoJoins = "process never joins another process's trace: it neither sends nor reads traceparent (server and http_client on in its span_groups?)"
 	unknownService       = "?"
+
+	reasonParentMissingTail = ": the caller's span was not exported (exporter dropped it, or the capture ended first)"
 )
 
 // rollCheck is the snapshot-independent part of one rollout's join check,
@@ -263,9 +267,22 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 // Check finds broken joins in snap. Rollouts whose spans last arrived less
 // than grace before now are pending, not broken (exporters batch for ~5 s).
 func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration) *CheckReport {
+	st := e.Structure(snap)
+	snap = st.Snap
 	e.gen++
 	e.sync(snap)
+	leaksIn := map[string]map[string]int{} // rollout -> leaking service -> count
+	for _, l := range st.Leaks {
+		if l.Rollout != "" && l.Rollout != l.Host {
+			if leaksIn[l.Rollout] == nil {
+				leaksIn[l.Rollout] = map[string]int{}
+			}
+			leaksIn[l.Rollout][l.Service]++
+		}
+	}
 	rep := &CheckReport{
+		Structure: st,
+		Awaiting:  awaiting(st, now, grace),
 		Spans:     snap.Stats.Stored,
 		Rollouts:  len(snap.Rollouts),
 		Traces:    snap.Stats.Traces,
@@ -342,20 +359,35 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 			}
 			hops = addCount(hops, BrokenHop{FromService: unknownService, ToService: svc, Reason: fmt.Sprintf(reasonNewTrace, sr.name, svc), Count: 1})
 		}
+		// A rollout is joined when all its spans carry one trace id; an
+		// unattributed fragment that may be its own makes it split too.
+		suspects := st.Suspect[r.ID]
+		for _, svc := range suspects {
+			hops = addCount(hops, BrokenHop{FromService: unknownService, ToService: svc, Reason: fmt.Sprintf(reasonUnattributed, svc), Count: 1})
+		}
+		for svc, n := range leaksIn[r.ID] {
+			hops = addCount(hops, BrokenHop{FromService: svc, ToService: svc, Reason: reasonLeak, Count: n})
+		}
+		split := r.Traces > 1 || len(suspects) > 0
 		rc := RolloutCheck{Hops: hops}
 		switch {
 		case grace > 0 && now.Sub(r.LastSeen) < grace:
 			rc.Status = JoinPending
 			rep.Pending++
-		case len(hops) > 0 || pieces(r) > 1:
+		case split:
 			rc.Status = Split
 			rep.Split++
+				default:
+			rc.Status = Joined
+			rep.Joined++
+		}
+		// A joined rollout (all its spans carry one trace id) can still
+		// show a hop gone wrong: a callee that read no traceparent and
+		// emitted nothing, a span that was never exported.
+		if rc.Status != JoinPending {
 			for _, h := range hops {
 				agg[BrokenHop{FromService: h.FromService, ToService: h.ToService, Reason: h.Reason}] += h.Count
 			}
-		default:
-			rc.Status = Joined
-			rep.Joined++
 		}
 		rep.ByRollout[r.ID] = rc
 		// Only judged rollouts show which processes never join: within the
@@ -369,6 +401,11 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	if len(snap.Rollouts) == 0 || rep.Pending < len(snap.Rollouts) {
 		for _, j := range snap.Jobs {
 			seen[j.Spans[0].Resource] = true
+		}
+		if rep.Awaiting == 0 {
+			for _, f := range st.Unattributed {
+				seen[f.Spans[0].Resource] = true
+			}
 		}
 	}
 	// A process that never joins anyone is worth a row of its own only when
@@ -401,7 +438,9 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		}
 		return a.Reason < b.Reason
 	})
-	rep.Intact = len(rep.Hops) == 0 && rep.Split == 0
+	// Intact means no rollout is split: a finding about a process that
+	// joins no one, or a lost span, is reported without breaking a rollout.
+	rep.Intact = rep.Split == 0
 	e.evict()
 	return rep
 }
@@ -493,4 +532,19 @@ func addCount(hops []BrokenHop, h BrokenHop) []BrokenHop {
 		}
 	}
 	return append(hops[:len(hops):len(hops)], h)
+}
+
+// awaiting counts the spans of unattributed fragments whose top waits for a
+// parent that may still arrive: the grace window has not passed.
+func awaiting(st *Structure, now time.Time, grace time.Duration) int {
+	if grace <= 0 || now.Sub(st.Snap.Taken) >= grace {
+		return 0
+	}
+	n := 0
+	for _, f := range st.Unattributed {
+		if f.Orphan() {
+			n += len(f.Spans)
+		}
+	}
+	return n
 }

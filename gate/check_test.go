@@ -99,20 +99,22 @@ func TestCheck(t *testing.T) {
 				f.cut = func(caller, callee string) bool { return caller == "rollout_collection" }
 				f.noClient = map[string]bool{"rollout_collection": true}
 			},
-			split: n,
+			// Each rollout's spans are one trace (only gym.job stands
+			// apart): joined, with the hop that missed the job reported.
+			joined: n, intact: true,
 			hops: []string{
 				fmt.Sprintf("nemo-gym/rollout_collection -> nemo-gym/agent x%d: ", n) + fmt.Sprintf(reasonServerRoot, "nemo-gym/rollout_collection"),
 			},
 		},
 		{
 			// A server only ever called from outside the fleet: its one-span
-			// trace is whole, but the process joins no one.
+			// trace is no rollout's, and the process joins no one.
 			name: "process outside every trace", job: true,
 			mod: func(f *fleet) {
 				f.newTrace()
 				f.add(model.SpanID{}, "nemo-gym/judge", "POST /judge", model.KindServer)
 			},
-			joined: n + 1,
+			joined: n, intact: true,
 			hops:   []string{"nemo-gym/judge ->  x1: " + reasonProcessNoJoins},
 		},
 	}
@@ -126,8 +128,8 @@ func TestCheck(t *testing.T) {
 			if got := hopStrings(rep.Hops); !reflect.DeepEqual(got, tc.hops) {
 				t.Errorf("hops:\n%q\nwant\n%q", got, tc.hops)
 			}
-			if len(rep.ByRollout) != len(snap.Rollouts) || len(snap.Rollouts) < n {
-				t.Errorf("by rollout: %d entries for %d rollouts", len(rep.ByRollout), len(snap.Rollouts))
+			if len(rep.ByRollout) != rep.Rollouts || rep.Rollouts != n {
+				t.Errorf("by rollout: %d entries for %d rollouts, want %d", len(rep.ByRollout), rep.Rollouts, n)
 			}
 		})
 	}
@@ -184,7 +186,8 @@ func TestCheckRetriedRun(t *testing.T) {
 	}
 }
 
-// An orphan (a fragment whose parent never arrived) is reported as such.
+// An orphan (a fragment whose parent never arrived) is reported as such; its
+// rollout stays joined, since all its spans carry one trace id.
 func TestCheckOrphan(t *testing.T) {
 	st := model.NewStore(model.Options{})
 	defer st.Close()
@@ -204,14 +207,14 @@ func TestCheckOrphan(t *testing.T) {
 	snap := f.flush()
 	rep := NewEngine(Default()).Check(snap, time.Now(), 0)
 	want := []string{"? -> nemo-gym/model x1: " + fmt.Sprintf(reasonParentMissing, "SERVER")}
-	if got := hopStrings(rep.Hops); !reflect.DeepEqual(got, want) || rep.Split != 1 {
-		t.Errorf("hops %q split %d, want %q, 1", got, rep.Split, want)
+	if got := hopStrings(rep.Hops); !reflect.DeepEqual(got, want) || rep.Split != 0 || rep.Joined != 1 || !rep.Intact {
+		t.Errorf("hops %q split %d joined %d, want %q, 0, 1", got, rep.Split, rep.Joined, want)
 	}
 }
 
 // A process with server off is known by no SERVER span's host. Where its
 // spans start new traces during a call, the call names it; a rollout in
-// which it emitted nothing gets the same name, not a bare host:port.
+// which it emitted nothing is joined: all its spans carry one trace id.
 func TestCheckNamesSilentCallee(t *testing.T) {
 	st := model.NewStore(model.Options{})
 	defer st.Close()
@@ -230,8 +233,8 @@ func TestCheckNamesSilentCallee(t *testing.T) {
 		t.Errorf("hops:\n%q\nwant\n%q", got, want)
 	}
 	quiet := rep.ByRollout["quiet"]
-	if quiet.Status != Split || len(quiet.Hops) != 1 || quiet.Hops[0].ToService != "nemo-gym/resources" {
-		t.Errorf("quiet rollout: %v %q, want split with one hop to nemo-gym/resources", quiet.Status, hopStrings(quiet.Hops))
+	if quiet.Status != Joined || len(quiet.Hops) != 1 || quiet.Hops[0].ToService != "nemo-gym/resources" {
+		t.Errorf("quiet rollout: %v %q, want joined, with its one hop to nemo-gym/resources", quiet.Status, hopStrings(quiet.Hops))
 	}
 }
 

@@ -107,7 +107,27 @@ func (r *Registry) Classify(in *model.Interner, sp *model.Span, parent *model.Sp
 			return rule.Group
 		}
 	}
+	return fallbackGroup(name, sp.Kind)
+}
+
+// fallbackGroup classifies what no rule names: a bare "<METHOD>" CLIENT span
+// is the aiohttp instrumentation's (ungated); an INTERNAL span named like a
+// request is a request span that a context carry-over made INTERNAL, still
+// the server group's.
+func fallbackGroup(name string, kind model.Kind) Group {
+	switch {
+	case kind == model.KindClient && isMethodName(name):
+		return Ungated
+	case kind == model.KindInternal && isRouteName(name):
+		return Server
+	}
 	return Unclassified
+}
+
+// Kept reports whether a span of group g exists under spec: groups that no
+// spec names (unclassified, ungated) always do.
+func Kept(g Group, spec Set) bool {
+	return g == Unclassified || g == Ungated || spec.Has(g)
 }
 
 // attrRules returns the attribute keys rules read; everything else depends on
@@ -142,7 +162,11 @@ func (rule *Rule) match(name string, kind model.Kind, hasParent bool, parentName
 			return false
 		}
 		if rule.ParentKind != "" && hasParent {
-			if parentKind.String() != rule.ParentKind || parentName+rule.Suffix != name {
+			// A request span made INTERNAL by a context carry-over keeps
+			// its ASGI children.
+			kindOK := parentKind.String() == rule.ParentKind ||
+				(rule.ParentKind == "SERVER" && parentKind == model.KindInternal && isRouteName(parentName))
+			if !kindOK || parentName+rule.Suffix != name {
 				return false
 			}
 		}
@@ -216,5 +240,5 @@ func (r *Registry) classifyByName(name string, kind model.Kind, hasParent bool, 
 			return rule.Group
 		}
 	}
-	return Unclassified
+	return fallbackGroup(name, kind)
 }

@@ -2,6 +2,9 @@ package gate
 
 // Report is the what-if preview of one spec over one snapshot.
 type Report struct {
+	// Structure is the capture's rollouts, run-level traffic and what
+	// could not be attributed, as the report counted them.
+	Structure  *Structure
 	Spec       Set
 	Input      InputSummary
 	Result     Result
@@ -129,6 +132,10 @@ func (s JoinStatus) String() string {
 
 // CheckReport is the join check of a snapshot.
 type CheckReport struct {
+	Structure *Structure
+	// Awaiting counts spans of unattributed fragments still waiting for a
+	// parent inside the grace window: not broken yet.
+	Awaiting                int
 	Spans, Rollouts, Traces int
 	Intact                  bool
 	Joined, Split, Pending  int

@@ -37,8 +37,13 @@ const (
 // Set: unclassified spans are always kept.
 const Unclassified Group = 63
 
+// Ungated is the pseudo-group of spans that no Gym group gates: the aiohttp
+// client instrumentation's CLIENT spans (NeMo-RL turns it on), which exist
+// and inject traceparent whatever span_groups says. Never in a spec; kept.
+const Ungated Group = 62
+
 // MaxGroups bounds built-in plus user-defined groups.
-const MaxGroups = 63
+const MaxGroups = 62
 
 // Set is a set of groups. Membership is one bit test: the gate in front of a
 // span site costs a shift, an and and a compare.
@@ -135,6 +140,9 @@ func (r *Registry) Presets() []Preset { return r.presets }
 func (r *Registry) Info(g Group) GroupInfo {
 	if g == Unclassified {
 		return GroupInfo{Name: "unclassified", Description: "spans no rule matches; always kept"}
+	}
+	if g == Ungated {
+		return GroupInfo{Name: "aiohttp", Description: "aiohttp client instrumentation's CLIENT spans: gated by no Gym group, kept and injecting traceparent under every spec"}
 	}
 	if int(g) < len(r.groups) {
 		return r.groups[g]

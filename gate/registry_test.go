@@ -307,7 +307,7 @@ func TestGroupsFileMax(t *testing.T) {
 		b.WriteString("  - {name: g_" + strconv.Itoa(i) + ", description: d}\n")
 	}
 	_, err := Default().Load("many.yaml", []byte(b.String()))
-	if err == nil || !strings.Contains(err.Error(), "too many groups: at most 63") {
+	if err == nil || !strings.Contains(err.Error(), "too many groups: at most 62") {
 		t.Fatalf("err = %v, want too many groups", err)
 	}
 	if !strings.HasPrefix(err.Error(), "many.yaml:") {

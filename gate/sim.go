@@ -26,6 +26,13 @@ type Engine struct {
 	jobSq uint64 // snapshot Seq jobs was built from
 	resSz map[model.ResourceID]int
 
+	// Structure caches: units per fragment version, the last structure,
+	// its rollouts by id (reused while unchanged), driver processes.
+	units     map[uint64]*fragUnits
+	st        *Structure
+	rollCache map[string]*model.Rollout
+	driver    map[model.ResourceID]bool
+
 	sc scratch
 }
 
@@ -81,12 +88,16 @@ type resCount struct {
 type jobInfo struct {
 	res   model.ResourceID
 	group Group
+	// virtual marks a job span that has not arrived yet: the missing parent
+	// of the driver's calls while the run goes on.
+	virtual bool
 }
 
 // scratch holds per-fragment walk state, reused across fragments.
 type scratch struct {
 	nk    []int32 // nearest kept ancestor-or-self, or noKept / viaJob
 	cross []bool  // the path from the span up to nk crosses processes
+	aio   []bool  // that crossing's caller is an aiohttp span (it injects anyway)
 	from  []model.ResourceID
 	comp  []int32 // kept spans: component (>= 0 own root, < 0 a job)
 	sizes []int
@@ -121,6 +132,10 @@ func (e *Engine) sync(snap *model.Snapshot) {
 		e.rolls = map[string]*rollState{}
 		e.resSz = map[model.ResourceID]int{}
 		e.jobs = nil
+		e.units = map[uint64]*fragUnits{}
+		e.rollCache = map[string]*model.Rollout{}
+		e.driver = map[model.ResourceID]bool{}
+		e.st = nil
 	}
 	if e.jobs == nil || e.jobSq != snap.Seq {
 		e.jobs = make(map[model.SpanID]jobInfo, len(snap.Jobs))
@@ -145,7 +160,7 @@ func (e *Engine) fragInfo(f *model.Fragment) *fragInfo {
 			}
 			g := e.cls.classify(sp, parent)
 			fi.groups[i] = g
-			if g != Unclassified {
+			if g != Unclassified && g != Ungated {
 				fi.present = fi.present.With(g)
 			}
 		}
@@ -244,11 +259,11 @@ func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState,
 		for i := 0; i < n; i++ {
 			sp := &f.Spans[i]
 			g := fi.groups[i]
-			kept := g == Unclassified || spec.Has(g)
+			kept := Kept(g, spec)
 			// a: nearest kept ancestor; x: the path to it crosses processes;
 			// from: the caller's process at the lowest crossing.
 			var a int32
-			var x bool
+			var x, aio bool // aio: the crossing's caller is an aiohttp span
 			var from model.ResourceID
 			p := sp.Parent
 			switch {
@@ -260,16 +275,17 @@ func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState,
 				}
 			case sc.nk[p] == p: // the parent is kept
 				a, x, from = p, isHop(sp, &f.Spans[p]), f.Spans[p].Resource
+				aio = x && fi.groups[p] == Ungated
 			default:
 				a = sc.nk[p]
 				if isHop(sp, &f.Spans[p]) {
-					x, from = true, f.Spans[p].Resource
+					x, from, aio = true, f.Spans[p].Resource, fi.groups[p] == Ungated
 				} else {
-					x, from = sc.cross[p], sc.from[p]
+					x, from, aio = sc.cross[p], sc.from[p], sc.aio[p]
 				}
 			}
 			if !kept {
-				sc.nk[i], sc.cross[i], sc.from[i] = a, x, from
+				sc.nk[i], sc.cross[i], sc.from[i], sc.aio[i] = a, x, from, aio
 				if fs != nil {
 					fs.Parent[i] = -1
 				}
@@ -283,7 +299,7 @@ func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState,
 			switch {
 			case a == noKept:
 				sc.comp[i] = s.newRoot(sc)
-			case x && !joinable:
+			case x && !joinable && !(aio && spec.Has(Server)):
 				sc.comp[i] = s.newRoot(sc)
 				s.addBreak(snap, from, sp, spec)
 				if fs != nil {
@@ -322,7 +338,7 @@ func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState,
 	res.Joined = res.Traces == 1
 	for _, c := range rs.captured {
 		k := 0
-		if c.Group == Unclassified || spec.Has(c.Group) {
+		if Kept(c.Group, spec) {
 			k = c.Captured
 		}
 		res.Groups = append(res.Groups, GroupCount{Group: c.Group, Captured: c.Captured, Kept: k})
@@ -344,10 +360,11 @@ func (sc *scratch) grow(n int) {
 	if cap(sc.nk) < n {
 		sc.nk = make([]int32, n)
 		sc.cross = make([]bool, n)
+		sc.aio = make([]bool, n)
 		sc.from = make([]model.ResourceID, n)
 		sc.comp = make([]int32, n)
 	}
-	sc.nk, sc.cross, sc.from, sc.comp = sc.nk[:n], sc.cross[:n], sc.from[:n], sc.comp[:n]
+	sc.nk, sc.cross, sc.from, sc.comp, sc.aio = sc.nk[:n], sc.cross[:n], sc.from[:n], sc.comp[:n], sc.aio[:n]
 }
 
 func (s *rollSim) newRoot(sc *scratch) int32 {
@@ -448,9 +465,11 @@ func (e *Engine) resourceSize(snap *model.Snapshot, id model.ResourceID) int {
 
 // Preview computes what spec would produce from snap.
 func (e *Engine) Preview(snap *model.Snapshot, spec Set) *Report {
+	st := e.Structure(snap)
+	snap = st.Snap
 	e.gen++
 	e.sync(snap)
-	rep := &Report{Spec: spec}
+	rep := &Report{Spec: spec, Structure: st}
 	rep.Input = InputSummary{Spans: snap.Stats.Stored, Rollouts: len(snap.Rollouts), Traces: snap.Stats.Traces}
 	var captured [64]int
 	var perRes map[model.ResourceID]int
@@ -504,6 +523,29 @@ func (e *Engine) Preview(snap *model.Snapshot, spec Set) *Report {
 			perRes[rc.res] += rc.spans
 		}
 	}
+	// Run-level traffic and unattributed fragments count in spans, bytes and
+	// traces, never in the per-rollout figures.
+	e.forOthers(st, func(r *model.Rollout) {
+		start, end = min(start, r.Start), max(end, r.End)
+		rs := e.rollState(r)
+		for _, c := range rs.captured {
+			captured[c.Group] += c.Captured
+		}
+		s := e.sim(snap, r, rs, spec)
+		rep.Result.Spans += s.res.Spans
+		rep.Result.Bytes += s.res.Bytes
+		rep.Result.Traces += s.roots
+		rep.Result.LargestTrace = max(rep.Result.LargestTrace, s.maxComp)
+		for _, j := range s.jobs {
+			jobSpans[j.job] += j.spans
+		}
+		for _, rc := range s.perRes {
+			if perRes == nil {
+				perRes = map[model.ResourceID]int{}
+			}
+			perRes[rc.res] += rc.spans
+		}
+	})
 	for _, n := range jobSpans {
 		rep.Result.Traces++
 		rep.Result.LargestTrace = max(rep.Result.LargestTrace, n)
@@ -553,6 +595,9 @@ func (e *Engine) Preview(snap *model.Snapshot, spec Set) *Report {
 				}
 			}
 		}
+	}
+	if n := captured[Ungated]; n > 0 {
+		rep.PerGroup = append(rep.PerGroup, GroupCount{Group: Ungated, Captured: n, Kept: n})
 	}
 	rep.Input.Unclassified = captured[Unclassified]
 	rep.PerGroup = append(rep.PerGroup, GroupCount{Group: Unclassified, Captured: captured[Unclassified], Kept: captured[Unclassified]})

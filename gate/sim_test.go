@@ -99,15 +99,26 @@ func TestPreviewDoubleClient(t *testing.T) {
 	if want := n * (per - 1 + calls); rep.Result.Spans != want || rep.Result.Traces != n || rep.Result.RolloutsJoined != n {
 		t.Errorf("per_rollout: %d spans in %d traces, %d joined; want %d in %d, %d", rep.Result.Spans, rep.Result.Traces, rep.Result.RolloutsJoined, want, n, n)
 	}
-	if rep.Input.Unclassified != n*calls {
-		t.Errorf("unclassified = %d, want %d (the inner CLIENT spans)", rep.Input.Unclassified, n*calls)
+	ungated := 0
+	for _, gc := range rep.PerGroup {
+		if gc.Group == Ungated {
+			ungated = gc.Captured
+		}
 	}
-	// Without http_client, Gym sends no traceparent: every callee splits
-	// off, and the driver's inner CLIENT span, with nothing kept above it,
-	// is a trace of its own.
+	if ungated != n*calls || rep.Input.Unclassified != 0 {
+		t.Errorf("ungated = %d, unclassified %d, want %d (the inner CLIENT spans), 0", ungated, rep.Input.Unclassified, n*calls)
+	}
+	// Without http_client, Gym's own CLIENT spans are gone, but the aiohttp
+	// instrumentation still injects traceparent: every hop stays joined, and
+	// each rollout (no job kept) is a trace of its own.
 	rep = e.Preview(snap, mustParse(t, "server,rollout"))
-	if rep.Result.Traces != n*(calls+1) {
-		t.Errorf("server,rollout: %d traces, want %d", rep.Result.Traces, n*(calls+1))
+	if rep.Result.Traces != n || rep.Result.RolloutsJoined != n {
+		t.Errorf("server,rollout: %d traces, %d joined, want %d, %d", rep.Result.Traces, rep.Result.RolloutsJoined, n, n)
+	}
+	// Without server nothing extracts it: every callee splits off.
+	rep = e.Preview(snap, mustParse(t, "http_client,rollout"))
+	if rep.Result.RolloutsSplit != n {
+		t.Errorf("http_client,rollout: %d split, want %d", rep.Result.RolloutsSplit, n)
 	}
 }
 

@@ -98,3 +98,13 @@ type Fragment struct {
 
 // Orphan reports whether the fragment waits for a parent that has not arrived.
 func (f *Fragment) Orphan() bool { return !f.TopParent.IsZero() && f.Job.IsZero() }
+
+// Derive returns a copy of s whose Rollouts are rolls: the same spans seen
+// through another grouping (gate finds Gym's rollouts by structure). Every
+// other field is shared with s.
+func (s *Snapshot) Derive(rolls []*Rollout) *Snapshot {
+	d := *s
+	d.Rollouts = rolls
+	d.Stats.Rollouts = len(rolls)
+	return &d
+}

@@ -57,6 +57,7 @@ type Model struct {
 	width, height int
 	snap          *model.Snapshot
 	check         *gate.CheckReport
+	ssnap         *model.Snapshot // snap as the last analysis structured it
 
 	rollouts *rolloutList
 	trace    *traceView
@@ -407,14 +408,9 @@ func (m Model) setSnapshot(s *model.Snapshot) (tea.Model, tea.Cmd) {
 		m.rateAccepted, m.rateAt = s.Stats.Accepted, s.Taken
 	}
 	m.snap = s
-	m.rollouts.SetSnapshot(s)
-	// Refresh the shown rollout with its newest version, even if unchanged id.
-	sel := m.rollouts.Selected()
-	if sel != nil && m.trace.Rollout() != nil && sel.ID == m.trace.Rollout().ID && sel != m.trace.Rollout() {
-		m.trace.SetRollout(s, sel)
-	}
-	cmd := m.afterChange()
-	return m, tea.Batch(cmd, m.requestAnalysis(), pauseRefresh(m.refresh))
+	// The rollout list follows the analysis: rollouts are found by
+	// structure there, off the UI goroutine.
+	return m, tea.Batch(m.requestAnalysis(), pauseRefresh(m.refresh))
 }
 
 // rateWindow is how long without a new snapshot before the live rate is
@@ -478,12 +474,23 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 	}
 	m.rollouts.SetCheck(a.check)
 	m.groups.groupsPanel = m.groups.SetCheck(a.check)
+	var cmd tea.Cmd
+	if a.check != nil && a.check.Structure != nil {
+		ss := a.check.Structure.Snap
+		m.ssnap = ss
+		// Refresh the shown rollout with its newest version, even if unchanged id.
+		sel := m.rollouts.Selected()
+		if sel != nil && m.trace.Rollout() != nil && sel.ID == m.trace.Rollout().ID && sel != m.trace.Rollout() {
+			m.trace.SetRollout(ss, sel)
+		}
+		cmd = m.afterChange()
+	}
 	m.syncPanels()
 	m.renderHeader()
 	if m.dirty || (m.snap != nil && a.seq != m.snap.Seq) {
-		return m, m.requestAnalysis()
+		return m, tea.Batch(cmd, m.requestAnalysis())
 	}
-	return m, nil
+	return m, cmd
 }
 
 // requestSim simulates the shown rollout if its simulation is missing and
@@ -755,9 +762,13 @@ func (m *Model) renderHeader() {
 			// is missing spans the screen has.
 			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("record failed: %s, %s spans not recorded", st.RecordError, fmtCount(st.NotRecorded))))
 		}
+		rolls := "rollouts …"
+		if m.ssnap != nil {
+			rolls = "rollouts " + fmtCount(int64(m.ssnap.Stats.Rollouts))
+		}
 		parts = append(parts,
 			"spans "+fmtCount(int64(st.Stored)),
-			"rollouts "+fmtCount(int64(st.Rollouts)),
+			rolls,
 			"trace ids "+fmtCount(int64(st.Traces)))
 		if st.Refused > 0 {
 			parts = append(parts, m.st.App.Error.Render("refused "+fmtCount(st.Refused)))

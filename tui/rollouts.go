@@ -81,6 +81,8 @@ type rolloutList struct {
 
 	cursor, offset int
 	selected       string // the cursor's rollout id, kept across refreshes
+	structure      *gate.Structure // the last check's: run-level traffic, unattributed
+	awaiting       int             // spans of fragments still waiting for a parent
 	waiting        int    // spans of hidden waitingOrphan rollouts
 	waitingN       int    // how many rollouts are hidden as waitingOrphan
 	// Column widths only grow, so the list does not jump as data arrives.
@@ -137,6 +139,12 @@ func (l *rolloutList) SetSnapshot(s *model.Snapshot) {
 func (l *rolloutList) SetCheck(c *gate.CheckReport) {
 	if c != nil {
 		l.join, l.haveJoin = c.ByRollout, true
+		if c.Structure != nil {
+			l.structure = c.Structure
+			l.awaiting = c.Awaiting
+			l.SetSnapshot(c.Structure.Snap)
+			return
+		}
 	}
 	l.rebuild()
 }
@@ -411,11 +419,19 @@ func (l *rolloutList) render() {
 	if l.reverse {
 		title += " ↑"
 	}
-	if l.waiting > 0 {
-		if l.waiting == 1 {
+	if n := l.waiting + l.awaiting; n > 0 {
+		if n == 1 {
 			title += " · 1 span awaits its parent"
 		} else {
-			title += " · " + fmtCount(int64(l.waiting)) + " spans await parents"
+			title += " · " + fmtCount(int64(n)) + " spans await parents"
+		}
+	}
+	if st := l.structure; st != nil {
+		if st.RunSpans > 0 {
+			title += " · run-level " + fmtCount(int64(st.RunSpans))
+		}
+		if n := len(st.Unattributed); n > 0 && l.awaiting == 0 {
+			title += fmt.Sprintf(" · %d unattributed", n)
 		}
 	}
 	if l.filter != "" && !l.filtering {

@@ -12,7 +12,8 @@ import (
 
 // TestWaitingOrphansHiddenWhileFresh: a span exported before its open parent
 // is not listed as a rollout while it may still be joined, and is listed
-// (as what it is) once the grace window has passed.
+// as unattributed (it belongs to no rollout one can name) once the grace
+// window has passed.
 func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
 	b := newBuilder(t)
 	b.capture(t, 2, false)
@@ -35,7 +36,7 @@ func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
 		wantTitle string
 	}{
 		{"fresh: hidden and counted", 5 * time.Second, 2, "1 span awaits its parent"},
-		{"past grace: listed", 0, 3, "Rollouts 3"},
+		{"past grace: unattributed", 0, 2, "Rollouts 2 · sort first seen · 1 unattributed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newRolloutList(st, keys)

@@ -1,0 +1,245 @@
+package e2e
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
+)
+
+// Captures of NeMo Gym's real telemetry code with the fleet's own truth
+// (testdata/real-gym/README.md): the check over each capture, and the preview
+// of each spec over the same seed's `all` capture, must give the truth's
+// answers — the same rules the project's acceptance grades by.
+
+const realGym = "../testdata/real-gym"
+
+type realSummary struct {
+	Spans          int `json:"spans"`
+	Traces         int `json:"traces"`
+	Rollouts       int `json:"rollouts"`
+	Joined         int `json:"rollouts_joined"`
+	Split          int `json:"rollouts_split"`
+	Leaked         int `json:"leaked_server_spans"`
+	SpansPerRollut struct {
+		P50 int `json:"p50"`
+		P99 int `json:"p99"`
+		Max int `json:"max"`
+	} `json:"spans_per_rollout"`
+	PerRollout map[string]struct {
+		Spans  int  `json:"spans"`
+		Joined bool `json:"joined"`
+	} `json:"per_rollout"`
+	Meta struct {
+		Spec    string `json:"spec"`
+		AIOHTTP int    `json:"aiohttp"`
+		Isolate int    `json:"isolate_context"`
+	} `json:"meta"`
+}
+
+type realTruthSpan struct {
+	SpanID  string `json:"span_id"`
+	Rollout *int   `json:"rollout"`
+}
+
+func realCases(t *testing.T) []string {
+	cases, err := filepath.Glob(filepath.Join(realGym, "*", "*", "summary.json"))
+	if err != nil || len(cases) == 0 {
+		t.Fatalf("no real-Gym captures under %s: %v", realGym, err)
+	}
+	for i, c := range cases {
+		cases[i] = filepath.Dir(c)
+	}
+	return cases
+}
+
+func loadSummary(t *testing.T, dir string) realSummary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s realSummary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	return s
+}
+
+// truthRollouts maps span ids to the truth's rollout index (-1: run-level).
+func truthRollouts(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "truth", "*.jsonl.gz"))
+	out := map[string]int{}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(zr)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			var s realTruthSpan
+			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			out[s.SpanID] = -1
+			if s.Rollout != nil {
+				out[s.SpanID] = *s.Rollout
+			}
+		}
+		f.Close()
+	}
+	return out
+}
+
+// mapRollout maps a gymtrace rollout id to the truth's index: a Gym id N-M is
+// task N; a synthetic id names one of the rollout's spans.
+func mapRollout(id string, bySpan map[string]int) int {
+	if i := strings.LastIndexByte(id, '/'); strings.HasPrefix(id, "~") && i >= 0 {
+		if r, ok := bySpan[id[i+1:]]; ok {
+			return r
+		}
+		return -2
+	}
+	if n, _, ok := strings.Cut(id, "-"); ok {
+		if v, err := strconv.Atoi(n); err == nil {
+			return v
+		}
+	}
+	return -2
+}
+
+func loadCase(t *testing.T, dir string) *model.Snapshot {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "console", "*"))
+	if len(files) == 0 {
+		files, _ = filepath.Glob(filepath.Join(dir, "otlp", "*"))
+	}
+	st := model.NewStore(model.Options{})
+	t.Cleanup(st.Close)
+	if _, err := receiver.ReadFiles(st, files, receiver.ReadOptions{}); err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	st.Sync()
+	return st.Snapshot()
+}
+
+func TestRealGymCheck(t *testing.T) {
+	reg := gate.Default()
+	for _, dir := range realCases(t) {
+		name, _ := filepath.Rel(realGym, dir)
+		t.Run(name, func(t *testing.T) {
+			want := loadSummary(t, dir)
+			snap := loadCase(t, dir)
+			if _, err := reg.Parse(want.Meta.Spec); err != nil {
+				t.Fatal(err)
+			}
+			rep := gate.NewEngine(reg).Check(snap, time.Now(), 0)
+			if rep.Spans != want.Spans || rep.Traces != want.Traces || rep.Rollouts != want.Rollouts ||
+				rep.Joined != want.Joined || rep.Split != want.Split || rep.Intact != (want.Split == 0) {
+				t.Errorf("spans %d traces %d rollouts %d joined %d split %d intact %v; truth %d %d %d %d %d %v",
+					rep.Spans, rep.Traces, rep.Rollouts, rep.Joined, rep.Split, rep.Intact,
+					want.Spans, want.Traces, want.Rollouts, want.Joined, want.Split, want.Split == 0)
+			}
+			bySpan := truthRollouts(t, dir)
+			var got, truly []int
+			for id, rc := range rep.ByRollout {
+				if rc.Status == gate.Split {
+					got = append(got, mapRollout(id, bySpan))
+				}
+			}
+			for id, r := range want.PerRollout {
+				if !r.Joined {
+					n, _ := strconv.Atoi(id)
+					truly = append(truly, n)
+				}
+			}
+			sort.Ints(got)
+			sort.Ints(truly)
+			if !equalInts(got, truly) {
+				t.Errorf("split rollouts map to %v, truly split %v", got, truly)
+			}
+			// Leaks: each carried-over request span is found (only leak
+			// captures have them).
+			if len(rep.Structure.Leaks) != want.Leaked {
+				t.Errorf("context leaks %d, truth %d", len(rep.Structure.Leaks), want.Leaked)
+			}
+		})
+	}
+}
+
+func TestRealGymPreview(t *testing.T) {
+	reg := gate.Default()
+	for _, dir := range realCases(t) {
+		name, _ := filepath.Rel(realGym, dir)
+		base := filepath.Base(dir)
+		if !strings.HasPrefix(base, "spec-") && !strings.HasPrefix(base, "aiohttp-spec-") {
+			continue
+		}
+		want := loadSummary(t, dir)
+		if want.Meta.Isolate == 0 {
+			continue // which spans a carry-over moves depends on timing: only the check is exact
+		}
+		all := filepath.Join(filepath.Dir(dir), "all")
+		if want.Meta.AIOHTTP == 1 {
+			all = filepath.Join(filepath.Dir(dir), "aiohttp-all")
+		}
+		t.Run(name, func(t *testing.T) {
+			snap := loadCase(t, all)
+			spec, err := reg.Parse(want.Meta.Spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := gate.NewEngine(reg).Preview(snap, spec)
+			r := rep.Result
+			if r.Spans != want.Spans || r.Traces != want.Traces || rep.Input.Rollouts != want.Rollouts ||
+				r.RolloutsJoined != want.Joined || r.RolloutsSplit != want.Split ||
+				r.P50 != want.SpansPerRollut.P50 || r.P99 != want.SpansPerRollut.P99 || r.Max != want.SpansPerRollut.Max {
+				t.Errorf("spans %d traces %d rollouts %d joined %d split %d p50/p99/max %d/%d/%d; the real run: %d %d %d %d %d %d/%d/%d",
+					r.Spans, r.Traces, rep.Input.Rollouts, r.RolloutsJoined, r.RolloutsSplit, r.P50, r.P99, r.Max,
+					want.Spans, want.Traces, want.Rollouts, want.Joined, want.Split, want.SpansPerRollut.P50, want.SpansPerRollut.P99, want.SpansPerRollut.Max)
+			}
+			bySpan := truthRollouts(t, all)
+			kept := map[int]int{}
+			entries := map[int]int{}
+			for _, pr := range rep.PerRollout {
+				m := mapRollout(pr.ID, bySpan)
+				kept[m] += pr.Spans
+				entries[m]++
+			}
+			for id, r := range want.PerRollout {
+				n, _ := strconv.Atoi(id)
+				if kept[n] != r.Spans || entries[n] != 1 {
+					t.Errorf("rollout %d: %d spans in %d entries, the real run %d in one", n, kept[n], entries[n], r.Spans)
+				}
+			}
+		})
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

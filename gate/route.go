@@ -1,0 +1,170 @@
+package gate
+
+import (
+	"strings"
+
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// Attribute keys of Gym's HTTP spans, old and new semantic conventions
+// (FastAPI's SERVER spans use the old ones, Gym's CLIENT spans the new).
+const (
+	attrTarget     = "http.target"
+	attrHost       = "http.host"
+	attrHostPort   = "net.host.port"
+	attrASGIEvent  = "asgi.event.type"
+	ngRolloutPath  = "/ng-rollout/"
+	rolloutIDAttr  = model.RolloutIDKey
+	asgiReceiveSfx = " http receive"
+	asgiSendSfx    = " http send"
+)
+
+// isMethodName reports whether name is a bare HTTP method ("POST"): the name
+// FastAPI gives a request span whose route it could not match, and the name
+// of the aiohttp client instrumentation's CLIENT spans.
+func isMethodName(name string) bool { return name != "" && isMethod(name) }
+
+// isRouteName reports whether name is what the ASGI middleware names a
+// request span: "<METHOD> <route template>" or a bare "<METHOD>".
+func isRouteName(name string) bool {
+	m, rest, ok := strings.Cut(name, " ")
+	if !ok {
+		return isMethodName(name)
+	}
+	return isMethodName(m) && strings.HasPrefix(rest, "/") && !strings.Contains(rest, " ")
+}
+
+// stripRolloutPrefix removes a leading /ng-rollout/{id} segment pair from a
+// path, whether {id} is a real id or the route template's placeholder.
+func stripRolloutPrefix(p string) string {
+	if !strings.HasPrefix(p, ngRolloutPath) {
+		return p
+	}
+	rest := p[len(ngRolloutPath):]
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return rest[i:]
+	}
+	return "/"
+}
+
+// rolloutIDInPath returns the {id} of a /ng-rollout/{id}/ path, "" when the
+// path has none or holds the route template's placeholder.
+func rolloutIDInPath(p string) string {
+	i := strings.Index(p, ngRolloutPath)
+	if i < 0 {
+		return ""
+	}
+	rest := p[i+len(ngRolloutPath):]
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		rest = rest[:j]
+	}
+	if rest == "" || strings.ContainsAny(rest, "{}") {
+		return ""
+	}
+	return rest
+}
+
+func cutQuery(p string) string {
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		return p[:i]
+	}
+	return p
+}
+
+// spanRoute returns the HTTP method and path a request span (SERVER, or a
+// request span made INTERNAL by a context carry-over) or a CLIENT span names,
+// with any /ng-rollout/{id} prefix stripped; "" when sp names none.
+func spanRoute(in *model.Interner, sp *model.Span) (method, path string) {
+	name := in.Str(sp.Name)
+	switch sp.Kind {
+	case model.KindClient:
+		u, ok := firstAttr(in, sp.Attrs, urlKeys)
+		if !ok {
+			return "", ""
+		}
+		_, p := splitURL(u)
+		method = strings.TrimPrefix(name, "HTTP ")
+		return method, stripRolloutPrefix(p)
+	case model.KindServer, model.KindInternal:
+		m, rest, ok := strings.Cut(name, " ")
+		if ok && isMethodName(m) && strings.HasPrefix(rest, "/") {
+			return m, stripRolloutPrefix(rest)
+		}
+		if !isMethodName(name) {
+			return "", ""
+		}
+		if t, ok := sp.Attrs.Get(in, attrTarget); ok {
+			return name, stripRolloutPrefix(cutQuery(t.String()))
+		}
+		return name, ""
+	}
+	return "", ""
+}
+
+// DisplayName is the name to show and compare a span by. A request span FastAPI
+// could not name by its route (observability on: Gym strips the
+// /ng-rollout/{id} prefix after matching) is named by the path it served, so
+// the same handler reads the same with observability on or off.
+func DisplayName(in *model.Interner, sp *model.Span) string {
+	name := in.Str(sp.Name)
+	if sp.Kind == model.KindClient || !isMethodName(name) {
+		return name
+	}
+	if m, p := spanRoute(in, sp); p != "" {
+		return m + " " + p
+	}
+	return name
+}
+
+// hostOf returns the host:port a request span served, from its old-semconv
+// attributes; "" when it names none.
+func hostOf(in *model.Interner, sp *model.Span) string {
+	if v, ok := sp.Attrs.Get(in, attrHost); ok && v.String() != "" {
+		return v.String()
+	}
+	if u, ok := sp.Attrs.Get(in, "http.url"); ok {
+		if h, _ := splitURL(u.String()); h != "" {
+			return h
+		}
+	}
+	return ""
+}
+
+// isRequestSpan reports whether sp is a span the ASGI middleware made for a
+// request: a SERVER span, or one created INTERNAL because a previous
+// request's span was still current (the keep-alive carry-over), which still
+// carries the server attributes and a route name.
+func isRequestSpan(in *model.Interner, sp *model.Span) bool {
+	switch sp.Kind {
+	case model.KindServer:
+		return true
+	case model.KindInternal:
+		if !isRouteName(in.Str(sp.Name)) {
+			return false
+		}
+		_, ok := sp.Attrs.Get(in, attrTarget)
+		return ok
+	}
+	return false
+}
+
+// isLeaked reports whether sp is a request span created INTERNAL under an
+// unrelated span: the context of an earlier request leaked into this one.
+func isLeaked(in *model.Interner, sp, parent *model.Span) bool {
+	if sp.Kind != model.KindInternal || !isRequestSpan(in, sp) {
+		return false
+	}
+	return parent == nil || parent.Kind != model.KindClient
+}
+
+// livenessPaths are the paths health probes ask for.
+var livenessPaths = []string{"/", "/health", "/healthz", "/livez", "/readyz"}
+
+func isLiveness(path string) bool {
+	for _, p := range livenessPaths {
+		if path == p {
+			return true
+		}
+	}
+	return false
+}

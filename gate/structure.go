@@ -1,0 +1,692 @@
+package gate
+
+import (
+	"encoding/hex"
+	"hash/maphash"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// A rollout, in Gym, is the agent's POST /run request and everything it causes
+// across processes. By default no span names its rollout, so rollouts are
+// found by structure: the store's fragments (connected pieces of one trace)
+// are cut into units at request spans that a context carry-over parented to
+// an unrelated span, each unit is classified (a rollout's, run-level traffic,
+// or an orphan cut off by a broken hop), and orphans are attributed to the
+// rollout whose CLIENT span called them.
+
+// RunKind says what run-level traffic a piece is.
+type RunKind uint8
+
+// Run-level traffic: spans of the run that are no rollout's.
+const (
+	RunProbe     RunKind = iota + 1 // a health probe: a root GET on a liveness path
+	RunAggregate                    // the /aggregate_metrics calls at the end of a run
+	RunJob                          // gym.job, around the whole run
+	RunStartup                      // start-up trees (gym.startup*, gym.server.startup*)
+	RunDriver                       // another call of the driver's, outside every rollout
+)
+
+// String names the kind as the TUI and the JSON output show it.
+func (k RunKind) String() string {
+	switch k {
+	case RunProbe:
+		return "health_probe"
+	case RunAggregate:
+		return "aggregate_metrics"
+	case RunJob:
+		return "job"
+	case RunStartup:
+		return "startup"
+	case RunDriver:
+		return "driver_call"
+	}
+	return "other"
+}
+
+// RunPiece is one unit of run-level traffic.
+type RunPiece struct {
+	Kind RunKind
+	Frag *model.Fragment
+}
+
+// Leak is a request span that a reused keep-alive connection created
+// INTERNAL under another request's span.
+type Leak struct {
+	Service string // the process that served the request
+	Name    string // the request span's name
+	// Rollout is the rollout the request belongs to ("" when it could not be
+	// attributed); Host the rollout whose span it was parented to.
+	Rollout, Host string
+}
+
+// Structure is a snapshot seen as Gym makes it: its rollouts, its run-level
+// traffic and what could not be attributed. Snap is the snapshot with its
+// Rollouts replaced by the structural ones (every other field shared), so
+// everything that reads rollouts from a snapshot reads these.
+type Structure struct {
+	Snap         *model.Snapshot
+	Run          []RunPiece
+	Unattributed []*model.Fragment
+	Leaks        []Leak
+	// Attributed counts fragments joined to a rollout across a broken hop.
+	Attributed int
+	// Suspect holds the rollouts an unattributed fragment may belong to:
+	// split, as far as the capture can tell.
+	Suspect map[string][]string // rollout id -> services of those fragments
+	// RunSpans and RunTraces count run-level traffic.
+	RunSpans, RunTraces int
+	// RolloutTraces counts the distinct trace ids of rollout spans.
+	RolloutTraces int
+
+	src          *model.Snapshot
+	others       []*model.Rollout // run-level pieces and unattributed, for the engine
+	suspectUnits [][2]int // (union-find root of a rollout, unattributed unit)
+}
+
+// IsRun reports whether f is run-level traffic; ok is false for fragments
+// outside the structure.
+func (s *Structure) runKinds() map[RunKind]int {
+	out := map[RunKind]int{}
+	for _, p := range s.Run {
+		out[p.Kind] += len(p.Frag.Spans)
+	}
+	return out
+}
+
+// RunKindSpans returns the spans of run-level traffic per kind name.
+func (s *Structure) RunKindSpans() map[string]int {
+	out := map[string]int{}
+	for k, n := range s.runKinds() {
+		out[k.String()] = n
+	}
+	return out
+}
+
+type unitClass uint8
+
+const (
+	classOrphan unitClass = iota
+	classRollout
+	classRun
+)
+
+// unitInfo is what one fragment's walk learns about one of its units; cached
+// per fragment version.
+type unitInfo struct {
+	root    int32   // index of the unit's top span in the fragment
+	idx     []int32 // the unit's spans in index order; nil: the whole fragment
+	class   unitClass
+	run     RunKind
+	leak    bool  // the top is a request span carried over onto another's context
+	idSpan  int32 // the span that names a synthetic rollout id, -1 if none
+	idRank  int8  // how good idSpan is: 3 SERVER /run, 2 gym.rollout, 1 CLIENT /run
+	rid     string
+	path    string // the top's request path, when it is a request span
+	host    string // host:port the top served, when it says
+	start   int64
+	end     int64
+	clients []danglingClient
+	servers []hostRes // host:port served, from request spans
+	errors  int
+	spans   int
+	calls   int // CLIENT spans other than calls to /run
+	// hostUnit is, for a leaked top, the unit of the span it was parented to.
+	hostUnit int32
+}
+
+// danglingClient is a CLIENT span with no callee span under it.
+type danglingClient struct {
+	span       int32
+	host, path string
+	start, end int64
+}
+
+type fragUnits struct {
+	units []unitInfo
+	gen   uint64
+}
+
+// maxAnchorDepth bounds where a rollout's anchor may sit below its unit's
+// top: the driver's CLIENT call, an aiohttp CLIENT span, POST /run, gym.rollout.
+const maxAnchorDepth = 3
+
+// fragUnits cuts f into units and classifies each; cached by version.
+func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
+	if fu, ok := e.units[f.Version]; ok {
+		fu.gen = e.gen
+		return fu
+	}
+	in := e.in
+	n := len(f.Spans)
+	unitOf := make([]int32, n)
+	depth := make([]uint8, n)
+	called := make([]bool, n) // has a CLIENT, SERVER or request child
+	var units []unitInfo
+	leaked := make([]bool, 0)
+	for i := 0; i < n; i++ {
+		sp := &f.Spans[i]
+		p := sp.Parent
+		var parent *model.Span
+		if i > 0 && p >= 0 && int(p) < i {
+			parent = &f.Spans[p]
+		}
+		lk := false
+		if sp.Kind == model.KindInternal {
+			lk = isLeaked(in, sp, parent)
+		}
+		if parent == nil || lk {
+			unitOf[i] = int32(len(units))
+			hu := int32(-1)
+			if parent != nil {
+				hu = unitOf[p]
+			}
+			units = append(units, unitInfo{root: int32(i), idSpan: -1, start: sp.Start, end: sp.End, leak: lk && parent != nil, hostUnit: hu})
+			leaked = append(leaked, lk)
+		} else {
+			unitOf[i] = unitOf[p]
+			if depth[p] < 255 {
+				depth[i] = depth[p] + 1
+			}
+			if sp.Kind == model.KindClient || sp.Kind == model.KindServer {
+				called[p] = true
+			}
+		}
+		if lk && parent != nil {
+			called[p] = true
+		}
+		u := &units[unitOf[i]]
+		u.start, u.end = min(u.start, sp.Start), max(u.end, sp.End)
+		u.spans++
+		if sp.Status == model.StatusError {
+			u.errors++
+		}
+	}
+	if len(units) > 1 {
+		for i := range units {
+			units[i].idx = make([]int32, 0, 8)
+		}
+		for i := 0; i < n; i++ {
+			u := &units[unitOf[i]]
+			u.idx = append(u.idx, int32(i))
+		}
+	}
+	for i := 0; i < n; i++ {
+		sp := &f.Spans[i]
+		u := &units[unitOf[i]]
+		d := depth[i]
+		switch sp.Kind {
+		case model.KindClient:
+			if !called[i] {
+				_, path := spanRoute(in, sp)
+				url, _ := firstAttr(in, sp.Attrs, urlKeys)
+				host, _ := splitURL(url)
+				u.clients = append(u.clients, danglingClient{span: int32(i), host: host, path: path, start: sp.Start, end: sp.End})
+			}
+			if _, path := spanRoute(in, sp); path == "/run" {
+				if d <= maxAnchorDepth && u.idRank < 1 {
+					u.idSpan, u.idRank = int32(i), 1
+				}
+			} else {
+				u.calls++
+			}
+		case model.KindServer, model.KindInternal:
+			if sp.Kind == model.KindServer || (int32(i) == u.root && u.leak) || (sp.Kind == model.KindInternal && d == 0 && isRequestSpan(in, sp)) {
+				if h := hostOf(in, sp); h != "" && (len(u.servers) == 0 || u.servers[len(u.servers)-1].host != h) {
+					u.servers = append(u.servers, hostRes{host: h, res: sp.Resource})
+				}
+				if d <= maxAnchorDepth && u.idRank < 3 {
+					if _, path := spanRoute(in, sp); path == "/run" {
+						u.idSpan, u.idRank = int32(i), 3
+					}
+				}
+			} else if d <= maxAnchorDepth && u.idRank < 2 && in.Str(sp.Name) == "gym.rollout" {
+				u.idSpan, u.idRank = int32(i), 2
+			}
+		}
+		if u.rid == "" && d <= maxAnchorDepth+1 && sp.Attrs != "" {
+			u.rid = rolloutIDOf(in, sp)
+		}
+	}
+	for k := range units {
+		u := &units[k]
+		top := &f.Spans[u.root]
+		name := in.Str(top.Name)
+		if top.Kind == model.KindServer || leaked[k] || (top.Kind == model.KindInternal && isRequestSpan(in, top)) {
+			_, u.path = spanRoute(in, top)
+			u.host = hostOf(in, top)
+		} else if top.Kind == model.KindClient {
+			_, u.path = spanRoute(in, top)
+		} else {
+			u.path = semanticRoute[name]
+		}
+		switch {
+		case job || name == model.JobSpanName:
+			u.class, u.run = classRun, RunJob
+		case strings.HasPrefix(name, "gym.startup") || strings.HasPrefix(name, "gym.server.startup"):
+			u.class, u.run = classRun, RunStartup
+		case u.idRank > 0:
+			u.class = classRollout
+		case u.path == "/aggregate_metrics" || strings.HasSuffix(u.path, "/aggregate_metrics"):
+			u.class, u.run = classRun, RunAggregate
+		case top.ParentID.IsZero() && isLiveness(u.path) && (top.Kind == model.KindServer || isRequestSpan(in, top)) && strings.HasPrefix(name, "GET"):
+			u.class, u.run = classRun, RunProbe
+		case u.root == 0 && !f.Job.IsZero():
+			// A call of the driver's directly under gym.job that starts no
+			// rollout: run-level.
+			u.class, u.run = classRun, RunDriver
+		}
+	}
+	fu := &fragUnits{units: units, gen: e.gen}
+	e.units[f.Version] = fu
+	return fu
+}
+
+// semanticRoute is the route whose handler opens each of Gym's semantic
+// spans: with server off in a process, the span a call produces there.
+var semanticRoute = map[string]string{
+	"gym.rollout":                "/run",
+	"gym.agent.responses":        "/v1/responses",
+	"gym.model.responses":        "/v1/responses",
+	"gym.model.chat_completions": "/v1/chat/completions",
+	"gym.model.messages":         "/v1/messages",
+	"gym.verify":                 "/verify",
+}
+
+// rolloutIDOf returns the rollout id sp names: nemo.gym.rollout.id, else a
+// /ng-rollout/{id}/ path (never a route template's placeholder).
+func rolloutIDOf(in *model.Interner, sp *model.Span) string {
+	id := ""
+	sp.Attrs.Each(in, func(k string, v model.Value) bool {
+		switch k {
+		case rolloutIDAttr:
+			if s := v.String(); s != "" {
+				id = s
+				return false
+			}
+		case "http.target", "url.full", "http.url", "url.path":
+			if s := rolloutIDInPath(v.String()); s != "" && id == "" {
+				id = s
+			}
+		}
+		return true
+	})
+	return strings.Clone(id)
+}
+
+// gunit is one unit in the structure being built.
+type gunit struct {
+	f     *model.Fragment
+	info  *unitInfo
+	roll  *model.Rollout // the model rollout the fragment was stored under
+	ui    int32          // the unit's index among its fragment's units
+	up    int            // union-find parent
+	graft int            // unit whose CLIENT span this unit hangs under, -1
+	at    int32          // that CLIENT span's index in its fragment
+	// how the unit was attributed, for the check's findings
+	how attribution
+}
+
+type attribution uint8
+
+const (
+	attrNone    attribution = iota
+	attrClient              // matched to the CLIENT span that called it
+	attrRollout             // every candidate CLIENT span is the same rollout's
+	attrID                  // it names the rollout's id
+	attrTrace               // its parent has not arrived; its trace is one rollout's
+	attrWindow              // only one rollout was running when it started
+)
+
+// callSlack is how much earlier than its CLIENT span a callee's span may
+// appear to start: the processes share one clock, but timestamps are taken
+// at slightly different points.
+const callSlack = int64(2 * time.Millisecond)
+
+// Structure returns snap seen as Gym makes it, cached for the last snapshot.
+// snap may be a snapshot Structure made: it is returned as is.
+func (e *Engine) Structure(snap *model.Snapshot) *Structure {
+	if e.st != nil && (e.st.src == snap || e.st.Snap == snap) {
+		return e.st
+	}
+	if e.st != nil && e.st.Snap == snap {
+		return e.st
+	}
+	e.gen++
+	e.sync(snap)
+	st := e.buildStructure(snap)
+	e.st = st
+	e.evictUnits()
+	return st
+}
+
+func (e *Engine) evictUnits() {
+	for v, fu := range e.units {
+		if fu.gen != e.gen {
+			delete(e.units, v)
+		}
+	}
+}
+
+func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
+	st := &Structure{src: snap, Suspect: map[string][]string{}}
+	var us []gunit
+	for _, j := range snap.Jobs {
+		fu := e.fragUnits(j, true)
+		for k := range fu.units {
+			us = append(us, gunit{f: j, info: &fu.units[k], ui: int32(k), graft: -1})
+		}
+	}
+	for _, r := range snap.Rollouts {
+		for _, f := range r.Fragments {
+			fu := e.fragUnits(f, false)
+			for k := range fu.units {
+				us = append(us, gunit{f: f, info: &fu.units[k], ui: int32(k), roll: r, graft: -1})
+			}
+		}
+	}
+	for i := range us {
+		us[i].up = i
+	}
+	find := func(i int) int {
+		for us[i].up != i {
+			us[i].up = us[us[i].up].up
+			i = us[i].up
+		}
+		return i
+	}
+	union := func(child, parent int) {
+		a, b := find(child), find(parent)
+		if a != b {
+			us[a].up = b
+		}
+	}
+	// Hosts each process serves, from its request spans.
+	hostRes := map[string]model.ResourceID{}
+	resHost := map[model.ResourceID]string{}
+	for i := range us {
+		for _, h := range us[i].info.servers {
+			hostRes[h.host] = h.res
+			if _, ok := resHost[h.res]; !ok {
+				resHost[h.res] = h.host
+			}
+		}
+	}
+	// Rollout ids and traces of the anchored units.
+	byID := map[string]int{}
+	traceRoll := map[model.TraceID]int{} // trace -> anchored unit, -1 when several
+	for i := range us {
+		u := &us[i]
+		if u.info.class != classRollout {
+			continue
+		}
+		if u.info.rid != "" {
+			if j, ok := byID[u.info.rid]; ok {
+				union(i, j)
+			} else {
+				byID[u.info.rid] = i
+			}
+		}
+		if j, ok := traceRoll[u.f.TraceID]; !ok {
+			traceRoll[u.f.TraceID] = i
+		} else if j != i {
+			traceRoll[u.f.TraceID] = -1
+		}
+	}
+	// Dangling CLIENT spans, by start time.
+	type cref struct {
+		unit int
+		c    *danglingClient
+		used bool
+	}
+	var clients []cref
+	maxDur := int64(0)
+	for i := range us {
+		for k := range us[i].info.clients {
+			c := &us[i].info.clients[k]
+			clients = append(clients, cref{unit: i, c: c})
+			maxDur = max(maxDur, c.end-c.start)
+		}
+	}
+	sort.Slice(clients, func(a, b int) bool { return clients[a].c.start < clients[b].c.start })
+	// Units that need a caller: orphans, leaked request spans, and rollout
+	// units whose top is the agent's side of a /run call.
+	type need struct {
+		unit  int
+		cands []int // indices into clients
+	}
+	var needs []need
+	for i := range us {
+		u := &us[i]
+		info := u.info
+		top := &u.f.Spans[info.root]
+		switch {
+		case info.class == classRun && !info.leak:
+			continue
+		case info.class == classRollout && top.Kind == model.KindClient:
+			continue // the driver's own call to /run: it has no caller
+		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !hasRunClient(clients, func(c cref) bool { return c.c.path == "/run" }):
+			continue // a rollout started without a driver span (standalone)
+		}
+		if info.class == classOrphan && info.rid != "" {
+			if j, ok := byID[info.rid]; ok {
+				union(i, j)
+				u.how = attrID
+				continue
+			}
+		}
+		if !info.leak && !top.ParentID.IsZero() {
+			// The parent's id is known but it is not here: not exported, or
+			// not yet. Only its trace can tell whose it is.
+			if j, ok := traceRoll[u.f.TraceID]; ok && j >= 0 && info.class == classOrphan {
+				union(i, j)
+				u.how = attrTrace
+			}
+			continue
+		}
+		host := info.host
+		if host == "" {
+			host = resHost[top.Resource]
+		}
+		nd := need{unit: i}
+		lo := sort.Search(len(clients), func(k int) bool { return clients[k].c.start >= info.start-maxDur-callSlack })
+		for k := lo; k < len(clients) && clients[k].c.start <= info.start+callSlack; k++ {
+			c := clients[k].c
+			if clients[k].unit == i || info.start > c.end+callSlack {
+				continue
+			}
+			if host != "" {
+				if c.host != host {
+					continue
+				}
+			} else if r, ok := hostRes[c.host]; ok && r != top.Resource {
+				continue
+			}
+			if info.path != "" && c.path != "" && c.path != info.path {
+				continue
+			}
+			if info.class == classRollout && c.path != "/run" {
+				continue
+			}
+			nd.cands = append(nd.cands, k)
+		}
+		needs = append(needs, nd)
+	}
+	// One to one, closest first: a callee's span starts a moment after the
+	// CLIENT span that called it, so the pair with the smallest gap is
+	// matched first, and each CLIENT span calls one callee.
+	type edge struct {
+		need, client int
+		gap          int64
+	}
+	var edges []edge
+	for n := range needs {
+		start := us[needs[n].unit].info.start
+		for _, k := range needs[n].cands {
+			gap := start - clients[k].c.start
+			if gap < 0 {
+				gap = -gap * 4 // starting before the call: unlikely, weigh it down
+			}
+			edges = append(edges, edge{n, k, gap})
+		}
+	}
+	sort.Slice(edges, func(a, b int) bool { return edges[a].gap < edges[b].gap })
+	for _, ed := range edges {
+		nd := &needs[ed.need]
+		if nd.unit < 0 || clients[ed.client].used {
+			continue
+		}
+		clients[ed.client].used = true
+		u := &us[nd.unit]
+		u.graft, u.at, u.how = clients[ed.client].unit, clients[ed.client].c.span, attrClient
+		union(nd.unit, clients[ed.client].unit)
+		nd.unit = -1
+	}
+	// Several candidates, all of one rollout: the rollout is certain even if
+	// the call is not. Rounds, because a candidate's unit may itself be
+	// attributed in a later pass.
+	rolloutOf := func(i int) int {
+		r := find(i)
+		return r
+	}
+	for round := 0; round < 3; round++ {
+		for n := range needs {
+			nd := &needs[n]
+			if nd.unit < 0 || len(nd.cands) == 0 {
+				continue
+			}
+			r := -1
+			same := true
+			for _, k := range nd.cands {
+				if clients[k].used {
+					continue
+				}
+				x := rolloutOf(clients[k].unit)
+				if r == -1 {
+					r = x
+				} else if r != x {
+					same = false
+				}
+			}
+			if r >= 0 && same {
+				us[nd.unit].how = attrRollout
+				union(nd.unit, r)
+				nd.unit = -1
+			}
+		}
+	}
+	// Which union-find roots hold a rollout.
+	hasRollout := map[int]bool{}
+	for i := range us {
+		if us[i].info.class == classRollout {
+			hasRollout[find(i)] = true
+		}
+	}
+	// Without any candidate call (no CLIENT spans were captured for the
+	// hop), the only rollout running when the unit started is its own.
+	// Only rollouts that show no outbound CLIENT span at all qualify: where
+	// the caller records its calls, a fragment no call matches is no
+	// rollout's (a server called from outside the fleet).
+	type window struct {
+		root       int
+		start, end int64
+		calls      int
+	}
+	var wins []window
+	{
+		seen := map[int]int{}
+		for i := range us {
+			if us[i].info.class != classRollout {
+				continue
+			}
+			r := find(i)
+			if k, ok := seen[r]; ok {
+				wins[k].start, wins[k].end = min(wins[k].start, us[i].info.start), max(wins[k].end, us[i].info.end)
+				wins[k].calls += us[i].info.calls
+				continue
+			}
+			seen[r] = len(wins)
+			wins = append(wins, window{root: r, start: us[i].info.start, end: us[i].info.end, calls: us[i].info.calls})
+		}
+		k := 0
+		for _, w := range wins {
+			if w.calls == 0 {
+				wins[k] = w
+				k++
+			}
+		}
+		wins = wins[:k]
+	}
+	for n := range needs {
+		nd := &needs[n]
+		if nd.unit < 0 {
+			continue
+		}
+		u := &us[nd.unit]
+		if hasRollout[find(nd.unit)] {
+			continue
+		}
+		if u.info.class == classRollout {
+			continue // a rollout of its own whose caller was not found
+		}
+		var cand []int
+		if len(nd.cands) > 0 {
+			for _, k := range nd.cands {
+				cand = appendUnique(cand, find(clients[k].unit))
+			}
+		} else {
+			for _, w := range wins {
+				if w.start <= u.info.start+callSlack && u.info.start <= w.end {
+					cand = appendUnique(cand, find(w.root))
+				}
+			}
+			if len(cand) == 1 {
+				u.how = attrWindow
+				union(nd.unit, cand[0])
+				continue
+			}
+		}
+		u.how = attrNone
+		// The fragment may be any of these rollouts': each is split as far
+		// as the capture can tell.
+		for _, c := range cand {
+			if hasRollout[find(c)] {
+				st.suspectUnits = append(st.suspectUnits, [2]int{c, nd.unit})
+			}
+		}
+	}
+	return e.assemble(snap, st, us, find)
+}
+
+func hasRunClient[T any](cs []T, f func(T) bool) bool {
+	for _, c := range cs {
+		if f(c) {
+			return true
+		}
+	}
+	return false
+}
+
+func appendUnique(xs []int, x int) []int {
+	for _, y := range xs {
+		if y == x {
+			return xs
+		}
+	}
+	return append(xs, x)
+}
+
+var seed = maphash.MakeSeed()
+
+// syntheticID names a rollout without an id by one of its spans.
+func syntheticID(t model.TraceID, s model.SpanID) string {
+	var b [1 + 8 + 1 + 16]byte
+	b[0] = '~'
+	hex.Encode(b[1:9], t[:4])
+	b[9] = '/'
+	hex.Encode(b[10:], s[:])
+	return string(b[:])
+}
