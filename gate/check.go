@@ -377,7 +377,7 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		case split:
 			rc.Status = Split
 			rep.Split++
-				default:
+		default:
 			rc.Status = Joined
 			rep.Joined++
 		}

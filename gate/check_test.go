@@ -115,7 +115,7 @@ func TestCheck(t *testing.T) {
 				f.add(model.SpanID{}, "nemo-gym/judge", "POST /judge", model.KindServer)
 			},
 			joined: n, intact: true,
-			hops:   []string{"nemo-gym/judge ->  x1: " + reasonProcessNoJoins},
+			hops: []string{"nemo-gym/judge ->  x1: " + reasonProcessNoJoins},
 		},
 	}
 	for _, tc := range cases {

@@ -84,7 +84,7 @@ type Structure struct {
 
 	src          *model.Snapshot
 	others       []*model.Rollout // run-level pieces and unattributed, for the engine
-	suspectUnits [][2]int // (union-find root of a rollout, unattributed unit)
+	suspectUnits [][2]int         // (union-find root of a rollout, unattributed unit)
 }
 
 // IsRun reports whether f is run-level traffic; ok is false for fragments

@@ -80,11 +80,11 @@ type rolloutList struct {
 	filtering bool
 
 	cursor, offset int
-	selected       string // the cursor's rollout id, kept across refreshes
+	selected       string          // the cursor's rollout id, kept across refreshes
 	structure      *gate.Structure // the last check's: run-level traffic, unattributed
 	awaiting       int             // spans of fragments still waiting for a parent
-	waiting        int    // spans of hidden waitingOrphan rollouts
-	waitingN       int    // how many rollouts are hidden as waitingOrphan
+	waiting        int             // spans of hidden waitingOrphan rollouts
+	waitingN       int             // how many rollouts are hidden as waitingOrphan
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
 
