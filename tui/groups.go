@@ -392,8 +392,8 @@ func (g *groupsPanel) compareLines(w int) []string {
 		rep  *gate.Report
 	}{{"current", cur}, {"preview", prev}} {
 		for _, b := range aggregateBreaks(side.rep, g.pending) {
-			text := fmt.Sprintf("✗ %s: %s → %s (%s): %s · %d rollout%s",
-				side.name, shortService(b.from), shortService(b.to), b.span, b.reason, b.rollouts, plural(b.rollouts))
+			text := fmt.Sprintf("✗ %s: %s → %s (%s): %s · %s, %s",
+				side.name, shortService(b.from), shortService(b.to), b.span, b.reason, countNoun(b.rollouts, "rollout"), countNoun(b.spans, "span"))
 			for k, l := range wrap(text, w-2) {
 				if k > 0 {
 					l = "  " + l
@@ -453,7 +453,7 @@ func (g *groupsPanel) summaryLines(w int) []string {
 		b := bs[0]
 		join += fmt.Sprintf(": %s → %s (%s): %s", shortService(b.from), shortService(b.to), b.span, b.reason)
 		if len(bs) > 1 {
-			join += fmt.Sprintf(" (+%d more hops)", len(bs)-1)
+			join += " (+" + countNoun(len(bs)-1, "more hop") + ")"
 		}
 	}
 	jl := wrap(join, w)
@@ -506,14 +506,16 @@ func (g *groupsPanel) joinCell(r *gate.Report) string {
 	return g.st.Join.Split.Render(g.joinText(r))
 }
 
-// breakSum is one kind of broken hop with the number of rollouts it breaks.
+// breakSum is one broken hop (caller, callee, span, reason) with the
+// rollouts it breaks and the spans cut there, as preview --json counts them.
 type breakSum struct {
 	from, to, span, reason string
-	rollouts               int
+	rollouts, spans        int
 }
 
-// aggregateBreaks groups a report's per-rollout breaks by hop and reason,
-// leaving out the rollouts still arriving (pending): their pieces may yet join.
+// aggregateBreaks sums a report's per-rollout breaks by hop and reason, one
+// entry per hop, leaving out the rollouts still arriving (pending): their
+// pieces may yet join.
 func aggregateBreaks(r *gate.Report, pending []string) []breakSum {
 	if r == nil {
 		return nil
@@ -522,28 +524,35 @@ func aggregateBreaks(r *gate.Report, pending []string) []breakSum {
 	for _, id := range pending {
 		wait[id] = true
 	}
-	idx := map[gate.Break]int{}
+	type hop struct{ from, to, span, reason string }
+	idx := map[hop]int{}
 	var out []breakSum
 	for _, pr := range r.PerRollout {
 		if wait[pr.ID] {
 			continue
 		}
-		seen := map[gate.Break]bool{}
+		seen := map[hop]bool{}
 		for _, b := range pr.Breaks {
-			if seen[b] {
-				continue
-			}
-			seen[b] = true
-			i, ok := idx[b]
+			h := hop{b.FromService, b.ToService, b.SpanName, b.Reason}
+			i, ok := idx[h]
 			if !ok {
 				i = len(out)
-				idx[b] = i
-				out = append(out, breakSum{from: b.FromService, to: b.ToService, span: b.SpanName, reason: b.Reason})
+				idx[h] = i
+				out = append(out, breakSum{from: h.from, to: h.to, span: h.span, reason: h.reason})
 			}
-			out[i].rollouts++
+			out[i].spans += b.Count
+			if !seen[h] {
+				seen[h] = true
+				out[i].rollouts++
+			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].rollouts > out[j].rollouts })
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].rollouts != out[j].rollouts {
+			return out[i].rollouts > out[j].rollouts
+		}
+		return out[i].spans > out[j].spans
+	})
 	return out
 }
 

@@ -163,6 +163,29 @@ func TestHTTPClientOffReportsBreak(t *testing.T) {
 	if len(br) == 0 || !strings.Contains(br[0].reason, "http_client") {
 		t.Fatalf("breaks = %+v, want one naming http_client", br)
 	}
+	// One entry per hop, counted as preview --json counts: rollouts and spans.
+	seen := map[string]bool{}
+	spans := 0
+	for _, b := range br {
+		k := b.from + b.to + b.span + b.reason
+		if seen[k] {
+			t.Errorf("hop listed twice: %+v", b)
+		}
+		seen[k] = true
+		spans += b.spans
+		if b.rollouts != 3 {
+			t.Errorf("hop %s → %s breaks %d rollouts, want 3", b.from, b.to, b.rollouts)
+		}
+	}
+	want := 0
+	for _, pr := range rep.PerRollout {
+		for _, b := range pr.Breaks {
+			want += b.Count
+		}
+	}
+	if spans != want {
+		t.Errorf("hops count %d spans, the report %d", spans, want)
+	}
 	if v := m.View(); !strings.Contains(v, "✗ 3/3 split") || !strings.Contains(v, "http_client off") {
 		t.Errorf("view does not report the break:\n%s", v)
 	}

@@ -443,8 +443,9 @@ func (l *rolloutList) render() {
 		l.idW = max(l.idW, len(r.ID))
 		l.spansW = max(l.spansW, len(fmtCount(int64(r.Spans))))
 	}
-	idW := min(l.idW, max(l.width/3, 8))
 	spansW := l.spansW
+	// The id gives way first: the state and join verdicts are never cut.
+	idW := clamp(l.width-(1+1+5+1+7+1+spansW+1+9), 8, min(l.idW, max(l.width/2, 8)))
 	cols := func(gut, id, status, dur, spans, join, svc string) string {
 		line := gut + fit(id, idW) + " " + fit(status, 5) + " " + fitRight(dur, 7) + " " + fitRight(spans, spansW) + " " + fit(join, 9)
 		rest := l.width - (1 + idW + 1 + 5 + 1 + 7 + 1 + spansW + 1 + 9)

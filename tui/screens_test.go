@@ -35,6 +35,14 @@ func TestScreens(t *testing.T) {
 		{name: "spec-error-80x24", w: 80, h: 24, current: "default", keys: []string{"i"}, text: "default,verfy", after: []string{"enter"}},
 		{name: "detail-120x40", w: 120, h: 40, current: "all", keys: []string{"down", "tab", "G", "d"}},
 		{name: "stats-120x40", w: 120, h: 40, current: "all", keys: []string{"t"}},
+		{name: "list-200x50", w: 200, h: 50, current: "default", job: true},
+		{name: "tree-200x50", w: 200, h: 50, current: "all", keys: []string{"down", "tab"}},
+		{name: "help-80x24", w: 80, h: 24, current: "default", keys: []string{"?"}},
+		{name: "help-trace-200x50", w: 200, h: 50, current: "default", keys: []string{"tab", "?"}},
+		{name: "search-120x40", w: 120, h: 40, current: "all", keys: []string{"down", "down", "tab", "/"}, text: "gym.model", after: []string{"enter", "n"}},
+		{name: "search-typing-80x24", w: 80, h: 24, current: "all", keys: []string{"tab", "/"}, text: "verify"},
+		{name: "break-80x24", w: 80, h: 24, current: "all", keys: []string{"2", "shift+tab", "down", "down", " "}},
+		{name: "break-120x40", w: 120, h: 40, current: "all", keys: []string{"2", "shift+tab", "down", "down", " "}},
 		{name: "groups-metric-120x40", w: 120, h: 40, current: "per_rollout", metric: 1234, keys: []string{"2"}},
 	}
 	for _, tc := range tests {

@@ -57,13 +57,8 @@ func (s *spanSearch) status() string {
 	return countNoun(len(s.hits), "hit")
 }
 
-func (s *spanSearch) view(w int) string {
-	v := s.input.View()
-	if s.query != "" {
-		v += "  " + s.status()
-	}
-	return clip(v, w)
-}
+// view is the input line; the panel title carries the hit count.
+func (s *spanSearch) view(w int) string { return clip(s.input.View(), w) }
 
 // key edits the query; every change searches again and moves to the first
 // hit after the cursor. enter keeps the hits, esc drops the search.

@@ -677,7 +677,7 @@ func (t *traceView) render() {
 		}
 		title += " · " + t.reg.Spec(t.spec)
 	}
-	if q := t.search.query; q != "" && !t.search.typing {
+	if q := t.search.query; q != "" {
 		title += " · /" + q + " " + t.search.status()
 	}
 	lines = append(lines, t.st.Panel.Title.Render(clip(title, t.width)))
