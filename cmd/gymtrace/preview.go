@@ -108,6 +108,7 @@ type previewJSON struct {
 	BadLines     badLinesJSON         `json:"bad_lines"`
 	Breaks       []breakJSON          `json:"breaks"`
 	Latency      latencyJSON          `json:"latency"`
+	Budget       *budgetJSON          `json:"budget"`
 }
 
 type previewInputJSON struct {
@@ -138,8 +139,10 @@ type percentiles struct {
 }
 
 type groupJSON struct {
-	Captured int `json:"captured"`
-	Kept     int `json:"kept"`
+	Captured int             `json:"captured"`
+	Kept     int             `json:"kept"`
+	Cost     *groupCostJSON  `json:"cost"`
+	Worth    *groupWorthJSON `json:"worth"`
 }
 
 type rolloutJSON struct {
@@ -201,6 +204,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	rollouts := fs.Int("rollouts", 10000, "project spans and bytes to this many rollouts")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
 	where := whereFlag(fs)
+	wf := addWorthFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gymtrace preview --spec SPEC [--current SPEC] [--rollouts N] [--json] FILE...\n\n"+
 			"What a span_groups spec would produce from a capture (best captured with span_groups: all).\n\n")
@@ -221,6 +225,10 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	if len(files) == 0 {
 		fs.Usage()
 		return fail("no capture files given")
+	}
+	budget, err := wf.check()
+	if err != nil {
+		return fail("%v", err)
 	}
 	if *rollouts < 0 {
 		return fail("--rollouts %d: want a count >= 0", *rollouts)
@@ -257,6 +265,12 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	cur := eng.Preview(snap, curSet)
 	rep := eng.Preview(snap, set)
 	formatted := reg.Format(set)
+	worth := eng.Worth(snap, set, *wf.spanCost)
+	var verdict *gate.BudgetVerdict
+	if budget != nil {
+		v := budget.Judge(rep, *wf.rate)
+		verdict = &v
+	}
 
 	if *asJSON {
 		out := previewJSON{
@@ -293,7 +307,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			if gc.Group == gate.Unclassified && gc.Captured == 0 {
 				continue
 			}
-			out.PerGroup[reg.Name(gc.Group)] = groupJSON{gc.Captured, gc.Kept}
+			out.PerGroup[reg.Name(gc.Group)] = groupJSON{Captured: gc.Captured, Kept: gc.Kept}
 		}
 		for _, r := range rep.PerRollout {
 			rj := rolloutJSON{RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Joined, PerGroup: map[string]int{}}
@@ -306,6 +320,10 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		}
 		out.Breaks = collectBreaks(rep)
 		out.Latency = latencyOut(eng.Latency(snap, snap.Rollouts))
+		addWorth(out.PerGroup, reg, worth, *wf.spanCost)
+		if verdict != nil {
+			out.Budget = budgetOut(*verdict)
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
@@ -315,6 +333,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	writePreviewText(stdout, reg, *spec, curSpec, curSource, cur, rep, frep, *rollouts)
+	writeWorthText(stdout, reg, set, worth, *wf.spanCost, verdict)
 	return exitOK
 }
 
