@@ -111,23 +111,20 @@ func (p *plainPrinter) fragment(f *model.Fragment) {
 		})
 	}
 	byStart(roots)
-	var walk func(i int32, depth int)
-	walk = func(i int32, depth int) {
-		p.span(&f.Spans[i], depth)
+	walkTree(roots, kids, func(i int32, depth int, _ bool) bool {
+		p.span(&f.Spans[i], depth+2)
 		byStart(kids[i])
-		for _, c := range kids[i] {
-			walk(c, depth+1)
-		}
-	}
-	for _, r := range roots {
-		walk(r, 2)
-	}
+		return true
+	})
 }
 
 // span prints one line: name, service, kind, duration and marks.
 func (p *plainPrinter) span(sp *model.Span, depth int) {
 	w := p.w
-	w.WriteString(strings.Repeat("  ", depth))
+	w.WriteString(strings.Repeat("  ", min(depth, maxIndent)))
+	if depth > maxIndent {
+		fmt.Fprintf(w, "⋯%d ", depth-2)
+	}
 	fmt.Fprintf(w, "%s [%s] %s %s", p.snap.Str(sp.Name), p.snap.ServiceName(sp.Resource), sp.Kind, plainDur(sp.Duration()))
 	if sp.Status == model.StatusError {
 		w.WriteString(" ERROR")

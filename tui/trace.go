@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -425,48 +426,56 @@ func (t *traceView) rebuild() {
 		byStart := func(xs []int32) {
 			sort.SliceStable(xs, func(a, b int) bool { return f.Spans[xs[a]].Start < f.Spans[xs[b]].Start })
 		}
-		// size counts a subtree's spans, for "+N" on a collapsed node.
-		var size func(i int32) int
-		size = func(i int32) int {
-			n := 1
-			for _, k := range kids[i] {
-				n += size(k)
-			}
-			return n
+		// Subtree sizes give "+N" on a collapsed node.
+		var size []int
+		if len(t.collapsed) > 0 {
+			size = subtreeSizes(append(slices.Clone(roots), cutRoots...), kids)
 		}
-		var walk func(i int32, lead string, last, top bool)
-		walk = func(i int32, lead string, last, top bool) {
-			glyph, next := "", ""
-			if !top {
-				glyph, next = "├─ ", "│  "
-				if last {
-					glyph, next = "└─ ", "   "
+		// leads[d] is the indentation of depth d's glyph: each level adds
+		// "│  " or "   " after its parent's, until maxIndent.
+		leads := []string{""}
+		walk := func(top []int32) {
+			walkTree(top, kids, func(i int32, depth int, last bool) bool {
+				d := min(depth, maxIndent)
+				glyph, next := "", ""
+				if depth > 0 {
+					glyph, next = "├─ ", "│  "
+					if last {
+						glyph, next = "└─ ", "   "
+					}
 				}
-			}
-			ks := kids[i]
-			row := traceRow{frag: int32(fi), idx: i, prefix: lead + glyph, kids: len(ks) > 0}
-			folded := len(ks) > 0 && t.collapsed[f.Spans[i].SpanID]
-			if folded {
-				row.hidden = int32(size(i) - 1)
-			}
-			t.rows = append(t.rows, row)
-			t.needName = max(t.needName, t.nameWidth(&t.rows[len(t.rows)-1]))
-			if len(ks) == 0 || folded {
-				return
-			}
-			byStart(ks)
-			for j, k := range ks {
-				walk(k, lead+next, j == len(ks)-1, false)
-			}
+				prefix := leads[d] + glyph
+				if depth > maxIndent {
+					// Past the cap the guides would fill the name column:
+					// the depth stands for them.
+					prefix = "⋯" + itoa(depth) + " " + glyph
+					next = ""
+				}
+				ks := kids[i]
+				row := traceRow{frag: int32(fi), idx: i, prefix: prefix, kids: len(ks) > 0}
+				folded := len(ks) > 0 && t.collapsed[f.Spans[i].SpanID]
+				if folded {
+					row.hidden = int32(size[i] - 1)
+				}
+				t.rows = append(t.rows, row)
+				t.needName = max(t.needName, t.nameWidth(&t.rows[len(t.rows)-1]))
+				if len(ks) == 0 || folded {
+					return false
+				}
+				byStart(ks)
+				if d+1 >= len(leads) {
+					leads = append(leads, "")
+				}
+				leads[d+1] = leads[d] + next
+				return true
+			})
 		}
 		byStart(roots)
-		for _, i := range roots {
-			walk(i, "", true, true)
-		}
+		walk(roots)
 		byStart(cutRoots)
 		for _, i := range cutRoots {
 			t.rows = append(t.rows, traceRow{frag: int32(fi), idx: -1, note: glyphSplit + " new trace: " + t.cutReason(fi, int(i)), noteStyle: 1})
-			walk(i, "", true, true)
+			walk([]int32{i})
 		}
 	}
 	t.cursor = clamp(t.cursor, 0, len(t.rows)-1)
