@@ -26,7 +26,7 @@ func deepChain(tb testing.TB, b *builder, n int) {
 		sp := model.Span{TraceID: trace, SpanID: id, Name: b.str("step"), Resource: res, Kind: model.KindInternal,
 			Start: t0.UnixNano() + int64(i), End: t0.UnixNano() + int64(2*n-i)}
 		if i == 0 {
-			sp.Attrs = attrs.Attrs()
+			sp.Name, sp.Attrs = b.str("gym.rollout"), attrs.Attrs()
 		} else {
 			binary.BigEndian.PutUint64(sp.ParentID[:], uint64(i))
 		}
