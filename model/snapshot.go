@@ -53,6 +53,7 @@ type Stats struct {
 	LogRecords      int64  // log records received (counted, not stored)
 	AttrsDropped    int64  // attributes dropped by the per-span attribute cap
 	ValuesTruncated int64  // attribute values cut by the value length cap
+	ValuesRepaired  int64  // strings kept with U+FFFD for bytes that were not UTF-8
 	RequestsRefused int64  // requests the receivers refused whole
 	LastRefusal     string // the latest refusal's reason
 	// NotRecorded counts spans held that the record file will not hold;

@@ -69,6 +69,7 @@ type Store struct {
 	accepted, refused, metrics, logs atomic.Int64
 	attrsCapped, valuesCapped        atomic.Int64
 	reqRefused                       atomic.Int64
+	repaired                         atomic.Int64
 	lastRefusal                      atomic.Pointer[string]
 	notRecorded                      atomic.Int64
 	recordMu                         sync.Mutex
@@ -155,6 +156,13 @@ func (s *Store) Sync() {
 func (s *Store) CountCapped(attrsDropped, valuesTruncated int64) {
 	s.attrsCapped.Add(attrsDropped)
 	s.valuesCapped.Add(valuesTruncated)
+}
+
+// CountRepaired records strings the receivers repaired into valid UTF-8.
+func (s *Store) CountRepaired(n int64) {
+	if n > 0 {
+		s.repaired.Add(n)
+	}
 }
 
 // CountRefusedRequest records a request the receivers refused whole, and
@@ -1086,6 +1094,7 @@ func (w *writer) publish() *Snapshot {
 		AttrsDropped:    w.s.attrsCapped.Load(),
 		ValuesTruncated: w.s.valuesCapped.Load(),
 	}
+	snap.Stats.ValuesRepaired = w.s.repaired.Load()
 	w.lastReqRefused = w.s.reqRefused.Load()
 	snap.Stats.RequestsRefused = w.lastReqRefused
 	if r := w.s.lastRefusal.Load(); r != nil {

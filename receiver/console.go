@@ -66,6 +66,7 @@ const (
 // line parses one line. For recSpan it returns the span; for the other kinds
 // the caller decodes the line with the matching OTLP/JSON function.
 func (c *consoleDecoder) line(b []byte) (model.Span, recordKind, error) {
+	c.rep.ValuesRepaired += c.s.repaired
 	c.s = scan{b: b}
 	c.scratch = c.scratch[:0]
 	c.keys = 0
@@ -741,6 +742,8 @@ var errTruncatedLine = errors.New("line ends inside a JSON value")
 type scan struct {
 	b []byte
 	i int
+	// repaired counts strings that were not valid UTF-8 (see utf8.go).
+	repaired int
 }
 
 func (s *scan) errorf(format string, args ...any) error {
@@ -884,6 +887,12 @@ func (s *scan) str(scr []byte) ([]byte, []byte, error) {
 			return nil, scr, s.errorf("control character in string")
 		}
 		s.i += q + 1
+		if !utf8.Valid(v) {
+			s.repaired++
+			start := len(scr)
+			scr = appendRepaired(scr, v)
+			return scr[start:], scr, nil
+		}
 		return v, scr, nil
 	}
 	start := len(scr)
@@ -892,6 +901,11 @@ func (s *scan) str(scr []byte) ([]byte, []byte, error) {
 		switch {
 		case c == '"':
 			s.i++
+			if !utf8.Valid(scr[start:]) {
+				s.repaired++
+				fixed := appendRepaired(nil, scr[start:])
+				scr = append(scr[:start], fixed...)
+			}
 			return scr[start:], scr, nil
 		case c == '\\':
 			if s.i+1 >= len(s.b) {

@@ -70,6 +70,7 @@ func DecodeJSON(l *model.Local, b []byte, lim Limits) (model.Batch, Report, erro
 		}
 		return model.Batch{}, Report{}, err
 	}
+	d.rep.ValuesRepaired += j.s.repaired
 	return model.Batch{Spans: slices.Clone(j.spans)}, d.rep, nil
 }
 

@@ -123,6 +123,8 @@ type decoder struct {
 	attrs model.AttrBuilder // the span's attributes
 	sub   model.AttrBuilder // an event's, a link's or a resource's attributes
 	text  []byte            // scratch for rendered values
+	fix   []byte            // scratch for repaired names and keys
+	vfix  []byte            // scratch for a repaired string value
 
 	// res caches resource ids by the resource's raw bytes: every request from
 	// one process repeats the same resource, so it is decoded once. The ids
@@ -356,10 +358,7 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 				sp.ParentID = model.SpanID{}
 				copy(sp.ParentID[:], f.b)
 			case 5:
-				if !utf8.Valid(f.b) {
-					return sp, "", at("name", errBadUTF8)
-				}
-				sp.Name = d.l.Intern(f.b)
+				sp.Name = d.l.Intern(d.repair(f.b))
 			case 9:
 				k, v, err := d.keyValue(f.b, 0)
 				if err != nil {
@@ -395,7 +394,7 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 				}
 				if hasMsg {
 					if len(msg) > 0 || ex != nil {
-						extra().StatusMessage = string(msg)
+						extra().StatusMessage = string(d.repair(msg))
 					}
 				}
 			}
@@ -459,9 +458,7 @@ func (d *decoder) event(b []byte, sp *model.Span) (model.Event, error) {
 		case f.num == 1 && f.typ == protowire.Fixed64Type:
 			ev.Time = int64(f.v)
 		case f.num == 2 && f.typ == protowire.BytesType:
-			if !utf8.Valid(f.b) {
-				return ev, at("name", errBadUTF8)
-			}
+			f.b = d.repair(f.b)
 			ev.Name = d.l.Intern(f.b)
 			if string(f.b) == exceptionEvent {
 				sp.Flags |= model.FlagException
@@ -522,9 +519,6 @@ func spanStatus(b []byte) (msg []byte, hasMsg bool, code model.StatusCode, hasCo
 		b = rest
 		switch {
 		case f.num == 2 && f.typ == protowire.BytesType:
-			if !utf8.Valid(f.b) {
-				return nil, false, 0, false, at("message", errBadUTF8)
-			}
 			msg, hasMsg = f.b, true
 		case f.num == 3 && f.typ == protowire.VarintType:
 			code, hasCode = 0, true
@@ -576,10 +570,17 @@ func (d *decoder) addAttr(ab *model.AttrBuilder, k model.Str, v value) {
 	}
 }
 
-// errBadUTF8: proto3 strings must be valid UTF-8. Refusing them here, as the
-// generated OTLP types do, keeps every path (store, --record, JSON output)
-// agreeing on what a request holds.
-var errBadUTF8 = errors.New("string is not valid UTF-8")
+// repairValue is repair for a string value, which lives until its
+// attribute is kept: names and keys repaired meanwhile do not disturb it.
+func (d *decoder) repairValue(b []byte) []byte {
+	return repairUTF8(b, &d.vfix, &d.rep.ValuesRepaired)
+}
+
+// repair returns b, or its repair when it is not valid UTF-8 (see utf8.go),
+// counted in the report. The repair lives in scratch until the next call.
+func (d *decoder) repair(b []byte) []byte {
+	return repairUTF8(b, &d.fix, &d.rep.ValuesRepaired)
+}
 
 // maxDepth bounds nested array and map values, so a hostile request cannot
 // make the renderer recurse without end.
@@ -608,10 +609,7 @@ func (d *decoder) keyValue(b []byte, depth int) (model.Str, value, error) {
 			raw, hasValue = f.b, true
 		}
 	}
-	if !utf8.Valid(key) {
-		return 0, value{}, at("key", errBadUTF8)
-	}
-	k := d.l.Intern(key)
+	k := d.l.Intern(d.repair(key))
 	if !hasValue {
 		return k, value{kind: model.ValString}, nil
 	}
@@ -634,10 +632,7 @@ func (d *decoder) anyValue(b []byte) (value, error) {
 		b = rest
 		switch {
 		case f.num == 1 && f.typ == protowire.BytesType:
-			if !utf8.Valid(f.b) {
-				return v, at("string_value", errBadUTF8)
-			}
-			v = value{kind: model.ValString, s: f.b}
+			v = value{kind: model.ValString, s: d.repairValue(f.b)}
 		case f.num == 2 && f.typ == protowire.VarintType:
 			v = value{kind: model.ValBool, b: f.v != 0}
 		case f.num == 3 && f.typ == protowire.VarintType:
@@ -655,7 +650,7 @@ func (d *decoder) anyValue(b []byte) (value, error) {
 	switch v.kind {
 	case model.ValArray, model.ValMap:
 		var err error
-		d.text, err = renderList(d.text[:0], nested, v.kind == model.ValMap, 0)
+		d.text, err = renderList(d.text[:0], nested, v.kind == model.ValMap, 0, &d.rep.ValuesRepaired)
 		if err != nil {
 			return v, err
 		}
@@ -670,7 +665,7 @@ func (d *decoder) anyValue(b []byte) (value, error) {
 // renderList renders an ArrayValue or KeyValueList as compact JSON text, the
 // form every decoder keeps such values in, so the same value compares equal
 // whichever format it arrived in.
-func renderList(dst, b []byte, isMap bool, depth int) ([]byte, error) {
+func renderList(dst, b []byte, isMap bool, depth int, repaired *int) ([]byte, error) {
 	if depth >= maxDepth {
 		return dst, errTooDeep
 	}
@@ -709,16 +704,16 @@ func renderList(dst, b []byte, isMap bool, depth int) ([]byte, error) {
 				}
 			}
 			if !utf8.Valid(key) {
-				return dst, at("key", errBadUTF8)
+				*repaired++ // appendJSONString writes U+FFFD
 			}
 			dst = appendJSONString(dst, key)
 			dst = append(dst, ':')
-			if dst, err = renderAny(dst, val, depth+1); err != nil {
+			if dst, err = renderAny(dst, val, depth+1, repaired); err != nil {
 				return dst, err
 			}
 			continue
 		}
-		if dst, err = renderAny(dst, f.b, depth+1); err != nil {
+		if dst, err = renderAny(dst, f.b, depth+1, repaired); err != nil {
 			return dst, err
 		}
 	}
@@ -726,7 +721,7 @@ func renderList(dst, b []byte, isMap bool, depth int) ([]byte, error) {
 }
 
 // renderAny renders one AnyValue inside an array or map.
-func renderAny(dst, b []byte, depth int) ([]byte, error) {
+func renderAny(dst, b []byte, depth int, repaired *int) ([]byte, error) {
 	var last field
 	set := false
 	for len(b) > 0 {
@@ -746,7 +741,7 @@ func renderAny(dst, b []byte, depth int) ([]byte, error) {
 	switch {
 	case f.num == 1 && f.typ == protowire.BytesType:
 		if !utf8.Valid(f.b) {
-			return dst, at("string_value", errBadUTF8)
+			*repaired++ // appendJSONString writes U+FFFD
 		}
 		return appendJSONString(dst, f.b), nil
 	case f.num == 2 && f.typ == protowire.VarintType:
@@ -756,9 +751,9 @@ func renderAny(dst, b []byte, depth int) ([]byte, error) {
 	case f.num == 4 && f.typ == protowire.Fixed64Type:
 		return appendFloat(dst, math.Float64frombits(f.v)), nil
 	case f.num == 5 && f.typ == protowire.BytesType:
-		return renderList(dst, f.b, false, depth)
+		return renderList(dst, f.b, false, depth, repaired)
 	case f.num == 6 && f.typ == protowire.BytesType:
-		return renderList(dst, f.b, true, depth)
+		return renderList(dst, f.b, true, depth, repaired)
 	case f.num == 7 && f.typ == protowire.BytesType:
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, f.b)

@@ -314,9 +314,6 @@ func TestDecodeProtoMalformed(t *testing.T) {
 		{"field number zero", []byte{0x02, 0x00}, "resource_spans[0]: bad tag or value"},
 		{"cut attribute value", withSpanTag([]byte{0x4a, 0x06, 0x0a, 0x01, 'k', 0x12, 0x05, 0x0a}), "resource_spans[0].scope_spans[0].spans[0].attributes[0]: truncated"},
 		{"cut nested array", withSpanTag([]byte{0x4a, 0x08, 0x0a, 0x01, 'k', 0x12, 0x03, 0x2a, 0x01, 0x0a}), "resource_spans[0].scope_spans[0].spans[0].attributes[0].value: truncated"},
-		{"invalid UTF-8 name", withSpanTag([]byte{0x2a, 0x02, 'a', 0xff}), "resource_spans[0].scope_spans[0].spans[0].name: string is not valid UTF-8"},
-		{"invalid UTF-8 key", withSpanTag([]byte{0x4a, 0x03, 0x0a, 0x01, 0xc3}), "resource_spans[0].scope_spans[0].spans[0].attributes[0].key: string is not valid UTF-8"},
-		{"invalid UTF-8 value", withSpanTag([]byte{0x4a, 0x08, 0x0a, 0x01, 'k', 0x12, 0x03, 0x0a, 0x01, 0x80}), "resource_spans[0].scope_spans[0].spans[0].attributes[0].value.string_value: string is not valid UTF-8"},
 		{"invalid UTF-8 in array", withSpanTag([]byte{0x4a, 0x0a, 0x0a, 0x01, 'k', 0x12, 0x05, 0x2a, 0x03, 0x0a, 0x01, 0xfe}), "resource_spans[0].scope_spans[0].spans[0].attributes[0].value"},
 	}
 	for _, tt := range tests {

@@ -146,6 +146,7 @@ func ReadFiles(store *model.Store, paths []string, opts ReadOptions) (FileReport
 		}
 	}
 	store.CountCapped(int64(rep.Decode.AttrsDropped), int64(rep.Decode.ValuesTruncated))
+	store.CountRepaired(int64(rep.Decode.ValuesRepaired))
 	return rep, errors.Join(errs...)
 }
 
@@ -155,6 +156,7 @@ func ReadStream(store *model.Store, name string, r io.Reader, opts ReadOptions) 
 	var rep FileReport
 	err := readOne(store, model.NewLocal(store.Interner()), name, r, opts, &rep)
 	store.CountCapped(int64(rep.Decode.AttrsDropped), int64(rep.Decode.ValuesTruncated))
+	store.CountRepaired(int64(rep.Decode.ValuesRepaired))
 	return rep, err
 }
 
@@ -237,7 +239,7 @@ func (fr *fileReader) readProtobuf(br *bufio.Reader) error {
 
 func (fr *fileReader) readLines(br *bufio.Reader) error {
 	cd := newConsoleDecoder(fr.l, fr.opts.Limits)
-	defer cd.release()
+	defer fr.doneConsole(cd)
 	var buf []byte
 	for n := 1; ; n++ {
 		line, newline, tooLong, err := readLine(br, &buf, fr.opts.MaxLine)
@@ -266,6 +268,14 @@ func (fr *fileReader) readLines(br *bufio.Reader) error {
 		fr.stat.Format = FormatOTLPJSON
 	}
 	return nil
+}
+
+// doneConsole keeps what the console decoder counted and releases it.
+func (fr *fileReader) doneConsole(cd *consoleDecoder) {
+	cd.rep.ValuesRepaired += cd.s.repaired
+	cd.s.repaired = 0
+	fr.rep.Decode.Add(cd.rep)
+	cd.release()
 }
 
 func (fr *fileReader) badLine(n int, reason string) {

@@ -102,16 +102,31 @@ func detectFormat(br *bufio.Reader, name string) (f inputFormat, out *bufio.Read
 	}
 }
 
-// isText is what the line readers take: no NUL and valid UTF-8, allowing a
-// rune cut by the peek window. Escape sequences of coloured logs pass.
+// isText is what the line readers take: no NUL, and few bytes that text
+// does not have (controls, bytes that are not UTF-8), so a log with one bad
+// byte from a model's output still reads. Escape sequences of coloured
+// logs pass.
 func isText(head []byte, _ string) bool {
 	if bytes.IndexByte(head, 0) >= 0 {
 		return false
 	}
-	for i := 0; i < 3 && len(head) > 0 && !utf8.Valid(head); i++ {
-		head = head[:len(head)-1]
+	odd := 0
+	for i := 0; i < len(head); {
+		c := head[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != 0x1b || c == 0x7f {
+				odd++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(head[i:])
+		if r == utf8.RuneError && size == 1 && len(head)-i >= utf8.UTFMax {
+			odd++ // not a rune cut by the peek window
+		}
+		i += size
 	}
-	return utf8.Valid(head)
+	return odd*10 <= len(head)
 }
 
 // isProtobuf decides by extension, else by content: a request starts with
@@ -126,7 +141,7 @@ func isProtobuf(head []byte, ext string) bool {
 	if len(head) == 0 || head[0] != 0x0a {
 		return false
 	}
-	if !isText(head, ext) {
+	if bytes.IndexByte(head, 0) >= 0 || !utf8.Valid(head[:max(0, len(head)-utf8.UTFMax)]) {
 		return true
 	}
 	for _, c := range head {
@@ -163,7 +178,7 @@ func isLengthPrefixed(head []byte, _ string) bool {
 func (fr *fileReader) readLengthPrefixed(br *bufio.Reader) error {
 	fr.stat.Format = FormatLengthPrefixed
 	cd := newConsoleDecoder(fr.l, fr.opts.Limits)
-	defer cd.release()
+	defer fr.doneConsole(cd)
 	var (
 		hdr [4]byte
 		msg []byte

@@ -22,6 +22,9 @@ type jsonScanner struct {
 	// read does not disturb the value read before it.
 	vscr, kscr []byte
 	sscr       []byte // strings skipped
+	fix        []byte // scratch for repairing an unescaped string
+	// repaired counts strings that were not valid UTF-8 (see utf8.go).
+	repaired int
 }
 
 // locError is an error at a byte offset of the document. Syntax errors are
@@ -43,7 +46,7 @@ var errJSONEOF = errors.New("unexpected end of JSON input")
 const maxNesting = 10000
 
 func (s *jsonScanner) reset(b []byte) {
-	s.b, s.i, s.depth = b, 0, 0
+	s.b, s.i, s.depth, s.repaired = b, 0, 0, 0
 }
 
 // enter consumes the opening bracket at the cursor.
@@ -231,8 +234,9 @@ var strSpecial = func() (t [256]bool) {
 }()
 
 // str reads the string at the cursor. Without escapes the result aliases the
-// document; otherwise it is unescaped into *scr. Invalid UTF-8 is refused,
-// as the OTLP types refuse it; a lone surrogate escape becomes U+FFFD.
+// document; otherwise it is unescaped into *scr. Invalid UTF-8 is repaired
+// into *scr and counted (see utf8.go); a lone surrogate escape becomes
+// U+FFFD.
 func (s *jsonScanner) str(scr *[]byte) ([]byte, error) {
 	b := s.b
 	start := s.i + 1
@@ -245,8 +249,8 @@ func (s *jsonScanner) str(scr *[]byte) ([]byte, error) {
 		switch {
 		case c == '"':
 			v := b[start:i]
-			if !ascii && !utf8.Valid(v) {
-				return nil, s.valErr(s.i, errBadUTF8)
+			if !ascii {
+				v = repairUTF8(v, scr, &s.repaired)
 			}
 			s.i = i + 1
 			return v, nil
@@ -270,7 +274,7 @@ func (s *jsonScanner) strEscaped(scr *[]byte, start, i int, ascii bool) ([]byte,
 		switch {
 		case c == '"':
 			if !ascii && !utf8.Valid(out) {
-				return nil, s.valErr(start-1, errBadUTF8)
+				out = append(out[:0], repairUTF8(out, &s.fix, &s.repaired)...)
 			}
 			s.i = i + 1
 			return out, nil

@@ -45,6 +45,9 @@ type Report struct {
 	AttrsDropped int
 	// ValuesTruncated counts values cut by Limits.MaxValueLen.
 	ValuesTruncated int
+	// ValuesRepaired counts strings that were not valid UTF-8, kept with
+	// U+FFFD in place of each bad sequence.
+	ValuesRepaired int
 }
 
 func (r *Report) reject(reason string) {
@@ -62,6 +65,7 @@ func (r *Report) Add(o Report) {
 	r.Rejected += o.Rejected
 	r.AttrsDropped += o.AttrsDropped
 	r.ValuesTruncated += o.ValuesTruncated
+	r.ValuesRepaired += o.ValuesRepaired
 }
 
 // truncUTF8 returns the longest prefix of v of at most n bytes that does not

@@ -359,6 +359,15 @@ func (s *Server) exportTraces(body []byte, f wireFormat) (exportResult, error) {
 	if rep.AttrsDropped > 0 || rep.ValuesTruncated > 0 {
 		s.cfg.Store.CountCapped(int64(rep.AttrsDropped), int64(rep.ValuesTruncated))
 	}
+	if rep.ValuesRepaired > 0 {
+		s.cfg.Store.CountRepaired(int64(rep.ValuesRepaired))
+		// The record must hold valid text too.
+		if f == formatJSON {
+			body = validJSONBody(body)
+		} else {
+			body = repairProtoStrings(body)
+		}
+	}
 	if rep.Rejected > 0 {
 		s.rejected.Add(int64(rep.Rejected))
 		res = exportResult{rejected: int64(rep.Rejected), message: rejectMessage(rep)}

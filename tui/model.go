@@ -792,6 +792,9 @@ func (m *Model) renderHeader() {
 		if st.AttrsDropped > 0 || st.ValuesTruncated > 0 {
 			parts = append(parts, fmt.Sprintf("capped %s attrs, %s values", fmtCount(st.AttrsDropped), fmtCount(st.ValuesTruncated)))
 		}
+		if st.ValuesRepaired > 0 {
+			parts = append(parts, "repaired UTF-8 "+fmtCount(st.ValuesRepaired))
+		}
 		parts = append(parts, "metric points "+fmtCount(st.MetricPoints), "log records "+fmtCount(st.LogRecords))
 	} else {
 		parts = append(parts, "loading…")

@@ -328,6 +328,7 @@ type serveSummary struct {
 	Duplicates      int64            `json:"duplicates"`
 	AttrsDropped    int64            `json:"attrs_dropped"`    // past the per-span attribute cap
 	ValuesTruncated int64            `json:"values_truncated"` // past the value length cap
+	ValuesRepaired  int64            `json:"values_repaired"`  // strings kept with U+FFFD for bytes not UTF-8
 	RequestsRefused map[string]int64 `json:"requests_refused"` // reason → requests refused whole
 	// SpansNotRecorded are acknowledged spans --record does not hold (a
 	// write failed: RecordError says why); the live store has them.
@@ -358,6 +359,7 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
 		Duplicates:      s.Stats.Duplicates,
 		AttrsDropped:    s.Stats.AttrsDropped,
 		ValuesTruncated: s.Stats.ValuesTruncated,
+		ValuesRepaired:  s.Stats.ValuesRepaired,
 		RequestsRefused: st.RequestsRefused,
 	}
 	sum.SpansNotRecorded = st.RecordLost
