@@ -24,6 +24,7 @@ type groupsPanel struct {
 
 	width, height int
 	pending       []string // rollouts the join check still waits for
+	check         *gate.CheckReport
 	current       gate.Set
 	currentSpec   string
 	preview       gate.Set
@@ -75,6 +76,7 @@ func (g groupsPanel) SetCheck(c *gate.CheckReport) groupsPanel {
 	if c == nil {
 		return g
 	}
+	g.check = c
 	g.pending = g.pending[:0:0]
 	for id, rc := range c.ByRollout {
 		if rc.Status == gate.JoinPending {
@@ -86,10 +88,12 @@ func (g groupsPanel) SetCheck(c *gate.CheckReport) groupsPanel {
 }
 
 // joinCounts returns a report's joined, split and pending rollouts, pending
-// being the split ones the join check still waits for.
+// being the split ones the join check still waits for. A rollout split in
+// the capture itself (the join check's verdict) stays split under any spec.
 func (g *groupsPanel) joinCounts(r *gate.Report) (joined, split, pending int) {
 	joined, split = r.Result.RolloutsJoined, r.Result.RolloutsSplit
-	if split == 0 || len(g.pending) == 0 {
+	broken := splitIn(g.check)
+	if (split == 0 || len(g.pending) == 0) && len(broken) == 0 {
 		return joined, split, 0
 	}
 	wait := make(map[string]bool, len(g.pending))
@@ -97,9 +101,13 @@ func (g *groupsPanel) joinCounts(r *gate.Report) (joined, split, pending int) {
 		wait[id] = true
 	}
 	for _, pr := range r.PerRollout {
-		if !pr.Joined && wait[pr.ID] {
+		switch {
+		case !pr.Joined && wait[pr.ID]:
 			split--
 			pending++
+		case pr.Joined && broken[pr.ID]:
+			joined--
+			split++
 		}
 	}
 	return joined, split, pending
@@ -387,19 +395,24 @@ func (g *groupsPanel) compareLines(w int) []string {
 		}),
 		row("joining", g.joinCell(cur), g.joinCell(prev)),
 	}
+	var texts []string
+	for _, h := range captureHops(g.check) {
+		texts = append(texts, captureLine(h))
+	}
 	for _, side := range []struct {
 		name string
 		rep  *gate.Report
 	}{{"current", cur}, {"preview", prev}} {
 		for _, b := range aggregateBreaks(side.rep, g.pending) {
-			text := fmt.Sprintf("✗ %s: %s → %s (%s): %s · %s, %s",
-				side.name, shortService(b.from), shortService(b.to), b.span, b.reason, countNoun(b.rollouts, "rollout"), countNoun(b.spans, "span"))
-			for k, l := range wrap(text, w-2) {
-				if k > 0 {
-					l = "  " + l
-				}
-				lines = append(lines, g.st.Join.Split.Render(l))
+			texts = append(texts, breakLine(side.name, b))
+		}
+	}
+	for _, text := range texts {
+		for k, l := range wrap(text, w-2) {
+			if k > 0 {
+				l = "  " + l
 			}
+			lines = append(lines, g.st.Join.Split.Render(l))
 		}
 	}
 	if prev != nil {
@@ -449,12 +462,18 @@ func (g *groupsPanel) summaryLines(w int) []string {
 	if _, split, _ := g.joinCounts(prev); split == 0 {
 		side = cur
 	}
-	if bs := aggregateBreaks(side, g.pending); len(bs) > 0 {
-		b := bs[0]
-		join += fmt.Sprintf(": %s → %s (%s): %s", shortService(b.from), shortService(b.to), b.span, b.reason)
-		if len(bs) > 1 {
-			join += " (+" + countNoun(len(bs)-1, "more hop") + ")"
+	ch, bs := captureHops(g.check), aggregateBreaks(side, g.pending)
+	switch {
+	case len(ch) > 0:
+		join += ": in capture " + hopText(ch[0].from, ch[0].to, "", ch[0].reason)
+	case len(bs) > 0:
+		join += ": " + hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
+		if fix := hopFix(bs[0].reason); fix != "" {
+			join += "; fix: " + fix
 		}
+	}
+	if n := len(ch) + len(bs); n > 1 {
+		join += " (+" + countNoun(n-1, "more hop") + ")"
 	}
 	jl := wrap(join, w)
 	if _, split, _ := g.joinCounts(side); split > 0 {

@@ -283,3 +283,45 @@ func TestTmuxSmallHelp(t *testing.T) {
 	s.keys("q")
 	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
 }
+
+// TestTmuxBreaksInCapture opens real Gym's logs of a fleet whose model
+// server did not read traceparent: the split rollouts name the hop and its
+// reason, in the waterfall and in the joining verdict, each hop once.
+func TestTmuxBreaksInCapture(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	var files []string
+	for _, p := range []string{"driver", "agent", "model", "resources"} {
+		name := filepath.Join("broken-model", p+".log.gz")
+		if err := os.MkdirAll(filepath.Join(dir, "broken-model"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		copyCapture(t, dir, name)
+		files = append(files, name)
+	}
+	s := startTmux(t, dir, bin+" open "+strings.Join(files, " "), 200, 50)
+	scr := s.waitFor("the joining verdict", regexp.MustCompile(`joining\s+✗ 20/20 split\s+✗ 20/20 split`))
+	const hop = "simple_agent → policy_model: CLIENT span has no SERVER child"
+	if !strings.Contains(scr, "✗ split: "+hop) {
+		t.Errorf("the split rollout's waterfall does not name the hop:\n%s", scr)
+	}
+	if !strings.Contains(scr, "✗ in capture: "+hop) {
+		t.Errorf("the joining verdict does not name the hop:\n%s", scr)
+	}
+	seen := map[string]bool{}
+	for _, l := range regexp.MustCompile(`✗ (in capture|current|preview): [^│┃]*`).FindAllString(scr, -1) {
+		l = strings.TrimSpace(l)
+		if seen[l] {
+			t.Errorf("broken hop listed twice: %q", l)
+		}
+		seen[l] = true
+	}
+	if len(seen) == 0 {
+		t.Errorf("no broken-hop lines:\n%s", scr)
+	}
+	s.keys("q")
+	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
+}

@@ -54,7 +54,43 @@ type traceView struct {
 	needName       int // widest name cell of any row
 	cursor, offset int
 	search         spanSearch
-	out            string
+	// check is the last join check: a split rollout's hops head its rows.
+	check *gate.CheckReport
+	out   string
+}
+
+// refresh picks up a new join check.
+func (t *traceView) refresh(e *env) {
+	if e.check != t.check {
+		t.check = e.check
+		t.rebuild()
+	}
+}
+
+// splitNotes are the rows naming why the shown rollout is split in the
+// capture: one per broken hop, wrapped, never cut.
+func (t *traceView) splitNotes() []traceRow {
+	if t.check == nil || t.r == nil || t.width <= 0 {
+		return nil
+	}
+	rc, ok := t.check.ByRollout[t.r.ID]
+	if !ok || rc.Status != gate.Split {
+		return nil
+	}
+	var rows []traceRow
+	for _, h := range rc.Hops {
+		text := glyphSplit + " split: " + hopText(h.FromService, h.ToService, "", h.Reason)
+		if h.Count > 1 {
+			text += fmt.Sprintf(" ×%d", h.Count)
+		}
+		for k, l := range wrap(text, t.width-3) {
+			if k > 0 {
+				l = "  " + l
+			}
+			rows = append(rows, traceRow{frag: -1, idx: -1, note: l, noteStyle: 1})
+		}
+	}
+	return rows
 }
 
 func newTraceView(st *Styles, keys *KeyMap, reg *gate.Registry) *traceView {
@@ -74,8 +110,13 @@ func (t *traceView) help() []key.Binding {
 
 // setSize sets the content size.
 func (t *traceView) setSize(w, h int) {
+	wrapped := w != t.width
 	t.width, t.height = w, h
 	t.search.setWidth(w)
+	if wrapped {
+		t.rebuild() // the split notes wrap to the width
+		return
+	}
 	t.render()
 }
 
@@ -110,6 +151,16 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 		t.search.find(t)
 	}
 	t.rebuild()
+	if !same {
+		// Start on the first span, below any notes.
+		for j, row := range t.rows {
+			if row.isSpan() {
+				t.cursor = j
+				break
+			}
+		}
+		t.render()
+	}
 }
 
 // SetSim installs a simulation result if it is for the shown rollout.
@@ -396,6 +447,7 @@ func (t *traceView) rebuild() {
 		t.render()
 		return
 	}
+	t.rows = append(t.rows, t.splitNotes()...)
 	nfrag := len(t.r.Fragments)
 	for fi, f := range t.r.Fragments {
 		if nfrag > 1 || f.Orphan() {
