@@ -84,6 +84,36 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 	return append(head, out...)
 }
 
+// Pieces returns the rollouts gate finds by structure, then run-level
+// traffic and fragments no rollout claims, each as a one-fragment rollout:
+// every span of snap but the gym.job spans, each once.
+func (e *Engine) Pieces(snap *model.Snapshot) []*model.Rollout {
+	st := e.Structure(snap)
+	rolls := append([]*model.Rollout(nil), st.Snap.Rollouts...)
+	e.forOthers(st, func(r *model.Rollout) { rolls = append(rolls, r) })
+	return rolls
+}
+
+// ExportAll returns every span of snap shaped as ExportSpans does: the
+// rollouts gate finds by structure, the run's gym.job spans (under a spec,
+// those it keeps), run-level traffic and fragments no rollout claims.
+func (e *Engine) ExportAll(snap *model.Snapshot, spec *Set) []model.Span {
+	spans := e.ExportSpans(e.Structure(snap).Snap, e.Pieces(snap), spec)
+	// Jobs no exported span hangs under are exported too.
+	have := map[model.SpanID]bool{}
+	for i := range spans {
+		have[spans[i].SpanID] = true
+	}
+	var jobs []model.Span
+	for _, j := range snap.Jobs {
+		sp := j.Spans[0]
+		if !have[sp.SpanID] && (spec == nil || Kept(e.jobs[sp.SpanID].group, *spec)) {
+			jobs = append(jobs, sp)
+		}
+	}
+	return append(jobs, spans...)
+}
+
 // noKeptAncestor reports whether no ancestor of span i within the fragment
 // is kept, so that its nearest kept ancestor is the fragment's job span.
 func noKeptAncestor(f *model.Fragment, fs *FragSim, i int) bool {

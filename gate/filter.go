@@ -351,6 +351,17 @@ func (f *Filter) MatchSpan(snap *model.Snapshot, sp *model.Span) bool {
 	return true
 }
 
+// Select returns snap narrowed to the rollouts, as gate finds them by
+// structure, that f matches (run-level traffic dropped, gym.job spans
+// kept), or snap itself when f is empty.
+func (e *Engine) Select(snap *model.Snapshot, f *Filter) *model.Snapshot {
+	if f.Empty() {
+		return snap
+	}
+	st := e.Structure(snap).Snap
+	return st.Select(f.Rollouts(st))
+}
+
 // Rollouts returns the rollouts of snap that match, in snapshot order.
 func (f *Filter) Rollouts(snap *model.Snapshot) []*model.Rollout {
 	if f.Empty() {

@@ -17,9 +17,9 @@ import (
 const DefaultSpanCost = 73 * time.Microsecond
 
 // GroupWorth is what one group costs and what it buys over a capture, the
-// two sides of switching it on. Costs are for the group's captured spans,
-// whatever the spec; per rollout is over every rollout of the capture, per
-// second over its wall time.
+// two sides of switching it on. Costs are for the group's captured spans
+// (run-level traffic included), whatever the spec; per rollout is over
+// every rollout gate finds in the capture, per second over its wall time.
 type GroupWorth struct {
 	Group Group
 
@@ -56,6 +56,8 @@ func (e *Engine) Worth(snap *model.Snapshot, spec Set, spanCost time.Duration) [
 	if spanCost <= 0 {
 		spanCost = DefaultSpanCost
 	}
+	pieces := e.Pieces(snap)
+	nRolls := len(e.Structure(snap).Snap.Rollouts)
 	e.sync(snap)
 	n := len(e.reg.groups)
 	out := make([]GroupWorth, n+1)
@@ -89,7 +91,9 @@ func (e *Engine) Worth(snap *model.Snapshot, spec Set, spanCost time.Duration) [
 	cover := make([][]interval, n+1)
 	rolls := 0
 	var errGroups []int
-	for _, r := range snap.Rollouts {
+	// Rollouts first, then run-level traffic: that costs too, but its
+	// errors and wall time are no rollout's.
+	for pi, r := range pieces {
 		for i := range cover {
 			cover[i] = cover[i][:0]
 		}
@@ -109,6 +113,9 @@ func (e *Engine) Worth(snap *model.Snapshot, spec Set, spanCost time.Duration) [
 					errGroups = append(errGroups, k)
 				}
 			}
+		}
+		if pi >= nRolls {
+			continue
 		}
 		if len(errGroups) == 1 {
 			out[errGroups[0]].ErrorRollouts++

@@ -98,7 +98,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if snap, err = selectWhere(snap, *where); err != nil {
+	if snap, err = selectWhere(reg, snap, *where); err != nil {
 		return fail("%v", err)
 	}
 	// Every rollout of a file arrived at load time, so any grace > 0 keeps

@@ -139,7 +139,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	eng := gate.NewEngine(reg)
 	side := func(snap *model.Snapshot, id, spec, which string) (gate.DiffSide, error) {
-		r, err := findRollout(snap, id)
+		r, err := findRollout(eng.Structure(snap).Snap, id)
 		if err != nil {
 			return gate.DiffSide{}, fmt.Errorf("rollout %s %w", which, err)
 		}

@@ -74,21 +74,31 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if snap, err = selectWhere(snap, *where); err != nil {
+	if snap, err = selectWhere(reg, snap, *where); err != nil {
 		return fail("%v", err)
 	}
-	rollouts, err := pickRollouts(snap, ids)
-	if err != nil {
-		return fail("%v", err)
+	eng := gate.NewEngine(reg)
+	var spans []model.Span
+	var what string
+	if len(ids) == 0 && *where == "" {
+		// Everything: rollouts, run-level traffic, unattributed pieces.
+		spans = eng.ExportAll(snap, set)
+		what = "the capture"
+	} else {
+		rollouts, err := pickRollouts(eng.Structure(snap).Snap, ids)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if len(rollouts) == 0 {
+			return fail("no rollout matches --where %q", *where)
+		}
+		spans = eng.ExportSpans(snap, rollouts, set)
+		what = fmt.Sprintf("%d rollout(s)", len(rollouts))
 	}
-	if len(rollouts) == 0 {
-		return fail("no rollout matches --where %q", *where)
-	}
-	spans := gate.NewEngine(reg).ExportSpans(snap, rollouts, set)
 	if err := writeExport(*outPath, stdout, snap.Interner(), spans); err != nil {
 		return fail("%v", err)
 	}
-	fmt.Fprintf(stderr, "exported %d spans of %d rollouts to %s\n", len(spans), len(rollouts), *outPath)
+	fmt.Fprintf(stderr, "exported %d spans of %s to %s\n", len(spans), what, *outPath)
 	return exitOK
 }
 

@@ -257,7 +257,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if snap, err = selectWhere(snap, *where); err != nil {
+	if snap, err = selectWhere(reg, snap, *where); err != nil {
 		return fail("%v", err)
 	}
 
@@ -319,7 +319,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			out.PerRollout = append(out.PerRollout, rj)
 		}
 		out.Breaks = collectBreaks(rep)
-		out.Latency = latencyOut(eng.Latency(snap, snap.Rollouts))
+		out.Latency = latencyOut(eng.Latency(snap, eng.Structure(snap).Snap.Rollouts))
 		addWorth(out.PerGroup, reg, worth, *wf.spanCost)
 		if verdict != nil {
 			out.Budget = budgetOut(*verdict)

@@ -16,13 +16,10 @@ func whereFlag(fs *flag.FlagSet) *string { return fs.String("where", "", whereUs
 
 // selectWhere narrows snap to the rollouts matching where; an empty filter
 // returns snap itself.
-func selectWhere(snap *model.Snapshot, where string) (*model.Snapshot, error) {
+func selectWhere(reg *gate.Registry, snap *model.Snapshot, where string) (*model.Snapshot, error) {
 	f, err := gate.ParseFilter(where)
 	if err != nil {
 		return nil, fmt.Errorf("--where: %w", err)
 	}
-	if f.Empty() {
-		return snap, nil
-	}
-	return snap.Select(f.Rollouts(snap)), nil
+	return gate.NewEngine(reg).Select(snap, f), nil
 }

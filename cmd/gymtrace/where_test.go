@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -70,6 +73,77 @@ func TestWhereBad(t *testing.T) {
 		want := `--where: filter term "dur>soon" (column 1): bad duration "soon"`
 		if code != exitUsage || !strings.Contains(errOut, want) {
 			t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, errOut, want)
+		}
+	}
+}
+
+// On Gym's real capture (no rollout ids: rollouts found by structure),
+// --where finds exactly the rollouts whose verify failed in the run's own
+// truth. A structural id names one of the rollout's spans after its '/'.
+func TestWhereRealGym(t *testing.T) {
+	dir := realGym + "s41-obs0-iso/all"
+	truth := map[string]int{} // span id -> the fleet's rollout index
+	failed := map[int]bool{}
+	files, _ := filepath.Glob(filepath.Join(dir, "truth", "*.jsonl.gz"))
+	for _, name := range files {
+		fh, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(fh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(zr)
+		for dec.More() {
+			var s struct {
+				SpanID  string `json:"span_id"`
+				Name    string `json:"name"`
+				Status  string `json:"status"`
+				Rollout *int   `json:"rollout"`
+			}
+			if err := dec.Decode(&s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Rollout != nil {
+				truth[s.SpanID] = *s.Rollout
+				if s.Name == "gym.verify" && s.Status == "ERROR" {
+					failed[*s.Rollout] = true
+				}
+			}
+		}
+		fh.Close()
+	}
+	if len(failed) == 0 {
+		t.Fatal("the truth has no failed verify")
+	}
+	code, out, errOut := runGateCmd(t, previewCmd, append([]string{"--json", "--spec", "all", "--where", "name=gym.verify status=error"}, realGymCase(t, "s41-obs0-iso/all")...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var p struct {
+		PerRollout []struct {
+			RolloutID string `json:"rollout_id"`
+		} `json:"per_rollout"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]bool{}
+	for _, r := range p.PerRollout {
+		_, span, _ := strings.Cut(r.RolloutID, "/")
+		idx, ok := truth[span]
+		if !ok {
+			t.Errorf("rollout %s names no rollout span of the truth", r.RolloutID)
+		}
+		got[idx] = true
+	}
+	if len(got) != len(failed) || len(p.PerRollout) != len(failed) {
+		t.Errorf("--where found rollouts %v, the truth's failed verifies are in %v", got, failed)
+	}
+	for i := range failed {
+		if !got[i] {
+			t.Errorf("rollout %d failed its verify, --where missed it", i)
 		}
 	}
 }
