@@ -495,7 +495,7 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 		lo := sort.Search(len(clients), func(k int) bool { return clients[k].c.start >= info.start-maxDur-callSlack })
 		for k := lo; k < len(clients) && clients[k].c.start <= info.start+callSlack; k++ {
 			c := clients[k].c
-			if clients[k].unit == i || info.start > c.end+callSlack {
+			if clients[k].unit == i || info.start > c.end+callSlack || info.end > c.end+endSlack(c) {
 				continue
 			}
 			if host != "" {
@@ -515,32 +515,74 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 		}
 		needs = append(needs, nd)
 	}
-	// One to one, closest first: a callee's span starts a moment after the
-	// CLIENT span that called it, so the pair with the smallest gap is
-	// matched first, and each CLIENT span calls one callee.
+	// Learn which routes open which root spans from the calls that have one
+	// candidate only, and keep, for the others, the candidates on those
+	// routes (a sandbox's spans come from the tool route that uses it).
+	routes := map[model.Str]map[string]bool{}
+	for n := range needs {
+		if len(needs[n].cands) == 1 {
+			u := &us[needs[n].unit]
+			name := u.f.Spans[u.info.root].Name
+			if routes[name] == nil {
+				routes[name] = map[string]bool{}
+			}
+			routes[name][clients[needs[n].cands[0]].c.path] = true
+		}
+	}
+	for n := range needs {
+		u := &us[needs[n].unit]
+		known := routes[u.f.Spans[u.info.root].Name]
+		if len(needs[n].cands) < 2 || known == nil {
+			continue
+		}
+		var keep []int
+		for _, k := range needs[n].cands {
+			if known[clients[k].c.path] {
+				keep = append(keep, k)
+			}
+		}
+		if len(keep) > 0 {
+			needs[n].cands = keep
+		}
+	}
+	// One to one, closest first. A CLIENT span ends when the response
+	// headers arrive, right after the callee's handler returns, so ends
+	// align tightly; starts less so (a handler may wait before its span
+	// opens). The pair with the smallest gap is matched first, and each
+	// CLIENT span calls one callee.
 	type edge struct {
 		need, client int
 		gap          int64
 	}
 	var edges []edge
 	for n := range needs {
-		start := us[needs[n].unit].info.start
+		info := us[needs[n].unit].info
 		for _, k := range needs[n].cands {
-			gap := start - clients[k].c.start
-			if gap < 0 {
-				gap = -gap * 4 // starting before the call: unlikely, weigh it down
-			}
+			c := clients[k].c
+			gap := matchCost(info.start, info.end, c.start, c.end)
 			edges = append(edges, edge{n, k, gap})
 		}
 	}
 	sort.Slice(edges, func(a, b int) bool { return edges[a].gap < edges[b].gap })
+	// One handler may open several spans that become roots (a sandbox's
+	// start and exec), but never two of the same name.
+	type taken struct {
+		client int
+		name   model.Str
+	}
+	took := map[taken]bool{}
 	for _, ed := range edges {
 		nd := &needs[ed.need]
-		if nd.unit < 0 || clients[ed.client].used {
+		if nd.unit < 0 {
 			continue
 		}
-		clients[ed.client].used = true
 		u := &us[nd.unit]
+		key := taken{ed.client, u.f.Spans[u.info.root].Name}
+		if took[key] {
+			continue
+		}
+		took[key] = true
+		clients[ed.client].used = true
 		u.graft, u.at, u.how = clients[ed.client].unit, clients[ed.client].c.span, attrClient
 		union(nd.unit, clients[ed.client].unit)
 		nd.unit = -1
@@ -583,6 +625,29 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 	for i := range us {
 		if us[i].info.class == classRollout {
 			hasRollout[find(i)] = true
+		}
+	}
+	// A call on a route that was seen to open a span in a new trace did so
+	// in its own rollout too, even where that span could not be told apart
+	// from another's: the rollout is split, as far as the capture can tell.
+	emits := map[string]int{} // host+path -> a unit that route produced
+	for i := range us {
+		if u := &us[i]; u.how == attrClient && !u.info.leak {
+			for k := range clients {
+				if clients[k].unit == u.graft && clients[k].c.span == u.at {
+					emits[clients[k].c.host+clients[k].c.path] = i
+					break
+				}
+			}
+		}
+	}
+	for k := range clients {
+		c := &clients[k]
+		if c.used {
+			continue
+		}
+		if j, ok := emits[c.c.host+c.c.path]; ok {
+			st.suspectUnits = append(st.suspectUnits, [2]int{c.unit, j})
 		}
 	}
 	// Without any candidate call (no CLIENT spans were captured for the
@@ -668,6 +733,26 @@ func hasRunClient[T any](cs []T, f func(T) bool) bool {
 		}
 	}
 	return false
+}
+
+// endSlack is how long after its CLIENT span a callee's span may end: the
+// CLIENT span ends when the headers arrive, the callee's SERVER span once the
+// body is sent.
+func endSlack(c *danglingClient) int64 {
+	return int64(20*time.Millisecond) + (c.end-c.start)/10
+}
+
+// matchCost weighs how well a callee's span (os..oe) fits a CLIENT span
+// (cs..ce): ends weigh most, since the response follows the handler.
+func matchCost(os, oe, cs, ce int64) int64 {
+	return absDiff(oe, ce) + absDiff(os, cs)/8
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }
 
 func appendUnique(xs []int, x int) []int {
