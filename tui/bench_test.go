@@ -55,6 +55,7 @@ func BenchmarkView(b *testing.B) {
 			{"stats", []string{"t"}},
 			{"detail", []string{"tab", "G", "d"}},
 			{"help", []string{"?"}},
+			{"search", []string{"tab", "/", "g", "y", "m", ".", "m", "enter", "n"}},
 		}
 		for _, st := range states {
 			m := keys(b, base, st.keys...)
@@ -81,6 +82,8 @@ func BenchmarkUpdateKey(b *testing.B) {
 			{"trace-collapse", []string{"tab", "j"}, []string{"enter"}},
 			{"group-toggle", []string{"tab", "tab"}, []string{" "}},
 			{"sort", nil, []string{"s"}},
+			{"trace-search-next", []string{"tab", "/", "g", "y", "m", ".", "m", "enter"}, []string{"n"}},
+			{"trace-next-failure", []string{"tab"}, []string{"f"}},
 		}
 		for _, c := range cases {
 			m := keys(b, base, c.setup...)

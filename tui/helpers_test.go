@@ -70,6 +70,7 @@ type node struct {
 	rid    string
 	url    string
 	err    string // status message; non-empty means ERROR with an exception event
+	stack  string // the exception's stack trace
 	trunc  bool
 	kids   []node
 }
@@ -119,6 +120,9 @@ func (b *builder) emit(out []model.Span, trace model.TraceID, parent model.SpanI
 		var ev model.AttrBuilder
 		ev.String(b.l, b.str("exception.type"), []byte("ValueError"))
 		ev.String(b.l, b.str("exception.message"), []byte(n.err))
+		if n.stack != "" {
+			ev.String(b.l, b.str("exception.stacktrace"), []byte(n.stack))
+		}
 		sp.Extra = &model.Extra{StatusMessage: n.err, Events: []model.Event{{Time: sp.End, Name: b.str("exception"), Attrs: ev.Attrs()}}}
 		sp.Flags |= model.FlagException
 	}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -595,5 +596,74 @@ func TestLiveRateDecays(t *testing.T) {
 	m = next.(Model)
 	if m.rate != 0 || !strings.Contains(m.header, "live 0 spans/s") {
 		t.Errorf("rate %v after data stopped; header: %s", m.rate, m.header)
+	}
+}
+
+// A snippet file the run did not write is kept as .bak, and the status says
+// so; the run's own file is replaced quietly. Without a terminal the status
+// says the clipboard was not set.
+func TestCopyOutKeepsOtherFile(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	if err := os.WriteFile(m.opts.SnippetPath, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m = keys(t, m, "2", "y")
+	if bak, err := os.ReadFile(m.opts.SnippetPath + ".bak"); err != nil || string(bak) != "mine\n" {
+		t.Fatalf("the earlier file was not kept: %q, %v", bak, err)
+	}
+	for _, want := range []string{"replaced the earlier " + m.opts.SnippetPath, "clipboard not set"} {
+		if !strings.Contains(m.status, want) {
+			t.Errorf("status %q lacks %q", m.status, want)
+		}
+	}
+	m = keys(t, m, "3", "y")
+	if !strings.Contains(m.status, "wrote "+m.opts.SnippetPath) {
+		t.Errorf("second copy: status %q", m.status)
+	}
+	if bak, _ := os.ReadFile(m.opts.SnippetPath + ".bak"); string(bak) != "mine\n" {
+		t.Errorf("the run's own file was backed up over the user's: %q", bak)
+	}
+}
+
+// The detail view shows an exception's whole stack trace and scrolls to it.
+func TestDetailFullStackTrace(t *testing.T) {
+	b := newBuilder(t)
+	var frames []string
+	for i := 0; i < 30; i++ {
+		frames = append(frames, fmt.Sprintf(`  File "gym/f%02d.py", line %d, in step`, i, i+1))
+	}
+	stack := "Traceback (most recent call last):\n" + strings.Join(frames, "\n") + "\nValueError: bad"
+	tree := rolloutTree("r0000", 1, true)
+	var setStack func(n *node)
+	setStack = func(n *node) {
+		if n.err != "" {
+			n.stack = stack
+		}
+		for i := range n.kids {
+			setStack(&n.kids[i])
+		}
+	}
+	setStack(&tree)
+	spans, _ := b.emit(nil, traceID(1), model.SpanID{}, t0.UnixNano(), tree)
+	if err := b.st.Add(model.Batch{Spans: spans}); err != nil {
+		t.Fatal(err)
+	}
+	b.st.Sync()
+	m := newTestModel(t, b, 120, 40, "all")
+	m = keys(t, m, "tab", "f", "d")
+	if !m.detail.isOpen() {
+		t.Fatal("d did not open the detail")
+	}
+	all := strings.Join(m.detail.lines, "\n")
+	for _, f := range frames {
+		if !strings.Contains(all, strings.TrimSpace(f)) {
+			t.Fatalf("stack trace lacks %q", f)
+		}
+	}
+	m = keys(t, m, "G")
+	if v := m.View(); !strings.Contains(v, "ValueError: bad") || !strings.Contains(v, "f29.py") {
+		t.Errorf("the end of the stack trace is not reachable:\n%s", v)
 	}
 }
