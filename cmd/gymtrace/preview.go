@@ -73,10 +73,16 @@ type badLinesJSON struct {
 	Skipped int      `json:"skipped"`
 	Bad     int      `json:"bad"`
 	Samples []string `json:"samples"`
+	// Within lines that were read: spans refused as invalid, and strings
+	// kept with U+FFFD for bytes that were not UTF-8.
+	SpansRejected  int    `json:"spans_rejected"`
+	RejectedReason string `json:"rejected_reason"`
+	ValuesRepaired int    `json:"values_repaired"`
 }
 
 func badLines(rep receiver.FileReport) badLinesJSON {
-	out := badLinesJSON{Count: rep.Skipped + rep.BadLines, Skipped: rep.Skipped, Bad: rep.BadLines, Samples: []string{}}
+	out := badLinesJSON{Count: rep.Skipped + rep.BadLines, Skipped: rep.Skipped, Bad: rep.BadLines, Samples: []string{},
+		SpansRejected: rep.Decode.Rejected, RejectedReason: rep.Decode.Reason, ValuesRepaired: rep.Decode.ValuesRepaired}
 	samples := append(append([]receiver.BadLine(nil), rep.BadSamples...), rep.SkippedSamples...)
 	sort.SliceStable(samples, func(i, j int) bool {
 		if samples[i].File != samples[j].File {

@@ -92,3 +92,27 @@ func TestRecordReadBack(t *testing.T) {
 		t.Errorf("preview: %d spans, %d bad lines, metrics %v; want 512, 0, the concurrency group with 2 points", pv.Input.Spans, pv.BadLines.Bad, pv.Metrics)
 	}
 }
+
+// TestRejectionsWhileReading checks spans refused inside lines that were
+// read, and strings repaired, reach check and preview --json.
+func TestRejectionsWhileReading(t *testing.T) {
+	good := `{"traceId":"5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e","spanId":"0000000000000001","name":"bad ` + "\xff" + `","startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{"key":"nemo.gym.rollout.id","value":{"stringValue":"r-1"}}]}`
+	short := `{"traceId":"5e5e","spanId":"0000000000000002","name":"x"}`
+	line := `{"resourceSpans":[{"scopeSpans":[{"spans":[` + good + `,` + short + `]}]}]}`
+	path := filepath.Join(t.TempDir(), "c.jsonl")
+	if err := os.WriteFile(path, []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []func([]string, *bytes.Buffer, *bytes.Buffer) int{checkCmd, previewCmd} {
+		_, out, errOut := runGateCmd(t, cmd, "--json", "--spec", "all", path)
+		var got struct {
+			BadLines badLinesJSON `json:"bad_lines"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%v: %s", err, errOut)
+		}
+		if b := got.BadLines; b.SpansRejected != 1 || !strings.Contains(b.RejectedReason, "trace") || b.ValuesRepaired != 1 {
+			t.Errorf("bad_lines = %+v, want 1 span rejected for its trace id and 1 value repaired", b)
+		}
+	}
+}
