@@ -8,13 +8,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 time=${1:-60s}
-targets=(
-  ./receiver:FuzzDecodeProto
-  ./receiver:FuzzDecodeJSON
-  ./receiver:FuzzConsoleLine
-  ./gate:FuzzParse
-  ./gate:FuzzGroupsFile
-)
+# Every fuzz target of the module, found in the test files, so a new one is
+# never left out.
+mapfile -t targets < <(grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
+  grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed "s|^func |$(dirname "$f"):|"
+done)
+if [ "${#targets[@]}" -eq 0 ]; then
+  echo "no fuzz targets found" >&2
+  exit 1
+fi
 for t in "${targets[@]}"; do
   pkg=${t%%:*} name=${t##*:}
   echo "== $name ($pkg, $time)"
