@@ -56,6 +56,9 @@ type Stats struct {
 	ValuesRepaired  int64  // strings kept with U+FFFD for bytes that were not UTF-8
 	RequestsRefused int64  // requests the receivers refused whole
 	LastRefusal     string // the latest refusal's reason
+	EventsDropped   int64  // span events dropped by the per-span event cap
+	LinksDropped    int64  // span links dropped by the per-span link cap
+	NamesTruncated  int64  // span, event and attribute key names cut by the name length cap
 	// NotRecorded counts spans held that the record file will not hold;
 	// RecordError is why, in a few words ("no space left on device").
 	NotRecorded int64

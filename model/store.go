@@ -68,6 +68,8 @@ type Store struct {
 
 	accepted, refused, metrics, logs atomic.Int64
 	attrsCapped, valuesCapped        atomic.Int64
+	eventsCapped, linksCapped        atomic.Int64
+	namesCapped                      atomic.Int64
 	reqRefused                       atomic.Int64
 	repaired                         atomic.Int64
 	lastRefusal                      atomic.Pointer[string]
@@ -151,11 +153,20 @@ func (s *Store) Sync() {
 	<-ch
 }
 
-// CountCapped records attributes dropped and values truncated by the
-// receivers' bounds, so they are shown with everything else the store counts.
-func (s *Store) CountCapped(attrsDropped, valuesTruncated int64) {
-	s.attrsCapped.Add(attrsDropped)
-	s.valuesCapped.Add(valuesTruncated)
+// Capped counts what the receivers' bounds cut: attributes dropped, values
+// truncated, events and links dropped, names truncated.
+type Capped struct {
+	Attrs, Values, Events, Links, Names int64
+}
+
+// CountCapped records what the receivers' bounds cut, so it is shown with
+// everything else the store counts.
+func (s *Store) CountCapped(c Capped) {
+	s.attrsCapped.Add(c.Attrs)
+	s.valuesCapped.Add(c.Values)
+	s.eventsCapped.Add(c.Events)
+	s.linksCapped.Add(c.Links)
+	s.namesCapped.Add(c.Names)
 }
 
 // CountRepaired records strings the receivers repaired into valid UTF-8.
@@ -1093,6 +1104,9 @@ func (w *writer) publish() *Snapshot {
 		LogRecords:      w.lastLogs,
 		AttrsDropped:    w.s.attrsCapped.Load(),
 		ValuesTruncated: w.s.valuesCapped.Load(),
+		EventsDropped:   w.s.eventsCapped.Load(),
+		LinksDropped:    w.s.linksCapped.Load(),
+		NamesTruncated:  w.s.namesCapped.Load(),
 	}
 	snap.Stats.ValuesRepaired = w.s.repaired.Load()
 	w.lastReqRefused = w.s.reqRefused.Load()

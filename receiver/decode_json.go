@@ -601,7 +601,7 @@ func (j *jsonDecoder) span(idx int) error {
 				return jat("name", err)
 			}
 			if len(v) > 0 {
-				sp.Name = d.l.Intern(v)
+				sp.Name = d.name(v)
 				size += lenField(len(v))
 			}
 		case "kind":
@@ -698,8 +698,7 @@ func (j *jsonDecoder) span(idx int) error {
 					return jatIndex("events", i, err)
 				}
 				size += lenField(n)
-				x := extraOf(&ex)
-				x.Events = append(x.Events, ev)
+				d.keepEvent(extraOf(&ex), &sp, ev)
 			}
 		case "links":
 			if err := j.once(&seen, sfLinks, "links"); err != nil {
@@ -722,8 +721,7 @@ func (j *jsonDecoder) span(idx int) error {
 					return jatIndex("links", i, err)
 				}
 				size += lenField(n)
-				x := extraOf(&ex)
-				x.Links = append(x.Links, ln)
+				d.keepLink(extraOf(&ex), &sp, ln)
 			}
 		case "droppedEventsCount", "dropped_events_count", "droppedLinksCount", "dropped_links_count":
 			bit, name := uint32(sfDroppedEvents), "droppedEventsCount"
@@ -878,7 +876,7 @@ func (j *jsonDecoder) event(sp *model.Span) (model.Event, int, error) {
 				return ev, 0, jat("name", err)
 			}
 			if len(v) > 0 {
-				ev.Name = d.l.Intern(v)
+				ev.Name = d.name(v)
 				size += lenField(len(v))
 				if string(v) == exceptionEvent {
 					sp.Flags |= model.FlagException
@@ -1086,7 +1084,7 @@ func (j *jsonDecoder) keyValue(intern bool) (model.Str, value, int, error) {
 			}
 			keyLen = len(kb)
 			if intern {
-				k = j.d.l.Intern(kb)
+				k = j.d.name(kb)
 			}
 		case "value":
 			if err := j.once(&seen, 2, "value"); err != nil {

@@ -358,7 +358,7 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 				sp.ParentID = model.SpanID{}
 				copy(sp.ParentID[:], f.b)
 			case 5:
-				sp.Name = d.l.Intern(d.repair(f.b))
+				sp.Name = d.name(d.repair(f.b))
 			case 9:
 				k, v, err := d.keyValue(f.b, 0)
 				if err != nil {
@@ -374,14 +374,14 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 					return sp, "", atIndex("events", nev, err)
 				}
 				nev++
-				extra().Events = append(extra().Events, ev)
+				d.keepEvent(extra(), &sp, ev)
 			case 13:
 				ln, err := d.link(f.b, &sp)
 				if err != nil {
 					return sp, "", atIndex("links", nlink, err)
 				}
 				nlink++
-				extra().Links = append(extra().Links, ln)
+				d.keepLink(extra(), &sp, ln)
 			case 15:
 				// Repeated message fields merge, as in proto.Merge: a later
 				// status overrides only the fields it sets.
@@ -459,7 +459,7 @@ func (d *decoder) event(b []byte, sp *model.Span) (model.Event, error) {
 			ev.Time = int64(f.v)
 		case f.num == 2 && f.typ == protowire.BytesType:
 			f.b = d.repair(f.b)
-			ev.Name = d.l.Intern(f.b)
+			ev.Name = d.name(f.b)
 			if string(f.b) == exceptionEvent {
 				sp.Flags |= model.FlagException
 			}
@@ -609,7 +609,7 @@ func (d *decoder) keyValue(b []byte, depth int) (model.Str, value, error) {
 			raw, hasValue = f.b, true
 		}
 	}
-	k := d.l.Intern(d.repair(key))
+	k := d.name(d.repair(key))
 	if !hasValue {
 		return k, value{kind: model.ValString}, nil
 	}

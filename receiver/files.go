@@ -145,7 +145,7 @@ func ReadFiles(store *model.Store, paths []string, opts ReadOptions) (FileReport
 			errs = append(errs, err)
 		}
 	}
-	store.CountCapped(int64(rep.Decode.AttrsDropped), int64(rep.Decode.ValuesTruncated))
+	store.CountCapped(rep.Decode.capped())
 	store.CountRepaired(int64(rep.Decode.ValuesRepaired))
 	return rep, errors.Join(errs...)
 }
@@ -155,7 +155,7 @@ func ReadStream(store *model.Store, name string, r io.Reader, opts ReadOptions) 
 	opts = opts.norm()
 	var rep FileReport
 	err := readOne(store, model.NewLocal(store.Interner()), name, r, opts, &rep)
-	store.CountCapped(int64(rep.Decode.AttrsDropped), int64(rep.Decode.ValuesTruncated))
+	store.CountCapped(rep.Decode.capped())
 	store.CountRepaired(int64(rep.Decode.ValuesRepaired))
 	return rep, err
 }

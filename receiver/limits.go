@@ -1,5 +1,7 @@
 package receiver
 
+import "github.com/nemo-gym/gymtrace/model"
+
 // Default bounds for one span, used where a Limits field is zero.
 const (
 	DefaultMaxAttrs    = 128
@@ -22,6 +24,12 @@ type Limits struct {
 	// MaxValueLen is the longest string (or rendered array, map or bytes)
 	// value kept, in bytes; longer values are cut at a UTF-8 boundary.
 	MaxValueLen int
+	// MaxEvents and MaxLinks are the most events and links kept per span;
+	// the rest are dropped and counted.
+	MaxEvents, MaxLinks int
+	// MaxNameLen is the longest span, event or attribute key name kept, in
+	// bytes; longer ones are cut and counted.
+	MaxNameLen int
 }
 
 func (l Limits) norm() Limits {
@@ -30,6 +38,15 @@ func (l Limits) norm() Limits {
 	}
 	if l.MaxValueLen <= 0 {
 		l.MaxValueLen = DefaultMaxValueLen
+	}
+	if l.MaxEvents <= 0 {
+		l.MaxEvents = DefaultMaxEvents
+	}
+	if l.MaxLinks <= 0 {
+		l.MaxLinks = DefaultMaxLinks
+	}
+	if l.MaxNameLen <= 0 {
+		l.MaxNameLen = DefaultMaxNameLen
 	}
 	return l
 }
@@ -48,6 +65,9 @@ type Report struct {
 	// ValuesRepaired counts strings that were not valid UTF-8, kept with
 	// U+FFFD in place of each bad sequence.
 	ValuesRepaired int
+	// EventsDropped, LinksDropped and NamesTruncated count what
+	// Limits.MaxEvents, MaxLinks and MaxNameLen cut.
+	EventsDropped, LinksDropped, NamesTruncated int
 }
 
 func (r *Report) reject(reason string) {
@@ -66,6 +86,15 @@ func (r *Report) Add(o Report) {
 	r.AttrsDropped += o.AttrsDropped
 	r.ValuesTruncated += o.ValuesTruncated
 	r.ValuesRepaired += o.ValuesRepaired
+	r.EventsDropped += o.EventsDropped
+	r.LinksDropped += o.LinksDropped
+	r.NamesTruncated += o.NamesTruncated
+}
+
+// capped is what r counts of the bounds, as the store counts it.
+func (r *Report) capped() model.Capped {
+	return model.Capped{Attrs: int64(r.AttrsDropped), Values: int64(r.ValuesTruncated),
+		Events: int64(r.EventsDropped), Links: int64(r.LinksDropped), Names: int64(r.NamesTruncated)}
 }
 
 // truncUTF8 returns the longest prefix of v of at most n bytes that does not

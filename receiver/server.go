@@ -356,8 +356,8 @@ func (s *Server) exportTraces(body []byte, f wireFormat) (exportResult, error) {
 		return exportResult{}, &inputError{err}
 	}
 	var res exportResult
-	if rep.AttrsDropped > 0 || rep.ValuesTruncated > 0 {
-		s.cfg.Store.CountCapped(int64(rep.AttrsDropped), int64(rep.ValuesTruncated))
+	if c := rep.capped(); c != (model.Capped{}) {
+		s.cfg.Store.CountCapped(c)
 	}
 	if rep.ValuesRepaired > 0 {
 		s.cfg.Store.CountRepaired(int64(rep.ValuesRepaired))

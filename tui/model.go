@@ -795,6 +795,9 @@ func (m *Model) renderHeader() {
 		if st.ValuesRepaired > 0 {
 			parts = append(parts, "repaired UTF-8 "+fmtCount(st.ValuesRepaired))
 		}
+		if st.EventsDropped > 0 || st.LinksDropped > 0 || st.NamesTruncated > 0 {
+			parts = append(parts, fmt.Sprintf("capped %s events, %s links, %s names", fmtCount(st.EventsDropped), fmtCount(st.LinksDropped), fmtCount(st.NamesTruncated)))
+		}
 		parts = append(parts, "metric points "+fmtCount(st.MetricPoints), "log records "+fmtCount(st.LogRecords))
 	} else {
 		parts = append(parts, "loading…")

@@ -143,6 +143,9 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.MaxDecompressed, "max-decompressed-bytes", receiver.DefaultMaxDecompressed, "largest HTTP body accepted after decompression, in bytes")
 	fs.IntVar(&f.Limits.MaxAttrs, "max-attrs", receiver.DefaultMaxAttrs, "attributes kept per span, event or link; the rest are dropped and counted")
 	fs.IntVar(&f.Limits.MaxValueLen, "max-value-len", receiver.DefaultMaxValueLen, "longest attribute value kept, in bytes; longer ones are cut and counted")
+	fs.IntVar(&f.Limits.MaxEvents, "max-events", receiver.DefaultMaxEvents, "events kept per span; the rest are dropped and counted")
+	fs.IntVar(&f.Limits.MaxLinks, "max-links", receiver.DefaultMaxLinks, "links kept per span; the rest are dropped and counted")
+	fs.IntVar(&f.Limits.MaxNameLen, "max-name-len", receiver.DefaultMaxNameLen, "longest span, event or attribute key name kept, in bytes; longer ones are cut and counted")
 	fs.IntVar(&f.Queue, "queue", 256, "batches that may wait for the store; past it senders are told to retry")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gymtrace [serve] [flags]\n\nReceives OTLP traces, metrics and logs and shows rollouts as they arrive.\n\n")
@@ -330,6 +333,9 @@ type serveSummary struct {
 	ValuesTruncated int64            `json:"values_truncated"` // past the value length cap
 	ValuesRepaired  int64            `json:"values_repaired"`  // strings kept with U+FFFD for bytes not UTF-8
 	RequestsRefused map[string]int64 `json:"requests_refused"` // reason → requests refused whole
+	EventsDropped   int64            `json:"events_dropped"`   // past the per-span event cap
+	LinksDropped    int64            `json:"links_dropped"`    // past the per-span link cap
+	NamesTruncated  int64            `json:"names_truncated"`  // past the name length cap
 	// SpansNotRecorded are acknowledged spans --record does not hold (a
 	// write failed: RecordError says why); the live store has them.
 	SpansNotRecorded int64  `json:"spans_not_recorded"`
@@ -362,6 +368,7 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
 		ValuesRepaired:  s.Stats.ValuesRepaired,
 		RequestsRefused: st.RequestsRefused,
 	}
+	sum.EventsDropped, sum.LinksDropped, sum.NamesTruncated = s.Stats.EventsDropped, s.Stats.LinksDropped, s.Stats.NamesTruncated
 	sum.SpansNotRecorded = st.RecordLost
 	if st.RecordError != nil {
 		sum.RecordError = st.RecordError.Error()
