@@ -775,3 +775,52 @@ func syntheticID(t model.TraceID, s model.SpanID) string {
 	hex.Encode(b[10:], s[:])
 	return string(b[:])
 }
+
+// Traffic sums up what a structure holds besides rollouts, the same way for
+// every report (the check, the preview, the TUI).
+type Traffic struct {
+	RunSpans, RunTraces int
+	RunKinds            map[string]int // run-level spans per kind (health_probe, job, …)
+	Unattributed        int            // fragments no rollout could be named for
+	UnattributedSpans   int
+	Leaks               []LeakCount // request spans carried over, per process and span
+	LeakSpans           int
+}
+
+// LeakCount is how many request spans of one process and name a keep-alive
+// carry-over created INTERNAL under another request's span.
+type LeakCount struct {
+	Service, Name string
+	Count         int
+}
+
+// LeakCause is the likely cause of a context leak, as reports say it.
+const LeakCause = "request context carried over on a reused keep-alive connection: the server started the request while the previous request's span was still current"
+
+// Traffic returns the structure's run-level traffic, unattributed fragments
+// and context leaks.
+func (s *Structure) Traffic() Traffic {
+	t := Traffic{RunSpans: s.RunSpans, RunTraces: s.RunTraces, RunKinds: s.RunKindSpans(), Unattributed: len(s.Unattributed), Leaks: []LeakCount{}}
+	for _, f := range s.Unattributed {
+		t.UnattributedSpans += len(f.Spans)
+	}
+	idx := map[[2]string]int{}
+	for _, l := range s.Leaks {
+		k := [2]string{l.Service, l.Name}
+		i, ok := idx[k]
+		if !ok {
+			i = len(t.Leaks)
+			idx[k] = i
+			t.Leaks = append(t.Leaks, LeakCount{Service: l.Service, Name: l.Name})
+		}
+		t.Leaks[i].Count++
+		t.LeakSpans++
+	}
+	sort.Slice(t.Leaks, func(i, j int) bool {
+		if t.Leaks[i].Count != t.Leaks[j].Count {
+			return t.Leaks[i].Count > t.Leaks[j].Count
+		}
+		return t.Leaks[i].Service+t.Leaks[i].Name < t.Leaks[j].Service+t.Leaks[j].Name
+	})
+	return t
+}

@@ -29,6 +29,7 @@ type checkJSON struct {
 	Spec            string       `json:"spec"`
 	SpecSource      string       `json:"spec_source"`
 	SpecWarning     string       `json:"spec_warning"`
+	trafficJSON
 }
 
 type hopJSON struct {
@@ -110,6 +111,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		RolloutsJoined: rep.Joined, RolloutsSplit: rep.Split, RolloutsPending: rep.Pending,
 		BrokenHops: []hopJSON{}, BadLines: badLines(frep), SplitRollouts: []string{},
 		Spec: specText, SpecSource: source, SpecWarning: specWarning(reg, set),
+		trafficJSON: trafficOf(rep.Structure),
 	}
 	for _, h := range rep.Hops {
 		out.BrokenHops = append(out.BrokenHops, hopJSON{h.FromService, h.ToService, h.Reason, h.Count})
@@ -169,4 +171,43 @@ func joinMax(xs []string, n int) string {
 		s += x
 	}
 	return s
+}
+
+// trafficJSON is the part of `check --json` and `preview --json` about what
+// is not a rollout: run-level traffic, unattributed fragments, context leaks.
+type trafficJSON struct {
+	RunTraffic            runTrafficJSON `json:"run_traffic"`
+	UnattributedFragments int            `json:"unattributed_fragments"`
+	ContextLeaks          int            `json:"context_leaks"`
+	ContextLeakDetails    []leakJSON     `json:"context_leak_details"`
+}
+
+type runTrafficJSON struct {
+	Spans  int            `json:"spans"`
+	Traces int            `json:"traces"`
+	Kinds  map[string]int `json:"kinds"`
+}
+
+type leakJSON struct {
+	Service string `json:"service"`
+	Span    string `json:"span"`
+	Count   int    `json:"count"`
+	Cause   string `json:"cause"`
+}
+
+func trafficOf(st *gate.Structure) trafficJSON {
+	if st == nil {
+		return trafficJSON{RunTraffic: runTrafficJSON{Kinds: map[string]int{}}, ContextLeakDetails: []leakJSON{}}
+	}
+	t := st.Traffic()
+	out := trafficJSON{
+		RunTraffic:            runTrafficJSON{Spans: t.RunSpans, Traces: t.RunTraces, Kinds: t.RunKinds},
+		UnattributedFragments: t.Unattributed,
+		ContextLeaks:          t.LeakSpans,
+		ContextLeakDetails:    []leakJSON{},
+	}
+	for _, l := range t.Leaks {
+		out.ContextLeakDetails = append(out.ContextLeakDetails, leakJSON{l.Service, l.Name, l.Count, gate.LeakCause})
+	}
+	return out
 }

@@ -115,6 +115,7 @@ type previewJSON struct {
 	Breaks       []breakJSON          `json:"breaks"`
 	Latency      latencyJSON          `json:"latency"`
 	Budget       *budgetJSON          `json:"budget"`
+	trafficJSON
 }
 
 type previewInputJSON struct {
@@ -297,6 +298,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			Snippets:     map[string]string{"yaml": gate.TelemetryYAML(formatted), "env": gate.EnvLine(formatted)},
 			BadLines:     badLines(frep),
 			Breaks:       []breakJSON{},
+			trafficJSON:  trafficOf(rep.Structure),
 		}
 		for g, n := range rep.MetricsSeen {
 			out.Metrics[reg.Name(g)] = n
