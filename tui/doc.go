@@ -8,4 +8,13 @@
 // receiver or gymsim. Heavy work (previews, join checks, per-rollout
 // simulations) runs in commands, one at a time per gate.Engine, because an
 // Engine is not safe for concurrent use.
+//
+// Every panel keeps the panel contract (panel.go): its slot on screen, its
+// size, its keys while focused, its view and its own key help; data reaches
+// it through refresh with the shared env. The root model's one dispatch loop
+// goes through Model.panels, so a new panel is a new file and one entry in
+// that list. A panel drawn over another (span detail, statistics) is an
+// overlay: its opener key opens it over its slot from anywhere and closes it
+// again, esc closes it, and the footer and help follow whichever panel is in
+// front.
 package tui
