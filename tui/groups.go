@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate"
 )
 
@@ -374,9 +375,19 @@ func (g *groupsPanel) compareLines(w int) []string {
 		return row(label, val(cur, f), val(prev, f))
 	}
 	n := projections[g.proj]
-	lines := []string{
-		g.st.Panel.Column.Render(row("", "current", "preview")),
-		row("spec", g.currentSpec, g.reg.Spec(g.preview)),
+	specRows := []string{row("spec", g.currentSpec, g.reg.Spec(g.preview))}
+	if ansi.StringWidth(g.currentSpec) > colW-1 || ansi.StringWidth(g.reg.Spec(g.preview)) > colW-1 {
+		// A spec is what gets copied out: never cut it, give it the width.
+		specRows = nil
+		for _, l := range wrap("current spec "+g.currentSpec, w) {
+			specRows = append(specRows, l)
+		}
+		for _, l := range wrap("preview spec "+g.reg.Spec(g.preview), w) {
+			specRows = append(specRows, l)
+		}
+	}
+	lines := append([]string{g.st.Panel.Column.Render(row("", "current", "preview"))}, specRows...)
+	lines = append(lines, []string{
 		both("spans", func(r *gate.Report) string {
 			return fmt.Sprintf("%s (-%s)", fmtCount(int64(r.Result.Spans)), fmtCount(int64(r.Result.Dropped)))
 		}),
@@ -394,7 +405,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 			return fmtCount(int64(s)) + " · " + fmtBytes(b)
 		}),
 		row("joining", g.joinCell(cur), g.joinCell(prev)),
-	}
+	}...)
 	var texts []string
 	for _, h := range captureHops(g.check) {
 		texts = append(texts, captureLine(h))
