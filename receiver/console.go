@@ -7,8 +7,6 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/nemo-gym/gymtrace/model"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -66,8 +64,7 @@ const (
 // line parses one line. For recSpan it returns the span; for the other kinds
 // the caller decodes the line with the matching OTLP/JSON function.
 func (c *consoleDecoder) line(b []byte) (model.Span, recordKind, error) {
-	c.rep.ValuesRepaired += c.s.repaired
-	c.s = scan{b: b}
+	c.s.setLine(b)
 	c.scratch = c.scratch[:0]
 	c.keys = 0
 	c.dropped = 0
@@ -642,8 +639,9 @@ func (c *consoleDecoder) resource() (model.ResourceID, error) {
 	}
 	// Parse the resource from its own text with a nested scanner.
 	outer := c.s
-	c.s = scan{b: raw}
-	defer func() { c.s = outer }()
+	c.s = scan{}
+	c.s.reset(raw)
+	defer func() { n := c.s.repaired; c.s = outer; c.s.repaired += n }()
 	if c.s.null() {
 		return 0, nil
 	}
@@ -738,12 +736,21 @@ func daysFromCivil(y, m, d int) int64 {
 // errTruncatedLine marks a line that ends inside a JSON value.
 var errTruncatedLine = errors.New("line ends inside a JSON value")
 
-// scan is a minimal JSON scanner over one line.
+// scan is the console reader's view of the one JSON scanner (jsonscan.go):
+// the same lexer, depth bound, number grammar and UTF-8 repair as every
+// other JSON input, with the callbacks and line-oriented errors the console
+// decoder wants, plus the NaN and Infinity literals Python's json module
+// prints.
 type scan struct {
-	b []byte
-	i int
-	// repaired counts strings that were not valid UTF-8 (see utf8.go).
-	repaired int
+	jsonScanner
+	tmp []byte // a string unescaped or repaired, before it joins the line's scratch
+}
+
+// setLine starts scanning b, keeping the repair count.
+func (s *scan) setLine(b []byte) {
+	n := s.repaired
+	s.reset(b)
+	s.repaired = n
 }
 
 func (s *scan) errorf(format string, args ...any) error {
@@ -753,17 +760,23 @@ func (s *scan) errorf(format string, args ...any) error {
 	return fmt.Errorf("column %d: %s", s.i+1, fmt.Sprintf(format, args...))
 }
 
-func (s *scan) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
+// lineErr turns a scanner error into the console reader's: the end of the
+// line inside a value is errTruncatedLine, others carry their column.
+func (s *scan) lineErr(err error) error {
+	if err == nil {
+		return nil
 	}
+	var le *locError
+	if !errors.As(err, &le) {
+		return err
+	}
+	if le.off >= len(s.b) || errors.Is(le.err, errJSONEOF) {
+		return errTruncatedLine
+	}
+	return fmt.Errorf("column %d: %w", le.off+1, le.err)
 }
 
+// lit consumes w if it is next.
 func (s *scan) lit(w string) bool {
 	if len(s.b)-s.i >= len(w) && string(s.b[s.i:s.i+len(w)]) == w {
 		s.i += len(w)
@@ -788,7 +801,10 @@ func (s *scan) object(fn func(key []byte) error) error {
 	if s.b[s.i] != '{' {
 		return s.errorf("want an object")
 	}
-	s.i++
+	if err := s.enter(); err != nil {
+		return s.lineErr(err)
+	}
+	defer func() { s.depth-- }()
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == '}' {
 		s.i++
@@ -839,7 +855,10 @@ func (s *scan) array(fn func(i int) error) error {
 	if s.b[s.i] != '[' {
 		return s.errorf("want an array")
 	}
-	s.i++
+	if err := s.enter(); err != nil {
+		return s.lineErr(err)
+	}
+	defer func() { s.depth-- }()
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == ']' {
 		s.i++
@@ -866,159 +885,57 @@ func (s *scan) array(fn func(i int) error) error {
 	}
 }
 
-// str reads a JSON string. Without escapes it returns a slice of the line;
-// with escapes it unescapes into scr (appending) and returns that part.
+// str reads a JSON string. Without escapes (and valid UTF-8) it returns a
+// slice of the line; otherwise the unescaped or repaired text is appended
+// to scr and that part returned.
 func (s *scan) str(scr []byte) ([]byte, []byte, error) {
+	s.ws()
 	if s.i >= len(s.b) {
 		return nil, scr, errTruncatedLine
 	}
 	if s.b[s.i] != '"' {
 		return nil, scr, s.errorf("want a string")
 	}
-	s.i++
-	rest := s.b[s.i:]
-	q := bytes.IndexByte(rest, '"')
-	if q < 0 {
-		return nil, scr, errTruncatedLine
+	s.tmp = s.tmp[:0]
+	v, err := s.jsonScanner.str(&s.tmp)
+	if err != nil {
+		return nil, scr, s.lineErr(err)
 	}
-	if bytes.IndexByte(rest[:q], '\\') < 0 {
-		v := rest[:q]
-		if hasControl(v) {
-			return nil, scr, s.errorf("control character in string")
-		}
-		s.i += q + 1
-		if !utf8.Valid(v) {
-			s.repaired++
-			start := len(scr)
-			scr = appendRepaired(scr, v)
-			return scr[start:], scr, nil
-		}
-		return v, scr, nil
+	if len(s.tmp) == 0 {
+		return v, scr, nil // v is the line's own bytes
 	}
 	start := len(scr)
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			if !utf8.Valid(scr[start:]) {
-				s.repaired++
-				fixed := appendRepaired(nil, scr[start:])
-				scr = append(scr[:start], fixed...)
-			}
-			return scr[start:], scr, nil
-		case c == '\\':
-			if s.i+1 >= len(s.b) {
-				return nil, scr, errTruncatedLine
-			}
-			e := s.b[s.i+1]
-			s.i += 2
-			switch e {
-			case '"', '\\', '/':
-				scr = append(scr, e)
-			case 'b':
-				scr = append(scr, '\b')
-			case 'f':
-				scr = append(scr, '\f')
-			case 'n':
-				scr = append(scr, '\n')
-			case 'r':
-				scr = append(scr, '\r')
-			case 't':
-				scr = append(scr, '\t')
-			case 'u':
-				r, ok := s.hex4()
-				if !ok {
-					return nil, scr, s.errorf("bad \\u escape")
-				}
-				if utf16.IsSurrogate(r) {
-					save := s.i
-					if s.lit(`\u`) {
-						if r2, ok := s.hex4(); ok {
-							if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-								scr = utf8.AppendRune(scr, dec)
-								continue
-							}
-						}
-					}
-					s.i = save
-					r = utf8.RuneError
-				}
-				scr = utf8.AppendRune(scr, r)
-			default:
-				return nil, scr, s.errorf("bad escape \\%c", e)
-			}
-		case c < 0x20:
-			return nil, scr, s.errorf("control character in string")
-		default:
-			scr = append(scr, c)
-			s.i++
-		}
-	}
-	return nil, scr, errTruncatedLine
+	scr = append(scr, v...)
+	return scr[start:], scr, nil
 }
 
-func hasControl(v []byte) bool {
-	for _, c := range v {
-		if c < 0x20 {
-			return true
-		}
-	}
-	return false
-}
+// pyNumbers are the non-finite floats Python's json module prints.
+var pyNumbers = []string{"NaN", "Infinity", "-Infinity"}
 
-func (s *scan) hex4() (rune, bool) {
-	if len(s.b)-s.i < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s.b[s.i : s.i+4] {
-		var v byte
-		switch {
-		case c >= '0' && c <= '9':
-			v = c - '0'
-		case c >= 'a' && c <= 'f':
-			v = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			v = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(v)
-	}
-	s.i += 4
-	return r, true
-}
-
-// number reads a JSON number (and Python's NaN, Infinity, -Infinity).
+// number reads a number, by JSON's grammar or as Python's NaN, Infinity or
+// -Infinity; isFloat reports a fraction, an exponent or one of those.
 func (s *scan) number() ([]byte, bool, error) {
 	start := s.i
-	for _, w := range []string{"NaN", "Infinity", "-Infinity"} {
+	for _, w := range pyNumbers {
 		if s.lit(w) {
 			return s.b[start:s.i], true, nil
 		}
 	}
-	isFloat := false
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		if c >= '0' && c <= '9' || c == '-' || c == '+' {
-			s.i++
-			continue
-		}
-		if c == '.' || c == 'e' || c == 'E' {
-			isFloat = true
-			s.i++
-			continue
-		}
-		break
+	if s.i >= len(s.b) {
+		return nil, false, errTruncatedLine
 	}
-	if s.i == start {
+	if c := s.b[s.i]; c != '-' && (c < '0' || c > '9') {
 		return nil, false, s.errorf("invalid value")
 	}
-	return s.b[start:s.i], isFloat, nil
+	num, err := s.jsonScanner.number()
+	if err != nil {
+		return nil, false, s.lineErr(err)
+	}
+	return num, bytes.ContainsAny(num, ".eE"), nil
 }
 
-// skip consumes one value of any type.
+// skip consumes one value of any type, with the scanner's checks and
+// depth bound; Python's non-finite numbers are taken too.
 func (s *scan) skip() error {
 	s.ws()
 	if s.i >= len(s.b) {
@@ -1030,31 +947,11 @@ func (s *scan) skip() error {
 	case c == '[':
 		return s.array(func(int) error { return s.skip() })
 	case c == '"':
-		return s.skipStr()
+		_, err := s.jsonScanner.str(&s.sscr)
+		return s.lineErr(err)
 	case s.lit("true"), s.lit("false"), s.lit("null"):
 		return nil
 	}
 	_, _, err := s.number()
 	return err
-}
-
-// skipStr consumes a string without unescaping it.
-func (s *scan) skipStr() error {
-	s.i++
-	for {
-		q := bytes.IndexByte(s.b[s.i:], '"')
-		if q < 0 {
-			return errTruncatedLine
-		}
-		// Count the backslashes before the quote: an odd number escapes it.
-		j := s.i + q
-		n := 0
-		for k := j - 1; k >= s.i && s.b[k] == '\\'; k-- {
-			n++
-		}
-		s.i = j + 1
-		if n%2 == 0 {
-			return nil
-		}
-	}
 }

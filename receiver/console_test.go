@@ -194,7 +194,7 @@ func TestConsoleLineErrors(t *testing.T) {
 		{"cut line", ok[:60], "context: line ends inside a JSON value"},
 		{"missing comma", strings.Replace(ok, `, "kind"`, ` "kind"`, 1), "column 110: want ',' or '}'"},
 		{"trailing data", ok + `x`, "column 182: unexpected data after the object"},
-		{"control char", strings.Replace(ok, `"n"`, "\"a\tb\"", 1), "column 11: control character in string"},
+		{"control char", strings.Replace(ok, `"n"`, "\"a\tb\"", 1), `column 12: invalid character '\t' in string literal`},
 		{"bad attr value", strings.Replace(ok, `"kind"`, `"attributes": {"k": nope}, "kind"`, 1), `attributes."k": column 131: invalid value`},
 		{"no ids", `{"name": "n", "context": {}}`, "context: trace_id and span_id are required"},
 	}

@@ -1265,6 +1265,7 @@ func hasFoldedKey(b []byte) bool {
 // inputs are compared no further. Invalid UTF-8, which DecodeJSON repairs,
 // is compared with the reference reading the repaired text.
 func FuzzDecodeJSONMatchesReference(f *testing.F) {
+	addHostile(f)
 	f.Add([]byte(specShaped))
 	f.Add(otlpJSON(f, sampleRequest()))
 	for _, e := range edgeInputs {

@@ -170,6 +170,7 @@ func FuzzDecodeProto(f *testing.F) {
 }
 
 func FuzzDecodeJSON(f *testing.F) {
+	addHostile(f)
 	f.Add([]byte(specShaped))
 	f.Add(otlpJSON(f, sampleRequest()))
 	for _, line := range fixtureLines(f, "all.otlp.jsonl") {
@@ -247,6 +248,7 @@ func consoleLine(in *model.Interner, sp *model.Span) []byte {
 }
 
 func FuzzConsoleLine(f *testing.F) {
+	addHostile(f)
 	for _, name := range []string{"python-sdk-real.console.jsonl", "all.console.jsonl"} {
 		for i, line := range fixtureLines(f, name) {
 			if i%7 == 0 || name[0] == 'p' {
