@@ -22,7 +22,7 @@ func TestConsoleCaptureMatchesFleet(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				var out bytes.Buffer
-				f, err := gymsim.Start(ctx, gymsim.Config{Seed: seed, Spec: parse(t, spec), Rollouts: rolloutsPerRun,
+				f, err := gymsim.Start(ctx, gymsim.Config{Seed: seed, Spec: spec, Rollouts: rolloutsPerRun,
 					Protocol: "console", Console: &out, RecordTruth: true})
 				if err != nil {
 					t.Fatal(err)

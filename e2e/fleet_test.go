@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,7 @@ const rolloutsPerRun = 8
 
 func seeds(short, full int) []int64 {
 	n := full
-	if testing.Short() {
+	if testing.Short() || raceOn {
 		n = short
 	}
 	out := make([]int64, n)
@@ -75,18 +74,21 @@ func startReceiver(t *testing.T) *receiverUnderTest {
 
 // runFleet runs a fleet to completion and returns its truth. With a
 // receiver, the fleet exports to it and the store is synced afterwards.
-func runFleet(t *testing.T, r *receiverUnderTest, protocol string, seed int64, spec gate.Set) []gymsim.TruthSpan {
+func runFleet(t *testing.T, r *receiverUnderTest, protocol string, cfg gymsim.Config) []gymsim.TruthSpan {
 	t.Helper()
-	truth, _ := runFleetStats(t, r, protocol, seed, spec)
+	truth, _ := runFleetStats(t, r, protocol, cfg)
 	return truth
 }
 
-// runFleetStats is runFleet that also returns the fleet's counters.
-func runFleetStats(t *testing.T, r *receiverUnderTest, protocol string, seed int64, spec gate.Set) ([]gymsim.TruthSpan, gymsim.Stats) {
+// runFleetStats is runFleet that also returns the fleet's counters. cfg's
+// seed, spec and switches are kept; the rest is set here.
+func runFleetStats(t *testing.T, r *receiverUnderTest, protocol string, cfg gymsim.Config) ([]gymsim.TruthSpan, gymsim.Stats) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cfg := gymsim.Config{Seed: seed, Spec: spec, Rollouts: rolloutsPerRun, Concurrency: 4, Protocol: protocol, RecordTruth: true}
+	// Some latency, as real servers have: with none, every call of every
+	// rollout overlaps and no timing tells them apart.
+	cfg.Rollouts, cfg.Concurrency, cfg.Protocol, cfg.RecordTruth, cfg.Latency = rolloutsPerRun, 4, protocol, true, time.Millisecond
 	switch protocol {
 	case "grpc":
 		cfg.Endpoint = r.grpcAddr
@@ -118,21 +120,20 @@ func runFleetStats(t *testing.T, r *receiverUnderTest, protocol string, seed int
 
 // storedSpan is a span as the store holds it, with the rollout it assigned.
 type storedSpan struct {
-	TraceID   string
-	ParentID  string
-	Name      string
-	Kind      string
-	Service   string
-	RolloutID string
+	TraceID  string
+	ParentID string
+	Name     string
+	Kind     string
+	Service  string
 }
 
 func (s storedSpan) String() string {
-	return fmt.Sprintf("%s %s svc=%s trace=%s parent=%s rollout=%s", s.Kind, s.Name, s.Service, s.TraceID, s.ParentID, s.RolloutID)
+	return fmt.Sprintf("%s %s svc=%s trace=%s parent=%s", s.Kind, s.Name, s.Service, s.TraceID, s.ParentID)
 }
 
 func storedSpans(snap *model.Snapshot) map[string]storedSpan {
 	out := map[string]storedSpan{}
-	add := func(f *model.Fragment, rid string) {
+	add := func(f *model.Fragment) {
 		for _, sp := range f.Spans {
 			parent := ""
 			if !sp.ParentID.IsZero() {
@@ -140,17 +141,17 @@ func storedSpans(snap *model.Snapshot) map[string]storedSpan {
 			}
 			out[sp.SpanID.String()] = storedSpan{
 				TraceID: sp.TraceID.String(), ParentID: parent, Name: snap.Str(sp.Name),
-				Kind: sp.Kind.String(), Service: snap.ServiceName(sp.Resource), RolloutID: rid,
+				Kind: sp.Kind.String(), Service: snap.ServiceName(sp.Resource),
 			}
 		}
 	}
 	for _, r := range snap.Rollouts {
 		for _, f := range r.Fragments {
-			add(f, r.ID)
+			add(f)
 		}
 	}
 	for _, j := range snap.Jobs {
-		add(j, "")
+		add(j)
 	}
 	return out
 }
@@ -166,25 +167,58 @@ func truthSpan(s gymsim.TruthSpan) storedSpan {
 	}
 	return storedSpan{
 		TraceID: s.TraceID.String(), ParentID: parent, Name: s.Name,
-		Kind: kindNames[s.Kind], Service: s.Service, RolloutID: s.RolloutID,
+		Kind: kindNames[s.Kind], Service: s.Service,
 	}
 }
 
-var groundTruthSpecs = []string{"all", "default", "per_rollout", "server,http_client,verify", "server,rollout,verify", "default,sandbox"}
+// groundTruthCases are Gym settings: the specs of the real captures, a
+// variant's own, observability, aiohttp, carried-over contexts.
+var groundTruthCases = []gymsim.Config{
+	{Spec: "all"}, {Spec: "default"}, {Spec: "per_rollout"}, {Spec: "server,http_client,verify"},
+	{Spec: "server,rollout,verify"}, {Spec: "default,sandbox"}, {Spec: "all", Observability: true},
+	{Spec: "server,rollout,verify", AIOHTTP: true}, {Spec: "per_rollout", ContextLeak: 0.1},
+	{Variant: "G1c", Spec: "per_rollout"}, {Variant: "G3"},
+}
 
-// TestStoreMatchesFleet: for several seeds and specs, the store holds
-// exactly the spans the fleet emitted, with the same ids, parents, names,
-// kinds and services, and assigns each to the rollout the fleet made it for.
+func caseName(c gymsim.Config) string {
+	var b strings.Builder
+	if c.Variant != "" {
+		b.WriteString(c.Variant + ":")
+	}
+	b.WriteString("spec=" + c.Spec)
+	if c.Observability {
+		b.WriteString("/obs")
+	}
+	if c.AIOHTTP {
+		b.WriteString("/aiohttp")
+	}
+	if c.Standalone {
+		b.WriteString("/standalone")
+	}
+	if c.ContextLeak > 0 {
+		fmt.Fprintf(&b, "/leak=%g", c.ContextLeak)
+	}
+	for _, name := range gymsim.ProcessNames() {
+		if s, ok := c.ProcessSpecs[name]; ok {
+			fmt.Fprintf(&b, "/%s=%s", name, s)
+		}
+	}
+	return b.String()
+}
+
+// TestStoreMatchesFleet: for several seeds and Gym settings, the store
+// holds exactly the spans the fleet emitted, with the same ids, parents,
+// names, kinds and services, and the same traces.
 func TestStoreMatchesFleet(t *testing.T) {
 	for i, seed := range seeds(3, 10) {
-		for j, spec := range groundTruthSpecs {
+		for j, c := range groundTruthCases {
 			protocol := []string{"grpc", "http"}[(i+j)%2]
-			t.Run(fmt.Sprintf("seed=%d/spec=%s/%s", seed, spec, protocol), func(t *testing.T) {
-				set := parse(t, spec)
+			t.Run(fmt.Sprintf("seed=%d/%s/%s", seed, caseName(c), protocol), func(t *testing.T) {
 				r := startReceiver(t)
-				truth, fst := runFleetStats(t, r, protocol, seed, set)
+				c.Seed = seed
+				truth, fst := runFleetStats(t, r, protocol, c)
 				snap := r.store.Snapshot()
-				checkMetric(t, set, fst, snap)
+				checkMetric(t, c, fst, snap)
 				got := storedSpans(snap)
 				if snap.Stats.Duplicates != 0 || snap.Stats.Refused != 0 {
 					t.Errorf("store stats %+v", snap.Stats)
@@ -202,139 +236,31 @@ func TestStoreMatchesFleet(t *testing.T) {
 						}
 					}
 				}
-				checkJoining(t, set, truth, snap)
+				traces := map[trace.TraceID]bool{}
+				for _, s := range truth {
+					traces[s.TraceID] = true
+				}
+				if snap.Stats.Traces != len(traces) {
+					t.Errorf("store holds %d traces, fleet emitted %d", snap.Stats.Traces, len(traces))
+				}
 			})
 		}
 	}
 }
 
-// checkMetric: the concurrency group's histogram reaches the store, point
-// for point as the fleet exported it, exactly when the group is on; with it
-// off no instrument exists and nothing is sent.
-func checkMetric(t *testing.T, set gate.Set, fst gymsim.Stats, snap *model.Snapshot) {
+// checkMetric: the queue-wait histogram reaches the store, point for point
+// as the fleet exported it, exactly when the variant records it and the
+// concurrency group is on; otherwise no instrument exists and nothing is
+// sent.
+func checkMetric(t *testing.T, c gymsim.Config, fst gymsim.Stats, snap *model.Snapshot) {
 	t.Helper()
-	got := snap.Metrics[gate.ConcurrencyMetric]
+	got := snap.Metrics[gymsim.QueueWaitMetric]
 	if got != fst.MetricPoints || snap.Stats.MetricPoints != fst.MetricPoints {
 		t.Errorf("store holds %d %s points (%d metric points in all), fleet exported %d",
-			got, gate.ConcurrencyMetric, snap.Stats.MetricPoints, fst.MetricPoints)
+			got, gymsim.QueueWaitMetric, snap.Stats.MetricPoints, fst.MetricPoints)
 	}
-	if on := set.Has(gate.Concurrency); on != (got > 0) {
-		t.Errorf("concurrency on=%v, but the store holds %d %s points", on, got, gate.ConcurrencyMetric)
+	v, _ := gymsim.LookupVariant(c.Variant)
+	if on := v.QueueWaitMetric && v.Resolve(c.Spec).Groups[gymsim.GroupConcurrency]; on != (got > 0) {
+		t.Errorf("queue wait recorded=%v, but the store holds %d %s points", on, got, gymsim.QueueWaitMetric)
 	}
-}
-
-// checkJoining: with http_client or server off every rollout splits into
-// several traces; with both on each rollout is one trace, and with job on
-// the whole run is one trace.
-func checkJoining(t *testing.T, set gate.Set, truth []gymsim.TruthSpan, snap *model.Snapshot) {
-	t.Helper()
-	joinable := set.Has(gate.HTTPClient) && set.Has(gate.Server)
-	if len(snap.Rollouts) != rolloutsPerRun {
-		t.Errorf("store has %d rollouts, want %d", len(snap.Rollouts), rolloutsPerRun)
-	}
-	for _, r := range snap.Rollouts {
-		if joinable && r.Traces != 1 {
-			t.Errorf("rollout %s: %d traces with %s on", r.ID, r.Traces, reg.Format(set))
-		}
-		if !joinable && r.Traces < 2 {
-			t.Errorf("rollout %s: %d trace(s), want a split with %s", r.ID, r.Traces, reg.Format(set))
-		}
-	}
-	traces := map[trace.TraceID]bool{}
-	for _, s := range truth {
-		traces[s.TraceID] = true
-	}
-	if snap.Stats.Traces != len(traces) {
-		t.Errorf("store holds %d traces, fleet emitted %d", snap.Stats.Traces, len(traces))
-	}
-	if set.Has(gate.Job) && joinable && len(traces) != 1 {
-		t.Errorf("job on: %d traces, want the whole run in one", len(traces))
-	}
-}
-
-var predictionSpecs = []string{"default", "per_rollout", "all", "server,http_client,verify", "server,rollout,verify", "http_client,rollout", "default,sandbox"}
-
-// TestPreviewPredictsFleet: the what-if preview of a spec computed from an
-// `all` capture equals what the fleet really emits under that spec with the
-// same seed: kept spans per rollout and per group, traces, and joined/split
-// per rollout.
-func TestPreviewPredictsFleet(t *testing.T) {
-	for i, seed := range seeds(5, 20) {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			r := startReceiver(t)
-			runFleet(t, r, []string{"grpc", "http"}[i%2], seed, reg.All())
-			snap := r.store.Snapshot()
-			eng := gate.NewEngine(reg)
-			for _, spec := range predictionSpecs {
-				t.Run("spec="+spec, func(t *testing.T) {
-					set := parse(t, spec)
-					rep := eng.Preview(snap, set)
-					truth := runFleet(t, nil, "none", seed, set)
-					if diff := comparePreview(rep, truth); diff != "" {
-						t.Errorf("preview of %q from the all capture differs from what the fleet emits:\n%s", spec, diff)
-					}
-				})
-			}
-		})
-	}
-}
-
-// comparePreview lists every difference between a report and the truth.
-func comparePreview(rep *gate.Report, truth []gymsim.TruthSpan) string {
-	var diffs []string
-	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
-
-	perRollout := map[string]int{}
-	rolloutTraces := map[string]map[trace.TraceID]bool{}
-	perGroup := map[gate.Group]int{}
-	traces := map[trace.TraceID]bool{}
-	for _, s := range truth {
-		perGroup[s.Group]++
-		traces[s.TraceID] = true
-		if s.RolloutID == "" {
-			continue
-		}
-		perRollout[s.RolloutID]++
-		if rolloutTraces[s.RolloutID] == nil {
-			rolloutTraces[s.RolloutID] = map[trace.TraceID]bool{}
-		}
-		rolloutTraces[s.RolloutID][s.TraceID] = true
-	}
-	if rep.Result.Spans != len(truth) {
-		add("spans: preview %d, fleet %d", rep.Result.Spans, len(truth))
-	}
-	if rep.Result.Traces != len(traces) {
-		add("traces: preview %d, fleet %d", rep.Result.Traces, len(traces))
-	}
-	seen := map[string]bool{}
-	for _, rr := range rep.PerRollout {
-		seen[rr.ID] = true
-		want := perRollout[rr.ID]
-		wantTraces := len(rolloutTraces[rr.ID])
-		if rr.Spans != want {
-			add("rollout %s: preview keeps %d spans, fleet emits %d", rr.ID, rr.Spans, want)
-		}
-		if rr.Traces != wantTraces {
-			add("rollout %s: preview %d traces, fleet %d", rr.ID, rr.Traces, wantTraces)
-		}
-		if rr.Joined != (wantTraces == 1) {
-			add("rollout %s: preview joined=%v, fleet traces=%d", rr.ID, rr.Joined, wantTraces)
-		}
-	}
-	for id := range perRollout {
-		if !seen[id] {
-			add("rollout %s: emitted by the fleet, missing from the preview", id)
-		}
-	}
-	for _, gc := range rep.PerGroup {
-		if gc.Kept != perGroup[gc.Group] {
-			add("group %s: preview keeps %d, fleet emits %d", reg.Name(gc.Group), gc.Kept, perGroup[gc.Group])
-		}
-		delete(perGroup, gc.Group)
-	}
-	for g, n := range perGroup {
-		add("group %s: fleet emits %d, absent from the preview", reg.Name(g), n)
-	}
-	sort.Strings(diffs)
-	return strings.Join(diffs, "\n")
 }

@@ -6,35 +6,54 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
-	"github.com/nemo-gym/gymtrace/gate"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // Config configures a Fleet.
 type Config struct {
-	// Seed decides every rollout's shape; rollout n is named r-<seed>-<n>.
+	// Seed decides every rollout's shape; rollout n is Gym's task n,
+	// rollout id n-0.
 	Seed int64
-	// Spec is the span_groups setting every process gates with, unless
-	// ProcessSpecs overrides it.
-	Spec gate.Set
+	// Variant is Gym's telemetry variant: G1 (the default), G1c, G2 or G3.
+	Variant string
+	// Spec is the span_groups value every process reads, unless
+	// ProcessSpecs overrides it; blank means default, as in Gym.
+	Spec string
 	// ProcessSpecs overrides Spec for single processes, keyed by server
-	// name (rollout_collection, simple_agent, policy_model, example_tools;
-	// see ProcessNames). In Gym each process reads its own config, so one
-	// process can run with a different span_groups than the others: that
-	// is how cross-process joins break in practice.
-	ProcessSpecs map[string]gate.Set
+	// name (see ProcessNames) or role (driver, agent, model, resources).
+	// In Gym each process reads its own config, so one process can run
+	// with a different span_groups than the others: that is how
+	// cross-process joins break in practice.
+	ProcessSpecs map[string]string
+	// Observability is Gym's observability_enabled: rollout ids on the
+	// rollout's semantic and CLIENT spans, /ng-rollout/{id}/ URL prefixes.
+	Observability bool
+	// AIOHTTP runs the aiohttp client instrumentation in every calling
+	// process, as NeMo-RL does.
+	AIOHTTP bool
+	// Standalone runs the driver without telemetry, as collect_rollouts
+	// on its own does.
+	Standalone bool
+	// ContextLeak is the share of requests that inherit the previous
+	// request's span on a reused keep-alive connection, in [0, 1].
+	ContextLeak float64
 	// Rollouts to run; 0 runs until Shutdown.
 	Rollouts int
 	// RunSize is the number of rollouts per collection run (one gym.job
-	// each). 0 means all Rollouts in one run, or 10 when running forever.
+	// and one /aggregate_metrics each). 0 means all Rollouts in one run,
+	// or 10 when running forever.
 	RunSize int
 	// Rate limits rollout starts per second; 0 starts them as fast as
 	// Concurrency allows.
@@ -59,9 +78,9 @@ type Config struct {
 	// RunID is nemo.run.id; empty derives one from the seed.
 	RunID string
 	// AgentSlots is the agent's concurrency semaphore: /run calls served at
-	// once. Rollouts past it wait, and with concurrency on the wait is
-	// recorded as gym.concurrency.queue_wait_duration_ms. 0 means half of
-	// Concurrency, rounded up.
+	// once. Rollouts past it wait, and in G1c with concurrency on the wait
+	// is recorded as gym.concurrency.queue_wait_duration_ms. 0 means half
+	// of Concurrency, rounded up.
 	AgentSlots int
 	// MetricInterval is the metric reader's export interval; 0 means 5 s.
 	// Shutdown exports what is left either way.
@@ -87,29 +106,35 @@ type Stats struct {
 
 // Fleet is a running simulated fleet. Its methods are safe for concurrent use.
 type Fleet struct {
-	cfg   Config
-	truth *truthLog
+	cfg     Config
+	variant *Variant
+	truth   *truthLog
 
 	driver, agent, model, resources *proc
 	procs                           []*proc
 
 	console *lockedWriter
 
-	stopping chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
+	startedAt time.Time
+	stopping  chan struct{}
+	stopOnce  sync.Once
+	done      chan struct{}
 
 	started, completed, failed, requests atomic.Int64
 	exportErrors, metricPoints           atomic.Int64
 	lastErr                              atomic.Value // string
 
 	sandboxMu sync.Mutex
-	sandboxes map[string]bool // rollout id -> sandbox started
+	sandboxes map[int]bool // rollout -> sandbox started
 }
 
 // Start builds the four processes, starts their servers and the driver.
 // The fleet runs until Rollouts are done (see Wait) or Shutdown.
 func Start(ctx context.Context, cfg Config) (*Fleet, error) {
+	v, err := LookupVariant(cfg.Variant)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 8
 	}
@@ -122,6 +147,9 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	if cfg.Rate < 0 {
 		return nil, fmt.Errorf("rate %g: must be 0 (unlimited) or more", cfg.Rate)
 	}
+	if cfg.ContextLeak < 0 || cfg.ContextLeak > 1 {
+		return nil, fmt.Errorf("context leak %g: must be between 0 and 1", cfg.ContextLeak)
+	}
 	if cfg.RunSize <= 0 {
 		cfg.RunSize = cfg.Rollouts
 		if cfg.RunSize == 0 {
@@ -129,11 +157,12 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		}
 	}
 	if cfg.RunID == "" {
-		cfg.RunID = fmt.Sprintf("sim-%d", cfg.Seed)
+		cfg.RunID = fmt.Sprintf("sim%d", cfg.Seed)
 	}
+	names := processNames(v)
 	for name := range cfg.ProcessSpecs {
-		if _, ok := serverTypes[name]; !ok {
-			return nil, fmt.Errorf("process spec %q: no such process (want one of %s)", name, strings.Join(ProcessNames(), ", "))
+		if processRole(v, name) == "" {
+			return nil, fmt.Errorf("process spec %q: no such process (want one of %s, or a role: driver, agent, model, resources)", name, strings.Join(names, ", "))
 		}
 	}
 	switch cfg.Protocol {
@@ -154,55 +183,101 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	}
 	f := &Fleet{
 		cfg:       cfg,
+		variant:   v,
 		truth:     newTruthLog(cfg.RecordTruth),
+		startedAt: time.Now(),
 		stopping:  make(chan struct{}),
 		done:      make(chan struct{}),
-		sandboxes: map[string]bool{},
+		sandboxes: map[int]bool{},
 	}
 	if cfg.Console != nil {
 		f.console = &lockedWriter{w: cfg.Console}
 	}
-	var err error
-	mk := func(name string, serve bool) *proc {
+	mk := func(role, name, stype string, telemetry, serve bool) *proc {
 		if err != nil {
 			return nil
 		}
 		var p *proc
-		p, err = newProc(ctx, f, name, serve)
+		p, err = newProc(ctx, f, role, name, stype, cfg.specOf(v, role), telemetry, serve)
 		if p != nil {
 			f.procs = append(f.procs, p)
 		}
 		return p
 	}
-	f.driver = mk(driverName, false)
-	f.agent = mk(agentName, true)
-	f.model = mk(modelName, true)
-	f.resources = mk(resourcesName, true)
+	f.driver = mk(RoleDriver, v.Driver, v.Driver, !cfg.Standalone, false)
+	f.agent = mk(RoleAgent, agentName, serverTypes[RoleAgent], true, true)
+	f.model = mk(RoleModel, modelName, serverTypes[RoleModel], true, true)
+	f.resources = mk(RoleResources, resourcesName, serverTypes[RoleResources], true, true)
 	if err != nil {
 		f.closeAll(ctx)
 		return nil, err
 	}
 	f.routes()
-	for _, p := range f.procs {
-		p.serve()
-	}
 	go f.drive()
 	return f, nil
 }
 
-// ProcessNames returns the names of the fleet's processes, the keys of
-// Config.ProcessSpecs, in call order: driver, agent, model, resources.
-func ProcessNames() []string {
-	return []string{driverName, agentName, modelName, resourcesName}
+// ProcessNames returns the server names of the G1 fleet's processes, the
+// keys of Config.ProcessSpecs, in call order: driver, agent, model,
+// resources.
+func ProcessNames() []string { return processNames(variants["G1"]) }
+
+// ProcessNamesOf returns the server names of the fleet's processes under
+// variant v, in call order.
+func ProcessNamesOf(v *Variant) []string { return processNames(v) }
+
+// CanonicalProcess maps a server name or role to the server name under v.
+func CanonicalProcess(v *Variant, name string) (string, bool) {
+	role := processRole(v, name)
+	if role == "" {
+		return "", false
+	}
+	return processNames(v)[slices.Index([]string{RoleDriver, RoleAgent, RoleModel, RoleResources}, role)], true
 }
 
-// specOf returns the span_groups process name runs with.
-func (c *Config) specOf(name string) gate.Set {
-	if s, ok := c.ProcessSpecs[name]; ok {
-		return s
+func processNames(v *Variant) []string {
+	return []string{v.Driver, agentName, modelName, resourcesName}
+}
+
+// processRole maps a server name or role to its role; "" for neither.
+func processRole(v *Variant, name string) string {
+	switch name {
+	case RoleDriver, v.Driver, "orchestrator", "supervisor":
+		return RoleDriver
+	case RoleAgent, agentName:
+		return RoleAgent
+	case RoleModel, modelName:
+		return RoleModel
+	case RoleResources, resourcesName:
+		return RoleResources
+	}
+	return ""
+}
+
+// specOf returns the span_groups value the process of role reads.
+func (c *Config) specOf(v *Variant, role string) string {
+	for name, s := range c.ProcessSpecs {
+		if processRole(v, name) == role {
+			return s
+		}
 	}
 	return c.Spec
 }
+
+// Warnings returns what each process logged about its span_groups (an
+// unknown name switching telemetry off, or dropped), by server name.
+func (f *Fleet) Warnings() map[string]string {
+	out := map[string]string{}
+	for _, p := range f.procs {
+		if p.res.Warning != "" {
+			out[p.name] = p.res.Warning
+		}
+	}
+	return out
+}
+
+// Variant returns the variant the fleet runs.
+func (f *Fleet) Variant() *Variant { return f.variant }
 
 // loopbackOnly refuses endpoints off this machine: the fleet is a local toy.
 func loopbackOnly(ep string) error {
@@ -239,7 +314,7 @@ func (f *Fleet) newExporter(ctx context.Context) (sdktrace.SpanExporter, error) 
 		} else {
 			opts = append(opts, otlptracegrpc.WithEndpoint(ep))
 		}
-		exp, err = otlptracegrpc.New(ctx, opts...)
+		exp, err = otlptrace.New(ctx, &orderedClient{otlptracegrpc.NewClient(opts...)})
 	case "http":
 		opts := []otlptracehttp.Option{otlptracehttp.WithInsecure()}
 		if strings.Contains(ep, "://") {
@@ -247,7 +322,7 @@ func (f *Fleet) newExporter(ctx context.Context) (sdktrace.SpanExporter, error) 
 		} else {
 			opts = append(opts, otlptracehttp.WithEndpoint(ep))
 		}
-		exp, err = otlptracehttp.New(ctx, opts...)
+		exp, err = otlptrace.New(ctx, &orderedClient{otlptracehttp.NewClient(opts...)})
 	case "console":
 		exp = newConsoleExporterShared(f.console, resourceOrder)
 	default:
@@ -257,6 +332,32 @@ func (f *Fleet) newExporter(ctx context.Context) (sdktrace.SpanExporter, error) 
 		return nil, err
 	}
 	return &countingExporter{SpanExporter: exp, f: f}, nil
+}
+
+// orderedClient sends each resource's attributes in the order Gym builds
+// them (resourceOrder) rather than the SDK's sorted order.
+type orderedClient struct{ otlptrace.Client }
+
+func (c *orderedClient) UploadTraces(ctx context.Context, rss []*tracepb.ResourceSpans) error {
+	for _, rs := range rss {
+		if rs.Resource != nil {
+			orderAttributes(rs.Resource.Attributes)
+		}
+	}
+	return c.Client.UploadTraces(ctx, rss)
+}
+
+// orderAttributes sorts kvs in place by resourceOrder; unknown keys last.
+func orderAttributes(kvs []*commonpb.KeyValue) {
+	rank := func(k string) int {
+		for i, o := range resourceOrder {
+			if string(o) == k {
+				return i
+			}
+		}
+		return len(resourceOrder)
+	}
+	sort.SliceStable(kvs, func(i, j int) bool { return rank(kvs[i].Key) < rank(kvs[j].Key) })
 }
 
 type discard struct{}
@@ -301,7 +402,7 @@ func (f *Fleet) closeAll(ctx context.Context) error {
 	// Close the clients' idle keep-alive connections first: a server counts
 	// a connection that never carried a request as busy for 5 s.
 	for _, p := range f.procs {
-		p.client.CloseIdleConnections()
+		p.httpClient.CloseIdleConnections()
 	}
 	for _, p := range f.procs {
 		if err := p.shutdownHTTP(ctx); err != nil {

@@ -1,336 +1,612 @@
 package gymsim
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/nemo-gym/gymtrace/gate"
 )
 
-var reg = gate.Default()
-
-var all = reg.All()
-
-func spec(t *testing.T, s string) gate.Set {
-	t.Helper()
-	set, err := reg.Parse(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
+// scenarios are the settings of the real captures (spec, per-process
+// specs, observability, aiohttp, standalone, context carry-over) and each
+// variant's own cases.
+var scenarios = []struct {
+	name string
+	cfg  Config
+}{
+	{"all", Config{Spec: "all"}},
+	{"default", Config{Spec: "default"}},
+	{"blank is default", Config{Spec: " , "}},
+	{"per_rollout", Config{Spec: "per_rollout"}},
+	{"server+rollout+verify", Config{Spec: "server,rollout,verify"}},
+	{"obs all", Config{Spec: "all", Observability: true}},
+	{"obs per_rollout", Config{Spec: "per_rollout", Observability: true}},
+	{"aiohttp all", Config{Spec: "all", AIOHTTP: true}},
+	{"aiohttp server+rollout+verify", Config{Spec: "server,rollout,verify", AIOHTTP: true}},
+	{"standalone default", Config{Spec: "default", Standalone: true}},
+	{"broken model", Config{Spec: "all", ProcessSpecs: map[string]string{"policy_model": "model_call,rollout"}}},
+	{"broken agent client", Config{Spec: "default", ProcessSpecs: map[string]string{"agent": "server,rollout"}}},
+	{"leak all", Config{Spec: "all", ContextLeak: 0.15}},
+	{"leak per_rollout", Config{Spec: "per_rollout", ContextLeak: 0.15}},
+	{"G1 unknown name: telemetry off", Config{Spec: "default,tool_call"}},
+	{"G1 unknown name in one process", Config{Spec: "all", ProcessSpecs: map[string]string{"resources": "all,concurrency"}}},
+	{"G1c per_rollout", Config{Variant: "G1c", Spec: "per_rollout"}},
+	{"G2 unknown name dropped", Config{Variant: "G2", Spec: "default,tool_call,verify"}},
+	{"G3 default", Config{Variant: "G3"}},
+	{"G3 all obs aiohttp", Config{Variant: "G3", Spec: "all", Observability: true, AIOHTTP: true}},
 }
 
-// runFleet runs cfg to completion and shuts the fleet down.
-func runFleet(t *testing.T, cfg Config) *Fleet {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, err := Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("Start: %v", err)
+func testSeeds() []int64 {
+	n := 10
+	if testing.Short() || raceOn {
+		n = 2
 	}
-	f.Wait()
-	if err := f.Shutdown(ctx); err != nil {
-		t.Fatalf("Shutdown: %v", err)
-	}
-	if st := f.Stats(); st.Completed != int64(cfg.Rollouts) {
-		t.Fatalf("completed %d rollouts, want %d", st.Completed, cfg.Rollouts)
-	}
-	return f
-}
-
-// expectedRequests is how many HTTP calls rollout p makes under any spec:
-// the driver's /run, seed_session, the agent's own /v1/responses, every
-// attempt of every model and tool call, and verify unless a sandbox failed.
-func expectedRequests(p rolloutPlan) int {
-	n := 3
-	for _, tp := range p.Turns {
-		n += tp.Model503 + 1
-		for _, tool := range tp.Tools {
-			n += tool.Fail503 + 1
-		}
-	}
-	if !p.SandboxFail {
-		n++
-	}
-	return n
-}
-
-func TestPlanDeterministic(t *testing.T) {
-	for _, seed := range []int64{1, 2, 99} {
-		for n := 0; n < 20; n++ {
-			a, b := planRollout(seed, n), planRollout(seed, n)
-			if !reflect.DeepEqual(a, b) {
-				t.Fatalf("planRollout(%d, %d) differs between calls", seed, n)
-			}
-			if a.ID != fmt.Sprintf("r-%d-%04d", seed, n) {
-				t.Fatalf("id %q", a.ID)
-			}
-			for _, tp := range a.Turns {
-				if tp.Model503 >= maxAttempts {
-					t.Fatalf("plan %s: %d model 503s cannot succeed in %d attempts", a.ID, tp.Model503, maxAttempts)
-				}
-			}
-		}
-	}
-	if reflect.DeepEqual(planRollout(1, 0).Turns, planRollout(2, 0).Turns) && reflect.DeepEqual(planRollout(1, 1).Turns, planRollout(2, 1).Turns) {
-		t.Error("seeds 1 and 2 draw the same rollouts")
-	}
-	// Over many rollouts every shape the fixtures show appears.
-	var sandbox, verify, m503, t503, apis [3]int
-	for n := 0; n < 200; n++ {
-		p := planRollout(5, n)
-		apis[p.API]++
-		if p.SandboxFail {
-			sandbox[0]++
-		}
-		if p.VerifyFail {
-			verify[0]++
-		}
-		for _, tp := range p.Turns {
-			if tp.Model503 > 0 {
-				m503[0]++
-			}
-			for _, tool := range tp.Tools {
-				if tool.Fail503 > 0 {
-					t503[0]++
-				}
-			}
-		}
-	}
-	for name, c := range map[string]int{"sandbox failures": sandbox[0], "verify failures": verify[0], "model 503s": m503[0], "tool 503s": t503[0], "responses": apis[0], "chat": apis[1], "messages": apis[2]} {
-		if c == 0 {
-			t.Errorf("200 rollouts have no %s", name)
-		}
-	}
-}
-
-// byRollout groups truth spans by rollout id.
-func byRollout(truth []TruthSpan) map[string][]TruthSpan {
-	out := map[string][]TruthSpan{}
-	for _, s := range truth {
-		out[s.RolloutID] = append(out[s.RolloutID], s)
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(41 + i)
 	}
 	return out
 }
 
-func traces(spans []TruthSpan) int {
-	ids := map[trace.TraceID]bool{}
-	for _, s := range spans {
-		ids[s.TraceID] = true
-	}
-	return len(ids)
-}
+const scenarioRollouts = 8
 
-// TestGating runs one seed under several specs and checks what each gate
-// lets through and how propagation joins or splits the rollouts.
-func TestGating(t *testing.T) {
-	const seed, n = 7, 8
-	tests := []struct {
-		spec        string
-		traces      func(serverSpans int) int // total traces expected
-		joined      bool                      // every rollout in one trace
-		clientSpans bool
-		serverSpans bool
-	}{
-		{"all", func(int) int { return 1 }, true, true, true},
-		{"default", func(int) int { return 1 }, true, true, true},
-		{"per_rollout", func(int) int { return n }, true, true, true},
-		// No http_client: no header, every SERVER span starts a trace.
-		{"server,rollout,verify", func(s int) int { return s }, false, false, true},
-		// No server: nobody extracts; every handler starts a trace.
-		{"http_client,rollout", nil, false, true, false},
-		{"job", func(int) int { return 1 }, true, false, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.spec, func(t *testing.T) {
-			set := spec(t, tt.spec)
-			f := runFleet(t, Config{Seed: seed, Spec: set, Rollouts: n, Protocol: "none", RecordTruth: true})
-			truth := f.Truth()
-			if int64(len(truth)) != f.Stats().Spans {
-				t.Fatalf("truth has %d spans, stats %d", len(truth), f.Stats().Spans)
-			}
-			ids := map[trace.SpanID]TruthSpan{}
-			servers := 0
-			for _, s := range truth {
-				if !set.Has(s.Group) {
-					t.Fatalf("span %s of group %s emitted under %q", s.Name, reg.Name(s.Group), tt.spec)
-				}
-				ids[s.SpanID] = s
-				if s.Kind == trace.SpanKindServer {
-					servers++
-				}
-				if s.Group != gate.Job && s.RolloutID == "" {
-					t.Fatalf("span %s has no rollout", s.Name)
-				}
-			}
-			var clients int
-			for _, s := range truth {
-				switch s.Kind {
-				case trace.SpanKindClient:
-					clients++
-				case trace.SpanKindServer:
-					p, ok := ids[s.ParentID]
-					if set.Has(gate.HTTPClient) && (!ok || p.Kind != trace.SpanKindClient) {
-						t.Fatalf("SERVER %s parent %v is not a CLIENT span", s.Name, p)
-					}
-					if !set.Has(gate.HTTPClient) && s.ParentID.IsValid() {
-						t.Fatalf("SERVER %s has a parent without http_client", s.Name)
-					}
-				}
-				if !set.Has(gate.Server) && s.Name == "gym.rollout" && s.ParentID.IsValid() {
-					t.Fatalf("gym.rollout has a parent with server off")
-				}
-			}
-			if (clients > 0) != tt.clientSpans || (servers > 0) != tt.serverSpans {
-				t.Fatalf("clients=%d servers=%d", clients, servers)
-			}
-			if tt.traces != nil {
-				if got, want := traces(truth), tt.traces(servers); got != want {
-					t.Errorf("traces = %d, want %d", got, want)
-				}
-			}
-			for rid, spans := range byRollout(truth) {
-				if rid == "" {
-					continue
-				}
-				if got := traces(spans) == 1; got != tt.joined {
-					t.Errorf("rollout %s joined=%v, want %v (%d traces)", rid, got, tt.joined, traces(spans))
-				}
-			}
-		})
+// TestFleetMatchesItsTruth runs every scenario over ten seeds with the
+// console exporter and checks the emission against the fleet's own
+// bookkeeping and against what Gym does: the exact span count of every
+// rollout and of the run-level traffic as the plan and the gates predict,
+// the console lines against the truth, rollout membership against the
+// parent links, the attribute keys of every span type, rollout ids and
+// /ng-rollout/ prefixes only where observability puts them, statuses, ASGI
+// children, one CLIENT span per request and the resource.
+func TestFleetMatchesItsTruth(t *testing.T) {
+	for _, sc := range scenarios {
+		for _, seed := range testSeeds() {
+			t.Run(fmt.Sprintf("%s/seed=%d", sc.name, seed), func(t *testing.T) {
+				cfg := sc.cfg
+				cfg.Seed, cfg.Rollouts, cfg.Concurrency = seed, scenarioRollouts, 4
+				cfg.Protocol, cfg.RecordTruth = "console", true
+				var out bytes.Buffer
+				cfg.Console = &out
+				f := runFleet(t, cfg)
+				truth := f.Truth()
+				lines := parseConsole(t, out.Bytes())
+				checkConsoleIsTruth(t, lines, truth)
+				checkCounts(t, f, truth)
+				checkMembership(t, truth)
+				checkAttributes(t, f, lines, truth)
+				checkRequests(t, f, truth)
+			})
+		}
 	}
 }
 
-// TestShapeIndependentOfSpec: one seed under two specs makes the same HTTP
-// calls per rollout, and the spans a group emits are the same in both.
-func TestShapeIndependentOfSpec(t *testing.T) {
-	const seed, n = 21, 10
-	a := runFleet(t, Config{Seed: seed, Spec: all, Rollouts: n, Concurrency: 3, Protocol: "none", RecordTruth: true})
-	b := runFleet(t, Config{Seed: seed, Spec: spec(t, "per_rollout"), Rollouts: n, Concurrency: 1, Protocol: "none", RecordTruth: true})
-	if want := int64(sumRequests(seed, n)); a.Stats().Requests != want || b.Stats().Requests != want {
-		t.Fatalf("requests all=%d per_rollout=%d, plan makes %d", a.Stats().Requests, b.Stats().Requests, want)
-	}
-	count := func(f *Fleet, g gate.Group) map[string][]string {
-		out := map[string][]string{}
-		for _, s := range f.Truth() {
-			if s.Group == g {
-				out[s.RolloutID] = append(out[s.RolloutID], s.Name)
-			}
-		}
-		for _, v := range out {
-			sort.Strings(v)
-		}
+// consoleSpan is one console line, with the attribute keys in order.
+type consoleSpan struct {
+	Name    string `json:"name"`
+	Context struct {
+		TraceID string `json:"trace_id"`
+		SpanID  string `json:"span_id"`
+	} `json:"context"`
+	Kind     string  `json:"kind"`
+	ParentID *string `json:"parent_id"`
+	Status   struct {
+		Code        string `json:"status_code"`
+		Description string `json:"description"`
+	} `json:"status"`
+	Attributes map[string]any `json:"attributes"`
+	Events     []struct {
+		Name       string         `json:"name"`
+		Attributes map[string]any `json:"attributes"`
+	} `json:"events"`
+	Resource struct {
+		Attributes map[string]any `json:"attributes"`
+	} `json:"resource"`
+	keys, resKeys []string
+}
+
+func parseConsole(t *testing.T, b []byte) map[string]*consoleSpan {
+	t.Helper()
+	out := map[string]*consoleSpan{}
+	if len(bytes.TrimSpace(b)) == 0 {
 		return out
 	}
-	for _, g := range []gate.Group{gate.Server, gate.HTTPClient, gate.Rollout, gate.Verify, gate.Agent, gate.ModelCall} {
-		if x, y := count(a, g), count(b, g); !reflect.DeepEqual(x, y) || len(x) == 0 {
-			t.Errorf("group %s: all %v, per_rollout %v", reg.Name(g), x, y)
+	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var s consoleSpan
+		if err := json.Unmarshal(line, &s); err != nil {
+			t.Fatalf("console line %d: %v", i+1, err)
+		}
+		ko := keyOrder(t, line)
+		var raw struct {
+			Attributes json.RawMessage `json:"attributes"`
+		}
+		_ = json.Unmarshal(line, &raw)
+		s.keys = keys(t, raw.Attributes)
+		s.resKeys = ko["resource.attributes"]
+		out[strings.TrimPrefix(s.Context.SpanID, "0x")] = &s
+	}
+	return out
+}
+
+func checkConsoleIsTruth(t *testing.T, lines map[string]*consoleSpan, truth []TruthSpan) {
+	t.Helper()
+	if len(lines) != len(truth) {
+		t.Fatalf("%d console lines, %d spans in the truth", len(lines), len(truth))
+	}
+	for _, ts := range truth {
+		l, ok := lines[ts.SpanID.String()]
+		if !ok {
+			t.Fatalf("span %s %q not printed", ts.SpanID, ts.Name)
+		}
+		parent := ""
+		if l.ParentID != nil {
+			parent = *l.ParentID
+		}
+		wantParent := ""
+		if ts.ParentID.IsValid() {
+			wantParent = "0x" + ts.ParentID.String()
+		}
+		if l.Name != ts.Name || l.Kind != kindNames[ts.Kind] || parent != wantParent || l.Context.TraceID != "0x"+ts.TraceID.String() ||
+			l.Status.Code != statusNames[ts.Status] {
+			t.Fatalf("printed %s %s parent %s trace %s %s; truth %+v", l.Name, l.Kind, parent, l.Context.TraceID, l.Status.Code, ts)
 		}
 	}
 }
 
-// TestRequestsFollowPlan: under all, every HTTP call of a rollout is one
-// CLIENT span, so the count equals the plan's, retries included; failing
-// plans end in ERROR on gym.rollout.
-func TestRequestsFollowPlan(t *testing.T) {
-	const seed, n = 4, 24
-	f := runFleet(t, Config{Seed: seed, Spec: all, Rollouts: n, Protocol: "none", RecordTruth: true})
-	roll := byRollout(f.Truth())
-	failed := 0
-	for i := 0; i < n; i++ {
-		p := planRollout(seed, i)
-		clients, rolloutErr := 0, false
-		for _, s := range roll[p.ID] {
-			if s.Kind == trace.SpanKindClient {
-				clients++
-			}
-			if s.Name == "gym.rollout" {
-				rolloutErr = s.Status == codes.Error
-			}
-		}
-		if want := expectedRequests(p); clients != want {
-			t.Errorf("rollout %s: %d CLIENT spans, plan makes %d calls", p.ID, clients, want)
-		}
-		if rolloutErr != p.Failed() {
-			t.Errorf("rollout %s: gym.rollout error=%v, plan failed=%v", p.ID, rolloutErr, p.Failed())
-		}
-		if p.Failed() {
-			failed++
-		}
-	}
-	if st := f.Stats(); st.Failed != int64(failed) || st.Requests != int64(sumRequests(seed, n)) {
-		t.Errorf("stats %+v, want failed=%d requests=%d", st, failed, sumRequests(seed, n))
-	}
+// groupsOf is what each role's process resolved, as the test reads Gym.
+func groupsOf(f *Fleet) map[string]*proc {
+	return map[string]*proc{RoleDriver: f.driver, RoleAgent: f.agent, RoleModel: f.model, RoleResources: f.resources}
 }
 
-func sumRequests(seed int64, n int) int {
-	s := 0
-	for i := 0; i < n; i++ {
-		s += expectedRequests(planRollout(seed, i))
+// checkCounts compares the spans of every rollout, and of the run-level
+// traffic, with the count the plan and each process's gates predict.
+func checkCounts(t *testing.T, f *Fleet, truth []TruthSpan) {
+	t.Helper()
+	ps := groupsOf(f)
+	v := f.variant
+	on := func(role, g string) int {
+		if ps[role].on(g) {
+			return 1
+		}
+		return 0
 	}
-	return s
-}
-
-// TestEgressPropagation checks the one egress function: traceparent is sent
-// only from inside an enabled CLIENT span, and names that span as parent.
-func TestEgressPropagation(t *testing.T) {
-	for _, tt := range []struct {
-		spec       string
-		wantHeader bool
-	}{{"all", true}, {"server,rollout", false}} {
-		t.Run(tt.spec, func(t *testing.T) {
-			got := make(chan string, 1)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				got <- r.Header.Get("traceparent")
-			}))
-			defer srv.Close()
-			f, err := Start(context.Background(), Config{Seed: 1, Spec: spec(t, tt.spec), Rollouts: 1, Protocol: "none", RecordTruth: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.Wait()
-			before := len(f.Truth())
-			status, _, err := f.agent.post(context.Background(), srv.URL+"/ng-rollout/r-x/get_weather?q=1", "r-x", map[string]any{})
-			if err != nil || status != 200 {
-				t.Fatalf("post: %d %v", status, err)
-			}
-			if err := f.Shutdown(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			h := <-got
-			if (h != "") != tt.wantHeader {
-				t.Fatalf("traceparent %q, want header=%v", h, tt.wantHeader)
-			}
-			truth := f.Truth()[before:]
-			if !tt.wantHeader {
-				if len(truth) != 0 {
-					t.Fatalf("spans emitted without http_client: %+v", truth)
+	req := func(caller, callee string, status int, post bool) int {
+		n := on(caller, GroupHTTPClient)
+		if f.cfg.AIOHTTP && ps[caller].telemetry {
+			n++
+		}
+		if ps[callee].on(GroupServer) {
+			n++ // the request span
+			if post {
+				n++
+				if v.DisconnectReceive {
+					n++
 				}
-				return
 			}
-			if len(truth) != 1 || truth[0].Kind != trace.SpanKindClient || truth[0].Name != "HTTP POST" {
-				t.Fatalf("truth %+v", truth)
+			if status < 500 {
+				n += 3
+			} else {
+				n += 2
 			}
-			sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": h}))
-			if sc.SpanID() != truth[0].SpanID || sc.TraceID() != truth[0].TraceID {
-				t.Fatalf("traceparent %s names %s, CLIENT span is %s", h, sc.SpanID(), truth[0].SpanID)
+		}
+		return n
+	}
+	want := map[int]int{}
+	for i := 0; i < f.cfg.Rollouts; i++ {
+		p := planRollout(f.cfg.Seed, i)
+		runStatus, verifyStatus := 200, 200
+		if p.Verify == verifyRaise {
+			runStatus, verifyStatus = 500, 500
+		}
+		n := req(RoleDriver, RoleAgent, runStatus, true) + on(RoleAgent, GroupRollout)
+		n += req(RoleAgent, RoleResources, 200, true)
+		n += req(RoleAgent, RoleAgent, 200, true) + on(RoleAgent, GroupAgent)
+		sandbox := false
+		for _, turn := range p.Turns {
+			n += req(RoleAgent, RoleModel, 200, true) + on(RoleModel, GroupModelCall)
+			for _, tool := range turn.Tools {
+				status := 200
+				if tool.Fail {
+					status = 500
+				}
+				n += req(RoleAgent, RoleResources, status, true)
+				if tool.Name == "run_code" && !tool.Fail {
+					n += on(RoleResources, GroupSandbox)
+					if !sandbox {
+						n += on(RoleResources, GroupSandbox)
+						sandbox = true
+					}
+				}
 			}
-			if !strings.HasPrefix(h, "00-") {
-				t.Fatalf("traceparent %q is not W3C version 00", h)
+		}
+		n += req(RoleAgent, RoleResources, verifyStatus, true) + on(RoleResources, GroupVerify)
+		if n > 0 {
+			want[i] = n
+		}
+	}
+	run := on(RoleDriver, GroupJob) + req(RoleDriver, RoleAgent, 200, true) + req(RoleAgent, RoleResources, 200, true)
+	for _, role := range []string{RoleAgent, RoleModel, RoleResources} {
+		run += 4 * on(role, GroupServer) // GET /: the span and three sends
+		if v.Startup {
+			run += (1 + len(serverStages)) * on(role, GroupStartup)
+		}
+	}
+	if v.Startup {
+		run += (1 + len(supervisorStages) + 3) * on(RoleDriver, GroupStartup)
+	}
+	got := map[int]int{}
+	gotRun := 0
+	for _, s := range truth {
+		if s.IsRolloutTraffic() {
+			got[s.Rollout]++
+		} else {
+			gotRun++
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("spans per rollout %v, the plan and gates predict %v", got, want)
+	}
+	if gotRun != run {
+		t.Errorf("%d run-level spans, predicted %d", gotRun, run)
+	}
+}
+
+// isRequestSpan: the FastAPI instrumentation's span of a request (SERVER,
+// or INTERNAL when carried over), not one of its ASGI children.
+func isRequestSpan(s *TruthSpan) bool {
+	return s.Group == GroupServer && !strings.HasSuffix(s.Name, " http send") && !strings.HasSuffix(s.Name, " http receive")
+}
+
+// checkMembership: the bookkeeping agrees with the parent links. A span's
+// parent belongs to the same rollout, except under gym.job (run level) and
+// for a carried-over request span, whose parent is the previous request's.
+func checkMembership(t *testing.T, truth []TruthSpan) {
+	t.Helper()
+	byID := map[trace.SpanID]*TruthSpan{}
+	for i := range truth {
+		byID[truth[i].SpanID] = &truth[i]
+	}
+	for i := range truth {
+		s := &truth[i]
+		p, ok := byID[s.ParentID]
+		if !ok {
+			continue
+		}
+		leaked := isRequestSpan(s) && s.Kind == trace.SpanKindInternal
+		if leaked {
+			if !isRequestSpan(p) || p.Kind == trace.SpanKindClient {
+				t.Errorf("carried-over span %s %q under %q (%v), want under a request span", s.SpanID, s.Name, p.Name, p.Kind)
 			}
-		})
+			continue
+		}
+		if p.Rollout != s.Rollout && !(p.Name == "gym.job" && s.Rollout >= 0) {
+			t.Errorf("span %q of rollout %d under %q of rollout %d", s.Name, s.Rollout, p.Name, p.Rollout)
+		}
+	}
+}
+
+var serverKeys = []string{"http.scheme", "http.host", "net.host.port", "http.flavor", "http.target", "http.url", "http.method",
+	"http.server_name", "http.user_agent", "net.peer.ip", "net.peer.port", "http.route", "http.status_code"}
+
+// wantKeys is the attribute key list Gym gives each span type; withID adds
+// nemo.gym.rollout.id where Gym puts it.
+func wantKeys(s *TruthSpan, l *consoleSpan, withID bool) []string {
+	id := func(keys ...string) []string {
+		if !withID {
+			return keys
+		}
+		return slices.Insert(keys, len(keys)-1, "nemo.gym.rollout.id")
+	}
+	switch {
+	case strings.HasSuffix(s.Name, " http receive"):
+		return []string{"asgi.event.type"}
+	case strings.HasSuffix(s.Name, " http send"):
+		if l.Attributes["asgi.event.type"] == "http.response.start" {
+			return []string{"asgi.event.type", "http.status_code"}
+		}
+		return []string{"asgi.event.type"}
+	case s.Group == GroupServer:
+		if s.Name == "POST" {
+			return slices.DeleteFunc(slices.Clone(serverKeys), func(k string) bool { return k == "http.route" })
+		}
+		return serverKeys
+	case s.Group == GroupAIOHTTP:
+		return []string{"http.method", "http.url", "http.status_code"}
+	case s.Name == "HTTP POST":
+		return id("http.request.method", "url.full", "http.response.status_code")
+	case s.Name == "gym.job":
+		return []string{}
+	case s.Name == "gym.rollout", s.Name == "gym.verify":
+		if withID {
+			return []string{"nemo.gym.server.name", "nemo.gym.rollout.id"}
+		}
+		return []string{"nemo.gym.server.name"}
+	case s.Name == "gym.agent.responses", strings.HasPrefix(s.Name, "gym.model."):
+		return []string{"nemo.gym.server.name"}
+	case s.Name == "gym.sandbox.start":
+		return []string{"nemo.gym.sandbox.provider"}
+	case s.Name == "gym.sandbox.exec":
+		if l.Attributes["nemo.gym.sandbox.return_code"] != float64(0) {
+			return []string{"nemo.gym.sandbox.provider", "nemo.gym.sandbox.return_code", "nemo.gym.sandbox.error_type"}
+		}
+		return []string{"nemo.gym.sandbox.provider", "nemo.gym.sandbox.return_code"}
+	case s.Name == "gym.startup", strings.HasPrefix(s.Name, "gym.startup.") && s.Name != "gym.startup.server":
+		if s.Name == "gym.startup" {
+			return []string{}
+		}
+		return []string{"nemo.gym.startup.stage"}
+	case s.Name == "gym.startup.server":
+		return []string{"nemo.gym.server.name", "nemo.gym.server.type"}
+	case s.Name == "gym.server.startup":
+		return []string{"nemo.gym.server.name", "nemo.gym.server.worker", "nemo.gym.server.type", "process.pid"}
+	case strings.HasPrefix(s.Name, "gym.server.startup."):
+		return []string{"nemo.gym.server.name", "nemo.gym.server.worker", "nemo.gym.server.type", "process.pid", "nemo.gym.startup.stage"}
+	}
+	return nil
+}
+
+// scopedRoutes get the /ng-rollout/{id}/ prefix with observability on.
+var scopedRoutes = []string{"/seed_session", "/v1/responses", "/verify"}
+
+func checkAttributes(t *testing.T, f *Fleet, lines map[string]*consoleSpan, truth []TruthSpan) {
+	t.Helper()
+	obs := f.cfg.Observability
+	wantRes := make([]string, len(resourceOrder))
+	for i, k := range resourceOrder {
+		wantRes[i] = string(k)
+	}
+	for i := range truth {
+		s := &truth[i]
+		l := lines[s.SpanID.String()]
+		if !reflect.DeepEqual(l.resKeys, wantRes) {
+			t.Fatalf("%s: resource keys %v, want %v", s.Name, l.resKeys, wantRes)
+		}
+		if l.Resource.Attributes["service.instance.id"] != f.cfg.RunID+"-rank0" || l.Resource.Attributes["nemo.gym.version"] != f.variant.GymVersion {
+			t.Fatalf("%s: resource %v", s.Name, l.Resource.Attributes)
+		}
+		// The rollout id: on gym.rollout and gym.verify, and on the CLIENT
+		// spans of the /run handler's own calls (seed_session, the agent's
+		// self-call, verify), only with observability on.
+		url, _ := l.Attributes["url.full"].(string)
+		withID := obs && s.IsRolloutTraffic() && (s.Name == "gym.rollout" || s.Name == "gym.verify" ||
+			(s.Name == "HTTP POST" && strings.Contains(url, "/ng-rollout/") && !strings.HasPrefix(url, f.model.base)))
+		if want := wantKeys(s, l, withID); want == nil || !slices.Equal(l.keys, want) {
+			t.Fatalf("%s %q (%s): attribute keys %v, want %v", s.Role, s.Name, s.Group, l.keys, want)
+		}
+		if id, ok := l.Attributes["nemo.gym.rollout.id"]; ok && id != s.RolloutID {
+			t.Fatalf("%q carries rollout id %v, the truth says %q", s.Name, id, s.RolloutID)
+		}
+		target, _ := l.Attributes["http.target"].(string)
+		for _, u := range []string{url, target} {
+			if u == "" {
+				continue
+			}
+			scoped := slices.ContainsFunc(scopedRoutes, func(r string) bool { return strings.HasSuffix(u, r) }) && s.IsRolloutTraffic() &&
+				!strings.HasSuffix(u, "/aggregate_metrics")
+			if got := strings.Contains(u, "/ng-rollout/"+s.RolloutID+"/"); got != (obs && scoped) {
+				t.Fatalf("%q url %s: /ng-rollout/ prefix %v, want %v", s.Name, u, got, obs && scoped)
+			}
+		}
+		// Statuses: CLIENT spans stay UNSET; SERVER 5xx is ERROR without
+		// an event; a semantic span's error carries str(exc) and the event.
+		code, _ := l.Attributes["http.status_code"].(float64)
+		switch {
+		case s.Name == "HTTP POST":
+			if s.Status != codes.Unset || len(l.Events) != 0 {
+				t.Fatalf("CLIENT span status %v with %d events", s.Status, len(l.Events))
+			}
+		case isRequestSpan(s):
+			if (s.Status == codes.Error) != (code >= 500) || len(l.Events) != 0 {
+				t.Fatalf("%q status %v for %v, %d events", s.Name, s.Status, code, len(l.Events))
+			}
+		case s.Scope == scopeLens && s.Status == codes.Error:
+			if len(l.Events) != 1 || l.Events[0].Name != "exception" || l.Events[0].Attributes["exception.message"] != l.Status.Description || l.Status.Description == "" {
+				t.Fatalf("%q ERROR %q with events %+v", s.Name, l.Status.Description, l.Events)
+			}
+		}
+		for _, k := range l.keys {
+			for _, bad := range []string{"gen_ai.", "nemo.gym.reward", "nemo.gym.turn", "nemo.gym.agent.", "nemo.gym.job."} {
+				if strings.HasPrefix(k, bad) {
+					t.Fatalf("%q carries %s, which Gym never emits", s.Name, k)
+				}
+			}
+		}
+	}
+}
+
+// checkRequests: the ASGI children of every request span by method and
+// status, one CLIENT span per request (a CLIENT span has at most one
+// child, and one when its callee extracts), the run-level traffic.
+func checkRequests(t *testing.T, f *Fleet, truth []TruthSpan) {
+	t.Helper()
+	kids := map[trace.SpanID][]*TruthSpan{}
+	byID := map[trace.SpanID]*TruthSpan{}
+	for i := range truth {
+		kids[truth[i].ParentID] = append(kids[truth[i].ParentID], &truth[i])
+		byID[truth[i].SpanID] = &truth[i]
+	}
+	probes := map[string]int{}
+	aggregates := map[string]int{}
+	for i := range truth {
+		s := &truth[i]
+		if isRequestSpan(s) {
+			rcv, snd := 0, 0
+			for _, k := range kids[s.SpanID] {
+				switch {
+				case strings.HasSuffix(k.Name, " http receive"):
+					rcv++
+				case strings.HasSuffix(k.Name, " http send"):
+					snd++
+				}
+			}
+			wantRcv, wantSnd := 1, 3
+			if f.variant.DisconnectReceive {
+				wantRcv = 2
+			}
+			switch {
+			case s.Name == "GET /":
+				wantRcv = 0
+				probes[s.Service]++
+				if s.ParentID.IsValid() || s.IsRolloutTraffic() {
+					t.Errorf("probe %s: parent %s, rollout %d", s.Service, s.ParentID, s.Rollout)
+				}
+			case s.Status == codes.Error:
+				wantSnd = 2
+			}
+			if rcv != wantRcv || snd != wantSnd {
+				t.Errorf("%s %q (%v): %d receive + %d send, want %d + %d", s.Service, s.Name, s.Status, rcv, snd, wantRcv, wantSnd)
+			}
+			if strings.HasSuffix(s.Name, "/aggregate_metrics") {
+				aggregates[s.Service]++
+				if s.IsRolloutTraffic() {
+					t.Errorf("/aggregate_metrics counted in rollout %d", s.Rollout)
+				}
+			}
+		}
+		if s.Kind == trace.SpanKindClient {
+			n := len(kids[s.SpanID])
+			callee := map[string]*proc{agentName: f.agent, modelName: f.model, resourcesName: f.resources}[s.Callee]
+			want := 0
+			if callee != nil && callee.on(GroupServer) {
+				want = 1
+			}
+			if s.Group == GroupHTTPClient && f.cfg.AIOHTTP {
+				want = 1 // the aiohttp span
+			}
+			if f.cfg.ContextLeak > 0 && want == 1 && n == 0 {
+				continue // its request span was carried over elsewhere
+			}
+			if n != want {
+				t.Errorf("%s %q to %s: %d children, want %d", s.Service, s.Name, s.Callee, n, want)
+			}
+		}
+		if s.Name == "gym.job" || strings.HasPrefix(s.Name, "gym.startup") || strings.HasPrefix(s.Name, "gym.server.startup") {
+			if s.IsRolloutTraffic() {
+				t.Errorf("%q counted in rollout %d", s.Name, s.Rollout)
+			}
+		}
+	}
+	for _, p := range []*proc{f.agent, f.model, f.resources} {
+		want := 0
+		if p.on(GroupServer) {
+			want = 1
+		}
+		if probes["nemo-gym/"+p.name] != want {
+			t.Errorf("%s: %d health-probe traces, want %d", p.name, probes["nemo-gym/"+p.name], want)
+		}
+		wantAgg := want
+		if p == f.model {
+			wantAgg = 0
+		}
+		if aggregates["nemo-gym/"+p.name] != wantAgg {
+			t.Errorf("%s: %d /aggregate_metrics spans, want %d", p.name, aggregates["nemo-gym/"+p.name], wantAgg)
+		}
+	}
+}
+
+// TestStartupTrace: in G3 the supervisor's gym.startup tree and every
+// server's gym.server.startup tree are one trace, joined through the
+// traceparent each server is handed, and the root is exported last.
+func TestStartupTrace(t *testing.T) {
+	f := runFleet(t, Config{Seed: 3, Variant: "G3", Rollouts: 2, Protocol: "none", RecordTruth: true, Latency: time.Millisecond})
+	var startup []TruthSpan
+	for _, s := range f.Truth() {
+		if strings.HasPrefix(s.Name, "gym.startup") || strings.HasPrefix(s.Name, "gym.server.startup") {
+			startup = append(startup, s)
+		}
+	}
+	if want := 1 + len(supervisorStages) + 3 + 3*(1+len(serverStages)); len(startup) != want {
+		t.Fatalf("%d start-up spans, want %d", len(startup), want)
+	}
+	byID := map[trace.SpanID]TruthSpan{}
+	for _, s := range startup {
+		byID[s.SpanID] = s
+		if s.TraceID != startup[0].TraceID {
+			t.Fatalf("start-up spans in several traces")
+		}
+	}
+	last := startup[len(startup)-1]
+	if last.Name != "gym.startup" || last.ParentID.IsValid() || last.Service != "nemo-gym/supervisor" {
+		t.Fatalf("last start-up span ended is %q (parent %s) of %s, want the supervisor's root", last.Name, last.ParentID, last.Service)
+	}
+	servers := 0
+	for _, s := range startup {
+		if s.Name == "gym.server.startup" {
+			servers++
+			if p := byID[s.ParentID]; p.Name != "gym.startup.server" || p.Service != "nemo-gym/supervisor" || s.Service == p.Service {
+				t.Errorf("%s's gym.server.startup under %q of %s", s.Service, p.Name, p.Service)
+			}
+		}
+	}
+	if servers != 3 {
+		t.Fatalf("%d gym.server.startup trees, want 3", servers)
+	}
+	// Off when the group is: G3 without startup, and G2 at all.
+	for _, cfg := range []Config{{Variant: "G3", Spec: "job,server,http_client,rollout"}, {Variant: "G2", Spec: "all"}} {
+		cfg.Seed, cfg.Rollouts, cfg.Protocol, cfg.RecordTruth = 3, 1, "none", true
+		for _, s := range runFleet(t, cfg).Truth() {
+			if strings.Contains(s.Name, "startup") {
+				t.Fatalf("%s %q: start-up span %q", cfg.Variant, cfg.Spec, s.Name)
+			}
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	g1, _ := LookupVariant("")
+	g2, _ := LookupVariant("g2")
+	g3, _ := LookupVariant("G3")
+	tests := []struct {
+		v     *Variant
+		spec  string
+		on    bool
+		want  []string
+		warns string
+	}{
+		{g1, "", true, []string{"http_client", "job", "rollout", "server"}, ""},
+		{g1, " Default , ,", true, []string{"http_client", "job", "rollout", "server"}, ""},
+		{g1, "per_rollout", true, []string{"agent", "http_client", "model_call", "rollout", "server", "verify"}, ""},
+		{g1, "server,VERIFY", true, []string{"server", "verify"}, ""},
+		{g1, "default,concurrency", false, nil, "Unknown span group or preset: 'concurrency'. Valid options: ['agent', 'all', 'checkpoint', 'default', 'evaluate'"},
+		{g2, "default,concurrency,verify", true, []string{"http_client", "job", "rollout", "server", "verify"}, "dropped: concurrency"},
+		{g3, "", true, []string{"http_client", "job", "rollout", "server", "startup"}, ""},
+		{g3, "all", true, []string{"agent", "http_client", "job", "model_call", "rollout", "sandbox", "server", "startup", "verify"}, ""},
+	}
+	for _, tt := range tests {
+		r := tt.v.Resolve(tt.spec)
+		var got []string
+		for g := range r.Groups {
+			got = append(got, g)
+		}
+		slices.Sort(got)
+		if r.On != tt.on || !slices.Equal(got, tt.want) || !strings.Contains(r.Warning, tt.warns) || (tt.warns == "") != (r.Warning == "") {
+			t.Errorf("%s Resolve(%q) = on %v %v %q; want on %v %v warning containing %q", tt.v.Name, tt.spec, r.On, got, r.Warning, tt.on, tt.want, tt.warns)
+		}
+	}
+	if len(g1.Resolve("all").Groups) != 15 {
+		t.Errorf("G1 all: %d groups, want the 15 of G1", len(g1.Resolve("all").Groups))
+	}
+	if _, err := LookupVariant("G9"); err == nil || !strings.Contains(err.Error(), "G1, G1c, G2, G3") {
+		t.Errorf("LookupVariant(G9) = %v", err)
+	}
+}
+
+func TestPlanDeterministic(t *testing.T) {
+	for n := 0; n < 50; n++ {
+		a, b := planRollout(5, n), planRollout(5, n)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("rollout %d: plans differ", n)
+		}
+		if a.ID != fmt.Sprintf("%d-0", n) || len(a.Turns) < 1 || len(a.Turns) > 4 || len(a.Turns[len(a.Turns)-1].Tools) != 0 {
+			t.Fatalf("rollout %d: plan %+v", n, a)
+		}
 	}
 }
 
@@ -345,7 +621,9 @@ func TestStartErrors(t *testing.T) {
 		{"remote endpoint", Config{Protocol: "http", Endpoint: "10.1.2.3:4318"}, "only loopback"},
 		{"console without writer", Config{Protocol: "console"}, "no writer"},
 		{"negative rollouts", Config{Protocol: "none", Rollouts: -1}, "rollouts -1"},
-		{"unknown process spec", Config{Protocol: "none", ProcessSpecs: map[string]gate.Set{"judge": all}}, `process spec "judge": no such process`},
+		{"leak out of range", Config{Protocol: "none", ContextLeak: 1.5}, "context leak 1.5"},
+		{"unknown variant", Config{Protocol: "none", Variant: "G7"}, `gym variant "G7"`},
+		{"unknown process spec", Config{Protocol: "none", ProcessSpecs: map[string]string{"judge": "all"}}, `process spec "judge": no such process`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -361,9 +639,10 @@ func TestStartErrors(t *testing.T) {
 	}
 }
 
-// TestForeverStopsOnShutdown: Rollouts 0 runs until Shutdown, which flushes.
+// TestForeverStopsOnShutdown: Rollouts 0 runs until Shutdown, which flushes;
+// every finished run has its gym.job and its /aggregate_metrics call.
 func TestForeverStopsOnShutdown(t *testing.T) {
-	f, err := Start(context.Background(), Config{Seed: 2, Spec: all, Protocol: "none", RecordTruth: true, Rate: 200, RunSize: 5})
+	f, err := Start(context.Background(), Config{Seed: 2, Spec: "all", Protocol: "none", RecordTruth: true, Rate: 200, RunSize: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,20 +657,25 @@ func TestForeverStopsOnShutdown(t *testing.T) {
 	if st.Completed < 12 || st.Completed != st.Started {
 		t.Fatalf("stats after shutdown %+v", st)
 	}
-	jobs := 0
+	jobs, aggs := 0, 0
 	for _, s := range f.Truth() {
-		if s.Name == "gym.job" {
+		switch s.Name {
+		case "gym.job":
 			jobs++
+		case "POST /aggregate_metrics":
+			aggs++
 		}
 	}
-	if want := int((st.Started + 4) / 5); jobs != want {
-		t.Fatalf("%d gym.job spans for %d rollouts in runs of 5, want %d", jobs, st.Started, want)
+	runs := int((st.Started + 4) / 5)
+	full := int(st.Started / 5)
+	if jobs != runs || aggs < 2*full || aggs > 2*runs {
+		t.Fatalf("%d gym.job and %d /aggregate_metrics spans for %d rollouts in runs of 5", jobs, aggs, st.Started)
 	}
 }
 
 func BenchmarkFleetRollouts(b *testing.B) {
 	b.ReportAllocs()
-	f, err := Start(context.Background(), Config{Seed: 1, Spec: reg.All(), Rollouts: b.N, Protocol: "none"})
+	f, err := Start(context.Background(), Config{Seed: 1, Spec: "all", Rollouts: b.N, Protocol: "none"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -400,14 +684,4 @@ func BenchmarkFleetRollouts(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(f.Stats().Spans)/float64(b.N), "spans/rollout")
-}
-
-func BenchmarkAppendPythonSpanJSON(b *testing.B) {
-	b.ReportAllocs()
-	t := &testing.T{}
-	sp := stubSpan(t, trace.SpanKindServer, true, nil)
-	var buf []byte
-	for i := 0; i < b.N; i++ {
-		buf = AppendPythonSpanJSON(buf[:0], sp, resourceOrder)
-	}
 }

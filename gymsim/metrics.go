@@ -11,8 +11,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
-
-	"github.com/nemo-gym/gymtrace/gate"
 )
 
 // defaultMetricInterval is the periodic reader's interval when
@@ -20,6 +18,10 @@ import (
 // so a live view sees the metric within seconds, while a short fleet run
 // exports only its final flush and its point count stays reproducible.
 const defaultMetricInterval = 5 * time.Second
+
+// QueueWaitMetric is the histogram G1c's agent records, per request, of the
+// time spent waiting on its concurrency semaphore.
+const QueueWaitMetric = "gym.concurrency.queue_wait_duration_ms"
 
 // semaphore bounds the requests a process serves at once, as Gym's
 // concurrency semaphores do. A nil semaphore never waits.
@@ -42,11 +44,11 @@ func (s semaphore) release() {
 }
 
 // newMeterProvider builds the process's MeterProvider and its queue-wait
-// histogram when the concurrency group is on and the fleet exports OTLP;
-// otherwise it returns nils and no instrument exists, as a Gym process
-// with concurrency off creates none.
-func (f *Fleet) newMeterProvider(ctx context.Context, res *resource.Resource, spec gate.Set) (*sdkmetric.MeterProvider, metric.Float64Histogram, error) {
-	if !spec.Has(gate.Concurrency) {
+// histogram when the variant records it, the concurrency group is on and
+// the fleet exports OTLP; otherwise it returns nils and no instrument
+// exists, as a Gym process with concurrency off creates none.
+func (f *Fleet) newMeterProvider(ctx context.Context, res *resource.Resource, p *proc) (*sdkmetric.MeterProvider, metric.Float64Histogram, error) {
+	if !f.variant.QueueWaitMetric || !p.on(GroupConcurrency) {
 		return nil, nil, nil
 	}
 	var (
@@ -86,7 +88,7 @@ func (f *Fleet) newMeterProvider(ctx context.Context, res *resource.Resource, sp
 		sdkmetric.WithResource(res),
 		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&countingMetricExporter{Exporter: exp, f: f}, sdkmetric.WithInterval(every))),
 	)
-	h, err := mp.Meter("nemo_gym").Float64Histogram(gate.ConcurrencyMetric,
+	h, err := mp.Meter("nemo_gym").Float64Histogram(QueueWaitMetric,
 		metric.WithUnit("ms"),
 		metric.WithDescription("time a request waited on a concurrency semaphore"))
 	if err != nil {
@@ -113,7 +115,7 @@ func (e *countingMetricExporter) Export(ctx context.Context, rm *metricdata.Reso
 	n := 0
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == gate.ConcurrencyMetric {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == QueueWaitMetric {
 				n += len(h.DataPoints)
 			}
 		}

@@ -8,23 +8,24 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/nemo-gym/gymtrace/gate"
 )
 
 // TestConcurrencyMetric runs the fleet against a loopback OTLP/HTTP sink:
-// the agent exports the queue-wait histogram only with concurrency on, and
-// the semaphore makes rollouts really wait when slots are fewer than
+// the agent exports the queue-wait histogram only in G1c with concurrency
+// on, and the semaphore makes rollouts really wait when slots are fewer than
 // rollouts in flight.
 func TestConcurrencyMetric(t *testing.T) {
 	tests := []struct {
 		name        string
+		variant     string
 		spec        string
 		wantMetrics bool
 	}{
-		{"per_rollout exports it", "per_rollout", true},
-		{"concurrency alone", "concurrency", true},
-		{"default creates no instrument", "default", false},
+		{"G1c per_rollout exports it", "G1c", "per_rollout", true},
+		{"G1c concurrency alone", "G1c", "concurrency", true},
+		{"G1c default creates no instrument", "G1c", "default", false},
+		{"G1 has no such metric", "G1", "per_rollout", false},
+		{"G2 has no such metric", "G2", "all", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,7 +43,7 @@ func TestConcurrencyMetric(t *testing.T) {
 				w.Header().Set("Content-Type", "application/x-protobuf")
 			}))
 			defer sink.Close()
-			f := runFleet(t, Config{Seed: 7, Spec: spec(t, tc.spec), Rollouts: 12, Concurrency: 4, AgentSlots: 1,
+			f := runFleet(t, Config{Seed: 7, Variant: tc.variant, Spec: tc.spec, Rollouts: 12, Concurrency: 4, AgentSlots: 1,
 				Latency: time.Millisecond, Protocol: "http", Endpoint: strings.TrimPrefix(sink.URL, "http://"),
 				MetricInterval: time.Hour})
 			st := f.Stats()
@@ -59,8 +60,8 @@ func TestConcurrencyMetric(t *testing.T) {
 			want := int64(0)
 			if tc.wantMetrics {
 				want = 1
-				if !strings.Contains(string(metricBody), gate.ConcurrencyMetric) {
-					t.Errorf("metric export lacks %s", gate.ConcurrencyMetric)
+				if !strings.Contains(string(metricBody), QueueWaitMetric) {
+					t.Errorf("metric export lacks %s", QueueWaitMetric)
 				}
 			}
 			if st.MetricPoints != want {

@@ -8,46 +8,46 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/nemo-gym/gymtrace/gate"
 )
 
-const internal = trace.SpanKindInternal
-
-// routes registers every server's handlers.
+// routes registers every server's handlers, by "METHOD path" (the path
+// with any /ng-rollout/{id} prefix stripped).
 func (f *Fleet) routes() {
-	f.agent.routes["/run"] = f.agentRun
-	f.agent.routes["/v1/responses"] = f.agentResponses
-	for _, api := range modelAPIs {
-		api := api
-		f.model.routes[api.route] = func(req request) response { return f.modelCall(req, api.span) }
+	for _, p := range []*proc{f.agent, f.model, f.resources} {
+		p.routes["GET /"] = func(request) response { return response{status: 200, body: map[string]string{"status": "ok"}} }
 	}
-	f.resources.routes["/seed_session"] = f.seedSession
-	f.resources.routes["/get_weather"] = f.simpleTool
-	f.resources.routes["/search_web"] = f.simpleTool
-	f.resources.routes["/run_code"] = f.runCode
-	f.resources.routes["/verify"] = f.verify
+	f.agent.routes["POST /run"] = f.agentRun
+	f.agent.routes["POST /v1/responses"] = f.agentResponses
+	f.agent.routes["POST /aggregate_metrics"] = f.agentAggregate
+	f.model.routes["POST /v1/responses"] = f.modelCall
+	f.resources.routes["POST /seed_session"] = f.seedSession
+	f.resources.routes["POST /get_weather"] = f.simpleTool
+	f.resources.routes["POST /search_web"] = f.simpleTool
+	f.resources.routes["POST /run_code"] = f.runCode
+	f.resources.routes["POST /verify"] = f.verify
+	f.resources.routes["POST /aggregate_metrics"] = func(request) response {
+		return response{status: 200, body: map[string]any{"metrics": map[string]float64{}}}
+	}
 }
 
-// drive is the rollout-collection driver: runs of RunSize rollouts, each run
-// under one gym.job span when job is on.
+// drive is the driver: the servers' start-up and health probes, then runs
+// of RunSize rollouts, each under one gym.job span (job on) and closed by
+// the /aggregate_metrics call.
 func (f *Fleet) drive() {
 	defer close(f.done)
+	f.startServers()
 	next := 0
 	var start time.Time
+	d := f.driver
 	for run := 0; f.cfg.Rollouts == 0 || next < f.cfg.Rollouts; run++ {
 		size := f.cfg.RunSize
 		if f.cfg.Rollouts > 0 && next+size > f.cfg.Rollouts {
 			size = f.cfg.Rollouts - next
 		}
-		d := f.driver
 		ctx := context.Background()
 		job := noSpan
 		sem := make(chan struct{}, f.cfg.Concurrency)
 		var wg sync.WaitGroup
-		var failed int
-		var mu sync.Mutex
 		stopped := false
 		for i := 0; i < size; i++ {
 			if f.cfg.Rate > 0 {
@@ -78,11 +78,8 @@ func (f *Fleet) drive() {
 			}
 			// The job starts with its first rollout, so a stop between
 			// runs leaves no empty job span.
-			if i == 0 && d.on(gate.Job) {
-				ctx, job = d.start(ctx, gate.Job, "", "gym.job", internal,
-					attribute.String("nemo.gym.job.name", "collect_rollouts"),
-					attribute.Int("nemo.gym.job.num_rollouts", size),
-					attribute.Int("nemo.gym.job.concurrency", f.cfg.Concurrency))
+			if i == 0 && d.on(GroupJob) {
+				ctx, job = d.semantic(ctx, GroupJob, -1, "gym.job")
 			}
 			n := next
 			next++
@@ -91,20 +88,17 @@ func (f *Fleet) drive() {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				rid := rolloutID(f.cfg.Seed, n)
-				status, _, err := d.post(ctx, f.agent.base+"/run", rid, map[string]any{"rollout_id": rid, "index": n})
+				// The driver's /run call carries no rollout id.
+				status, _, err := d.post(ctx, f.agent.base+"/run", n, "", map[string]any{"task_index": n})
 				f.completed.Add(1)
 				if err != nil || status != http.StatusOK {
 					f.failed.Add(1)
-					mu.Lock()
-					failed++
-					mu.Unlock()
 				}
 			}()
 		}
 		wg.Wait()
-		if job.IsRecording() {
-			job.SetAttributes(attribute.Int("nemo.gym.job.rollouts_failed", failed))
+		if !stopped && next > 0 {
+			_, _, _ = d.post(ctx, f.agent.base+"/aggregate_metrics", -1, "", map[string]any{})
 		}
 		job.End()
 		if stopped {
@@ -135,8 +129,7 @@ func (f *Fleet) waitUntil(t time.Time) bool {
 }
 
 type runBody struct {
-	RolloutID string `json:"rollout_id"`
-	Index     int    `json:"index"`
+	TaskIndex int `json:"task_index"`
 }
 
 func decode[T any](b []byte) T {
@@ -145,8 +138,18 @@ func decode[T any](b []byte) T {
 	return v
 }
 
+// scoped returns the URL prefix and the rollout id attribute of a
+// rollout's own calls: both empty unless observability is on.
+func (f *Fleet) scoped(plan *rolloutPlan) (prefix, rid string) {
+	if !f.cfg.Observability {
+		return "", ""
+	}
+	return "/ng-rollout/" + plan.ID, plan.ID
+}
+
 // agentRun is the agent's /run: one rollout. It seeds the session, runs the
-// agent loop by calling its own /v1/responses, then verifies.
+// agent loop by calling its own /v1/responses, then verifies; a failed
+// verify raises (aiohttp's raise_for_status) and the answer is a 500.
 func (f *Fleet) agentRun(req request) response {
 	a := f.agent
 	// The semaphore is there whatever the spec, so timing does not depend
@@ -157,153 +160,118 @@ func (f *Fleet) agentRun(req request) response {
 		a.queueWait.Record(req.ctx, float64(wait)/float64(time.Millisecond))
 	}
 	in := decode[runBody](req.body)
-	plan := planRollout(f.cfg.Seed, in.Index)
-	rid := plan.ID
+	plan := planRollout(f.cfg.Seed, in.TaskIndex)
+	n := plan.Index
+	prefix, rid := f.scoped(&plan)
 	ctx := req.ctx
 	sp := noSpan
-	if a.on(gate.Rollout) {
-		ctx, sp = a.start(ctx, gate.Rollout, rid, "gym.rollout", internal,
-			attribute.String("nemo.gym.rollout.id", rid),
-			attribute.Int("nemo.gym.rollout.index", plan.Index),
-			attribute.String("nemo.gym.agent.name", agentName))
+	if a.on(GroupRollout) {
+		attrs := []attribute.KeyValue{attribute.String("nemo.gym.server.name", a.name)}
+		if rid != "" {
+			attrs = append(attrs, attribute.String("nemo.gym.rollout.id", rid))
+		}
+		ctx, sp = a.semantic(ctx, GroupRollout, n, "gym.rollout", attrs...)
 	}
 	defer sp.End()
-	prefix := "/ng-rollout/" + rid
-	if exc := f.call(ctx, a, f.resources.base+prefix+"/seed_session", rid, map[string]any{"index": plan.Index}, 1); exc != nil {
-		exc.record(sp)
-		return response{status: 500, body: map[string]string{"detail": exc.message}, exc: exc}
+	calls := []struct {
+		url  string
+		body map[string]any
+	}{
+		{f.resources.base + prefix + "/seed_session", map[string]any{"task_index": n}},
+		{a.base + prefix + "/v1/responses", map[string]any{"task_index": n}},
+		{f.resources.base + prefix + "/verify", map[string]any{"task_index": n, "verify": plan.Verify, "work": plan.work(15)}},
 	}
-	if exc := f.call(ctx, a, a.base+prefix+"/v1/responses", rid, map[string]any{"index": plan.Index}, 1); exc != nil {
-		exc.record(sp)
-		return response{status: 500, body: map[string]string{"detail": exc.message}, exc: exc}
-	}
-	vb := map[string]any{"index": plan.Index, "fail": plan.VerifyFail, "reward": plan.Reward, "work": plan.work(15)}
-	if exc := f.call(ctx, a, f.resources.base+prefix+"/verify", rid, vb, 1); exc != nil {
-		exc.record(sp)
-		return response{status: 500, body: map[string]string{"detail": exc.message}, exc: exc}
-	}
-	if sp.IsRecording() {
-		sp.SetAttributes(attribute.Float64("nemo.gym.reward", plan.Reward))
-	}
-	return response{status: 200, body: map[string]any{"rollout_id": rid, "reward": plan.Reward}}
-}
-
-// call posts body, retrying 503 answers up to maxAttempts (each attempt its
-// own CLIENT span), and turns a final error answer into the exception the
-// caller raises. body's "attempt" is set per attempt.
-func (f *Fleet) call(ctx context.Context, p *proc, url, rid string, body map[string]any, attempts int) *pyException {
-	for attempt := 0; ; attempt++ {
-		body["attempt"] = attempt
-		status, _, err := p.post(ctx, url, rid, body)
+	for _, c := range calls {
+		status, _, err := a.post(ctx, c.url, n, rid, c.body)
 		if err != nil {
-			return &pyException{typ: "aiohttp.client_exceptions.ClientConnectionError", message: err.Error(), file: "/opt/nemo_gym/nemo_gym/server_utils.py"}
+			return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
 		}
-		if status == http.StatusServiceUnavailable && attempt+1 < attempts {
-			continue
+		if status >= 400 {
+			clientResponseError(status, c.url).record(sp)
+			return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
 		}
-		if status != http.StatusOK {
-			return clientError(status, url)
-		}
-		return nil
 	}
+	return response{status: 200, body: map[string]any{"reward": plan.Verify == verifyOK}}
 }
 
-// agentResponses is the agent's /v1/responses: the model/tool loop.
+// agentResponses is the agent's /v1/responses: the model/tool loop. A tool
+// that fails answers 500 and the agent hands the error to the model.
 func (f *Fleet) agentResponses(req request) response {
 	a := f.agent
 	in := decode[runBody](req.body)
-	plan := planRollout(f.cfg.Seed, in.Index)
-	rid := plan.ID
+	plan := planRollout(f.cfg.Seed, in.TaskIndex)
+	n := plan.Index
+	prefix, _ := f.scoped(&plan)
 	ctx := req.ctx
 	sp := noSpan
-	if a.on(gate.Agent) {
-		ctx, sp = a.start(ctx, gate.Agent, rid, "gym.agent.responses", internal,
-			attribute.String("nemo.gym.rollout.id", rid),
-			attribute.String("nemo.gym.agent.name", agentName))
+	if a.on(GroupAgent) {
+		ctx, sp = a.semantic(ctx, GroupAgent, n, "gym.agent.responses", attribute.String("nemo.gym.server.name", a.name))
 	}
 	defer sp.End()
-	api := modelAPIs[plan.API]
-	prefix := "/ng-rollout/" + rid
 	step := 0
-	for t, turn := range plan.Turns {
-		body := map[string]any{"turn": t, "fail_503": turn.Model503, "input": turn.Input, "output": turn.Output, "work": plan.work(step)}
+	for _, turn := range plan.Turns {
+		body := map[string]any{"work": plan.work(step)}
 		step++
-		if exc := f.call(ctx, a, f.model.base+prefix+api.route, rid, body, maxAttempts); exc != nil {
-			exc.record(sp)
-			return response{status: 500, body: map[string]string{"detail": exc.message}, exc: exc}
+		if _, _, err := a.post(ctx, f.model.base+prefix+"/v1/responses", n, "", body); err != nil {
+			return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
 		}
-		for i, tool := range turn.Tools {
-			last := t == len(plan.Turns)-1 && i == len(turn.Tools)-1
-			body := map[string]any{"fail_503": tool.Fail503, "raise": plan.SandboxFail && last, "work": plan.work(step)}
+		for _, tool := range turn.Tools {
+			body := map[string]any{"task_index": n, "fail": tool.Fail, "exit_code": tool.ExitCode, "work": plan.work(step)}
 			step++
-			if exc := f.call(ctx, a, f.resources.base+prefix+"/"+tool.Name, rid, body, maxAttempts); exc != nil {
-				exc.record(sp)
-				return response{status: 500, body: map[string]string{"detail": exc.message}, exc: exc}
+			if _, _, err := a.post(ctx, f.resources.base+"/"+tool.Name, n, "", body); err != nil {
+				return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
 			}
 		}
-	}
-	if sp.IsRecording() {
-		sp.SetAttributes(attribute.Int("nemo.gym.agent.turns", len(plan.Turns)))
 	}
 	return response{status: 200, body: map[string]any{"output": "done", "turns": len(plan.Turns)}}
 }
 
+// agentAggregate is the agent's /aggregate_metrics: it asks the resources
+// server for its metrics.
+func (f *Fleet) agentAggregate(req request) response {
+	status, _, err := f.agent.post(req.ctx, f.resources.base+"/aggregate_metrics", -1, "", map[string]any{})
+	if err != nil || status >= 400 {
+		return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
+	}
+	return response{status: 200, body: map[string]any{"metrics": map[string]float64{}}}
+}
+
 type stepBody struct {
-	Attempt int     `json:"attempt"`
-	Fail503 int     `json:"fail_503"`
-	Turn    int     `json:"turn"`
-	Input   int     `json:"input"`
-	Output  int     `json:"output"`
-	Raise   bool    `json:"raise"`
-	Fail    bool    `json:"fail"`
-	Reward  float64 `json:"reward"`
-	Work    float64 `json:"work"`
+	TaskIndex int     `json:"task_index"`
+	Fail      bool    `json:"fail"`
+	ExitCode  int     `json:"exit_code"`
+	Verify    string  `json:"verify"`
+	Work      float64 `json:"work"`
 }
 
 func (f *Fleet) work(b stepBody, scale float64) time.Duration {
 	return time.Duration(float64(f.cfg.Latency) * scale * b.Work)
 }
 
-// modelCall is the model server's chat/responses/messages endpoint.
-func (f *Fleet) modelCall(req request, spanName string) response {
+// modelCall is the model server's /v1/responses.
+func (f *Fleet) modelCall(req request) response {
 	m := f.model
 	in := decode[stepBody](req.body)
 	sp := noSpan
-	if m.on(gate.ModelCall) {
-		_, sp = m.start(req.ctx, gate.ModelCall, req.rid, spanName, internal,
-			attribute.String("nemo.gym.rollout.id", req.rid),
-			attribute.String("gen_ai.system", "openai"),
-			attribute.String("gen_ai.request.model", "policy-8b-instruct"),
-			attribute.Float64("gen_ai.request.temperature", 1.0),
-			attribute.Int("nemo.gym.turn", in.Turn))
-	}
-	defer sp.End()
-	if in.Attempt < in.Fail503 {
-		m.sleep(f.work(in, 0.2))
-		// FastAPI turns an HTTPException into a 503 answer: it is recorded
-		// on the model span but does not escape the SERVER span.
-		(&pyException{typ: "fastapi.exceptions.HTTPException", message: "503: model backend overloaded",
-			file: "/opt/nemo_gym/responses_api_models/vllm_model/app.py"}).record(sp)
-		return response{status: 503, body: map[string]string{"detail": "model backend overloaded"}}
+	if m.on(GroupModelCall) {
+		_, sp = m.semantic(req.ctx, GroupModelCall, req.rollout, "gym.model.responses", attribute.String("nemo.gym.server.name", m.name))
 	}
 	m.sleep(f.work(in, 4))
-	if sp.IsRecording() {
-		sp.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", in.Input), attribute.Int("gen_ai.usage.output_tokens", in.Output))
-	}
+	sp.End()
 	return response{status: 200, body: map[string]any{"output": []string{"ok"}}}
 }
 
 func (f *Fleet) seedSession(req request) response {
 	f.sandboxMu.Lock()
-	f.sandboxes[req.rid] = false
+	f.sandboxes[req.rollout] = false
 	f.sandboxMu.Unlock()
 	return response{status: 200, body: map[string]string{"status": "ok"}}
 }
 
 func (f *Fleet) simpleTool(req request) response {
 	in := decode[stepBody](req.body)
-	if in.Attempt < in.Fail503 {
-		return response{status: 503, body: map[string]string{"detail": "tool busy"}}
+	if in.Fail {
+		return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
 	}
 	f.resources.sleep(f.work(in, 0.5))
 	return response{status: 200, body: map[string]string{"result": "ok"}}
@@ -313,70 +281,64 @@ func (f *Fleet) simpleTool(req request) response {
 func (f *Fleet) runCode(req request) response {
 	r := f.resources
 	in := decode[stepBody](req.body)
-	if in.Attempt < in.Fail503 {
-		return response{status: 503, body: map[string]string{"detail": "sandbox pool exhausted"}}
+	if in.Fail {
+		return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
 	}
 	f.sandboxMu.Lock()
-	started := f.sandboxes[req.rid]
-	f.sandboxes[req.rid] = true
+	started := f.sandboxes[req.rollout]
+	f.sandboxes[req.rollout] = true
 	f.sandboxMu.Unlock()
 	if !started {
 		sp := noSpan
-		if r.on(gate.Sandbox) {
-			_, sp = r.start(req.ctx, gate.Sandbox, req.rid, "gym.sandbox.start", internal,
-				attribute.String("nemo.gym.rollout.id", req.rid),
-				attribute.String("nemo.gym.sandbox.image", "python:3.11-slim"))
+		if r.on(GroupSandbox) {
+			_, sp = r.semantic(req.ctx, GroupSandbox, req.rollout, "gym.sandbox.start", attribute.String("nemo.gym.sandbox.provider", "local"))
 		}
 		r.sleep(f.work(in, 1))
 		sp.End()
 	}
 	sp := noSpan
-	if r.on(gate.Sandbox) {
-		_, sp = r.start(req.ctx, gate.Sandbox, req.rid, "gym.sandbox.exec", internal,
-			attribute.String("nemo.gym.rollout.id", req.rid),
-			attribute.String("nemo.gym.sandbox.command", "python /tmp/snippet.py"))
+	if r.on(GroupSandbox) {
+		_, sp = r.semantic(req.ctx, GroupSandbox, req.rollout, "gym.sandbox.exec", attribute.String("nemo.gym.sandbox.provider", "local"))
 	}
-	defer sp.End()
 	r.sleep(f.work(in, 0.5))
-	if in.Raise {
-		exc := &pyException{typ: "nemo_gym.sandbox.SandboxError", message: "process exited with code 137",
-			file: "/opt/nemo_gym/resources_servers/example_tools/app.py"}
-		exc.record(sp)
-		f.dropSandbox(req.rid)
-		return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}, exc: exc}
-	}
 	if sp.IsRecording() {
-		sp.SetAttributes(attribute.Int("nemo.gym.sandbox.exit_code", 0))
+		sp.SetAttributes(attribute.Int("nemo.gym.sandbox.return_code", in.ExitCode))
+		if in.ExitCode != 0 {
+			sp.SetAttributes(attribute.String("nemo.gym.sandbox.error_type", "nonzero_exit"))
+		}
 	}
-	return response{status: 200, body: map[string]string{"stdout": "42\n"}}
+	sp.End()
+	return response{status: 200, body: map[string]any{"stdout": "42\n", "return_code": in.ExitCode}}
 }
 
-func (f *Fleet) dropSandbox(rid string) {
-	f.sandboxMu.Lock()
-	delete(f.sandboxes, rid)
-	f.sandboxMu.Unlock()
-}
-
-// verify scores the rollout.
+// verify scores the rollout; a raising verifier answers 500.
 func (f *Fleet) verify(req request) response {
 	r := f.resources
 	in := decode[stepBody](req.body)
-	defer f.dropSandbox(req.rid)
+	defer func() {
+		f.sandboxMu.Lock()
+		delete(f.sandboxes, req.rollout)
+		f.sandboxMu.Unlock()
+	}()
 	sp := noSpan
-	if r.on(gate.Verify) {
-		_, sp = r.start(req.ctx, gate.Verify, req.rid, "gym.verify", internal,
-			attribute.String("nemo.gym.rollout.id", req.rid))
+	if r.on(GroupVerify) {
+		attrs := []attribute.KeyValue{attribute.String("nemo.gym.server.name", r.name)}
+		if f.cfg.Observability && req.rid != "" {
+			attrs = append(attrs, attribute.String("nemo.gym.rollout.id", req.rid))
+		}
+		_, sp = r.semantic(req.ctx, GroupVerify, req.rollout, "gym.verify", attrs...)
 	}
 	defer sp.End()
 	r.sleep(f.work(in, 1))
-	if in.Fail {
-		exc := &pyException{typ: "ValueError", message: "could not parse final answer",
-			file: "/opt/nemo_gym/resources_servers/example_tools/app.py"}
-		exc.record(sp)
-		return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}, exc: exc}
+	if in.Verify == verifyRaise {
+		(&pyException{typ: "ValueError", message: "verifier blew up",
+			file: "/opt/gym/resources_servers/example_single_tool_call/app.py", line: 88, fn: "verify",
+			code: `raise ValueError("verifier blew up")`}).record(sp)
+		return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
 	}
-	if sp.IsRecording() {
-		sp.SetAttributes(attribute.Float64("nemo.gym.reward", in.Reward))
+	reward := 0.0
+	if in.Verify == verifyOK {
+		reward = 1
 	}
-	return response{status: 200, body: map[string]any{"reward": in.Reward}}
+	return response{status: 200, body: map[string]any{"reward": reward}}
 }

@@ -146,14 +146,16 @@ func TestTmuxDemo(t *testing.T) {
 		" --rate 0 --latency 2ms --batch-timeout 100ms", 120, 40)
 
 	s.waitFor("the fleet's rollouts", regexp.MustCompile(`Rollouts 8 `))
-	// The run's gym.job span ends last; once it is in, the run is one trace.
-	s.waitFor("the whole run in one trace", regexp.MustCompile(`traces\s+1\s+1\s`))
+	// The run's gym.job span ends last; once it is in, the run is one
+	// trace beside the three servers' health probes.
+	s.waitFor("the whole run in one trace", regexp.MustCompile(`traces\s+4\s+4\s`))
 	s.keys("j", "j")
-	s.waitFor("the third rollout's trace", regexp.MustCompile(`Trace r-1-\d{4} · \d+ spans · 1 trace`))
+	s.waitFor("the third rollout's trace", regexp.MustCompile(`Trace ~[0-9a-f]{8}/[0-9a-f]{16} · \d+ spans · 1 trace`))
 
 	s.keys("Tab", "Tab", "Space")
 	s.waitFor("job unchecked", regexp.MustCompile(`\[ \] job\*`))
-	s.waitFor("traces 1 → 8", regexp.MustCompile(`traces\s+1\s+8\s`))
+	// A trace per rollout, the probes, and /aggregate_metrics.
+	s.waitFor("traces 4 → 12", regexp.MustCompile(`traces\s+4\s+12\s`))
 
 	s.keys("2")
 	s.waitFor("per_rollout previewed", regexp.MustCompile(`preview per_rollout\s`))

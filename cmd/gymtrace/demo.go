@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +40,13 @@ type demoOptions struct {
 	maxSpans    int
 	// procSpecs are the --process-spec values, NAME=SPEC, in flag order.
 	procSpecs []string
+	variant   string
+	obs       bool
+	aiohttp   bool
+	// standalone runs the driver without telemetry.
+	standalone bool
+	leak       float64
+	record     string
 }
 
 // runDemo starts the receivers, a simulated fleet exporting real OTLP to
@@ -51,7 +57,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o demoOptions
-	fs.StringVar(&o.spec, "spec", "all", "span_groups the simulated fleet runs with (the setting previewed against)")
+	fs.StringVar(&o.spec, "spec", "all", "span_groups the simulated fleet runs with (the setting previewed against; blank is Gym's default)")
+	fs.StringVar(&o.variant, "gym-variant", "G1", "the Gym telemetry variant the fleet runs: "+strings.Join(gymsim.VariantNames(), ", "))
+	fs.BoolVar(&o.obs, "observability", false, "Gym's observability_enabled: rollout ids on spans and /ng-rollout/{id}/ URL prefixes")
+	fs.BoolVar(&o.aiohttp, "aiohttp", false, "the aiohttp client instrumentation (as NeMo-RL runs it): a second CLIENT span per call that injects traceparent whatever the spec")
+	fs.BoolVar(&o.standalone, "standalone", false, "the driver runs without telemetry (standalone collect_rollouts): no gym.job, each /run a root")
+	fs.Float64Var(&o.leak, "context-leak", 0, "share of requests (0-1) whose span is carried over from the previous request on a kept-alive connection")
+	fs.StringVar(&o.record, "record", "", "append every accepted trace request to FILE as OTLP/JSON lines (as serve --record)")
 	fs.Float64Var(&o.rate, "rate", 3, "rollouts started per second (0 = as fast as possible)")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "rollouts in flight at most")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the rollout shapes")
@@ -66,7 +78,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	fs.StringVar(&o.httpAddr, "http-addr", "", "OTLP/HTTP listen address (default 127.0.0.1:4318 if free, else any free port)")
 	fs.IntVar(&o.maxSpans, "max-spans", 2_000_000, "spans kept in memory; oldest rollouts are evicted past it")
 	fs.Func("process-spec", "NAME=SPEC: span_groups of one fleet process instead of --spec (repeatable; NAME is one of "+
-		strings.Join(gymsim.ProcessNames(), ", ")+"), e.g. policy_model=model_call to watch a join break", func(v string) error {
+		strings.Join(gymsim.ProcessNames(), ", ")+", or a role: driver, agent, model, resources), e.g. policy_model=model_call to watch a join break", func(v string) error {
 		o.procSpecs = append(o.procSpecs, v)
 		return nil
 	})
@@ -88,13 +100,18 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		fmt.Fprintln(stderr, "gymtrace demo: --rollouts and --rate must be 0 or more, --concurrency at least 1")
 		return exitUsage
 	}
-	reg := gate.Default()
-	spec, err := reg.Parse(o.spec)
-	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace demo: --spec: %v\n", err)
+	if o.leak < 0 || o.leak > 1 {
+		fmt.Fprintln(stderr, "gymtrace demo: --context-leak must be between 0 and 1")
 		return exitUsage
 	}
-	procSpecs, err := parseProcessSpecs(reg, o.procSpecs)
+	variant, err := gymsim.LookupVariant(o.variant)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace demo: --gym-variant: %v\n", err)
+		return exitUsage
+	}
+	reg := gate.Default()
+	spec := previewSet(reg, o.spec)
+	procSpecs, err := parseProcessSpecs(variant, o.procSpecs)
 	if err != nil {
 		fmt.Fprintf(stderr, "gymtrace demo: %v\n", err)
 		return exitUsage
@@ -112,9 +129,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		endpoint = httpAddr
 	}
 	fleet, err := gymsim.Start(ctx, gymsim.Config{
-		Seed: o.seed, Spec: spec, ProcessSpecs: procSpecs, Rollouts: o.rollouts, RunSize: o.runSize, Rate: o.rate,
+		Seed: o.seed, Variant: variant.Name, Spec: o.spec, ProcessSpecs: procSpecs, Rollouts: o.rollouts, RunSize: o.runSize, Rate: o.rate,
 		Concurrency: o.concurrency, Protocol: o.protocol, Endpoint: endpoint,
 		Latency: o.latency, BatchTimeout: o.batch,
+		Observability: o.obs, AIOHTTP: o.aiohttp, Standalone: o.standalone, ContextLeak: o.leak,
 	})
 	if err != nil {
 		_ = rr.stop()
@@ -129,14 +147,19 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		ferr := fleet.Shutdown(sctx)
 		return errors.Join(ferr, rr.stop())
 	}
-	fmt.Fprintf(stderr, "gymtrace demo: receiving OTLP/gRPC on %s and OTLP/HTTP on %s; fleet exports %s with span_groups %q%s\n",
-		grpcAddr, httpAddr, o.protocol, reg.Format(spec), formatProcessSpecs(reg, procSpecs, " except ", ""))
+	fmt.Fprintf(stderr, "gymtrace demo: receiving OTLP/gRPC on %s and OTLP/HTTP on %s; fleet (Gym %s%s) exports %s with span_groups %q%s\n",
+		grpcAddr, httpAddr, variant.Name, fleetSwitches(o), o.protocol, o.spec, formatProcessSpecs(variant, procSpecs, " except ", ""))
+	for _, name := range gymsim.ProcessNamesOf(variant) {
+		if w := fleet.Warnings()[name]; w != "" {
+			fmt.Fprintf(stderr, "gymtrace demo: %s: %s\n", name, w)
+		}
+	}
 
 	if !headless {
 		uiErr := runUI(uiConfig{
 			Store: rr.Store, Registry: reg, Current: spec, CurrentSpec: o.spec,
 			Addrs: rr.Addrs, Live: true,
-			Title: fmt.Sprintf("gymtrace demo (seed %d, %s%s)", o.seed, reg.Format(spec), formatProcessSpecs(reg, procSpecs, "; ", "")),
+			Title: fmt.Sprintf("gymtrace demo (seed %d, Gym %s, %s%s)", o.seed, variant.Name, o.spec, formatProcessSpecs(variant, procSpecs, "; ", "")),
 		})
 		if err := stopAll(); err != nil {
 			fmt.Fprintf(stderr, "gymtrace demo: shutdown: %v\n", err)
@@ -172,7 +195,13 @@ loop:
 		fmt.Fprintf(stderr, "gymtrace demo: shutdown: %v\n", err)
 	}
 	if o.json {
-		if err := writeDemoSummary(stdout, newServeSummary(snap, rr.Server.Stats()), fleet.Stats(), reg.Format(spec), formatSpecs(reg, procSpecs)); err != nil {
+		sum := newServeSummary(snap, rr.Server.Stats())
+		// Rollouts as found by structure: the run-level traffic (health
+		// probes, /aggregate_metrics, gym.job) is counted apart.
+		st := gate.NewEngine(reg).Structure(snap)
+		sum.Rollouts = len(st.Snap.Rollouts)
+		run := demoRunTraffic{Spans: st.RunSpans, Traces: st.RunTraces}
+		if err := writeDemoSummary(stdout, sum, run, fleet.Stats(), o.spec, variant.Name, procSpecs); err != nil {
 			fmt.Fprintf(stderr, "gymtrace demo: %v\n", err)
 			return exitUsage
 		}
@@ -184,7 +213,7 @@ loop:
 // the OTLP default ports and falls back to free ones, so the demo also runs
 // where a collector already holds 4317/4318.
 func startDemoReceivers(ctx context.Context, o demoOptions, warn io.Writer) (*runningReceivers, error) {
-	opts := receiverOptions{GRPCAddr: o.grpcAddr, HTTPAddr: o.httpAddr, MaxSpans: o.maxSpans, Warn: warn}
+	opts := receiverOptions{GRPCAddr: o.grpcAddr, HTTPAddr: o.httpAddr, MaxSpans: o.maxSpans, Record: o.record, Warn: warn}
 	if opts.GRPCAddr == "" {
 		opts.GRPCAddr = receiver.DefaultGRPCAddr
 	}
@@ -208,11 +237,19 @@ func startDemoReceivers(ctx context.Context, o demoOptions, warn io.Writer) (*ru
 // the fleet says it emitted, so the two can be compared.
 type demoSummary struct {
 	serveSummary
-	Spec string `json:"spec"`
+	RunTraffic demoRunTraffic `json:"run_traffic"`
+	Spec       string         `json:"spec"`
+	GymVariant string         `json:"gym_variant"`
 	// ProcessSpecs maps a process to its own span_groups, when
 	// --process-spec gave one.
 	ProcessSpecs map[string]string `json:"process_specs,omitempty"`
 	Fleet        demoFleet         `json:"fleet"`
+}
+
+// demoRunTraffic counts the run-level spans and the traces holding only them.
+type demoRunTraffic struct {
+	Spans  int `json:"spans"`
+	Traces int `json:"traces"`
 }
 
 type demoFleet struct {
@@ -223,10 +260,12 @@ type demoFleet struct {
 	ExportErrors      int64 `json:"export_errors"`
 }
 
-func writeDemoSummary(w io.Writer, sum serveSummary, fs gymsim.Stats, spec string, procSpecs map[string]string) error {
+func writeDemoSummary(w io.Writer, sum serveSummary, run demoRunTraffic, fs gymsim.Stats, spec, variant string, procSpecs map[string]string) error {
 	b, err := json.MarshalIndent(demoSummary{
 		serveSummary: sum,
+		RunTraffic:   run,
 		Spec:         spec,
+		GymVariant:   variant,
 		ProcessSpecs: procSpecs,
 		Fleet: demoFleet{
 			RolloutsStarted: fs.Started, RolloutsCompleted: fs.Completed, RolloutsFailed: fs.Failed,
@@ -241,49 +280,74 @@ func writeDemoSummary(w io.Writer, sum serveSummary, fs gymsim.Stats, spec strin
 }
 
 // parseProcessSpecs parses --process-spec values: NAME=SPEC, NAME a fleet
-// process. A process given twice keeps the last value, as flags do.
-func parseProcessSpecs(reg *gate.Registry, vals []string) (map[string]gate.Set, error) {
+// process or its role. A process given twice keeps the last value, as flags
+// do. SPEC is passed on as the process would read it.
+func parseProcessSpecs(v *gymsim.Variant, vals []string) (map[string]string, error) {
 	if len(vals) == 0 {
 		return nil, nil
 	}
-	names := gymsim.ProcessNames()
-	out := map[string]gate.Set{}
-	for _, v := range vals {
-		name, spec, ok := strings.Cut(v, "=")
+	names := gymsim.ProcessNamesOf(v)
+	out := map[string]string{}
+	for _, val := range vals {
+		name, spec, ok := strings.Cut(val, "=")
 		if !ok {
-			return nil, fmt.Errorf("--process-spec %q: want NAME=SPEC", v)
+			return nil, fmt.Errorf("--process-spec %q: want NAME=SPEC", val)
 		}
-		if !slices.Contains(names, name) {
-			return nil, fmt.Errorf("--process-spec %q: unknown process %q (want one of %s)", v, name, strings.Join(names, ", "))
+		canon, ok := gymsim.CanonicalProcess(v, name)
+		if !ok {
+			return nil, fmt.Errorf("--process-spec %q: unknown process %q (want one of %s, or a role: driver, agent, model, resources)", val, name, strings.Join(names, ", "))
 		}
-		set, err := reg.Parse(spec)
-		if err != nil {
-			return nil, fmt.Errorf("--process-spec %s: %w", name, err)
-		}
-		out[name] = set
+		out[canon] = spec
 	}
 	return out, nil
 }
 
-// formatSpecs formats each process's span_groups; nil for none.
-func formatSpecs(reg *gate.Registry, specs map[string]gate.Set) map[string]string {
-	if len(specs) == 0 {
-		return nil
+// previewSet is the fleet's spec as the preview knows it: the parts the
+// registry knows, unioned; a part Gym would reject or drop is left out.
+func previewSet(reg *gate.Registry, spec string) gate.Set {
+	var set gate.Set
+	for _, part := range strings.Split(spec, ",") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		if s, err := reg.Parse(part); err == nil {
+			set |= s
+		}
 	}
-	out := make(map[string]string, len(specs))
-	for name, set := range specs {
-		out[name] = reg.Format(set)
+	if strings.TrimSpace(spec) == "" {
+		set, _ = reg.Parse("default")
 	}
-	return out
+	return set
+}
+
+// fleetSwitches names the deployment switches the demo's fleet runs with.
+func fleetSwitches(o demoOptions) string {
+	var on []string
+	if o.obs {
+		on = append(on, "observability")
+	}
+	if o.aiohttp {
+		on = append(on, "aiohttp")
+	}
+	if o.standalone {
+		on = append(on, "standalone")
+	}
+	if o.leak > 0 {
+		on = append(on, fmt.Sprintf("context leak %g", o.leak))
+	}
+	if len(on) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(on, ", ")
 }
 
 // formatProcessSpecs renders the per-process specs as prefix NAME=SPEC, ...
 // suffix, in the fleet's process order; "" for none.
-func formatProcessSpecs(reg *gate.Registry, specs map[string]gate.Set, prefix, suffix string) string {
+func formatProcessSpecs(v *gymsim.Variant, specs map[string]string, prefix, suffix string) string {
 	var parts []string
-	for _, name := range gymsim.ProcessNames() {
-		if set, ok := specs[name]; ok {
-			parts = append(parts, fmt.Sprintf("%s=%s", name, reg.Format(set)))
+	for _, name := range gymsim.ProcessNamesOf(v) {
+		if spec, ok := specs[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%s", name, spec))
 		}
 	}
 	if len(parts) == 0 {

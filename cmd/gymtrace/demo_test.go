@@ -129,14 +129,14 @@ func TestDemoUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown group", []string{"--spec", "default,tool_call"}, `unknown span group "tool_call"`},
+		{"unknown variant", []string{"--gym-variant", "G9"}, `--gym-variant: gym variant "G9": want one of G1, G1c, G2, G3`},
+		{"leak out of range", []string{"--context-leak", "1.5"}, "--context-leak must be between 0 and 1"},
 		{"bad protocol", []string{"--protocol", "zipkin"}, `--protocol "zipkin": want grpc or http`},
 		{"extra argument", []string{"capture.jsonl"}, `unexpected arguments ["capture.jsonl"]`},
 		{"negative rollouts", []string{"--rollouts", "-1"}, "--rollouts and --rate must be 0 or more"},
 		{"busy address", []string{"--grpc-addr", "256.0.0.1:1", "--http-addr", "127.0.0.1:0"}, "256.0.0.1:1"},
 		{"process spec without =", []string{"--process-spec", "policy_model"}, `--process-spec "policy_model": want NAME=SPEC`},
-		{"unknown process", []string{"--process-spec", "judge=all"}, `unknown process "judge" (want one of rollout_collection, simple_agent, policy_model, example_tools)`},
-		{"bad process spec", []string{"--process-spec", "policy_model=all,tool_call"}, `--process-spec policy_model: unknown span group "tool_call"`},
+		{"unknown process", []string{"--process-spec", "judge=all"}, `unknown process "judge" (want one of orchestrator, simple_agent, policy_model, example_single_tool_call, or a role`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,19 +155,49 @@ func TestDemoUsage(t *testing.T) {
 	}
 }
 
+// TestDemoUnknownGroup: as in Gym, an unknown name in span_groups is not
+// the demo's error but the fleet's: in G1 the telemetry set-up raises and
+// the processes run without telemetry, saying so; in G2 the name is
+// dropped and the rest applies.
+func TestDemoUnknownGroup(t *testing.T) {
+	run := func(args ...string) (demoJSON, string) {
+		var stdout, stderr bytes.Buffer
+		if code := runDemo(context.Background(), append(append([]string(nil), demoArgs...), args...), &stdout, &stderr, false); code != exitOK {
+			t.Fatalf("runDemo(%q) = %d, stderr:\n%s", args, code, stderr.String())
+		}
+		var sum demoJSON
+		if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+			t.Fatalf("summary is not JSON: %v\n%s", err, stdout.String())
+		}
+		return sum, stderr.String()
+	}
+	sum, stderr := run("--spec", "default,tool_call", "--rollouts", "3", "--headless", "--json")
+	if sum.SpansReceived != 0 || sum.Fleet.RolloutsCompleted != 3 {
+		t.Errorf("G1 with an unknown group: %d spans, %d rollouts completed; want none, 3", sum.SpansReceived, sum.Fleet.RolloutsCompleted)
+	}
+	if !strings.Contains(stderr, "simple_agent: Unknown span group or preset: 'tool_call'. Valid options: ['agent', 'all',") {
+		t.Errorf("no Gym warning on stderr:\n%s", stderr)
+	}
+	sum, stderr = run("--gym-variant", "G2", "--spec", "default,tool_call", "--rollouts", "3", "--headless", "--json")
+	if sum.SpansReceived == 0 || !strings.Contains(stderr, "unknown span groups dropped: tool_call") {
+		t.Errorf("G2 with an unknown group: %d spans; stderr:\n%s", sum.SpansReceived, stderr)
+	}
+}
+
 // TestDemoProcessSpec: one process running its own span_groups breaks the
 // join the others keep. With the model server not extracting traceparent,
 // each model call starts a trace of its own, where the healthy fleet keeps
-// the whole run in the job's one trace.
+// the whole run in the job's one trace (beside the three health probes).
 func TestDemoProcessSpec(t *testing.T) {
 	tests := []struct {
 		name   string
 		args   []string
 		traces func(int) bool
 	}{
-		{"healthy_default", nil, func(n int) bool { return n == 1 }},
-		{"model_without_server", []string{"--process-spec", "policy_model=http_client,model_call"}, func(n int) bool { return n > 6 }},
-		{"driver_without_http_client", []string{"--process-spec", "rollout_collection=job"}, func(n int) bool { return n == 7 }},
+		{"healthy_default", nil, func(n int) bool { return n == 4 }},
+		{"model_without_server", []string{"--process-spec", "policy_model=http_client,model_call"}, func(n int) bool { return n > 10 }},
+		// Each /run a root, the probes, gym.job alone, /aggregate_metrics.
+		{"driver_without_http_client", []string{"--process-spec", "orchestrator=job"}, func(n int) bool { return n == 6+3+1+1 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package gymsim
+
+const raceOn = false
