@@ -149,7 +149,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 	}
 	if entry >= 0 && r.Fragments[entry].TopParent.IsZero() && !r.Synthetic {
 		top := &r.Fragments[entry].Spans[0]
-		c.entry, c.entryTop, c.entryKnd = strayRoot{res: top.Resource, name: snap.Str(top.Name), start: top.Start}, true, top.Kind
+		c.entry, c.entryTop, c.entryKnd = strayRoot{res: top.Resource, name: DisplayName(e.in, top), start: top.Start}, true, top.Kind
 	}
 	type serverRoot struct {
 		res  model.ResourceID
@@ -230,7 +230,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			}
 			roots = append(roots, sr)
 		default:
-			c.strays = append(c.strays, strayRoot{res: top.Resource, name: snap.Str(top.Name), start: top.Start})
+			c.strays = append(c.strays, strayRoot{res: top.Resource, name: DisplayName(e.in, top), start: top.Start})
 			addRes(&c.newTrace, top.Resource)
 		}
 	}

@@ -118,7 +118,7 @@ func diffTree(s DiffSide) []*dnode {
 	byID := make(map[model.SpanID]*dnode, len(s.Spans))
 	for i := range s.Spans {
 		sp := &s.Spans[i]
-		n := &dnode{sp: sp, service: s.Snap.ServiceName(sp.Resource), name: s.Snap.Str(sp.Name)}
+		n := &dnode{sp: sp, service: s.Snap.ServiceName(sp.Resource), name: DisplayName(s.Snap.Interner(), sp)}
 		nodes[i] = n
 		byID[sp.SpanID] = n
 	}

@@ -423,7 +423,12 @@ func (t *term) matchText(s string) bool {
 func (t *term) matchSpan(snap *model.Snapshot, sp *model.Span) bool {
 	switch t.field {
 	case fieldName:
-		return t.matchText(snap.Str(sp.Name))
+		// A span answers to its shown name and to its raw one.
+		shown, raw := t.matchText(DisplayName(snap.Interner(), sp)), t.matchText(snap.Str(sp.Name))
+		if t.op == opNe || t.op == opHasNot {
+			return shown && raw
+		}
+		return shown || raw
 	case fieldService:
 		svc := snap.ServiceName(sp.Resource)
 		// nemo-gym/policy_model answers to service=policy_model too.

@@ -65,7 +65,7 @@ func (e *Engine) Latency(snap *model.Snapshot, rollouts []*model.Rollout) *Laten
 				sp := &f.Spans[i]
 				out.Spans++
 				add(maps[0], snap.ServiceName(sp.Resource), 0, sp, self[i])
-				add(maps[1], snap.Str(sp.Name), 0, sp, self[i])
+				add(maps[1], DisplayName(snap.Interner(), sp), 0, sp, self[i])
 				add(maps[2], e.reg.Name(fi.groups[i]), fi.groups[i], sp, self[i])
 			}
 		}

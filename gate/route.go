@@ -86,12 +86,11 @@ func spanRoute(in *model.Interner, sp *model.Span) (method, path string) {
 		method = strings.TrimPrefix(name, "HTTP ")
 		return method, stripRolloutPrefix(p)
 	case model.KindServer, model.KindInternal:
-		m, rest, ok := strings.Cut(name, " ")
-		if ok && isMethodName(m) && strings.HasPrefix(rest, "/") {
-			return m, stripRolloutPrefix(rest)
-		}
-		if !isMethodName(name) {
+		if !isRouteName(name) {
 			return "", ""
+		}
+		if m, rest, ok := strings.Cut(name, " "); ok {
+			return m, stripRolloutPrefix(rest)
 		}
 		if t, ok := sp.Attrs.Get(in, attrTarget); ok {
 			return name, stripRolloutPrefix(cutQuery(t.String()))

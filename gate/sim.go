@@ -408,7 +408,7 @@ func (s *rollSim) addBreak(snap *model.Snapshot, from model.ResourceID, sp *mode
 	case spec.Has(HTTPClient):
 		reason = reasonNoServer
 	}
-	b := Break{FromService: snap.ServiceName(from), ToService: snap.ServiceName(sp.Resource), SpanName: snap.Str(sp.Name), Reason: reason}
+	b := Break{FromService: snap.ServiceName(from), ToService: snap.ServiceName(sp.Resource), SpanName: DisplayName(snap.Interner(), sp), Reason: reason}
 	for i := range s.res.Breaks {
 		x := &s.res.Breaks[i]
 		if x.FromService == b.FromService && x.ToService == b.ToService && x.SpanName == b.SpanName && x.Reason == b.Reason {

@@ -46,7 +46,7 @@ func (d *detailView) open(e *env) bool {
 func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fragment, i int, group string) {
 	sp := &f.Spans[i]
 	t := snap.Interner()
-	d.title = "Span " + snap.Str(sp.Name)
+	d.title = "Span " + gate.DisplayName(snap.Interner(), sp)
 	d.rolloutID = r.ID
 	d.vp.GotoTop()
 	var b []string

@@ -120,7 +120,7 @@ func (s *statsView) SetRollout(snap *model.Snapshot, r *model.Rollout, sim *gate
 		for i := range f.Spans {
 			sp := &f.Spans[i]
 			add(maps[0], shortService(snap.ServiceName(sp.Resource)), sp, self[i])
-			add(maps[1], snap.Str(sp.Name), sp, self[i])
+			add(maps[1], gate.DisplayName(snap.Interner(), sp), sp, self[i])
 			g := "(classifying…)"
 			if grp, ok := simGroup(sim, fi, i); ok {
 				g = s.reg.Name(grp)

@@ -559,7 +559,7 @@ func (t *traceView) fragNote(fi int, f *model.Fragment) string {
 // cutReason explains why a kept span starts a new trace under the preview.
 func (t *traceView) cutReason(fi, i int) string {
 	sp := &t.r.Fragments[fi].Spans[i]
-	name, svc := t.snap.Str(sp.Name), t.snap.ServiceName(sp.Resource)
+	name, svc := gate.DisplayName(t.snap.Interner(), sp), t.snap.ServiceName(sp.Resource)
 	if t.simPrev != nil {
 		for _, b := range t.simPrev.Breaks {
 			if b.SpanName == name && b.ToService == svc && b.Reason != "" {
@@ -586,7 +586,7 @@ func hopReason(reg *gate.Registry, spec gate.Set) string {
 // nameCell is a span row's name cell: tree glyphs, a collapsed node's
 // glyph, the name and how many spans the fold hides.
 func (t *traceView) nameCell(row *traceRow, sp *model.Span) (glyphs, text string) {
-	text = t.snap.Str(sp.Name)
+	text = gate.DisplayName(t.snap.Interner(), sp)
 	if row.hidden > 0 {
 		text = glyphFolded + " " + text + " +" + itoa(int(row.hidden))
 	}
