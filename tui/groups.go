@@ -617,7 +617,7 @@ func (g *groupsPanel) render() {
 	listW := 64
 	for i, gi := range g.reg.Groups() {
 		if n := g.metricPoints(gate.Group(i)); n > 0 && !gi.EmitsSpans {
-			listW = max(listW, 64-len("emits no spans")+len(metricNote(n)))
+			listW = max(listW, 64-ansi.StringWidth("emits no spans")+ansi.StringWidth(metricNote(n)))
 		}
 	}
 	if g.width >= listW+40 {

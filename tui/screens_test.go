@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -66,6 +67,15 @@ func TestScreens(t *testing.T) {
 			for i, l := range lines {
 				if w := ansi.StringWidth(l); w > tc.w {
 					t.Errorf("line %d is %d cells wide, want ≤ %d: %q", i, w, tc.w, l)
+				}
+			}
+			// From 120 columns on, no verdict or figure of the comparison is cut.
+			if tc.w >= 120 {
+				row := regexp.MustCompile(`(joining|× \S+ rollouts|rate|bytes|traces|spans)\s{2,}`)
+				for _, l := range lines {
+					if loc := row.FindStringIndex(l); loc != nil && strings.Contains(l[loc[0]:], "…") && !strings.Contains(l[loc[0]:], "… pending") {
+						t.Errorf("cut figure: %q", l)
+					}
 				}
 			}
 			golden(t, tc.name, got)

@@ -526,7 +526,11 @@ func (t *traceView) rebuild() {
 		walk(roots)
 		byStart(cutRoots)
 		for _, i := range cutRoots {
-			t.rows = append(t.rows, traceRow{frag: int32(fi), idx: -1, note: glyphSplit + " new trace: " + t.cutReason(fi, int(i)), noteStyle: 1})
+			note := glyphSplit + " new trace: " + t.cutReason(fi, int(i))
+			if fix := hopFix(t.cutReason(fi, int(i))); fix != "" {
+				note += "; fix: " + fix
+			}
+			t.rows = append(t.rows, traceRow{frag: int32(fi), idx: -1, note: note, noteStyle: 1})
 			walk([]int32{i})
 		}
 	}
