@@ -240,7 +240,10 @@ func (fr *fileReader) readProtobuf(br *bufio.Reader) error {
 func (fr *fileReader) readLines(br *bufio.Reader) error {
 	cd := newConsoleDecoder(fr.l, fr.opts.Limits)
 	defer fr.doneConsole(cd)
-	var buf []byte
+	var (
+		buf []byte
+		obj multiLine
+	)
 	for n := 1; ; n++ {
 		line, newline, tooLong, err := readLine(br, &buf, fr.opts.MaxLine)
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -249,15 +252,30 @@ func (fr *fileReader) readLines(br *bufio.Reader) error {
 		if len(line) == 0 && !tooLong && errors.Is(err, io.EOF) {
 			break
 		}
+		if n == 1 {
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
 		fr.stat.Lines++
-		if tooLong {
+		switch {
+		case obj.open():
+			if lerr := obj.add(fr, cd, n, line, tooLong); lerr != nil {
+				return lerr
+			}
+		case tooLong:
 			fr.badLine(n, fmt.Sprintf("line longer than the %d-byte line bound, skipped", fr.opts.MaxLine))
-		} else if lerr := fr.line(cd, n, line, newline); lerr != nil {
-			return lerr
+		case isObjectStart(line):
+			obj.start(n, line)
+		default:
+			if lerr := fr.line(cd, n, line, newline); lerr != nil {
+				return lerr
+			}
 		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
+	}
+	if obj.open() {
+		fr.badLine(obj.first, "truncated JSON object: the file ends before its closing '}'")
 	}
 	switch {
 	case fr.kinds[0] && fr.kinds[1]:
@@ -276,6 +294,62 @@ func (fr *fileReader) doneConsole(cd *consoleDecoder) {
 	cd.s.repaired = 0
 	fr.rep.Decode.Add(cd.rep)
 	cd.release()
+}
+
+// utf8BOM opens files some Windows tools and Python's utf-8-sig write.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// isObjectStart reports a line that opens a multi-line JSON object as
+// Python's json.dumps(indent=...) writes one, the default of the OTel
+// Python SDK's console exporters: "{" alone on its line.
+func isObjectStart(line []byte) bool {
+	return string(bytes.TrimSpace(line)) == "{"
+}
+
+// multiLine gathers an indented JSON object, from its "{" line to the "}"
+// line that completes it, bounded by the line bound.
+type multiLine struct {
+	first int // line number of the "{", 0 when no object is open
+	text  []byte
+	over  bool // longer than the line bound: skipped to its end
+}
+
+func (m *multiLine) open() bool { return m.first > 0 }
+
+func (m *multiLine) start(n int, line []byte) {
+	m.first, m.over = n, false
+	m.text = append(m.text[:0], bytes.TrimSpace(line)...)
+}
+
+// add takes the next line; at the closing brace the object is decoded as
+// one line (newlines are JSON whitespace).
+func (m *multiLine) add(fr *fileReader, cd *consoleDecoder, n int, line []byte, tooLong bool) error {
+	if !m.over {
+		if tooLong || len(m.text)+1+len(line) > fr.opts.MaxLine {
+			m.over, m.text = true, m.text[:0]
+		} else {
+			m.text = append(append(m.text, '\n'), line...)
+		}
+	}
+	if t := bytes.TrimSpace(line); len(t) == 0 || t[0] != '}' {
+		return nil
+	}
+	if !m.over {
+		// A "}" may close a nested object (indent=0 puts those at the
+		// start of lines too): go on while the text is still unfinished.
+		var sc scan
+		sc.reset(m.text)
+		if err := sc.skip(); errors.Is(err, errTruncatedLine) {
+			return nil
+		}
+	}
+	first := m.first
+	m.first = 0
+	if m.over {
+		fr.badLine(first, fmt.Sprintf("JSON object longer than the %d-byte line bound, skipped", fr.opts.MaxLine))
+		return nil
+	}
+	return fr.line(cd, first, m.text, true)
 }
 
 func (fr *fileReader) badLine(n int, reason string) {
