@@ -91,16 +91,21 @@ func TestPreviewText(t *testing.T) {
 	gateGolden(t, "all_to_per_rollout", []byte(out))
 }
 
-// Previewing per_rollout over the `all` capture must predict exactly what
-// the per_rollout capture of the same six rollouts holds, per rollout and
-// per group.
+// Previewing per_rollout over a real Gym `all` capture must predict exactly
+// what Gym really emitted under per_rollout with the same seed, per rollout
+// and per group (observability on, so both captures name rollouts by Gym's
+// ids).
 func TestPreviewPredictsPerRolloutCapture(t *testing.T) {
 	var pred, real previewJSON
 	for _, c := range []struct {
 		file string
 		out  *previewJSON
-	}{{"all.console.jsonl", &pred}, {"per_rollout.console.jsonl", &real}} {
-		code, out, errOut := runGateCmd(t, previewCmd, "--json", "--spec", "per_rollout", gateCaptures+c.file)
+	}{{"all", &pred}, {"spec-per_rollout", &real}} {
+		logs, _ := filepath.Glob(filepath.Join(sharedRealGym, "s41-obs1-iso", c.file, "console", "*.log.gz"))
+		if len(logs) != 4 {
+			t.Fatalf("%s: %d console logs, want 4", c.file, len(logs))
+		}
+		code, out, errOut := runGateCmd(t, previewCmd, append([]string{"--json", "--spec", "per_rollout"}, logs...)...)
 		if code != exitOK {
 			t.Fatalf("%s: exit %d, stderr %s", c.file, code, errOut)
 		}
@@ -121,8 +126,8 @@ func TestPreviewPredictsPerRolloutCapture(t *testing.T) {
 	for _, r := range real.PerRollout {
 		captured[r.RolloutID] = r
 	}
-	if len(pred.PerRollout) != 6 || len(captured) != 6 {
-		t.Fatalf("%d predicted rollouts, %d captured; want 6 each", len(pred.PerRollout), len(captured))
+	if len(pred.PerRollout) != 20 || len(captured) != 20 {
+		t.Fatalf("%d predicted rollouts, %d captured; want 20 each", len(pred.PerRollout), len(captured))
 	}
 	for _, p := range pred.PerRollout {
 		r, ok := captured[p.RolloutID]
