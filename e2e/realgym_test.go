@@ -205,8 +205,15 @@ func TestRealGymPreview(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep := gate.NewEngine(reg).Preview(snap, spec)
+			eng := gate.NewEngine(reg)
+			rep := eng.Preview(snap, spec)
 			r := rep.Result
+			// What each group costs and buys, over every real shape
+			// (aiohttp's ungated spans included).
+			worth := eng.Worth(snap, spec, 50*time.Microsecond)
+			if len(worth) < len(reg.Groups()) {
+				t.Errorf("worth of %d groups, want at least %d", len(worth), len(reg.Groups()))
+			}
 			if r.Spans != want.Spans || r.Traces != want.Traces || rep.Input.Rollouts != want.Rollouts ||
 				r.RolloutsJoined != want.Joined || r.RolloutsSplit != want.Split ||
 				r.P50 != want.SpansPerRollut.P50 || r.P99 != want.SpansPerRollut.P99 || r.Max != want.SpansPerRollut.Max {

@@ -60,15 +60,19 @@ func (e *Engine) Worth(snap *model.Snapshot, spec Set, spanCost time.Duration) [
 	nRolls := len(e.Structure(snap).Snap.Rollouts)
 	e.sync(snap)
 	n := len(e.reg.groups)
-	out := make([]GroupWorth, n+1)
-	durs := make([][]int64, n+1)
+	// Registry groups, then unclassified and ungated (always kept).
+	out := make([]GroupWorth, n+2)
+	durs := make([][]int64, n+2)
 	for i := range out {
 		out[i].Group = Group(i)
 	}
-	out[n].Group = Unclassified
+	out[n].Group, out[n+1].Group = Unclassified, Ungated
 	slot := func(g Group) int {
-		if g == Unclassified {
+		switch g {
+		case Unclassified:
 			return n
+		case Ungated:
+			return n + 1
 		}
 		return int(g)
 	}
@@ -88,7 +92,7 @@ func (e *Engine) Worth(snap *model.Snapshot, spec Set, spanCost time.Duration) [
 		count(e.jobs[sp.SpanID].group, sp)
 	}
 	// Per rollout: the intervals each group covers, and whose errors it has.
-	cover := make([][]interval, n+1)
+	cover := make([][]interval, n+2)
 	rolls := 0
 	var errGroups []int
 	// Rollouts first, then run-level traffic: that costs too, but its
@@ -162,7 +166,7 @@ func (e *Engine) Worth(snap *model.Snapshot, spec Set, spanCost time.Duration) [
 			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 			w.P50, w.P99 = percentile64(d, 50), percentile64(d, 99)
 		}
-		if w.Group == Unclassified || w.Spans == 0 && !e.reg.groups[k].EmitsSpans {
+		if w.Group == Unclassified || w.Group == Ungated || w.Spans == 0 && !e.reg.groups[k].EmitsSpans {
 			// Always kept, or nothing to gate: with and without are one spec.
 			w.JoinedWith, w.JoinedWithout = base.Result.RolloutsJoined, base.Result.RolloutsJoined
 			continue
@@ -170,8 +174,12 @@ func (e *Engine) Worth(snap *model.Snapshot, spec Set, spanCost time.Duration) [
 		w.JoinedWith, w.JoinedWithout = joinedUnder(spec.With(w.Group)), joinedUnder(spec.Without(w.Group))
 		w.KeepsJoins = w.JoinedWith > w.JoinedWithout
 	}
-	if out[n].Spans == 0 {
-		out = out[:n]
+	kept := out[:n]
+	for _, w := range out[n:] {
+		if w.Spans > 0 {
+			kept = append(kept, w)
+		}
 	}
+	out = kept
 	return out
 }
