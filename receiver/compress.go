@@ -64,14 +64,27 @@ func normEncoding(h string) string {
 
 // copyLimited reads r into dst, failing with errTooLarge past limit.
 func copyLimited(dst *bytes.Buffer, r io.Reader, limit int64) error {
-	n, err := dst.ReadFrom(io.LimitReader(r, limit+1))
-	if err != nil {
-		return err
+	// Not dst.ReadFrom: doubling would give a body just past the limit twice
+	// the limit's memory. Here dst grows the same way but never past
+	// limit+1 bytes, the most needed to know the body is too large.
+	for int64(dst.Len()) <= limit {
+		if dst.Available() == 0 {
+			size := min(max(2*int64(dst.Cap()), 64<<10), limit+1)
+			nb := make([]byte, dst.Len(), size)
+			copy(nb, dst.Bytes())
+			*dst = *bytes.NewBuffer(nb)
+		}
+		b := dst.AvailableBuffer()[:min(int64(dst.Available()), limit+1-int64(dst.Len()))]
+		n, err := r.Read(b)
+		dst.Write(b[:n])
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	if n > limit {
-		return errTooLarge
-	}
-	return nil
+	return errTooLarge
 }
 
 var gzipPool sync.Pool // *gzip.Reader

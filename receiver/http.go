@@ -2,10 +2,12 @@ package receiver
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -97,7 +99,9 @@ func (s *Server) handleHTTP(w http.ResponseWriter, r *http.Request, f wireFormat
 	if err != nil || (mt != mediaProto && mt != mediaJSON) {
 		return nil, &httpError{status: http.StatusUnsupportedMediaType, code: codes.InvalidArgument, msg: fmt.Sprintf("unsupported content type %q: use %s or %s", ct, mediaProto, mediaJSON)}
 	}
-	body, bufs, herr := s.readBody(w, r)
+	var held int64 // inflation budget the body holds until the request is done
+	body, bufs, herr := s.readBody(w, r, &held)
+	defer func() { s.inflight.release(held) }()
 	for _, b := range bufs {
 		defer putBuf(b)
 	}
@@ -127,8 +131,10 @@ func (s *Server) handleHTTP(w http.ResponseWriter, r *http.Request, f wireFormat
 
 // readBody reads the body within MaxRecvBytes and, when compressed,
 // inflates it within MaxDecompressed. The body lives in pooled buffers,
-// returned so the caller can give them back once done with the body.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, bufs []*bytes.Buffer, herr *httpError) {
+// returned so the caller can give them back once done with the body, and
+// an inflated body holds *held bytes of the inflation budget, which the
+// caller releases then too.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, held *int64) (body []byte, bufs []*bytes.Buffer, herr *httpError) {
 	enc := normEncoding(r.Header.Get("Content-Encoding"))
 	inflate := httpEncodings[enc]
 	if enc != "" && inflate == nil {
@@ -140,9 +146,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	bufs = append(bufs, buf)
+	// Room grows with the bytes that arrive, not with what Content-Length
+	// promises: a declared 16 MB with nothing behind it would pin 16 MB per
+	// connection. The read deadline frees a connection that stalls.
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		buf.Grow(int(min(r.ContentLength, initialBody)))
 	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	// MaxBytesReader also closes the connection past the limit, so a huge
 	// body is not read to the end just to be thrown away.
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
@@ -150,15 +160,46 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 		if errors.As(err, &mb) {
 			return nil, bufs, tooLarge("request body", -1, limit)
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, bufs, &httpError{status: http.StatusRequestTimeout, code: codes.DeadlineExceeded, msg: fmt.Sprintf("request body not received within %s", s.cfg.BodyTimeout)}
+		}
 		return nil, bufs, &httpError{status: http.StatusBadRequest, code: codes.InvalidArgument, msg: "read request body: " + err.Error()}
 	}
 	if inflate == nil {
 		return buf.Bytes(), bufs, nil
 	}
+	// Inflation takes its room from one budget, so a burst of decompression
+	// bombs cannot each grow a buffer to the bound at once. It first takes
+	// what a request of ordinary compression ratio needs; a body that
+	// inflates past that waits for room up to the bound and is inflated
+	// again (bombs pay, ordinary requests do not).
 	dlimit := int64(s.cfg.MaxDecompressed)
+	first := min(dlimit, max(4<<20, 32*int64(buf.Len())))
+	ctx, cancel := context.WithTimeout(r.Context(), inflightWait)
+	defer cancel()
+	busy := &httpError{status: http.StatusServiceUnavailable, code: codes.Unavailable, retryAfter: s.cfg.RetryAfter,
+		msg: "too many compressed requests being inflated; retry later"}
+	if !s.inflight.acquire(ctx, first) {
+		return nil, bufs, busy
+	}
 	out := bufPool.Get().(*bytes.Buffer)
 	bufs = append(bufs, out)
-	if err := inflate(buf.Bytes(), out, dlimit); err != nil {
+	*held = first
+	err := inflate(buf.Bytes(), out, first)
+	if errors.Is(err, errTooLarge) && first < dlimit {
+		// Give the first room back before waiting for the whole: holding
+		// part while waiting for more would let a burst of bombs each
+		// hold a part and all wait for ever.
+		*out = bytes.Buffer{}
+		s.inflight.release(first)
+		*held = 0
+		if !s.inflight.acquire(ctx, dlimit) {
+			return nil, bufs, busy
+		}
+		*held = dlimit
+		err = inflate(buf.Bytes(), out, dlimit)
+	}
+	if err != nil {
 		return nil, bufs, inflateError(enc, err, dlimit)
 	}
 	return out.Bytes(), bufs, nil

@@ -46,6 +46,11 @@ type Config struct {
 	// MaxDecompressed bounds an HTTP body after gzip decompression, so a
 	// small compressed body cannot expand without limit.
 	MaxDecompressed int
+	// BodyTimeout bounds reading one HTTP request body.
+	BodyTimeout time.Duration
+	// MaxInflight bounds the decompressed bytes of HTTP bodies being
+	// inflated at once; each compressed request reserves MaxDecompressed.
+	MaxInflight int64
 	// Limits bound what the decoders keep of one span.
 	Limits Limits
 	// Record, or RecordPath (opened for appending), receives every accepted
@@ -77,6 +82,12 @@ func (c *Config) setDefaults() {
 	if c.MaxDecompressed <= 0 {
 		c.MaxDecompressed = DefaultMaxDecompressed
 	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.MaxInflight <= 0 {
+		c.MaxInflight = 2 * int64(c.MaxDecompressed)
+	}
 	if c.RecordQueue <= 0 {
 		c.RecordQueue = DefaultRecordQueue
 	}
@@ -96,12 +107,13 @@ type Server struct {
 	// decode and puts it back, so the hot path interns without locking.
 	locals sync.Pool
 
-	rec     *Recorder
-	grpcSrv *grpc.Server
-	httpSrv *http.Server
-	grpcLn  net.Listener
-	httpLn  net.Listener
-	wg      sync.WaitGroup
+	inflight *byteBudget // decompressed HTTP bytes in flight
+	rec      *Recorder
+	grpcSrv  *grpc.Server
+	httpSrv  *http.Server
+	grpcLn   net.Listener
+	httpLn   net.Listener
+	wg       sync.WaitGroup
 
 	serveMu  sync.Mutex
 	serveErr error
@@ -153,7 +165,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := checkExposure(cfg.AuthToken, cfg.Insecure, addrs...); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, auth: newAuthorizer(cfg.AuthToken), refused: newRefusals(cfg.Log)}
+	s := &Server{cfg: cfg, store: cfg.Store, auth: newAuthorizer(cfg.AuthToken), refused: newRefusals(cfg.Log),
+		inflight: newByteBudget(cfg.MaxInflight)}
 	strs := cfg.Store.Interner()
 	s.locals.New = func() any { return model.NewLocal(strs) }
 	return s, nil

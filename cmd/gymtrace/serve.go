@@ -38,6 +38,7 @@ type receiverOptions struct {
 	Queue              int // batches waiting for the store writer; 0: the store's default
 	MaxRecvBytes       int // 0: receiver.DefaultMaxRecvBytes
 	MaxDecompressed    int // 0: receiver.DefaultMaxDecompressed
+	BodyTimeout        time.Duration
 	Limits             receiver.Limits
 	Record             string
 	// Warn receives warnings such as --insecure on an open address; nil
@@ -75,6 +76,7 @@ func startReceivers(ctx context.Context, o receiverOptions) (*runningReceivers, 
 		Insecure:        o.Insecure,
 		MaxRecvBytes:    o.MaxRecvBytes,
 		MaxDecompressed: o.MaxDecompressed,
+		BodyTimeout:     o.BodyTimeout,
 		Limits:          o.Limits,
 		RecordPath:      o.Record,
 		Log:             o.Warn,
@@ -141,6 +143,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.BoolVar(&f.Insecure, "insecure", false, "allow a non-loopback address without a token")
 	fs.IntVar(&f.MaxRecvBytes, "max-recv-bytes", receiver.DefaultMaxRecvBytes, "largest request accepted, in bytes")
 	fs.IntVar(&f.MaxDecompressed, "max-decompressed-bytes", receiver.DefaultMaxDecompressed, "largest HTTP body accepted after decompression, in bytes")
+	fs.DurationVar(&f.BodyTimeout, "body-timeout", receiver.DefaultBodyTimeout, "longest an HTTP request body may take to arrive")
 	fs.IntVar(&f.Limits.MaxAttrs, "max-attrs", receiver.DefaultMaxAttrs, "attributes kept per span, event or link; the rest are dropped and counted")
 	fs.IntVar(&f.Limits.MaxValueLen, "max-value-len", receiver.DefaultMaxValueLen, "longest attribute value kept, in bytes; longer ones are cut and counted")
 	fs.IntVar(&f.Limits.MaxEvents, "max-events", receiver.DefaultMaxEvents, "events kept per span; the rest are dropped and counted")
