@@ -8,18 +8,10 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/nemo-gym/gymtrace/model"
 	"google.golang.org/protobuf/encoding/protowire"
-)
-
-// Attribute names and event names the decoders give meaning to.
-const (
-	truncatedKey   = "nemo.span.truncated"
-	serviceNameKey = "service.name"
-	exceptionEvent = "exception"
 )
 
 // pathError is a decode error at a place in the message, e.g.
@@ -111,68 +103,6 @@ func nextField(b []byte) (field, []byte, error) {
 		return field{}, nil, wireErr(n)
 	}
 	return f, b[n:], nil
-}
-
-// decoder holds the per-call scratch state of the decoders. Decoders are
-// pooled so a busy receiver reuses the buffers and the resource cache.
-type decoder struct {
-	l   *model.Local
-	lim Limits
-	rep Report
-
-	attrs model.AttrBuilder // the span's attributes
-	sub   model.AttrBuilder // an event's, a link's or a resource's attributes
-	text  []byte            // scratch for rendered values
-	fix   []byte            // scratch for repaired names and keys
-	vfix  []byte            // scratch for a repaired string value
-
-	// res caches resource ids by the resource's raw bytes: every request from
-	// one process repeats the same resource, so it is decoded once. The ids
-	// belong to one Interner; the cache is cleared when it changes.
-	res   map[string]model.ResourceID
-	resOf *model.Interner
-
-	truncKey, svcKey model.Str
-	keysOf           *model.Interner
-
-	spans []model.Span
-	// rs and ss index the resource_spans and scope_spans being decoded, to
-	// name a rejected span's place.
-	rs, ss int
-}
-
-var decoders = sync.Pool{New: func() any {
-	return &decoder{res: make(map[string]model.ResourceID)}
-}}
-
-// getDecoder returns a pooled decoder bound to l.
-func getDecoder(l *model.Local, lim Limits) *decoder {
-	d := decoders.Get().(*decoder)
-	d.l = l
-	d.lim = lim.norm()
-	d.rep = Report{}
-	if t := l.Interner(); d.resOf != t {
-		clear(d.res)
-		d.resOf = t
-	}
-	if d.keysOf != l.Interner() {
-		d.truncKey = l.Intern([]byte(truncatedKey))
-		d.svcKey = l.Intern([]byte(serviceNameKey))
-		d.keysOf = l.Interner()
-	}
-	return d
-}
-
-func putDecoder(d *decoder) {
-	d.l = nil
-	d.spans = nil
-	if len(d.res) > 1024 {
-		clear(d.res)
-	}
-	if cap(d.text) > 1<<20 {
-		d.text = nil
-	}
-	decoders.Put(d)
 }
 
 // DecodeProto decodes an OTLP ExportTraceServiceRequest (protobuf wire bytes)
@@ -302,24 +232,6 @@ func (d *decoder) scopeSpans(b []byte, res model.ResourceID) error {
 	return nil
 }
 
-// value is one decoded attribute value; s may point into the request or into
-// the decoder's scratch text, so it is only valid until the next value.
-type value struct {
-	kind model.ValueKind
-	s    []byte
-	i    int64
-	f    float64
-	b    bool
-}
-
-// idLenReason explains an id of the wrong length, or returns "".
-func idLenReason(name string, got, want int, optional bool) string {
-	if got == want || (optional && got == 0) {
-		return ""
-	}
-	return fmt.Sprintf("%s has %d bytes, want %d", name, got, want)
-}
-
 // span decodes one Span message. A non-empty reason means the span is invalid
 // and must be rejected; err means the wire data is malformed.
 func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason string, err error) {
@@ -435,16 +347,6 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 	return sp, reason, nil
 }
 
-func isTrue(v value) bool {
-	switch v.kind {
-	case model.ValBool:
-		return v.b
-	case model.ValString:
-		return string(v.s) == "true"
-	}
-	return false
-}
-
 func (d *decoder) event(b []byte, sp *model.Span) (model.Event, error) {
 	var ev model.Event
 	d.sub.Reset()
@@ -528,58 +430,6 @@ func spanStatus(b []byte) (msg []byte, hasMsg bool, code model.StatusCode, hasCo
 		}
 	}
 	return msg, hasMsg, code, hasCode, nil
-}
-
-// keepAttr adds v under k to ab unless ab is at the attribute cap, in which
-// case the attribute is counted and sp marked instead. On a span's own
-// attributes (onSpan) it also marks a span force-closed at shutdown. It
-// reports whether the attribute was kept.
-func (d *decoder) keepAttr(ab *model.AttrBuilder, sp *model.Span, k model.Str, v value, onSpan bool) bool {
-	if ab.Count() >= d.lim.MaxAttrs {
-		d.rep.AttrsDropped++
-		sp.Flags |= model.FlagAttrsCapped
-		return false
-	}
-	if onSpan && k == d.truncKey && isTrue(v) {
-		sp.Flags |= model.FlagTruncated
-	}
-	d.addAttr(ab, k, v)
-	return true
-}
-
-// addAttr adds v under k to ab, cutting values longer than the limit.
-func (d *decoder) addAttr(ab *model.AttrBuilder, k model.Str, v value) {
-	switch v.kind {
-	case model.ValBool:
-		ab.Bool(k, v.b)
-	case model.ValInt:
-		ab.Int(k, v.i)
-	case model.ValDouble:
-		ab.Double(k, v.f)
-	default:
-		s := v.s
-		if len(s) > d.lim.MaxValueLen {
-			s = truncUTF8(s, d.lim.MaxValueLen)
-			d.rep.ValuesTruncated++
-		}
-		if v.kind == model.ValString {
-			ab.String(d.l, k, s)
-		} else {
-			ab.Text(d.l, k, v.kind, s)
-		}
-	}
-}
-
-// repairValue is repair for a string value, which lives until its
-// attribute is kept: names and keys repaired meanwhile do not disturb it.
-func (d *decoder) repairValue(b []byte) []byte {
-	return repairUTF8(b, &d.vfix, &d.rep.ValuesRepaired)
-}
-
-// repair returns b, or its repair when it is not valid UTF-8 (see utf8.go),
-// counted in the report. The repair lives in scratch until the next call.
-func (d *decoder) repair(b []byte) []byte {
-	return repairUTF8(b, &d.fix, &d.rep.ValuesRepaired)
 }
 
 // maxDepth bounds nested array and map values, so a hostile request cannot
@@ -760,57 +610,6 @@ func renderAny(dst, b []byte, depth int, repaired *int) ([]byte, error) {
 		return append(dst, '"'), nil
 	}
 	return append(dst, "null"...), nil
-}
-
-// appendFloat renders a double the way the value renderers agree on.
-func appendFloat(dst []byte, f float64) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(dst, "NaN"...)
-	case math.IsInf(f, 1):
-		return append(dst, "Infinity"...)
-	case math.IsInf(f, -1):
-		return append(dst, "-Infinity"...)
-	}
-	return strconv.AppendFloat(dst, f, 'g', -1, 64)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD,
-// so the output is always valid JSON.
-func appendJSONString[S ~string | ~[]byte](dst []byte, s S) []byte {
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c == '\n':
-				dst = append(dst, '\\', 'n')
-			case c == '\t':
-				dst = append(dst, '\\', 't')
-			case c == '\r':
-				dst = append(dst, '\\', 'r')
-			case c < 0x20:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		// At most UTFMax bytes are converted: no allocation for []byte.
-		r, n := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
-		if r == utf8.RuneError && n == 1 {
-			dst = append(dst, "\ufffd"...)
-		} else {
-			dst = append(dst, s[i:i+n]...)
-		}
-		i += n
-	}
-	return append(dst, '"')
 }
 
 // countNested walks a protobuf message along path (a field number per level,
