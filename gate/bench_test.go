@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,6 +57,7 @@ func BenchmarkPreview(b *testing.B) {
 	all := mustParse(b, "all")
 	b.Run("full", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cpuTimer(b)()
 		for i := 0; i < b.N; i++ {
 			NewEngine(Default()).Preview(snap, all)
 		}
@@ -69,6 +71,7 @@ func BenchmarkPreview(b *testing.B) {
 		toggles := []Group{Agent, ModelCall, Verify, Sandbox, Rollout, Job}
 		b.ReportAllocs()
 		b.ResetTimer()
+		defer cpuTimer(b)()
 		for i := 0; i < b.N; i++ {
 			e.Preview(snap, all.Toggle(toggles[i%len(toggles)]))
 		}
@@ -79,6 +82,7 @@ func BenchmarkPreview(b *testing.B) {
 		e.Preview(snap, all)
 		b.ReportAllocs()
 		b.ResetTimer()
+		defer cpuTimer(b)()
 		for i := 0; i < b.N; i++ {
 			e.Preview(snap, all.Toggle(Step))
 		}
@@ -94,6 +98,7 @@ func BenchmarkCheck(b *testing.B) {
 	now := time.Now()
 	b.Run("full", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cpuTimer(b)()
 		for i := 0; i < b.N; i++ {
 			if rep := NewEngine(Default()).Check(snap, now, 0); !rep.Intact {
 				b.Fatal("healthy capture reported broken")
@@ -105,8 +110,57 @@ func BenchmarkCheck(b *testing.B) {
 		e.Check(snap, now, 0)
 		b.ReportAllocs()
 		b.ResetTimer()
+		defer cpuTimer(b)()
 		for i := 0; i < b.N; i++ {
 			e.Check(snap, now, 0)
 		}
 	})
+}
+
+// BenchmarkStructure finds the rollouts of a 1M-span capture by structure:
+// from nothing (what check and a first preview pay), and again for a new
+// snapshot in which one rollout changed (the live case: units cached per
+// fragment version).
+func BenchmarkStructure(b *testing.B) {
+	n := 10_000
+	if testing.Short() {
+		n = 1_000
+	}
+	snap := gymCapture(b, n, 5, 5, true, func(f *fleet) { f.eager = true })
+	b.Run("fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		defer cpuTimer(b)()
+		for i := 0; i < b.N; i++ {
+			if st := NewEngine(Default()).Structure(snap); len(st.Snap.Rollouts) == 0 {
+				b.Fatal("no rollouts")
+			}
+		}
+	})
+	b.Run("cached_units", func(b *testing.B) {
+		e := NewEngine(Default())
+		e.Structure(snap)
+		b.ReportAllocs()
+		b.ResetTimer()
+		defer cpuTimer(b)()
+		for i := 0; i < b.N; i++ {
+			// A copy of the snapshot is a new one to the engine; its
+			// fragments keep their versions.
+			s2 := *snap
+			e.Structure(&s2)
+		}
+	})
+}
+
+// cpuTimer reports the process CPU time per op beside the wall time: on a
+// machine whose cores other work shares, wall time measures the share
+// the benchmark got, CPU time what the work costs.
+func cpuTimer(b *testing.B) func() {
+	c0 := cpuNow()
+	return func() { b.ReportMetric(float64(cpuNow()-c0)/1e6/float64(b.N), "cpu-ms/op") }
+}
+
+func cpuNow() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -352,7 +352,7 @@ type writer struct {
 	// locs holds every stored span by span id. An id already held by a
 	// span of another trace goes to shared instead: ids collide rarely,
 	// and keying every span by its trace too would cost 16 bytes each.
-	locs    map[SpanID]loc
+	locs    *spanIndex
 	shared  map[spanKey]loc
 	waiting map[spanKey][]uint32 // missing parent -> fragments whose top waits for it
 	// frags maps fragment ids, and the waitIDs of fragments merged away,
@@ -418,7 +418,7 @@ type writer struct {
 
 func (w *writer) init(s *Store) {
 	w.s = s
-	w.locs = map[SpanID]loc{}
+	w.locs = newSpanIndex()
 	w.shared = map[spanKey]loc{}
 	w.waiting = map[spanKey][]uint32{}
 	w.frags = map[uint32]*frag{}
@@ -447,6 +447,8 @@ func (w *writer) apply(b Batch) {
 		}
 	}
 	order := w.parentsFirst(b.Spans)
+	// Every span goes into the index: start its cache misses together.
+	w.locs.prefetch(func(i int) SpanID { return b.Spans[i].SpanID }, len(b.Spans))
 	w.placedF = slices.Grow(w.placedF[:0], len(b.Spans))[:len(b.Spans)]
 	w.placedI = slices.Grow(w.placedI[:0], len(b.Spans))[:len(b.Spans)]
 	clear(w.placedF)
@@ -562,7 +564,7 @@ func (w *writer) parentAt(i int32) (*frag, uint32) {
 
 // lookup finds a stored span of the given trace.
 func (w *writer) lookup(trace TraceID, id SpanID) (*frag, uint32, bool) {
-	if l, ok := w.locs[id]; ok {
+	if l, ok := w.locs.get(id); ok {
 		if f := w.frags[l.frag]; f != nil && f.trace == trace {
 			return f, l.idx, true
 		}
@@ -579,7 +581,7 @@ func (w *writer) lookup(trace TraceID, id SpanID) (*frag, uint32, bool) {
 
 // setLoc records where the span (trace, id) now lives.
 func (w *writer) setLoc(trace TraceID, id SpanID, l loc) {
-	if old, ok := w.locs[id]; ok {
+	if old, ok := w.locs.get(id); ok {
 		if f := w.frags[old.frag]; f != nil && f.trace != trace {
 			w.shared[spanKey{trace, id}] = l
 			return
@@ -587,13 +589,13 @@ func (w *writer) setLoc(trace TraceID, id SpanID, l loc) {
 	} else if len(w.shared) > 0 {
 		delete(w.shared, spanKey{trace, id})
 	}
-	w.locs[id] = l
+	w.locs.set(id, l)
 }
 
 // delLoc forgets the span (trace, id) of fragment f.
 func (w *writer) delLoc(trace TraceID, id SpanID, f *frag) {
-	if l, ok := w.locs[id]; ok && w.frags[l.frag] == f {
-		delete(w.locs, id)
+	if l, ok := w.locs.get(id); ok && (l.frag == f.id || w.frags[l.frag] == f) {
+		w.locs.del(id)
 		return
 	}
 	if len(w.shared) > 0 {
@@ -982,6 +984,7 @@ func (w *writer) evict(target int) {
 			if f == nil {
 				continue
 			}
+			w.locs.prefetch(func(i int) SpanID { return f.spans[i].SpanID }, len(f.spans))
 			for i := range f.spans {
 				sp := &f.spans[i]
 				w.delLoc(sp.TraceID, sp.SpanID, f)

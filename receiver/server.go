@@ -23,6 +23,7 @@ const (
 	DefaultMaxDecompressed = 64 << 20
 	DefaultRecordQueue     = 1024
 	DefaultRetryAfter      = time.Second
+	DefaultQueueWait       = time.Second
 )
 
 // Off, given as an address, disables that transport.
@@ -67,6 +68,11 @@ type Config struct {
 	// HTTP rounds it up to whole seconds (Retry-After); gRPC sends it as
 	// RetryInfo.
 	RetryAfter time.Duration
+	// QueueWait is how long a request may wait for room when the store's
+	// queue is full before it is refused as busy; negative refuses at once.
+	// Senders keep few requests in flight, so a wait slows them to what the
+	// store takes instead of failing a burst.
+	QueueWait time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -93,6 +99,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = DefaultRetryAfter
+	}
+	if c.QueueWait == 0 {
+		c.QueueWait = DefaultQueueWait
 	}
 }
 
@@ -393,7 +402,7 @@ func (s *Server) exportTraces(body []byte, f wireFormat) (exportResult, error) {
 		s.recordRefused.Add(int64(n))
 		return exportResult{}, errRecordFull
 	}
-	if err := s.store.Submit(b); err != nil {
+	if err := s.store.SubmitWait(b, s.cfg.QueueWait); err != nil {
 		if s.rec != nil {
 			s.rec.release()
 		}

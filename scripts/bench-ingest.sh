@@ -22,6 +22,8 @@
 #                      Gym-shaped request from `gymload req` (SERVER spans with
 #                      the ASGI attributes, http receive/send children, CLIENT
 #                      spans, gym.* spans) [telemetrygen]
+#   --profile          gymtrace writes a CPU profile per run to
+#                      OUTDIR/LABEL-PAIR/cpu.pprof (go tool pprof -top BIN FILE) [off]
 #   --gymload BIN      the Gym load tool [/tmp/bench-bin/gymload; built if missing]
 #   --label-suffix S   appended to both labels, e.g. -1m [none]
 #   --gymtrace BIN     gymtrace binary [/tmp/bench-bin/gymtrace; built if missing]
@@ -40,7 +42,7 @@
 #   scripts/bench-ingest.sh --pairs 3 --transport grpc,http --shape gym    # both transports, Gym load
 set -u
 
-PAIRS=3 DURATION=20s CONC=4 MAX_SPANS=2000000 ONLY=both SUFFIX="" TRANSPORTS=grpc SHAPE=telemetrygen
+PAIRS=3 DURATION=20s CONC=4 MAX_SPANS=2000000 ONLY=both SUFFIX="" TRANSPORTS=grpc SHAPE=telemetrygen PROFILE=0
 GYMTRACE=/tmp/bench-bin/gymtrace SINK=/tmp/bench-bin/collector-sink GYMLOAD=/tmp/bench-bin/gymload
 BENCH=${BENCH_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/shared/bench} OUTDIR="" WATCH=0
 while [ $# -gt 0 ]; do
@@ -54,6 +56,7 @@ while [ $# -gt 0 ]; do
     --transport) TRANSPORTS=$2; shift 2;;
     --shape) SHAPE=$2; shift 2;;
     --gymload) GYMLOAD=$2; shift 2;;
+    --profile) PROFILE=1; shift;;
     --gymtrace) GYMTRACE=$2; shift 2;;
     --sink) SINK=$2; shift 2;;
     --bench) BENCH=$2; shift 2;;
@@ -121,6 +124,9 @@ for i in $(seq 1 "$PAIRS"); do
       echo "# pair $i $side$tsfx $(uptime | sed 's/.*load average/load average/')"
       label=$side$tsfx$SUFFIX
       if [ "$side" = sink ]; then cmd=("$SINK"); else cmd=("${GTCMD[@]}"); fi
+      if [ "$side" = gymtrace ] && [ "$PROFILE" = 1 ]; then
+        mkdir -p "$OUTDIR/$label-$i"; cmd+=(--cpuprofile "$OUTDIR/$label-$i/cpu.pprof")
+      fi
       # ingest.sh's --label and -- must come last: COMMON first, then the side.
       args=("${COMMON[@]}" "${targs[@]}" --outdir "$OUTDIR/$label-$i" --label "$label" -- "${cmd[@]}")
       WPID=""

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -22,6 +23,19 @@ const envAuthToken = "GYMTRACE_AUTH_TOKEN"
 
 // defaultMaxSpans bounds the live store: past it the oldest rollouts go.
 const defaultMaxSpans = 2_000_000
+
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
 
 func cmdServe(args []string) int {
 	ctx, cancel := signalContext()
@@ -123,6 +137,7 @@ func (r *runningReceivers) stop() error {
 type serveFlags struct {
 	receiverOptions
 	spec, gymConfig, groups string
+	cpuProfile              string
 	headless, json          bool
 	worth                   uiWorth
 }
@@ -150,6 +165,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.Limits.MaxEvents, "max-events", receiver.DefaultMaxEvents, "events kept per span; the rest are dropped and counted")
 	fs.IntVar(&f.Limits.MaxLinks, "max-links", receiver.DefaultMaxLinks, "links kept per span; the rest are dropped and counted")
 	fs.IntVar(&f.Limits.MaxNameLen, "max-name-len", receiver.DefaultMaxNameLen, "longest span, event or attribute key name kept, in bytes; longer ones are cut and counted")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to FILE")
 	fs.IntVar(&f.Queue, "queue", 256, "batches that may wait for the store; past it senders are told to retry")
 	wf := addWorthFlags(fs)
 	fs.Usage = func() {
@@ -186,6 +202,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		}
 		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
 		return exitUsage
+	}
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "gymtrace serve: --cpuprofile: %v\n", err)
+			return exitUsage
+		}
+		defer stop()
 	}
 	reg := gate.Default()
 	if f.groups != "" {

@@ -1,0 +1,34 @@
+package model
+
+import "time"
+
+// SubmitWait is Submit that, when the queue is full, waits up to wait for
+// room before it returns ErrFull. A short wait turns a burst the writer
+// absorbs in a moment into backpressure on the sender instead of a refused
+// request: senders keep a bounded number of requests in flight, so they
+// slow down to what the store can take.
+func (s *Store) SubmitWait(b Batch, wait time.Duration) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	select {
+	case s.in <- item{batch: b}:
+		s.accepted.Add(int64(len(b.Spans)))
+		return nil
+	default:
+	}
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case s.in <- item{batch: b}:
+			s.accepted.Add(int64(len(b.Spans)))
+			return nil
+		case <-t.C:
+		}
+	}
+	s.refused.Add(int64(len(b.Spans)))
+	return ErrFull
+}
