@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/cursor"
@@ -543,53 +542,19 @@ func (g *groupsPanel) joinCell(r *gate.Report) string {
 	return g.st.Join.Split.Render(g.joinText(r))
 }
 
-// breakSum is one broken hop (caller, callee, span, reason) with the
-// rollouts it breaks and the spans cut there, as preview --json counts them.
+// breakSum is one broken hop with the rollouts it breaks and the spans cut
+// there, as gate sums them for every view.
 type breakSum struct {
 	from, to, span, reason string
 	rollouts, spans        int
 }
 
-// aggregateBreaks sums a report's per-rollout breaks by hop and reason, one
-// entry per hop, leaving out the rollouts still arriving (pending): their
-// pieces may yet join.
+// aggregateBreaks is gate's break summary in the panel's terms.
 func aggregateBreaks(r *gate.Report, pending []string) []breakSum {
-	if r == nil {
-		return nil
-	}
-	wait := make(map[string]bool, len(pending))
-	for _, id := range pending {
-		wait[id] = true
-	}
-	type hop struct{ from, to, span, reason string }
-	idx := map[hop]int{}
 	var out []breakSum
-	for _, pr := range r.PerRollout {
-		if wait[pr.ID] {
-			continue
-		}
-		seen := map[hop]bool{}
-		for _, b := range pr.Breaks {
-			h := hop{b.FromService, b.ToService, b.SpanName, b.Reason}
-			i, ok := idx[h]
-			if !ok {
-				i = len(out)
-				idx[h] = i
-				out = append(out, breakSum{from: h.from, to: h.to, span: h.span, reason: h.reason})
-			}
-			out[i].spans += b.Count
-			if !seen[h] {
-				seen[h] = true
-				out[i].rollouts++
-			}
-		}
+	for _, b := range r.BreakSummary(pending) {
+		out = append(out, breakSum{from: b.FromService, to: b.ToService, span: b.SpanName, reason: b.Reason, rollouts: b.Rollouts, spans: b.Spans})
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].rollouts != out[j].rollouts {
-			return out[i].rollouts > out[j].rollouts
-		}
-		return out[i].spans > out[j].spans
-	})
 	return out
 }
 

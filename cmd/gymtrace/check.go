@@ -39,19 +39,6 @@ type hopJSON struct {
 	Count       int    `json:"count"`
 }
 
-// specWarning says why a spec cannot produce joined traces, or "".
-func specWarning(reg *gate.Registry, set gate.Set) string {
-	switch {
-	case !set.Has(gate.Server) && !set.Has(gate.HTTPClient):
-		return "the spec has neither server nor http_client: no process joins another's trace"
-	case !set.Has(gate.Server):
-		return "the spec lacks server: no process extracts traceparent, every callee starts a new trace"
-	case !set.Has(gate.HTTPClient):
-		return "the spec lacks http_client: no traceparent is sent, every callee starts a new trace"
-	}
-	return ""
-}
-
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -110,7 +97,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		Spans: rep.Spans, Rollouts: rep.Rollouts, Traces: rep.Traces, Intact: rep.Intact,
 		RolloutsJoined: rep.Joined, RolloutsSplit: rep.Split, RolloutsPending: rep.Pending,
 		BrokenHops: []hopJSON{}, BadLines: badLines(frep), SplitRollouts: []string{},
-		Spec: specText, SpecSource: source, SpecWarning: specWarning(reg, set),
+		Spec: specText, SpecSource: source, SpecWarning: gate.SpecWarning(set),
 		trafficJSON: trafficOf(rep.Structure),
 	}
 	for _, h := range rep.Hops {

@@ -167,6 +167,7 @@ type breakJSON struct {
 	SpanName    string `json:"span_name"`
 	Reason      string `json:"reason"`
 	Count       int    `json:"count"`
+	Rollouts    int    `json:"rollouts"`
 }
 
 type projectionJSON struct {
@@ -345,26 +346,12 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// collectBreaks sums the per-rollout breaks by hop and reason, largest first.
+// collectBreaks lists the hops the spec cuts as gate sums them for every view.
 func collectBreaks(rep *gate.Report) []breakJSON {
-	sum := map[breakJSON]int{}
-	for _, r := range rep.PerRollout {
-		for _, b := range r.Breaks {
-			sum[breakJSON{FromService: b.FromService, ToService: b.ToService, SpanName: b.SpanName, Reason: b.Reason}] += b.Count
-		}
-	}
 	out := []breakJSON{}
-	for b, n := range sum {
-		b.Count = n
-		out = append(out, b)
+	for _, b := range rep.BreakSummary(nil) {
+		out = append(out, breakJSON{FromService: b.FromService, ToService: b.ToService, SpanName: b.SpanName, Reason: b.Reason, Count: b.Spans, Rollouts: b.Rollouts})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Count != b.Count {
-			return a.Count > b.Count
-		}
-		return fmt.Sprint(a) < fmt.Sprint(b)
-	})
 	return out
 }
 
