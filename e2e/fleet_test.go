@@ -255,9 +255,12 @@ func TestStoreMatchesFleet(t *testing.T) {
 func checkMetric(t *testing.T, c gymsim.Config, fst gymsim.Stats, snap *model.Snapshot) {
 	t.Helper()
 	got := snap.Metrics[gymsim.QueueWaitMetric]
-	if got != fst.MetricPoints || snap.Stats.MetricPoints != fst.MetricPoints {
-		t.Errorf("store holds %d %s points (%d metric points in all), fleet exported %d",
-			got, gymsim.QueueWaitMetric, snap.Stats.MetricPoints, fst.MetricPoints)
+	if got != fst.QueueWaitPoints || snap.Stats.MetricPoints != fst.MetricPoints {
+		t.Errorf("store holds %d %s points (%d metric points in all), fleet exported %d (%d in all)",
+			got, gymsim.QueueWaitMetric, snap.Stats.MetricPoints, fst.QueueWaitPoints, fst.MetricPoints)
+	}
+	if fst.MetricPoints == 0 {
+		t.Errorf("the fleet exported no metric points (gym.rollout.duration_ms, http.server.duration, …)")
 	}
 	v, _ := gymsim.LookupVariant(c.Variant)
 	if on := v.QueueWaitMetric && v.Resolve(c.Spec).Groups[gymsim.GroupConcurrency]; on != (got > 0) {

@@ -99,9 +99,10 @@ type Stats struct {
 	LastExportError string
 	// Services counts spans per service.name.
 	Services map[string]int64
-	// MetricPoints counts gym.concurrency.queue_wait_duration_ms data
-	// points in successful metric exports (0 with concurrency off).
-	MetricPoints int64
+	// MetricPoints counts the data points of successful metric exports
+	// (OTLP only); QueueWaitPoints those of
+	// gym.concurrency.queue_wait_duration_ms (G1c with concurrency on).
+	MetricPoints, QueueWaitPoints int64
 }
 
 // Fleet is a running simulated fleet. Its methods are safe for concurrent use.
@@ -122,6 +123,7 @@ type Fleet struct {
 
 	started, completed, failed, requests atomic.Int64
 	exportErrors, metricPoints           atomic.Int64
+	queueWaitPoints                      atomic.Int64
 	lastErr                              atomic.Value // string
 
 	sandboxMu sync.Mutex
@@ -415,8 +417,8 @@ func (f *Fleet) closeAll(ctx context.Context) error {
 		}
 		// The final collection exports the points recorded since the last
 		// periodic export.
-		if p.mp != nil {
-			if err := p.mp.Shutdown(ctx); err != nil {
+		if p.meters != nil {
+			if err := p.meters.shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("%s meter provider: %w", p.name, err))
 			}
 		}
@@ -431,14 +433,15 @@ func (f *Fleet) Truth() []TruthSpan { return f.truth.snapshot() }
 // Stats returns the fleet's counters.
 func (f *Fleet) Stats() Stats {
 	s := Stats{
-		Started:      f.started.Load(),
-		Completed:    f.completed.Load(),
-		Failed:       f.failed.Load(),
-		Requests:     f.requests.Load(),
-		Spans:        f.truth.spans.Load(),
-		ExportErrors: f.exportErrors.Load(),
-		MetricPoints: f.metricPoints.Load(),
-		Services:     f.truth.services(),
+		Started:         f.started.Load(),
+		Completed:       f.completed.Load(),
+		Failed:          f.failed.Load(),
+		Requests:        f.requests.Load(),
+		Spans:           f.truth.spans.Load(),
+		ExportErrors:    f.exportErrors.Load(),
+		MetricPoints:    f.metricPoints.Load(),
+		QueueWaitPoints: f.queueWaitPoints.Load(),
+		Services:        f.truth.services(),
 	}
 	if v, ok := f.lastErr.Load().(string); ok {
 		s.LastExportError = v

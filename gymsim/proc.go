@@ -18,9 +18,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -98,11 +96,9 @@ type proc struct {
 	base       string // http://host:port
 	routes     map[string]handler
 
-	// sem is the agent's concurrency semaphore (nil elsewhere); mp and
-	// queueWait exist only when the variant records the queue wait.
-	sem       semaphore
-	mp        *sdkmetric.MeterProvider
-	queueWait metric.Float64Histogram
+	// sem is the agent's concurrency semaphore (nil elsewhere).
+	sem    semaphore
+	meters *meters
 
 	// The keep-alive carry-over: the span of the request this process
 	// started last, and the draw of whether the next one inherits it.
@@ -215,10 +211,10 @@ func newProc(ctx context.Context, f *Fleet, role, name, stype string, spec strin
 	p.leakRng = rand.New(rand.NewPCG(uint64(f.cfg.Seed), uint64(len(role))*0x51ed27+uint64(role[0])))
 	if role == RoleAgent {
 		p.sem = make(semaphore, f.cfg.AgentSlots)
-		if p.mp, p.queueWait, err = f.newMeterProvider(ctx, res, p); err != nil {
-			_ = p.tp.Shutdown(ctx)
-			return nil, fmt.Errorf("%s metric exporter: %w", name, err)
-		}
+	}
+	if p.meters, err = f.newMeters(ctx, res, p); err != nil {
+		_ = p.tp.Shutdown(ctx)
+		return nil, fmt.Errorf("%s metric exporter: %w", name, err)
 	}
 	p.httpClient = &http.Client{
 		Timeout:   30 * time.Second,
@@ -311,8 +307,10 @@ func (p *proc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rollout, _ = strconv.Atoi(v)
 	}
 	p.f.requests.Add(1)
+	began := time.Now()
 	// A Python handler has only the context the instrumentation gives it.
 	ctx := context.Background()
+	var common, full []attribute.KeyValue
 	srv := noSpan
 	name := ""
 	if p.on(GroupServer) {
@@ -360,6 +358,9 @@ func (p *proc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if named {
 			attrs = append(attrs, attribute.String("http.route", route))
 		}
+		common = []attribute.KeyValue{attrs[3], attrs[1], attrs[6], attrs[0], attrs[7]} // flavor, host, method, scheme, server_name
+		full = append(append([]attribute.KeyValue(nil), common...), attribute.String("http.target", route), attrs[2])
+		p.meters.requestStarted(ctx, common)
 		ctx, srv = p.start(ctx, p.fastapi, GroupServer, rollout, name, kind, trace.WithAttributes(attrs...))
 		p.noteRequest(srv.SpanContext())
 		if r.Method == http.MethodPost {
@@ -402,6 +403,9 @@ func (p *proc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.asgi(ctx, rollout, name+" http receive", attribute.String("asgi.event.type", "http.disconnect"))
 	}
 	srv.End()
+	if p.on(GroupServer) {
+		p.meters.requestEnded(ctx, common, append(full, attribute.Int("http.status_code", resp.status)), time.Since(began), len(body), len(out))
+	}
 }
 
 // asgi records one ASGI receive or send span under the request span.

@@ -156,9 +156,9 @@ func (f *Fleet) agentRun(req request) response {
 	// on it; only the measurement is gated.
 	wait := a.sem.acquire()
 	defer a.sem.release()
-	if a.queueWait != nil {
-		a.queueWait.Record(req.ctx, float64(wait)/float64(time.Millisecond))
-	}
+	a.meters.queueWaited(req.ctx, wait)
+	began := time.Now()
+	defer func() { a.meters.rollout(req.ctx, time.Since(began)) }()
 	in := decode[runBody](req.body)
 	plan := planRollout(f.cfg.Seed, in.TaskIndex)
 	n := plan.Index
@@ -329,7 +329,9 @@ func (f *Fleet) verify(req request) response {
 		_, sp = r.semantic(req.ctx, GroupVerify, req.rollout, "gym.verify", attrs...)
 	}
 	defer sp.End()
+	began := time.Now()
 	r.sleep(f.work(in, 1))
+	defer func() { r.meters.verified(req.ctx, time.Since(began), in.Verify == verifyOK) }()
 	if in.Verify == verifyRaise {
 		(&pyException{typ: "ValueError", message: "verifier blew up",
 			file: "/opt/gym/resources_servers/example_single_tool_call/app.py", line: 88, fn: "verify",

@@ -37,8 +37,9 @@ func (f *Fleet) startServers() {
 	mark := func() { marks = append(marks, time.Now()) }
 	mark() // load_config
 	type pending struct {
-		p    *proc
-		span trace.Span
+		p     *proc
+		span  trace.Span
+		spawn time.Time
 	}
 	var spawned []pending
 	for _, p := range []*proc{f.agent, f.model, f.resources} {
@@ -54,18 +55,22 @@ func (f *Fleet) startServers() {
 		}
 		p.reportStartup(spawn, env["traceparent"])
 		p.serve()
-		spawned = append(spawned, pending{p, sp})
+		spawned = append(spawned, pending{p, sp, spawn})
 	}
 	mark() // spawn_servers
+	up := 0
 	for _, s := range spawned {
 		for try := 0; try < 50; try++ {
 			if err := d.probe(s.p); err == nil {
+				up++
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		s.span.End()
+		d.meters.serverStarted(context.Background(), time.Since(s.spawn), s.p.name, s.p.stype)
 	}
+	d.meters.serversUp(context.Background(), up)
 	mark() // wait_for_servers
 	if !tracing {
 		return
@@ -81,7 +86,7 @@ func (f *Fleet) startServers() {
 // reportStartup emits the server's own start-up tree, retroactively, under
 // the driver's span named by traceparent (none when started by hand).
 func (p *proc) reportStartup(spawn time.Time, traceparent string) {
-	if !p.f.variant.Startup || !p.on(GroupStartup) {
+	if !p.f.variant.Startup || !p.telemetry {
 		return
 	}
 	// The stages are contiguous from spawn; each takes a share of the
@@ -96,6 +101,14 @@ func (p *proc) reportStartup(spawn time.Time, traceparent string) {
 	}
 	if wait := time.Until(marks[len(marks)-1]); wait > 0 {
 		p.sleep(wait)
+	}
+	// The stage metrics are recorded whatever the span groups; the spans
+	// only with startup on.
+	for i, name := range serverStages {
+		p.meters.stage(context.Background(), marks[i+1].Sub(marks[i]), name, p.name, p.stype)
+	}
+	if !p.on(GroupStartup) {
+		return
 	}
 	ctx := context.Background()
 	if traceparent != "" {
