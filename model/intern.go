@@ -5,6 +5,10 @@ import (
 	"sync/atomic"
 )
 
+// StringsFullName is what a name reads as when the string table was full
+// (Options.MaxStringBytes) as it arrived.
+const StringsFullName = "(name dropped: string table full)"
+
 // Str is an interned string: an index into the Interner. 0 is "".
 type Str uint32
 
@@ -42,6 +46,14 @@ type Interner struct {
 	chunks [maxChunks]atomic.Pointer[[chunkSize]string]
 	card   map[Str]uint32 // distinct interned values per attribute key
 	hot    map[Str]bool   // keys whose values are stored inline
+	// limit bounds bytes (the interned text); 0 is no bound. Past it new
+	// names read as StringsFullName and new values stay inline, counted
+	// in dropped: the table never shrinks (an id, once handed out, is
+	// valid for good), so it must not grow with unique names for ever.
+	limit   int64
+	bytes   atomic.Int64
+	dropped atomic.Int64
+	full    Str
 
 	resMu  sync.Mutex
 	resIDs map[Attrs]ResourceID
@@ -86,6 +98,18 @@ func (t *Interner) internLocked(s string) Str {
 	if n>>chunkBits >= maxChunks {
 		return 0 // full: the string reads as ""; values are stored inline instead
 	}
+	if t.limit > 0 && t.bytes.Load()+int64(len(s)) > t.limit {
+		if t.full == 0 {
+			t.full = t.add(StringsFullName, n)
+		}
+		t.dropped.Add(1)
+		return t.full
+	}
+	return t.add(s, n)
+}
+
+// add appends s as id n.
+func (t *Interner) add(s string, n uint32) Str {
 	c := t.chunks[n>>chunkBits].Load()
 	if c == nil {
 		c = new([chunkSize]string)
@@ -93,6 +117,7 @@ func (t *Interner) internLocked(s string) Str {
 	}
 	c[n&(chunkSize-1)] = s
 	t.ids[s] = Str(n)
+	t.bytes.Add(int64(len(s)))
 	t.n.Store(n + 1) // publishes c[n] to lock-free readers
 	return Str(n)
 }
@@ -106,6 +131,10 @@ func (t *Interner) value(k Str, v []byte) (Str, bool) {
 	}
 	if t.hot[k] || t.n.Load()>>chunkBits >= maxChunks {
 		return 0, false
+	}
+	if t.limit > 0 && t.bytes.Load()+int64(len(v)) > t.limit {
+		t.dropped.Add(1)
+		return 0, false // kept inline
 	}
 	t.card[k]++
 	if t.card[k] > keyCardinality {

@@ -43,9 +43,12 @@ type Stats struct {
 	Accepted        int64 // spans accepted into the queue, cumulative
 	Refused         int64 // spans refused because the queue was full
 	Stored          int   // spans held now
+	StoredBytes     int64 // bytes the held spans take, as --max-bytes counts them
+	StringBytes     int64 // bytes of interned strings
+	StringsDropped  int64 // names and values not interned: the string table was full
 	Duplicates      int64 // spans dropped because their id was already stored
-	EvictedSpans    int64 // spans dropped by the --max-spans bound
-	EvictedRollouts int64 // whole rollouts dropped by the --max-spans bound
+	EvictedSpans    int64 // spans dropped by the --max-spans or --max-bytes bound
+	EvictedRollouts int64 // whole rollouts dropped by the --max-spans or --max-bytes bound
 	Rollouts        int
 	Fragments       int
 	Traces          int    // distinct trace ids held

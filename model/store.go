@@ -34,6 +34,15 @@ type Options struct {
 	// MaxSpans bounds the spans held; past it the oldest rollouts are evicted
 	// whole. 0 means no bound.
 	MaxSpans int
+	// MaxBytes bounds the bytes the stored spans take (as spanBytes counts
+	// them); past it the oldest rollouts are evicted whole, as for
+	// MaxSpans. 0 means no bound.
+	MaxBytes int64
+	// MaxStringBytes bounds the interned strings (names, keys, short
+	// values). Past it new names read as StringsFullName and new values
+	// are kept inline; both are counted. 0 means MaxBytes/8 (at least
+	// 16 MiB) when MaxBytes is set, else no bound.
+	MaxStringBytes int64
 	// QueueLen is the number of batches that may wait for the writer.
 	QueueLen int
 	// Now is the store clock; time.Now when nil.
@@ -92,9 +101,14 @@ func NewStore(opts Options) *Store {
 	if opts.PublishEvery <= 0 {
 		opts.PublishEvery = 50 * time.Millisecond
 	}
+	if opts.MaxStringBytes <= 0 && opts.MaxBytes > 0 {
+		opts.MaxStringBytes = max(16<<20, opts.MaxBytes/8)
+	}
+	strs := NewInterner()
+	strs.limit = opts.MaxStringBytes
 	s := &Store{
 		opts:    opts,
-		strs:    NewInterner(),
+		strs:    strs,
 		in:      make(chan item, opts.QueueLen),
 		done:    make(chan struct{}),
 		changed: make(chan struct{}, 1),
@@ -369,6 +383,7 @@ type writer struct {
 	version  uint64
 	pubSeq   uint64
 	stored   int
+	bytes    int64 // spanBytes of the stored spans
 	dups     int64
 	evSpans  int64
 	evRolls  int64
@@ -467,8 +482,18 @@ func (w *writer) apply(b Batch) {
 		w.placedF[i], w.placedI[i] = w.place(sp, fresh, noParent, hint, hintIdx)
 	}
 	clear(w.placedF) // no pointers kept past the batch
-	if m := w.s.opts.MaxSpans; m > 0 && w.stored > m {
-		w.evict(m - m/10)
+	ms, mb := w.s.opts.MaxSpans, w.s.opts.MaxBytes
+	if (ms > 0 && w.stored > ms) || (mb > 0 && w.bytes > mb) {
+		// Evict a tenth more than needed, so eviction runs once per tenth
+		// of the bound and not for every batch.
+		ts, tb := w.stored, w.bytes
+		if ms > 0 {
+			ts = min(ts, ms-ms/10)
+		}
+		if mb > 0 {
+			tb = min(tb, mb-mb/10)
+		}
+		w.evict(ts, tb)
 	}
 }
 
@@ -615,6 +640,7 @@ func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint3
 		}
 	}
 	w.stored++
+	w.bytes += spanBytes(sp)
 	if int(sp.Resource) >= len(w.services) {
 		w.services = append(w.services, make([]int64, int(sp.Resource)+1-len(w.services))...)
 	}
@@ -971,13 +997,14 @@ func (w *writer) rolloutKey(k Str) bool {
 	return k == w.ridKey || slices.Contains(w.pathKeys, k)
 }
 
-// evict drops whole rollouts, oldest first, until at most target spans remain.
-func (w *writer) evict(target int) {
+// evict drops whole rollouts, oldest first, until at most target spans and
+// targetBytes bytes remain.
+func (w *writer) evict(target int, targetBytes int64) {
 	w.compactOrder()
 	sort.SliceStable(w.order, func(i, j int) bool { return w.order[i].seq < w.order[j].seq })
 	n := 0
 	for _, r := range w.order {
-		if w.stored <= target {
+		if w.stored <= target && w.bytes <= targetBytes {
 			break
 		}
 		for _, f := range r.frags {
@@ -989,6 +1016,7 @@ func (w *writer) evict(target int) {
 				sp := &f.spans[i]
 				w.delLoc(sp.TraceID, sp.SpanID, f)
 				w.services[sp.Resource]--
+				w.bytes -= spanBytes(sp)
 			}
 			w.stored -= len(f.spans)
 			w.evSpans += int64(len(f.spans))
@@ -1097,6 +1125,9 @@ func (w *writer) publish() *Snapshot {
 		Accepted:        w.s.accepted.Load(),
 		Refused:         w.s.refused.Load(),
 		Stored:          w.stored,
+		StoredBytes:     w.bytes,
+		StringsDropped:  w.s.strs.dropped.Load(),
+		StringBytes:     w.s.strs.bytes.Load(),
 		Duplicates:      w.dups,
 		EvictedSpans:    w.evSpans,
 		EvictedRollouts: w.evRolls,

@@ -48,10 +48,11 @@ type receiverOptions struct {
 	GRPCAddr, HTTPAddr string
 	AuthToken          string
 	Insecure           bool
-	MaxSpans           int // 0: no bound
-	Queue              int // batches waiting for the store writer; 0: the store's default
-	MaxRecvBytes       int // 0: receiver.DefaultMaxRecvBytes
-	MaxDecompressed    int // 0: receiver.DefaultMaxDecompressed
+	MaxSpans           int   // 0: no bound
+	MaxBytes           int64 // 0: no bound
+	Queue              int   // batches waiting for the store writer; 0: the store's default
+	MaxRecvBytes       int   // 0: receiver.DefaultMaxRecvBytes
+	MaxDecompressed    int   // 0: receiver.DefaultMaxDecompressed
 	BodyTimeout        time.Duration
 	Limits             receiver.Limits
 	Record             string
@@ -81,7 +82,7 @@ func startReceivers(ctx context.Context, o receiverOptions) (*runningReceivers, 
 	if warn == nil {
 		warn = io.Discard
 	}
-	store := model.NewStore(model.Options{MaxSpans: o.MaxSpans, QueueLen: o.Queue, LeanGC: true})
+	store := model.NewStore(model.Options{MaxSpans: o.MaxSpans, MaxBytes: o.MaxBytes, QueueLen: o.Queue, LeanGC: true})
 	srv, err := receiver.NewServer(receiver.Config{
 		Store:           store,
 		GRPCAddr:        o.GRPCAddr,
@@ -151,6 +152,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.gymConfig, "gym-config", "", "NeMo Gym config file to read telemetry.span_groups from")
 	fs.StringVar(&f.groups, "groups", "", "groups file adding span groups, presets and rules")
 	fs.IntVar(&f.MaxSpans, "max-spans", defaultMaxSpans, "keep at most this many spans, evicting the oldest rollouts (0: no bound)")
+	fs.Int64Var(&f.MaxBytes, "max-bytes", defaultMaxBytes(), "keep at most this many bytes of spans, evicting the oldest rollouts (0: no bound; default a quarter of the machine's memory)")
 	fs.StringVar(&f.Record, "record", "", "append every accepted trace request to FILE as OTLP/JSON lines")
 	fs.BoolVar(&f.headless, "headless", false, "no terminal interface: a status line on stderr every second (automatic when stdout is not a terminal)")
 	fs.BoolVar(&f.json, "json", false, "headless: on SIGINT/SIGTERM print a JSON summary on stdout")
@@ -343,9 +345,12 @@ func total(m map[string]int64) int64 {
 // serveSummary is the --json summary of serve --headless. The keys are a
 // documented contract (DESIGN §5): they may grow, never change meaning.
 type serveSummary struct {
-	SpansReceived   int64            `json:"spans_received"` // accepted into the store, cumulative
-	SpansStored     int              `json:"spans_stored"`   // held at exit
-	SpansDropped    int64            `json:"spans_dropped"`  // lost: evicted + rejected
+	SpansReceived   int64            `json:"spans_received"`  // accepted into the store, cumulative
+	SpansStored     int              `json:"spans_stored"`    // held at exit
+	BytesStored     int64            `json:"bytes_stored"`    // what the held spans take, as --max-bytes counts
+	StringBytes     int64            `json:"string_bytes"`    // interned names, keys and short values
+	StringsDropped  int64            `json:"strings_dropped"` // not interned: the string table was full
+	SpansDropped    int64            `json:"spans_dropped"`   // lost: evicted + rejected
 	Rollouts        int              `json:"rollouts"`
 	Traces          int              `json:"traces"`
 	Services        map[string]int64 `json:"services"` // service.name → stored spans
@@ -379,6 +384,9 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
 	sum := serveSummary{
 		SpansReceived:   s.Stats.Accepted,
 		SpansStored:     s.Stats.Stored,
+		BytesStored:     s.Stats.StoredBytes,
+		StringBytes:     s.Stats.StringBytes,
+		StringsDropped:  s.Stats.StringsDropped,
 		SpansDropped:    dropped(s, st),
 		Rollouts:        s.Stats.Rollouts,
 		Traces:          s.Stats.Traces,

@@ -1,0 +1,30 @@
+package model
+
+import "unsafe"
+
+// Byte cost of a stored span, as --max-bytes counts it: the Span itself, its
+// index entry, its packed attributes and its rarely present parts. Attribute
+// sets shared between spans and interned strings are counted per span and
+// not at all respectively, so the count errs high for spans and the
+// interner has its own bound (Options.MaxStringBytes).
+const (
+	spanSize  = int64(unsafe.Sizeof(Span{}))
+	indexCost = 40 // a locs entry with the map's spare room
+	extraSize = int64(unsafe.Sizeof(Extra{}))
+	eventSize = int64(unsafe.Sizeof(Event{}))
+	linkSize  = int64(unsafe.Sizeof(Link{}))
+)
+
+func spanBytes(sp *Span) int64 {
+	n := spanSize + indexCost + int64(len(sp.Attrs))
+	if x := sp.Extra; x != nil {
+		n += extraSize + int64(len(x.StatusMessage))
+		for i := range x.Events {
+			n += eventSize + int64(len(x.Events[i].Attrs))
+		}
+		for i := range x.Links {
+			n += linkSize + int64(len(x.Links[i].Attrs))
+		}
+	}
+	return n
+}
