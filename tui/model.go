@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -720,19 +721,27 @@ func (m Model) setCopied(msg copiedMsg) Model {
 		m.status, m.statusErr = msg.errText, true
 		return m
 	}
-	parts := []string{"copied " + gate.EnvLine(m.reg.Spec(m.groups.Preview()))}
+	// What happened first; the env line, long and printed on exit anyway,
+	// last, where the width cuts it.
+	parts := []string{"copied", msg.clipText}
 	if msg.path != "" {
 		m.wrote = msg.path
+		shown := msg.path
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, msg.path); err == nil && !strings.HasPrefix(rel, "..") {
+				shown = rel
+			}
+		}
 		if msg.replaced {
-			parts = append(parts, "replaced the earlier "+msg.path)
+			parts = append(parts, "replaced the earlier "+shown+" (kept as "+shown+".bak)")
 		} else {
-			parts = append(parts, "wrote "+msg.path)
+			parts = append(parts, "wrote "+shown)
 		}
 	}
-	parts = append(parts, msg.clipText)
 	if msg.errText != "" {
 		parts = append(parts, msg.errText)
 	}
+	parts = append(parts, gate.EnvLine(m.reg.Spec(m.groups.Preview())))
 	m.status, m.statusErr = strings.Join(parts, " · "), msg.errText != ""
 	return m
 }

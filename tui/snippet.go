@@ -54,14 +54,14 @@ func copySnippet(text, path, wrote string, clip *os.File) tea.Cmd {
 		}
 		switch {
 		case clip == nil:
-			m.clipText = "clipboard not set: no terminal to send OSC 52 to"
+			m.clipText = "clipboard not set (no terminal)"
 		default:
 			if _, err := osc52.New(text).WriteTo(clip); err != nil {
-				m.clipText = "clipboard not set: " + errText(err)
+				m.clipText = "clipboard not set (" + errText(err) + ")"
 				break
 			}
 			m.clip = true
-			m.clipText = "sent to the clipboard (OSC 52; the terminal must allow it)"
+			m.clipText = "clipboard: sent OSC 52 (if the terminal allows it)"
 			if os.Getenv("TMUX") != "" {
 				m.clipText = tmuxClipboard()
 			}
@@ -76,12 +76,12 @@ func tmuxClipboard() string {
 	out, err := exec.Command("tmux", "show-options", "-gv", "set-clipboard").Output()
 	switch v := strings.TrimSpace(string(out)); {
 	case err != nil:
-		return "sent OSC 52 to tmux (set-clipboard unknown: " + errText(err) + ")"
+		return "clipboard: sent OSC 52 to tmux (set-clipboard unknown)"
 	case v == "off" || v == "external":
 		// external: tmux sets the clipboard from its copy mode only.
-		return "clipboard not set: tmux set-clipboard is " + v + " (tmux set -g set-clipboard on)"
+		return "clipboard not set (tmux set-clipboard " + v + "; set it on)"
 	default:
-		return "sent OSC 52 to tmux's buffer and the terminal"
+		return "clipboard: sent to tmux and the terminal"
 	}
 }
 

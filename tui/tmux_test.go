@@ -111,9 +111,18 @@ func TestTmuxOpen(t *testing.T) {
 		t.Errorf("the broken hop does not say why:\n%s", scr)
 	}
 
+	// tmux's default (external) drops a program's OSC 52, and the status
+	// says so; with set-clipboard on the snippet lands in tmux's buffer.
+	s.tmux("set-option", "-g", "set-clipboard", "external")
 	s.keys("y")
 	snippet := filepath.Join(dir, "gymtrace-span-groups.yaml")
-	s.waitFor("the copy status", regexp.MustCompile(`copied NEMO_GYM_OTEL_SPAN_GROUPS=\S+ · wrote /`))
+	s.waitFor("the copy status", regexp.MustCompile(`copied · clipboard not set \(tmux set-clipboard external; set it on\) · wrote gymtrace-span-groups.yaml · NEMO_GYM`))
+	s.tmux("set-option", "-g", "set-clipboard", "on")
+	s.keys("y")
+	s.waitFor("the clipboard status", regexp.MustCompile(`clipboard: sent to tmux and the terminal`))
+	if buf := s.tmux("show-buffer"); !strings.Contains(buf, "NEMO_GYM_OTEL_SPAN_GROUPS=") {
+		t.Errorf("tmux's buffer after y:\n%s", buf)
+	}
 	body, err := os.ReadFile(snippet)
 	if err != nil {
 		t.Fatalf("snippet file: %v", err)
@@ -167,7 +176,7 @@ func TestTmuxDemo(t *testing.T) {
 	}
 
 	s.keys("y")
-	s.waitFor("the copy status", regexp.MustCompile(`copied NEMO_GYM_OTEL_SPAN_GROUPS=\S+`))
+	s.waitFor("the copy status", regexp.MustCompile(`copied · clipboard \S+.* · wrote gymtrace-span-groups.yaml`))
 	const spec = "server,rollout,agent,model_call,verify,concurrency"
 	body, err := os.ReadFile(filepath.Join(dir, "gymtrace-span-groups.yaml"))
 	if err != nil || !strings.Contains(string(body), `span_groups: "`+spec+`"`) {
