@@ -250,3 +250,59 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// TestRealGymJobStillOpen: in a live `all` capture the run's gym.job span
+// arrives last. Until it does, every rollout is joined (its spans carry the
+// job's trace id), the traces are not over-counted, and a preview under a spec
+// with and without job gives what the finished run gives.
+func TestRealGymJobStillOpen(t *testing.T) {
+	dir := filepath.Join(realGym, "s41-obs0-iso", "all")
+	full := loadCase(t, dir)
+	st := model.NewStore(model.Options{})
+	t.Cleanup(st.Close)
+	files, _ := filepath.Glob(filepath.Join(dir, "console", "*.log.gz"))
+	dropped := 0
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept strings.Builder
+		sc := bufio.NewScanner(zr)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"name": "gym.job"`) {
+				dropped++
+				continue
+			}
+			kept.WriteString(sc.Text() + "\n")
+		}
+		f.Close()
+		if _, err := receiver.ReadStream(st, filepath.Base(name), strings.NewReader(kept.String()), receiver.ReadOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dropped != 1 {
+		t.Fatalf("dropped %d gym.job spans, want the run's one", dropped)
+	}
+	st.Sync()
+	live := st.Snapshot()
+	reg := gate.Default()
+	rep := gate.NewEngine(reg).Check(live, time.Now(), 0)
+	if rep.Rollouts != 20 || rep.Joined != 20 || rep.Split != 0 || len(rep.Hops) != 0 {
+		t.Errorf("job still open: %d rollouts, %d joined, %d split, hops %v; want 20 joined", rep.Rollouts, rep.Joined, rep.Split, rep.Hops)
+	}
+	for _, spec := range []string{"all", "default", "per_rollout"} {
+		set, _ := reg.Parse(spec)
+		a := gate.NewEngine(reg).Preview(live, set).Result
+		b := gate.NewEngine(reg).Preview(full, set).Result
+		if a.Traces != b.Traces || a.RolloutsJoined != b.RolloutsJoined || a.RolloutsSplit != b.RolloutsSplit || a.P50 != b.P50 {
+			t.Errorf("%s: job still open gives %d traces, %d/%d joined/split, p50 %d; the finished run %d, %d/%d, %d",
+				spec, a.Traces, a.RolloutsJoined, a.RolloutsSplit, a.P50, b.Traces, b.RolloutsJoined, b.RolloutsSplit, b.P50)
+		}
+	}
+}
