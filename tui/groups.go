@@ -21,6 +21,9 @@ type groupsPanel struct {
 	st   *Styles
 	keys *KeyMap
 	reg  *gate.Registry
+	// budget, when set, is judged against both specs at rate rollouts/s.
+	budget *gate.Budget
+	rate   float64
 
 	width, height int
 	pending       []string // rollouts the join check still waits for
@@ -405,6 +408,10 @@ func (g *groupsPanel) compareLines(w int) []string {
 		}),
 		row("joining", g.joinCell(cur), g.joinCell(prev)),
 	}...)
+	if b := g.budget; b != nil {
+		lines = append(lines, row("budget", val(cur, func(r *gate.Report) string { return budgetCell(b.Judge(r, g.rate)) }),
+			val(prev, func(r *gate.Report) string { return budgetCell(b.Judge(r, g.rate)) })))
+	}
 	var texts []string
 	for _, h := range captureHops(g.check) {
 		texts = append(texts, captureLine(h))

@@ -39,6 +39,13 @@ type KeyMap struct {
 	Fewer     key.Binding
 	Back      key.Binding
 	Accept    key.Binding
+
+	Mark         key.Binding
+	Compare      key.Binding
+	Export       key.Binding
+	ExportShaped key.Binding
+	Worth        key.Binding
+	Scope        key.Binding
 }
 
 // DefaultKeyMap returns gymtrace's key bindings.
@@ -81,11 +88,19 @@ func DefaultKeyMap() *KeyMap {
 		Fewer:     b([]string{"-"}, "-", "project to fewer rollouts"),
 		Back:      b([]string{"esc"}, "esc", "back"),
 		Accept:    b([]string{"enter"}, "enter", "apply"),
+
+		Mark:         b([]string{"m"}, "m", "mark the rollout to compare"),
+		Compare:      b([]string{"c"}, "c", "compare with the marked rollout (none: current vs preview)"),
+		Export:       b([]string{"x"}, "x", "export the rollout (OTLP/JSON)"),
+		ExportShaped: b([]string{"X"}, "X", "export it as under the previewed spec"),
+		Worth:        b([]string{"w"}, "w", "cost and worth per group"),
+		Scope:        b([]string{"a"}, "a", "statistics over: this rollout, the listed ones, all"),
 	}
 }
 
 // Global lists the keys that work in every panel, for the help screen.
 func (k *KeyMap) Global() []key.Binding {
 	return []key.Binding{k.Quit, k.Back, k.Help, k.NextPanel, k.PrevPanel, k.Filter, k.Sort,
-		k.Default, k.PerRoll, k.All, k.Spec, k.Preview, k.Detail, k.Stats, k.More, k.Fewer, k.Copy}
+		k.Default, k.PerRoll, k.All, k.Spec, k.Preview, k.Detail, k.Stats, k.More, k.Fewer, k.Copy,
+		k.Mark, k.Compare, k.Export, k.ExportShaped, k.Worth}
 }

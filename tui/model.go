@@ -34,6 +34,16 @@ type Options struct {
 	Renderer *lipgloss.Renderer
 	// Now is the clock for the join check's grace window; time.Now when nil.
 	Now func() time.Time
+	// Export writes the rollout x exports; nil disables x. ExportDir is
+	// where its files go (the working directory when empty).
+	Export    ExportFunc
+	ExportDir string
+	// SpanCost is the CPU per enabled span of the cost and worth view
+	// (gate.DefaultSpanCost when zero); Budget, when set, is judged against
+	// the previewed spec at RolloutRate rollouts/s (0: the capture's rate).
+	SpanCost    time.Duration
+	Budget      *gate.Budget
+	RolloutRate float64
 }
 
 // rect is a panel's box on screen, frame included.
@@ -65,6 +75,10 @@ type Model struct {
 	groups   *groupsSlot
 	detail   *detailView
 	stats    *statsView
+	compare  *compareView
+	worth    *worthView
+	worthEng *gate.Engine // the worth view's; used by one command at a time
+	marked   string       // the rollout marked for comparison
 	// panels is every panel, base panels before their overlays: the one
 	// list that keys, sizes, help, the mouse and drawing go through.
 	panels []panel
@@ -131,10 +145,14 @@ func New(o Options) Model {
 		groups:   &groupsSlot{groupsPanel: newGroupsPanel(st, keys, o.Registry, o.Current, o.CurrentSpec)},
 		detail:   newDetailView(st, keys),
 		stats:    newStatsView(st, keys, o.Registry),
+		compare:  newCompareView(st, keys, o.Registry),
+		worth:    newWorthView(st, keys, o.Registry, o.SpanCost, o.Budget, o.RolloutRate),
+		worthEng: gate.NewEngine(o.Registry),
 		helpView: &hv,
 		refresh:  refreshEvery,
 	}
-	m.panels = []panel{m.rollouts, m.trace, m.detail, m.stats, m.groups}
+	m.panels = []panel{m.rollouts, m.trace, m.detail, m.stats, m.compare, m.groups, m.worth}
+	m.groups.budget, m.groups.rate = o.Budget, o.RolloutRate
 	m.frameW, m.frameH = st.Panel.Box.GetFrameSize()
 	m.trace.SetPreview(false, o.Current)
 	m.renderHeader()
@@ -203,6 +221,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.afterChange()
 	case copiedMsg:
 		return m.setCopied(msg), nil
+	case exportedMsg:
+		return m.setExported(msg), nil
+	case worthMsg:
+		m.worth.set(msg)
+		return m, m.afterChange()
 	}
 	return m, nil
 }
@@ -304,6 +327,13 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 			m.groups.groupsPanel = m.groups.SetPreview(set)
 		}
 		return m, m.afterChange()
+	case key.Matches(km, k.Mark):
+		m.toggleMark()
+		return m, m.afterChange()
+	case key.Matches(km, k.Export):
+		return m, m.startExport(false)
+	case key.Matches(km, k.ExportShaped):
+		return m, m.startExport(true)
 	case key.Matches(km, k.More):
 		m.groups.groupsPanel = m.groups.Project(1)
 		return m, nil
@@ -361,7 +391,7 @@ func (m *Model) afterChange() tea.Cmd {
 	m.trace.SetFocused(m.focus == slotTrace && m.front(slotTrace) == panel(m.trace))
 	m.syncPanels()
 	m.renderHeader()
-	cmds = append(cmds, m.requestSim())
+	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()))
 	return tea.Batch(cmds...)
 }
 
@@ -371,6 +401,8 @@ func (m *Model) syncEnv() {
 	e.reg, e.snap, e.current, e.preview = m.reg, m.snap, m.opts.Current, m.groups.Preview()
 	e.rollout, e.sim, e.check = m.trace.Rollout(), m.trace.simAll, m.check
 	e.cur, e.prev = m.groups.curRep, m.groups.prevRep
+	e.marked = m.rollouts.Find(m.marked)
+	e.rsnap, e.rows = m.rollouts.snap, m.rollouts.rows
 	e.frag, e.hasSpan, e.group = nil, false, ""
 	if fi, i, ok := m.trace.selectedRef(); ok {
 		e.frag, e.fragIdx, e.spanIdx, e.hasSpan = e.rollout.Fragments[fi], fi, i, true
@@ -656,6 +688,7 @@ func (m *Model) helpLines() []string {
 		{glyphMatch, "search hit"},
 		{"·", "time-axis tick"},
 		{"›", "cursor"},
+		{glyphMarked, "rollout marked for comparison (m)"},
 		{"name*", "group changed from the current spec"},
 	} {
 		lines = append(lines, "  "+fit(g[0], keyW)+" "+g[1])

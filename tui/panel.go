@@ -76,6 +76,11 @@ type env struct {
 	sim              *gate.RolloutSim // rollout classified under every group
 	cur, prev        *gate.Report     // the current and previewed spec's reports
 	check            *gate.CheckReport
+	marked           *model.Rollout // marked for comparison (m), nil when none
+	// rsnap is the snapshot the rollout list shows (rollouts found by
+	// structure); rows the rollouts it lists, filtered and sorted.
+	rsnap *model.Snapshot
+	rows  []*model.Rollout
 	// The waterfall's cursor span, when on a span.
 	frag    *model.Fragment
 	fragIdx int

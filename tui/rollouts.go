@@ -76,6 +76,7 @@ type rolloutList struct {
 	// typed (dur>1) the list keeps it and filterErr says what is wrong.
 	compiled  *gate.Filter
 	filterErr string
+	marked    string // the rollout marked for comparison
 	input     textinput.Model
 	filtering bool
 
@@ -466,6 +467,9 @@ func (l *rolloutList) render() {
 			status = l.st.Tree.Error.Render(fmt.Sprintf("%s %d", glyphError, r.Errors))
 		}
 		gut := " "
+		if r.ID == l.marked {
+			gut = glyphMarked
+		}
 		if i == l.cursor {
 			gut = "›"
 		}

@@ -2,167 +2,188 @@ package tui
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
-// statRow aggregates spans sharing a key.
-type statRow struct {
-	key                string
-	count, errors      int
-	total, self, maxNs int64
+// statsScope is what the statistics are computed over.
+type statsScope uint8
+
+const (
+	scopeRollout  statsScope = iota // the selected rollout
+	scopeFiltered                   // the rollouts the list shows (its filter)
+	scopeAll                        // every rollout
+	numScopes
+)
+
+func (s statsScope) String() string {
+	switch s {
+	case scopeFiltered:
+		return "the listed rollouts"
+	case scopeAll:
+		return "all rollouts"
+	}
+	return "this rollout"
 }
 
-// statsView is the per-rollout statistics table: span counts and total and
-// self time grouped by service, by span name and by group.
+// statsView is latency by operation (gate.Latency): per service, span name
+// and group, the spans' count, p50/p90/p99/max duration, total and self
+// time, over the selected rollout, the listed ones or all (a cycles).
 type statsView struct {
 	pager
-	reg      *gate.Registry
-	sections [3][]statRow
-	// what the sections were computed from
-	r   *model.Rollout
-	sim *gate.RolloutSim
+	reg *gate.Registry
+	// eng classifies for the view alone, on the UI goroutine: the model's
+	// engines belong to running commands.
+	eng   *gate.Engine
+	scope statsScope
+	lat   *gate.Latency
+	// what lat was computed from
+	r      *model.Rollout
+	snap   *model.Snapshot
+	rows   int
+	scoped statsScope
 }
 
 func newStatsView(st *Styles, keys *KeyMap, reg *gate.Registry) *statsView {
-	return &statsView{pager: newPager(st, keys, "t/esc back"), reg: reg}
+	return &statsView{pager: newPager(st, keys, "t/esc back · a scope"), reg: reg, eng: gate.NewEngine(reg)}
 }
 
 func (s *statsView) name() string        { return "statistics" }
 func (s *statsView) opener() key.Binding { return s.keys.Stats }
 func (s *statsView) setSize(w, h int)    { s.width, s.height = w, h; s.layout() }
 
+func (s *statsView) help() []key.Binding {
+	return append([]key.Binding{s.keys.Scope}, s.pager.help()...)
+}
+
 func (s *statsView) open(e *env) bool {
 	s.opened = true
-	s.SetRollout(e.snap, e.rollout, e.sim)
+	s.compute(e)
 	s.vp.GotoTop()
 	return true
 }
 
-// refresh recomputes while open when the rollout or its classification changed.
+// refresh recomputes while open when what the scope covers changed.
 func (s *statsView) refresh(e *env) {
-	if s.opened && (e.rollout != s.r || e.sim != s.sim) {
-		s.SetRollout(e.snap, e.rollout, e.sim)
+	if !s.opened || s.scoped == s.scope && s.snap == e.rsnap && s.rows == len(e.rows) && (s.scope != scopeRollout || e.rollout == s.r) {
+		return
 	}
+	s.compute(e)
 }
 
-// selfTimes returns each span's duration minus the time covered by its
-// children (clipped to the span), as Jaeger's trace statistics define it.
-func selfTimes(f *model.Fragment) []int64 {
-	n := len(f.Spans)
-	type iv struct{ a, b int64 }
-	kids := make([][]iv, n)
-	for i := range f.Spans {
-		if p := f.Spans[i].Parent; p >= 0 && int(p) < n {
-			kids[p] = append(kids[p], iv{f.Spans[i].Start, f.Spans[i].End})
-		}
-	}
-	self := make([]int64, n)
-	for i := range f.Spans {
-		sp := &f.Spans[i]
-		ks := kids[i]
-		sort.Slice(ks, func(a, b int) bool { return ks[a].a < ks[b].a })
-		covered, curA, curB := int64(0), int64(0), int64(-1)
-		for _, k := range ks {
-			a, b := max(k.a, sp.Start), min(k.b, sp.End)
-			if b <= a {
-				continue
-			}
-			if a > curB {
-				if curB > curA {
-					covered += curB - curA
-				}
-				curA, curB = a, b
-			} else if b > curB {
-				curB = b
-			}
-		}
-		if curB > curA {
-			covered += curB - curA
-		}
-		self[i] = max(sp.Duration()-covered, 0)
-	}
-	return self
-}
-
-// SetRollout computes the statistics of r; sim supplies the groups.
-func (s *statsView) SetRollout(snap *model.Snapshot, r *model.Rollout, sim *gate.RolloutSim) {
-	if s.r == nil || r == nil || s.r.ID != r.ID {
+func (s *statsView) handle(km tea.KeyMsg, e *env) (bool, tea.Cmd) {
+	if key.Matches(km, s.keys.Scope) {
+		s.scope = (s.scope + 1) % numScopes
+		s.compute(e)
 		s.vp.GotoTop()
+		return true, nil
 	}
-	s.r, s.sim = r, sim
-	if r == nil {
-		s.title, s.sections = "Statistics", [3][]statRow{}
+	return s.pager.handle(km, e)
+}
+
+func (s *statsView) compute(e *env) {
+	s.r, s.snap, s.rows, s.scoped = e.rollout, e.rsnap, len(e.rows), s.scope
+	var rolls []*model.Rollout
+	switch s.scope {
+	case scopeRollout:
+		if e.rollout != nil {
+			rolls = []*model.Rollout{e.rollout}
+		}
+	case scopeFiltered:
+		rolls = e.rows
+	case scopeAll:
+		if e.rsnap != nil {
+			rolls = e.rsnap.Rollouts
+		}
+	}
+	if len(rolls) == 0 || e.snap == nil {
+		s.title, s.lat = "Statistics · "+s.scope.String(), nil
 		s.layout()
 		return
 	}
-	s.title = fmt.Sprintf("Statistics %s · %s", r.ID, countNoun(r.Spans, "span"))
-	maps := [3]map[string]*statRow{{}, {}, {}}
-	add := func(m map[string]*statRow, k string, sp *model.Span, self int64) {
-		row := m[k]
-		if row == nil {
-			row = &statRow{key: k}
-			m[k] = row
-		}
-		row.count++
-		row.total += sp.Duration()
-		row.self += self
-		row.maxNs = max(row.maxNs, sp.Duration())
-		if sp.Status == model.StatusError {
-			row.errors++
-		}
+	s.lat = s.eng.Latency(e.snap, rolls)
+	what := s.scope.String()
+	if s.scope == scopeRollout {
+		what = e.rollout.ID
 	}
-	for fi, f := range r.Fragments {
-		self := selfTimes(f)
-		for i := range f.Spans {
-			sp := &f.Spans[i]
-			add(maps[0], shortService(snap.ServiceName(sp.Resource)), sp, self[i])
-			add(maps[1], gate.DisplayName(snap.Interner(), sp), sp, self[i])
-			g := "(classifying…)"
-			if grp, ok := simGroup(sim, fi, i); ok {
-				g = s.reg.Name(grp)
-			}
-			add(maps[2], g, sp, self[i])
-		}
-	}
-	for k, m := range maps {
-		rows := make([]statRow, 0, len(m))
-		for _, r := range m {
-			rows = append(rows, *r)
-		}
-		sort.Slice(rows, func(i, j int) bool {
-			if rows[i].total != rows[j].total {
-				return rows[i].total > rows[j].total
-			}
-			return rows[i].key < rows[j].key
-		})
-		s.sections[k] = rows
+	s.title = fmt.Sprintf("Statistics %s · %s", what, countNoun(s.lat.Spans, "span"))
+	if s.scope != scopeRollout {
+		s.title += " in " + countNoun(s.lat.Rollouts, "rollout")
 	}
 	s.layout()
 }
 
+// statCols are the figures of a row, most wanted first: on a narrow
+// panel the last ones give way before the name does.
+var statCols = []struct {
+	head string
+	val  func(gate.LatencyRow) string
+}{
+	{"spans", func(r gate.LatencyRow) string { return fmt.Sprint(r.Count) }},
+	{"p50", func(r gate.LatencyRow) string { return fmtDur(r.P50) }},
+	{"p99", func(r gate.LatencyRow) string { return fmtDur(r.P99) }},
+	{"max", func(r gate.LatencyRow) string { return fmtDur(r.Max) }},
+	{"self", func(r gate.LatencyRow) string { return fmtDur(r.Self) }},
+	{"p90", func(r gate.LatencyRow) string { return fmtDur(r.P90) }},
+	{"total", func(r gate.LatencyRow) string { return fmtDur(r.Total) }},
+}
+
 func (s *statsView) layout() {
-	var lines []string
-	keyW := max(s.width-1-(1+6+1+9+1+9+1+9+1+6), 8)
-	row := func(k, c, tot, self, mx, errs string) string {
-		return clip(" "+fit(k, keyW)+" "+fitRight(c, 6)+" "+fitRight(tot, 9)+" "+fitRight(self, 9)+" "+fitRight(mx, 9)+" "+fitRight(errs, 6), s.width)
+	if s.lat == nil {
+		s.setLines([]string{"", "  nothing to measure in " + s.scope.String()})
+		s.resize(s.width, s.height)
+		return
 	}
-	for k, title := range []string{"by service", "by span name", "by group"} {
+	const numW, errW, minKey = 8, 4, 22
+	n := len(statCols)
+	for n > 1 && s.width-1-n*(1+numW)-(1+errW) < minKey {
+		n--
+	}
+	cols := statCols[:n]
+	keyW := max(s.width-1-n*(1+numW)-(1+errW), 8)
+	row := func(k string, vals []string, errs string) string {
+		line := " " + fit(k, keyW)
+		for _, v := range vals {
+			line += " " + fitRight(v, numW)
+		}
+		return clip(line+" "+fitRight(errs, errW), s.width)
+	}
+	var lines []string
+	for k, sec := range []struct {
+		title string
+		rows  []gate.LatencyRow
+	}{{"by service", s.lat.ByService}, {"by span name", s.lat.ByName}, {"by group", s.lat.ByGroup}} {
 		if k > 0 {
 			lines = append(lines, "")
 		}
-		lines = append(lines, s.st.Panel.Column.Render(row(title, "spans", "total", "self", "max", "errors")))
-		for _, r := range s.sections[k] {
+		heads := make([]string, len(cols))
+		for i, c := range cols {
+			heads[i] = c.head
+		}
+		lines = append(lines, s.st.Panel.Column.Render(row(sec.title, heads, "err")))
+		for _, r := range sec.rows {
 			errs := ""
-			if r.errors > 0 {
-				errs = s.st.Tree.Error.Render(fmt.Sprint(r.errors))
+			if r.Errors > 0 {
+				errs = s.st.Tree.Error.Render(fmt.Sprint(r.Errors))
 			}
-			lines = append(lines, row(r.key, fmt.Sprint(r.count), fmtDur(r.total), fmtDur(r.self), fmtDur(r.maxNs), errs))
+			name := r.Key
+			if k == 0 {
+				name = shortService(name)
+			}
+			vals := make([]string, len(cols))
+			for i, c := range cols {
+				vals[i] = c.val(r)
+			}
+			lines = append(lines, row(name, vals, errs))
 		}
 	}
 	s.setLines(lines)
 	s.resize(s.width, s.height)
 }
+
+// selfTimes returns each span's duration minus the time covered by its
+// children (clipped to the span), as Jaeger's trace statistics define it.
+func selfTimes(f *model.Fragment) []int64 { return gate.SelfTimes(f, nil) }

@@ -13,6 +13,7 @@ const (
 	glyphFolded    = "⊞" // a collapsed node, +N the spans it hides
 	glyphMatch     = "•" // a search hit
 	glyphEvent     = '◆' // a span event, on its bar
+	glyphMarked    = "★" // the rollout marked for comparison
 )
 
 // Styles holds every style the interface uses. Panels receive it and never

@@ -82,10 +82,16 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		o.procSpecs = append(o.procSpecs, v)
 		return nil
 	})
+	wf := addWorthFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		return exitUsage
+	}
+	worth, err := wf.ui()
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace demo: %v\n", err)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
@@ -158,7 +164,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	if !headless {
 		uiErr := runUI(uiConfig{
 			Store: rr.Store, Registry: reg, Current: spec, CurrentSpec: o.spec,
-			Addrs: rr.Addrs, Live: true,
+			Addrs: rr.Addrs, Live: true, Worth: worth,
 			Title: fmt.Sprintf("gymtrace demo (seed %d, Gym %s, %s%s)", o.seed, variant.Name, o.spec, formatProcessSpecs(variant, procSpecs, "; ", "")),
 		})
 		if err := stopAll(); err != nil {

@@ -33,6 +33,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 	text := fs.Bool("text", false, "print the rollouts as a plain-text tree instead of opening the TUI")
 	maxSpans := fs.Int("max-spans", 0, "keep at most this many spans, evicting the oldest rollouts (0: no bound)")
 	maxLine := fs.Int("max-line", receiver.DefaultMaxLine, "longest line accepted, in bytes")
+	wf := addWorthFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gymtrace open [--spec S] [--groups F] [--text] FILE...\n\n"+
 			"Loads captures (OTLP JSON lines, NeMo Gym console logs, binary OTLP requests;\n"+
@@ -40,6 +41,11 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	worth, err := wf.ui()
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
 		return exitUsage
 	}
 	files := fs.Args()
@@ -106,6 +112,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		CurrentSpec: specText,
 		Live:        false,
 		Title:       "gymtrace open " + strings.Join(files, " "),
+		Worth:       worth,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)

@@ -140,6 +140,7 @@ type serveFlags struct {
 	spec, gymConfig, groups string
 	cpuProfile              string
 	headless, json          bool
+	worth                   uiWorth
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -168,6 +169,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.Limits.MaxNameLen, "max-name-len", receiver.DefaultMaxNameLen, "longest span, event or attribute key name kept, in bytes; longer ones are cut and counted")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to FILE")
 	fs.IntVar(&f.Queue, "queue", 256, "batches that may wait for the store; past it senders are told to retry")
+	wf := addWorthFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gymtrace [serve] [flags]\n\nReceives OTLP traces, metrics and logs and shows rollouts as they arrive.\n\n")
 		fs.PrintDefaults()
@@ -179,6 +181,11 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 		fs.Usage()
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	worth, err := wf.ui()
+	if err != nil {
+		return nil, err
+	}
+	f.worth = worth
 	if f.json && !f.headless {
 		// --json only makes sense without the TUI.
 		f.headless = true
@@ -244,6 +251,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		Live:        true,
 		Title:       "gymtrace serve",
 		Ctx:         ctx,
+		Worth:       f.worth,
 	})
 	stopErr := rr.stopBounded(stderr)
 	if uiErr != nil || stopErr != nil {

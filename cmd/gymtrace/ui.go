@@ -27,6 +27,8 @@ type uiConfig struct {
 	// Ctx, when set, ends the interface when it is done (SIGHUP: the
 	// terminal is gone, so nothing is drawn on the way out).
 	Ctx context.Context
+	// Worth configures the cost and worth view and the budget row.
+	Worth uiWorth
 }
 
 // runUI opens the interactive view and returns when the user quits, then
@@ -57,9 +59,9 @@ func runUI(cfg uiConfig) error {
 		}
 		defer f.Close()
 	}
-	snippet := tui.SnippetFile
+	snippet, exportDir := tui.SnippetFile, ""
 	if wd, err := os.Getwd(); err == nil {
-		snippet = filepath.Join(wd, tui.SnippetFile)
+		snippet, exportDir = filepath.Join(wd, tui.SnippetFile), wd
 	}
 	var clip *os.File
 	if term.IsTerminal(os.Stderr.Fd()) && os.Getenv("TERM") != "dumb" {
@@ -75,6 +77,11 @@ func runUI(cfg uiConfig) error {
 		Title:       cfg.Title,
 		SnippetPath: snippet,
 		Clipboard:   clip,
+		Export:      tuiExport,
+		ExportDir:   exportDir,
+		SpanCost:    cfg.Worth.SpanCost,
+		Budget:      cfg.Worth.Budget,
+		RolloutRate: cfg.Worth.Rate,
 	})
 	p := tea.NewProgram(m, tea.WithInput(input), tea.WithAltScreen(), tea.WithMouseCellMotion())
 	if cfg.Ctx != nil {
@@ -101,6 +108,11 @@ func runUI(cfg uiConfig) error {
 		}
 	}
 	return nil
+}
+
+// tuiExport writes what the TUI's x exports, as gymtrace export does.
+func tuiExport(path string, in *model.Interner, spans []model.Span) error {
+	return writeExport(path, nil, in, spans)
 }
 
 // plainSummary is the headless fallback: counts, one line per rollout.

@@ -79,6 +79,22 @@ type budgetJSON struct {
 	RolloutRate float64 `json:"rollout_rate"`
 }
 
+// uiWorth is what the TUI's cost and worth view and budget row need.
+type uiWorth struct {
+	SpanCost time.Duration
+	Budget   *gate.Budget
+	Rate     float64
+}
+
+// ui validates the flags and returns them for the TUI.
+func (w worthFlags) ui() (uiWorth, error) {
+	b, err := w.check()
+	if err != nil {
+		return uiWorth{}, err
+	}
+	return uiWorth{SpanCost: *w.spanCost, Budget: b, Rate: *w.rate}, nil
+}
+
 func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
 
 // addWorth fills per_group[g].cost and .worth.

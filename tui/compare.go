@@ -1,0 +1,170 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// compareView sets two rollouts side by side (gate.CompareRollouts): the
+// marked one (m) as A against the selected one as B; with none marked, or
+// the marked one selected, the selected rollout under the current spec (A)
+// against itself under the previewed spec (B).
+type compareView struct {
+	pager
+	reg *gate.Registry
+	// what the comparison was computed from
+	a, b     *model.Rollout
+	cur, pre gate.Set
+}
+
+func newCompareView(st *Styles, keys *KeyMap, reg *gate.Registry) *compareView {
+	return &compareView{pager: newPager(st, keys, "c/esc back"), reg: reg}
+}
+
+func (c *compareView) name() string        { return "compare" }
+func (c *compareView) opener() key.Binding { return c.keys.Compare }
+func (c *compareView) setSize(w, h int)    { c.resize(w, h) }
+
+func (c *compareView) open(e *env) bool {
+	c.opened = true
+	c.compute(e)
+	c.vp.GotoTop()
+	return true
+}
+
+// refresh recomputes while open when either side or a spec changed.
+func (c *compareView) refresh(e *env) {
+	if c.opened && (e.rollout != c.b || e.marked != c.a || e.current != c.cur || e.preview != c.pre) {
+		c.compute(e)
+	}
+}
+
+func (c *compareView) compute(e *env) {
+	c.a, c.b, c.cur, c.pre = e.marked, e.rollout, e.current, e.preview
+	if e.rollout == nil {
+		c.title = "Compare"
+		c.setLines([]string{"", "  no rollout selected"})
+		return
+	}
+	// A fresh engine: the model's engines belong to running commands.
+	eng := gate.NewEngine(c.reg)
+	var a, b gate.DiffSide
+	var la, lb string
+	if e.marked != nil && e.marked != e.rollout {
+		a, b = gate.RolloutSide(e.snap, e.marked), gate.RolloutSide(e.snap, e.rollout)
+		la, lb = e.marked.ID+" (marked)", e.rollout.ID
+	} else {
+		a, b = eng.SpecSide(e.snap, e.rollout, e.current), eng.SpecSide(e.snap, e.rollout, e.preview)
+		la, lb = e.rollout.ID+" under "+c.reg.Format(e.current), e.rollout.ID+" under "+c.reg.Format(e.preview)
+	}
+	d := gate.CompareRollouts(a, b)
+	c.title = "Compare A " + la + " · B " + lb
+	c.setLines(c.diffLines(d, la, lb))
+}
+
+func (c *compareView) diffLines(d *gate.Diff, la, lb string) []string {
+	w := c.width
+	side := func(tag, label string, s gate.DiffSummary) string {
+		return clip(fmt.Sprintf(" %s %s: %s, %d errors, %s, %s", tag, label, countNoun(s.Spans, "span"), s.Errors, countNoun(s.Traces, "trace"), fmtDur(s.DurationNS)), w)
+	}
+	out := []string{side("A", la, d.A), side("B", lb, d.B), ""}
+	switch {
+	case d.First != nil:
+		for _, l := range wrap(fmt.Sprintf(" first divergence under %s: A has %s, B has %s", pathOf(d.First.Path), orNone(d.First.A), orNone(d.First.B)), w) {
+			out = append(out, c.st.Tree.Error.Render(l))
+		}
+	case len(d.ErrorsA)+len(d.ErrorsB) == 0:
+		out = append(out, clip(" same spans, same tree, same errors", w))
+	default:
+		out = append(out, clip(" same spans and tree; errors differ", w))
+	}
+	keyW := max(w-1-(1+4+1+4+1+4+1+4+1+9+1+9), 12)
+	row := func(k, na, nb, ea, eb, ta, tb string) string {
+		return clip(" "+fit(k, keyW)+" "+fitRight(na, 4)+" "+fitRight(nb, 4)+" "+fitRight(ea, 4)+" "+fitRight(eb, 4)+" "+fitRight(ta, 9)+" "+fitRight(tb, 9), w)
+	}
+	if len(d.Changed) > 0 {
+		out = append(out, "", c.st.Panel.Column.Render(row("changed operations", "A n", "B n", "A !", "B !", "A total", "B total")))
+		for _, o := range d.Changed {
+			out = append(out, row(shortService(o.Service)+" "+o.Name, itoa(o.CountA), itoa(o.CountB), itoa(o.ErrorsA), itoa(o.ErrorsB), fmtDur(o.TotalNSA), fmtDur(o.TotalNSB)))
+		}
+	}
+	list := func(title string, ss []gate.DiffSpan, err bool) {
+		if len(ss) == 0 {
+			return
+		}
+		out = append(out, "", c.st.Panel.Column.Render(clip(fmt.Sprintf(" %s (%d)", title, len(ss)), w)))
+		for _, s := range ss {
+			line := fmt.Sprintf("  %s [%s] under %s", s.Name, shortService(s.Service), pathTail(s.Path, 2))
+			if s.Message != "" {
+				line += ": " + s.Message
+			}
+			line = clip(line, w)
+			if err {
+				line = c.st.Tree.Error.Render(line)
+			}
+			out = append(out, line)
+		}
+	}
+	list("only in A", d.OnlyA, false)
+	list("only in B", d.OnlyB, false)
+	list("errors only in A", d.ErrorsA, true)
+	list("errors only in B", d.ErrorsB, true)
+	return out
+}
+
+func pathOf(p []string) string {
+	if len(p) == 0 {
+		return "the top"
+	}
+	return strings.Join(p, " › ")
+}
+
+// pathTail is the last n names of p, for lines that must stay short.
+func pathTail(p []string, n int) string {
+	if len(p) <= n {
+		return pathOf(p)
+	}
+	return "… › " + strings.Join(p[len(p)-n:], " › ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing more"
+	}
+	return s
+}
+
+// Find returns the listed rollout with the given id, or nil.
+func (l *rolloutList) Find(id string) *model.Rollout {
+	if l.snap == nil || id == "" {
+		return nil
+	}
+	for _, r := range l.snap.Rollouts {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// toggleMark marks the selected rollout for comparison, or unmarks it.
+func (m *Model) toggleMark() {
+	r := m.trace.Rollout()
+	switch {
+	case r == nil:
+		m.status, m.statusErr = "no rollout selected to mark", true
+		return
+	case m.marked == r.ID:
+		m.marked = ""
+		m.status = "unmarked " + r.ID
+	default:
+		m.marked = r.ID
+		m.status = "marked " + r.ID + ": select another rollout and press c to compare"
+	}
+	m.rollouts.marked = m.marked
+	m.rollouts.render()
+}

@@ -1,0 +1,160 @@
+package tui
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// worthView is the cost and worth of every group (gate.Worth), over the
+// groups slot: what each costs per rollout (spans, bytes, CPU) against what
+// it buys (wall share, durations, errors only it shows, joins it keeps),
+// judged against the previewed spec, and the budget verdict.
+type worthView struct {
+	pager
+	reg      *gate.Registry
+	spanCost time.Duration
+	budget   *gate.Budget
+	rate     float64
+
+	rows     []gate.GroupWorth
+	rowsSeq  uint64   // snapshot the rows were computed from
+	rowsSpec gate.Set // spec they were judged against
+	have     bool
+	running  bool
+	prev     *gate.Report
+	spec     gate.Set
+}
+
+// worthMsg carries computed rows.
+type worthMsg struct {
+	seq  uint64
+	spec gate.Set
+	rows []gate.GroupWorth
+}
+
+func newWorthView(st *Styles, keys *KeyMap, reg *gate.Registry, spanCost time.Duration, budget *gate.Budget, rate float64) *worthView {
+	if spanCost <= 0 {
+		spanCost = gate.DefaultSpanCost
+	}
+	w := &worthView{pager: newPager(st, keys, "w/esc back"), reg: reg, spanCost: spanCost, budget: budget, rate: rate}
+	w.title = "Cost and worth"
+	return w
+}
+
+func (w *worthView) slot() slot          { return slotGroups }
+func (w *worthView) name() string        { return "cost and worth" }
+func (w *worthView) opener() key.Binding { return w.keys.Worth }
+func (w *worthView) setSize(x, y int)    { w.resize(x, y); w.layout() }
+
+func (w *worthView) open(e *env) bool {
+	w.opened = true
+	w.refresh(e)
+	w.vp.GotoTop()
+	return true
+}
+
+func (w *worthView) refresh(e *env) {
+	if !w.opened {
+		return
+	}
+	w.prev, w.spec = e.prev, e.preview
+	w.layout()
+}
+
+// request starts a computation when the open view's rows are stale and
+// none runs; eng is used by that command alone.
+func (w *worthView) request(eng *gate.Engine, snap *model.Snapshot, spec gate.Set) tea.Cmd {
+	if !w.opened || w.running || snap == nil || (w.have && w.rowsSeq == snap.Seq && w.rowsSpec == spec) {
+		return nil
+	}
+	w.running = true
+	cost := w.spanCost
+	return func() tea.Msg {
+		return worthMsg{seq: snap.Seq, spec: spec, rows: eng.Worth(snap, spec, cost)}
+	}
+}
+
+func (w *worthView) set(msg worthMsg) {
+	w.running, w.have = false, true
+	w.rows, w.rowsSeq, w.rowsSpec = msg.rows, msg.seq, msg.spec
+	w.layout()
+}
+
+func (w *worthView) layout() {
+	width := w.width
+	var lines []string
+	if v := w.verdict(); v != "" {
+		lines = append(lines, v, "")
+	}
+	lines = append(lines, clip(fmt.Sprintf(" CPU at %v per enabled span; judged against %s", w.spanCost, w.reg.Format(w.rowsSpec)), width))
+	keyW := 12
+	row := func(g, on, spans, bytes, cpu, wall, p50, p99, errs, joins string) string {
+		return clip(" "+fit(g, keyW)+" "+fit(on, 3)+" "+fitRight(spans, 7)+" "+fitRight(bytes, 8)+" "+fitRight(cpu, 7)+" "+
+			fitRight(wall, 6)+" "+fitRight(p50, 8)+" "+fitRight(p99, 8)+" "+fitRight(errs, 5)+" "+fit(joins, 12), width)
+	}
+	lines = append(lines, w.st.Panel.Column.Render(row("group", "on", "spans/r", "bytes/r", "cpu ms", "wall", "p50", "p99", "err", "joins")))
+	if !w.have {
+		lines = append(lines, w.st.List.Dim.Render(clip("  computing…", width)))
+	}
+	for _, g := range w.rows {
+		if g.Spans == 0 && !g.KeepsJoins {
+			continue
+		}
+		on := "off"
+		if g.Group == gate.Unclassified || w.rowsSpec.Has(g.Group) {
+			on = "on"
+		}
+		joins := ""
+		if g.KeepsJoins {
+			joins = fmt.Sprintf("keeps %d/%d", g.JoinedWith, g.JoinedWithout)
+		}
+		errs := ""
+		if g.ErrorSpans > 0 {
+			errs = w.st.Tree.Error.Render(itoa(g.ErrorSpans))
+		}
+		lines = append(lines, row(w.reg.Name(g.Group), on, fmt.Sprintf("%.1f", g.SpansPerRollout), fmtBytes(int64(g.BytesPerRollout)),
+			fmt.Sprintf("%.2f", g.CPUMSPerRollout), fmt.Sprintf("%.0f%%", 100*g.WallShare), fmtDur(g.P50), fmtDur(g.P99), errs, joins))
+	}
+	lines = append(lines, "", w.st.List.Dim.Render(clip(" spans/r, bytes/r, cpu ms: per rollout when on · wall: share of a rollout's time its spans cover", width)),
+		w.st.List.Dim.Render(clip(" joins: rollouts joined with the group / without it", width)))
+	w.setLines(lines)
+}
+
+// verdict is the budget line for the previewed spec, or "".
+func (w *worthView) verdict() string {
+	if w.budget == nil || w.prev == nil {
+		return ""
+	}
+	return budgetLine(w.st, w.budget.Judge(w.prev, w.rate), w.width)
+}
+
+// budgetLine renders a budget verdict: fits with what is left, or by how
+// much it misses.
+func budgetLine(st *Styles, v gate.BudgetVerdict, width int) string {
+	unit := "spans"
+	if v.Budget.Bytes {
+		unit = "B"
+	}
+	at := ""
+	if v.Budget.Per != "rollout" {
+		at = fmt.Sprintf(" at %.2f rollouts/s", v.RolloutRate)
+	}
+	if v.Fits {
+		return st.Join.Joined.Render(clip(fmt.Sprintf(" budget %s: fits, %.1f %s/%s%s, %.1f to spare", v.Budget, v.Value, unit, v.Budget.Per, at, v.Headroom), width))
+	}
+	return st.Join.Split.Render(clip(fmt.Sprintf(" budget %s: misses by %.1f %s/%s%s (%.1f)", v.Budget, v.MissesBy, unit, v.Budget.Per, at, v.Value), width))
+}
+
+// budgetCell is a verdict in a few characters: fits, or misses by how
+// much, with the value against the limit.
+func budgetCell(v gate.BudgetVerdict) string {
+	if v.Fits {
+		return fmt.Sprintf("fits (%s of %s)", fmtRate(v.Value), v.Budget)
+	}
+	return fmt.Sprintf("misses by %s (%s of %s)", fmtRate(v.MissesBy), fmtRate(v.Value), v.Budget)
+}
