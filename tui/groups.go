@@ -432,6 +432,16 @@ func (g *groupsPanel) compareLines(w int) []string {
 			lines = append(lines, g.st.Join.Split.Render(l))
 		}
 	}
+	// Why a spec cannot join at all, as check prints it.
+	cw, pw := gate.SpecWarning(g.current), gate.SpecWarning(g.preview)
+	for _, n := range []struct{ side, text string }{{"current", cw}, {"preview", pw}} {
+		if n.text == "" || (n.side == "preview" && pw == cw) {
+			continue
+		}
+		for _, l := range wrap("note: "+n.side+" "+n.text, w) {
+			lines = append(lines, g.st.Groups.Note.Render(l))
+		}
+	}
 	if prev != nil {
 		if names := groupNames(g.reg, prev.NotInCapture); names != "" {
 			for _, l := range wrap("not in capture, cannot preview: "+names, w) {

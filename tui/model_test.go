@@ -187,6 +187,9 @@ func TestHTTPClientOffReportsBreak(t *testing.T) {
 	if spans != want {
 		t.Errorf("hops count %d spans, the report %d", spans, want)
 	}
+	if cl := strings.Join(m.groups.compareLines(80), "\n"); !strings.Contains(cl, "note: preview the spec lacks http_client") {
+		t.Errorf("no spec warning:\n%s", cl)
+	}
 	if v := m.View(); !strings.Contains(v, "✗ 3/3 split") || !strings.Contains(v, "http_client off") {
 		t.Errorf("view does not report the break:\n%s", v)
 	}
