@@ -65,9 +65,15 @@ func (a authorizer) allow(header string) bool {
 		return true
 	}
 	// The scheme is case-insensitive (RFC 9110 §11.1); the token is not.
-	const scheme = "bearer "
-	if len(header) < len(scheme) || !strings.EqualFold(header[:len(scheme)], scheme) {
+	// Spaces around the value and after the scheme are dropped, as net/http
+	// drops them around HTTP header values but gRPC metadata keeps them:
+	// both transports must agree on what passes.
+	header = strings.Trim(header, " \t")
+	const scheme = "bearer"
+	if len(header) <= len(scheme) || !strings.EqualFold(header[:len(scheme)], scheme) ||
+		(header[len(scheme)] != ' ' && header[len(scheme)] != '\t') {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(header[len(scheme):]), a.token) == 1
+	tok := strings.TrimLeft(header[len(scheme):], " \t")
+	return subtle.ConstantTimeCompare([]byte(tok), a.token) == 1
 }

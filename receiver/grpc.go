@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	_ "google.golang.org/grpc/encoding/gzip" // registers the gzip decompressor OTLP senders use; compress.go adds zstd and snappy
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -77,6 +79,12 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return fmt.Errorf("unmarshal into %T: unsupported type", v)
 }
 
+// gRPC bounds per connection.
+const (
+	grpcMaxStreams     = 64
+	grpcMaxHeaderBytes = 64 << 10
+)
+
 func (s *Server) newGRPCServer() *grpc.Server {
 	g := grpc.NewServer(
 		grpc.ForceServerCodecV2(rawCodec{}),
@@ -84,6 +92,23 @@ func (s *Server) newGRPCServer() *grpc.Server {
 		// answering ResourceExhausted past it.
 		grpc.MaxRecvMsgSize(s.cfg.MaxRecvBytes),
 		grpc.StatsHandler(grpcEncodingWatch{s}),
+		// An exporter needs one or a few streams at a time and a little
+		// metadata; without these bounds one client could hold unlimited
+		// streams, 16 MiB of headers each, for as long as it likes.
+		grpc.MaxConcurrentStreams(grpcMaxStreams),
+		grpc.MaxHeaderListSize(grpcMaxHeaderBytes),
+		grpc.ConnectionTimeout(10*time.Second),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: 5 * time.Minute,
+			// A stream that never finishes (a request never sent whole)
+			// ends with its connection: aged connections get GOAWAY, and
+			// what is still open after the grace period is closed.
+			MaxConnectionAge:      30 * time.Minute,
+			MaxConnectionAgeGrace: time.Minute,
+			Time:                  2 * time.Minute,
+			Timeout:               20 * time.Second,
+		}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
 	for _, sig := range []signal{signalTraces, signalMetrics, signalLogs} {
 		g.RegisterService(serviceDesc(sig), s)

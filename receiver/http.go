@@ -84,6 +84,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // handleHTTP checks one request in the order a sender can fix things: path,
 // credentials, method, media type, encoding, size, then content.
 func (s *Server) handleHTTP(w http.ResponseWriter, r *http.Request, f wireFormat) (proto.Message, *httpError) {
+	if herr := s.hosts.check(r); herr != nil {
+		return nil, herr
+	}
 	sig, ok := httpPaths[r.URL.Path]
 	if !ok {
 		return nil, &httpError{status: http.StatusNotFound, code: codes.NotFound, msg: fmt.Sprintf("no OTLP endpoint at %q: use /v1/traces, /v1/metrics or /v1/logs", r.URL.Path)}

@@ -120,6 +120,8 @@ func httpReason(e *httpError) string {
 		return ReasonPath
 	case http.StatusUnauthorized:
 		return ReasonAuth
+	case http.StatusForbidden:
+		return ReasonForeignHost
 	case http.StatusMethodNotAllowed:
 		return ReasonMethod
 	case http.StatusUnsupportedMediaType:

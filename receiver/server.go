@@ -47,6 +47,9 @@ type Config struct {
 	// MaxDecompressed bounds an HTTP body after gzip decompression, so a
 	// small compressed body cannot expand without limit.
 	MaxDecompressed int
+	// AllowHosts are host names, besides loopback ones, that requests to a
+	// loopback HTTP listener may name in Host and Origin.
+	AllowHosts []string
 	// BodyTimeout bounds reading one HTTP request body.
 	BodyTimeout time.Duration
 	// MaxInflight bounds the decompressed bytes of HTTP bodies being
@@ -117,6 +120,7 @@ type Server struct {
 	locals sync.Pool
 
 	inflight *byteBudget // decompressed HTTP bytes in flight
+	hosts    hostGuard
 	rec      *Recorder
 	grpcSrv  *grpc.Server
 	httpSrv  *http.Server
@@ -175,7 +179,8 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, auth: newAuthorizer(cfg.AuthToken), refused: newRefusals(cfg.Log),
-		inflight: newByteBudget(cfg.MaxInflight)}
+		inflight: newByteBudget(cfg.MaxInflight),
+		hosts:    newHostGuard(cfg.HTTPAddr, cfg.AllowHosts)}
 	strs := cfg.Store.Interner()
 	s.locals.New = func() any { return model.NewLocal(strs) }
 	return s, nil

@@ -54,6 +54,7 @@ type receiverOptions struct {
 	MaxRecvBytes       int   // 0: receiver.DefaultMaxRecvBytes
 	MaxDecompressed    int   // 0: receiver.DefaultMaxDecompressed
 	BodyTimeout        time.Duration
+	AllowHosts         []string
 	Limits             receiver.Limits
 	Record             string
 	// Warn receives warnings such as --insecure on an open address; nil
@@ -92,6 +93,7 @@ func startReceivers(ctx context.Context, o receiverOptions) (*runningReceivers, 
 		MaxRecvBytes:    o.MaxRecvBytes,
 		MaxDecompressed: o.MaxDecompressed,
 		BodyTimeout:     o.BodyTimeout,
+		AllowHosts:      o.AllowHosts,
 		Limits:          o.Limits,
 		RecordPath:      o.Record,
 		Log:             o.Warn,
@@ -158,6 +160,10 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.BoolVar(&f.headless, "headless", false, "no terminal interface: a status line on stderr every second (automatic when stdout is not a terminal)")
 	fs.BoolVar(&f.json, "json", false, "headless: on SIGINT/SIGTERM print a JSON summary on stdout")
 	fs.StringVar(&f.AuthToken, "auth-token", os.Getenv(envAuthToken), "require 'authorization: Bearer TOKEN' on every request (default $"+envAuthToken+")")
+	fs.Func("allow-host", "also accept HOST in the Host and Origin headers of a loopback OTLP/HTTP receiver (repeatable; others are refused 403)", func(v string) error {
+		f.AllowHosts = append(f.AllowHosts, v)
+		return nil
+	})
 	fs.BoolVar(&f.Insecure, "insecure", false, "allow a non-loopback address without a token")
 	fs.IntVar(&f.MaxRecvBytes, "max-recv-bytes", receiver.DefaultMaxRecvBytes, "largest request accepted, in bytes")
 	fs.IntVar(&f.MaxDecompressed, "max-decompressed-bytes", receiver.DefaultMaxDecompressed, "largest HTTP body accepted after decompression, in bytes")
