@@ -74,8 +74,12 @@ func (c *compareView) diffLines(d *gate.Diff, la, lb string) []string {
 	out := []string{side("A", la, d.A), side("B", lb, d.B), ""}
 	switch {
 	case d.First != nil:
-		for _, l := range wrap(fmt.Sprintf(" first divergence under %s: A has %s, B has %s", pathOf(d.First.Path), orNone(d.First.A), orNone(d.First.B)), w) {
-			out = append(out, c.st.Tree.Error.Render(l))
+		for k, l := range wrap(fmt.Sprintf("first divergence under %s: A has %s, B has %s", pathOf(d.First.Path), orNone(d.First.A), orNone(d.First.B)), w-3) {
+			indent := " "
+			if k > 0 {
+				indent = "   "
+			}
+			out = append(out, c.st.Tree.Error.Render(indent+l))
 		}
 	case len(d.ErrorsA)+len(d.ErrorsB) == 0:
 		out = append(out, clip(" same spans, same tree, same errors", w))
