@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -684,4 +685,51 @@ func BenchmarkFleetRollouts(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(f.Stats().Spans)/float64(b.N), "spans/rollout")
+}
+
+// TestConnectionErrorsRetriedInOneSpan: a request whose connection fails is
+// tried three times inside its one CLIENT span (each try its own aiohttp
+// span), which ends ERROR; an error answer is never retried.
+func TestConnectionErrorsRetriedInOneSpan(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/run"
+	ln.Close()
+	ctx := context.Background()
+	f, err := Start(ctx, Config{Seed: 1, Spec: "all", Rollouts: 1, AIOHTTP: true, Protocol: "none", RecordTruth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Wait()
+	if _, _, err := f.agent.post(ctx, dead, -1, "", map[string]any{}); err == nil {
+		t.Fatal("post to a closed port succeeded")
+	}
+	if err := f.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kids := map[trace.SpanID]int{}
+	for _, s := range f.Truth() {
+		if s.Group == GroupAIOHTTP {
+			kids[s.ParentID]++
+		}
+	}
+	failed := 0
+	for _, s := range f.Truth() {
+		if s.Group != GroupHTTPClient {
+			continue
+		}
+		want := 1
+		if s.Status == codes.Error {
+			failed++
+			want = maxAttempts
+		}
+		if kids[s.SpanID] != want {
+			t.Errorf("%s CLIENT span (%v) has %d tries, want %d", s.Service, s.Status, kids[s.SpanID], want)
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d CLIENT spans ERROR, want the one whose connection failed", failed)
+	}
 }

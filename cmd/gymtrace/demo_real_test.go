@@ -15,6 +15,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
 )
 
 // sharedRealGym holds the shared captures of Gym's real telemetry code.
@@ -61,6 +64,14 @@ func TestDemoRecordLooksLikeRealGym(t *testing.T) {
 			}
 			t.Logf("%d spans recorded, %d in %s; request shapes %q", len(sim), len(real), tt.fixture, shapeFacts(sim))
 			compareCaptures(t, real, sim)
+			// The record reopens as serve's does: every span, every metric
+			// point, no bad line.
+			st := model.NewStore(model.Options{})
+			defer st.Close()
+			rep, err := receiver.ReadFiles(st, []string{rec}, receiver.ReadOptions{})
+			if err != nil || rep.Spans != len(sim) || rep.BadLines != 0 || rep.MetricPoints == 0 {
+				t.Errorf("reopening the record: %d spans of %d, %d bad lines, %d metric points, err %v", rep.Spans, len(sim), rep.BadLines, rep.MetricPoints, err)
+			}
 		})
 	}
 }
