@@ -15,7 +15,15 @@ import (
 	"github.com/nemo-gym/gymtrace/receiver"
 )
 
-var reg = gate.Default()
+// reg is the Gym variant the simulated fleet behaves as: G1's groups and
+// the concurrency metric (G1c).
+var reg = func() *gate.Registry {
+	v, err := gate.LookupVariant("G1c")
+	if err != nil {
+		panic(err)
+	}
+	return v.Registry()
+}()
 
 // rolloutsPerRun keeps each run small enough for 2 cores and big enough to
 // hold every shape (503 retries, sandbox and verify failures) across seeds.

@@ -59,14 +59,14 @@ func BenchmarkPreview(b *testing.B) {
 		b.ReportAllocs()
 		defer cpuTimer(b)()
 		for i := 0; i < b.N; i++ {
-			NewEngine(Default()).Preview(snap, all)
+			NewEngine(g1c()).Preview(snap, all)
 		}
 	})
 	// One toggle of a group every rollout holds: each step flips a different
 	// group, more than the per-rollout cache remembers, so every rollout is
 	// simulated again; classification stays cached.
 	b.Run("toggle", func(b *testing.B) {
-		e := NewEngine(Default())
+		e := NewEngine(g1c())
 		e.Preview(snap, all)
 		toggles := []Group{Agent, ModelCall, Verify, Sandbox, Rollout, Job}
 		b.ReportAllocs()
@@ -78,7 +78,7 @@ func BenchmarkPreview(b *testing.B) {
 	})
 	// Toggling a group no rollout holds costs only the aggregation.
 	b.Run("toggle_absent", func(b *testing.B) {
-		e := NewEngine(Default())
+		e := NewEngine(g1c())
 		e.Preview(snap, all)
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -100,13 +100,13 @@ func BenchmarkCheck(b *testing.B) {
 		b.ReportAllocs()
 		defer cpuTimer(b)()
 		for i := 0; i < b.N; i++ {
-			if rep := NewEngine(Default()).Check(snap, now, 0); !rep.Intact {
+			if rep := NewEngine(g1c()).Check(snap, now, 0); !rep.Intact {
 				b.Fatal("healthy capture reported broken")
 			}
 		}
 	})
 	b.Run("cached", func(b *testing.B) {
-		e := NewEngine(Default())
+		e := NewEngine(g1c())
 		e.Check(snap, now, 0)
 		b.ReportAllocs()
 		b.ResetTimer()

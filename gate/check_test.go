@@ -121,7 +121,7 @@ func TestCheck(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := gymCapture(t, n, 2, 1, tc.job, tc.mod)
-			rep := NewEngine(Default()).Check(snap, time.Now(), 0)
+			rep := NewEngine(g1c()).Check(snap, time.Now(), 0)
 			if rep.Intact != tc.intact || rep.Joined != tc.joined || rep.Split != tc.split || rep.Pending != 0 {
 				t.Errorf("intact %v joined %d split %d pending %d, want %v %d %d 0", rep.Intact, rep.Joined, rep.Split, rep.Pending, tc.intact, tc.joined, tc.split)
 			}
@@ -147,7 +147,7 @@ func TestCheckGrace(t *testing.T) {
 	clock = now.Add(10 * time.Second)
 	f.rollout(model.SpanID{}, "fresh", 1, 0)
 	snap := f.flush()
-	e := NewEngine(Default())
+	e := NewEngine(g1c())
 
 	rep := e.Check(snap, clock.Add(time.Second), 5*time.Second)
 	if rep.Pending != 1 || rep.Split != 1 || rep.ByRollout["fresh"].Status != JoinPending || rep.ByRollout["old"].Status != Split {
@@ -177,11 +177,11 @@ func TestCheckRetriedRun(t *testing.T) {
 	if len(snap.Rollouts) != 1 || len(snap.Rollouts[0].Fragments) != 2 {
 		t.Fatalf("%d rollouts, want 1 with 2 fragments", len(snap.Rollouts))
 	}
-	rep := NewEngine(Default()).Check(snap, time.Now(), 0)
+	rep := NewEngine(g1c()).Check(snap, time.Now(), 0)
 	if !rep.Intact || rep.Joined != 1 {
 		t.Errorf("intact %v joined %d hops %q; want true, 1, none", rep.Intact, rep.Joined, hopStrings(rep.Hops))
 	}
-	if pr := NewEngine(Default()).Preview(snap, mustParse(t, "all")); pr.Result.Traces != 1 || pr.Result.RolloutsJoined != 1 {
+	if pr := NewEngine(g1c()).Preview(snap, mustParse(t, "all")); pr.Result.Traces != 1 || pr.Result.RolloutsJoined != 1 {
 		t.Errorf("preview all: %d traces, %d joined; want 1, 1", pr.Result.Traces, pr.Result.RolloutsJoined)
 	}
 }
@@ -205,7 +205,7 @@ func TestCheckOrphan(t *testing.T) {
 		}
 	}
 	snap := f.flush()
-	rep := NewEngine(Default()).Check(snap, time.Now(), 0)
+	rep := NewEngine(g1c()).Check(snap, time.Now(), 0)
 	want := []string{"? -> nemo-gym/model x1: " + fmt.Sprintf(reasonParentMissing, "SERVER")}
 	if got := hopStrings(rep.Hops); !reflect.DeepEqual(got, want) || rep.Split != 0 || rep.Joined != 1 || !rep.Intact {
 		t.Errorf("hops %q split %d joined %d, want %q, 0, 1", got, rep.Split, rep.Joined, want)
@@ -227,7 +227,7 @@ func TestCheckNamesSilentCallee(t *testing.T) {
 		f.call(r, "agent", "resources", "/get_weather", "quiet", nil)
 	})
 	snap := f.flush()
-	rep := NewEngine(Default()).Check(snap, time.Now(), 0)
+	rep := NewEngine(g1c()).Check(snap, time.Now(), 0)
 	want := []string{"nemo-gym/agent -> nemo-gym/resources x3: " + fmt.Sprintf(reasonNoServerChild, "nemo-gym/resources")}
 	if got := hopStrings(rep.Hops); !reflect.DeepEqual(got, want) {
 		t.Errorf("hops:\n%q\nwant\n%q", got, want)
@@ -243,7 +243,7 @@ func TestCheckNamesSilentCallee(t *testing.T) {
 func TestCheckPendingNamesNoProcess(t *testing.T) {
 	now := time.Now()
 	snap := gymCapture(t, 2, 2, 1, true, func(f *fleet) { f.noServer = map[string]bool{"model": true} })
-	e := NewEngine(Default())
+	e := NewEngine(g1c())
 	rep := e.Check(snap, now, time.Hour)
 	if rep.Pending != 2 || rep.Split != 0 || len(rep.Hops) != 0 {
 		t.Errorf("within grace: pending %d split %d hops %q; want 2, 0, none", rep.Pending, rep.Split, hopStrings(rep.Hops))

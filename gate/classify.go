@@ -60,18 +60,14 @@ func (r Rule) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// defaultRules are NeMo Gym's classification rules, in match order. The
-// gym.* names come before the kind rules so that a future gym.* SERVER span
-// would still land in its semantic group.
+// defaultRules are the classification rules every Gym variant shares, in
+// match order: the instrumentation's structural spans. The gym.* names of
+// each variant come from its file (gate/variants) and are tried before
+// these, so that a future gym.* SERVER span would still land in its
+// semantic group.
 func defaultRules() []Rule {
 	return []Rule{
 		{Attr: SpanGroupAttr},
-		{Group: Job, Name: "gym.job"},
-		{Group: Rollout, Name: "gym.rollout"},
-		{Group: Agent, Prefix: "gym.agent."},
-		{Group: ModelCall, Prefix: "gym.model."},
-		{Group: Verify, Name: "gym.verify"},
-		{Group: Sandbox, Prefix: "gym.sandbox."},
 		{Group: Server, Kind: "SERVER"},
 		{Group: Server, Kind: "INTERNAL", Suffix: " http receive", ParentKind: "SERVER"},
 		{Group: Server, Kind: "INTERNAL", Suffix: " http send", ParentKind: "SERVER"},

@@ -82,14 +82,18 @@ func (r *Registry) LoadFile(path string) (*Registry, error) {
 // groups file (filename is used in messages). Every problem is reported, with
 // file:line, as an ErrorList; r itself is never changed.
 func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
-	out := &Registry{
-		groups:  append([]GroupInfo(nil), r.groups...),
-		presets: append([]Preset(nil), r.presets...),
+	root, err := parseYAML(filename, src)
+	if err != nil {
+		return nil, err
 	}
-	var errs ErrorList
-	bad := func(n *yaml.Node, format string, args ...any) {
-		errs = append(errs, Problem{File: filename, Line: n.Line, Column: n.Column, Msg: fmt.Sprintf(format, args...)})
+	if root == nil {
+		return r.clone(), nil // an empty file adds nothing
 	}
+	return r.loadNode(filename, root)
+}
+
+// parseYAML returns the document's root node, nil for an empty document.
+func parseYAML(filename string, src []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		line := 1
@@ -102,17 +106,36 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 		return nil, ErrorList{{File: filename, Line: line, Column: 1, Msg: "invalid YAML: " + msg}}
 	}
 	if len(doc.Content) == 0 {
-		return out, nil // an empty file adds nothing
+		return nil, nil
 	}
-	root := doc.Content[0]
+	return doc.Content[0], nil
+}
+
+// clone returns a copy of r whose slices can be appended to.
+func (r *Registry) clone() *Registry {
+	out := *r
+	out.groups = append([]GroupInfo(nil), r.groups...)
+	out.order = append([]Group(nil), r.order...)
+	out.presets = append([]Preset(nil), r.presets...)
+	out.rules = append([]Rule(nil), r.rules...)
+	return &out
+}
+
+// loadNode is Load of a parsed groups file.
+func (r *Registry) loadNode(filename string, root *yaml.Node) (*Registry, error) {
+	out := r.clone()
+	var errs ErrorList
+	bad := func(n *yaml.Node, format string, args ...any) {
+		errs = append(errs, Problem{File: filename, Line: n.Line, Column: n.Column, Msg: fmt.Sprintf(format, args...)})
+	}
 	if root.Kind != yaml.MappingNode {
 		bad(root, "a groups file is a mapping with groups, presets and rules")
 		return nil, errs
 	}
 	var userRules []Rule
 	taken := map[string]bool{}
-	for _, g := range out.groups {
-		taken[g.Name] = true
+	for _, g := range out.order {
+		taken[out.groups[g].Name] = true
 	}
 	for _, p := range out.presets {
 		taken[p.Name] = true
@@ -135,7 +158,7 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 	}
 	if seq := section["groups"]; seq != nil {
 		for _, item := range seq.Content {
-			f := fields(item, bad, "name", "description", "spans", "kind", "metric")
+			f := fields(item, bad, "name", "description", "spans", "kind", "metric", "matched")
 			if f == nil {
 				continue
 			}
@@ -146,6 +169,7 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 			desc := f.str("description", bad, true)
 			kind := f.kind(bad)
 			metric := f.str("metric", bad, false)
+			matched := f.str("matched", bad, false)
 			if metric != "" && strings.ContainsAny(metric, " \t\r\n") {
 				bad(f.at("metric"), "metric name %q must not contain spaces", metric)
 				metric = ""
@@ -158,12 +182,18 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 				bad(f.at("name"), "group %q is already defined", name)
 				continue
 			}
-			if len(out.groups) >= MaxGroups {
-				bad(f.at("name"), "too many groups: at most %d, built-in ones included", MaxGroups)
-				continue
+			// A built-in name takes its constant's bit, so gate.Startup
+			// means startup in every registry that knows it.
+			g, builtin := builtinGroup(name)
+			if !builtin {
+				if len(out.groups) >= MaxGroups {
+					bad(f.at("name"), "too many groups: at most %d, built-in ones included", MaxGroups)
+					continue
+				}
+				g = Group(len(out.groups))
+				out.groups = append(out.groups, GroupInfo{})
 			}
 			taken[name] = true
-			g := Group(len(out.groups))
 			pats := f.list("spans", bad)
 			for _, p := range pats {
 				if rule, ok := patternRule(p.Value); ok {
@@ -177,7 +207,13 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 			for i, p := range pats {
 				spans[i] = p.Value
 			}
-			out.groups = append(out.groups, GroupInfo{Name: name, Description: desc, Spans: strings.Join(spans, ", "), EmitsSpans: len(pats) > 0, Metric: metric})
+			shown := strings.Join(spans, ", ")
+			if matched != "" {
+				shown = matched
+			}
+			out.groups[g] = GroupInfo{Group: g, Name: name, Description: desc, Spans: shown, EmitsSpans: len(pats) > 0, Metric: metric}
+			out.known = out.known.With(g)
+			out.order = append(out.order, g)
 		}
 	}
 	if seq := section["presets"]; seq != nil {
@@ -217,9 +253,9 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 			}
 			taken[name] = true
 			var gs []Group
-			for i := range out.groups {
-				if set.Has(Group(i)) {
-					gs = append(gs, Group(i))
+			for _, g := range out.order {
+				if set.Has(g) {
+					gs = append(gs, g)
 				}
 			}
 			out.presets = append(out.presets, Preset{Name: name, Description: desc, Groups: gs})
@@ -255,10 +291,6 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 			userRules = append(userRules, rule)
 		}
 	}
-	// A group that rules select emits spans, whether or not it listed any.
-	for _, rule := range userRules {
-		out.groups[rule.Group].EmitsSpans = true
-	}
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool {
 			if errs[i].Line != errs[j].Line {
@@ -274,7 +306,35 @@ func (r *Registry) Load(filename string, src []byte) (*Registry, error) {
 		n++
 	}
 	out.rules = append(append(append([]Rule(nil), r.rules[:n]...), userRules...), r.rules[n:]...)
+	out.settle()
 	return out, nil
+}
+
+// settle drops the rules of groups the registry does not know (built-in
+// rules of a group a variant lacks) and marks every group a rule selects as
+// emitting spans, whether or not it listed any.
+func (r *Registry) settle() {
+	rules := r.rules[:0]
+	for _, rule := range r.rules {
+		if rule.Attr == "" && !r.Known(rule.Group) {
+			continue
+		}
+		rules = append(rules, rule)
+		if rule.Attr == "" {
+			r.groups[rule.Group].EmitsSpans = true
+		}
+	}
+	r.rules = rules
+}
+
+// builtinGroup returns the built-in group of that name.
+func builtinGroup(name string) (Group, bool) {
+	for i, n := range builtinNames {
+		if n == name {
+			return Group(i), true
+		}
+	}
+	return 0, false
 }
 
 // patternRule turns "name", "prefix*" or "*suffix" into a rule.

@@ -8,7 +8,7 @@ import (
 // TestPreviewMetricsSeen checks that a span-less group of the spec is shown
 // at work exactly when the capture holds the metric it gates.
 func TestPreviewMetricsSeen(t *testing.T) {
-	withStartup, err := Default().Load("g.yaml", []byte(`
+	withStartup, err := g1c().Load("g.yaml", []byte(`
 groups:
   - name: warmup
     description: model warm-up
@@ -26,15 +26,15 @@ groups:
 		want    map[Group]int64
 		noSpans []string
 	}{
-		{name: "per_rollout with the metric", reg: Default(), spec: "per_rollout",
+		{name: "per_rollout with the metric", reg: g1c(), spec: "per_rollout",
 			metrics: map[string]int64{ConcurrencyMetric: 12, "http.server.active_requests": 3},
 			want:    map[Group]int64{Concurrency: 12}, noSpans: []string{"concurrency"}},
-		{name: "per_rollout without it", reg: Default(), spec: "per_rollout",
+		{name: "per_rollout without it", reg: g1c(), spec: "per_rollout",
 			metrics: map[string]int64{"http.server.active_requests": 3},
 			noSpans: []string{"concurrency"}},
-		{name: "default does not gate it", reg: Default(), spec: "default",
+		{name: "default does not gate it", reg: g1c(), spec: "default",
 			metrics: map[string]int64{ConcurrencyMetric: 12}},
-		{name: "all: training groups stay span-less", reg: Default(), spec: "all",
+		{name: "all: training groups stay span-less", reg: g1c(), spec: "all",
 			metrics: map[string]int64{ConcurrencyMetric: 1},
 			want:    map[Group]int64{Concurrency: 1},
 			noSpans: []string{"concurrency", "checkpoint", "evaluate", "model_init", "load_checkpoint", "step", "forward_backward", "optimizer"}},
@@ -71,11 +71,11 @@ groups:
 // TestConcurrencyGatesItsMetric pins the registry entry the preview and
 // the simulated fleet both rely on.
 func TestConcurrencyGatesItsMetric(t *testing.T) {
-	info := Default().Info(Concurrency)
+	info := g1c().Info(Concurrency)
 	if info.Metric != ConcurrencyMetric || info.EmitsSpans {
 		t.Errorf("concurrency = %+v, want metric %s and no spans", info, ConcurrencyMetric)
 	}
-	for i, g := range Default().Groups() {
+	for i, g := range g1c().Groups() {
 		if Group(i) != Concurrency && g.Metric != "" {
 			t.Errorf("%s gates metric %q; only concurrency should", g.Name, g.Metric)
 		}

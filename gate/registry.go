@@ -12,7 +12,9 @@ import (
 // Group is a span group, as a bit index into a Set.
 type Group uint8
 
-// The groups NeMo Gym defines, in registry order.
+// The groups of every NeMo Gym variant. The values are bits of a Set, the
+// same in every variant's registry; a variant that lacks a group (G1 has no
+// startup, G2 no training groups) simply does not know its name.
 const (
 	Job Group = iota
 	Server
@@ -30,8 +32,18 @@ const (
 	Step
 	ForwardBackward
 	Optimizer
+	Startup
 	numBuiltin
 )
+
+// builtinNames spells each built-in group as Gym does. A variant file's group
+// of one of these names takes the constant's bit.
+var builtinNames = [numBuiltin]string{
+	Job: "job", Server: "server", HTTPClient: "http_client", Rollout: "rollout", Agent: "agent",
+	ModelCall: "model_call", Verify: "verify", Sandbox: "sandbox", Concurrency: "concurrency",
+	Checkpoint: "checkpoint", Evaluate: "evaluate", ModelInit: "model_init", LoadCheckpoint: "load_checkpoint",
+	Step: "step", ForwardBackward: "forward_backward", Optimizer: "optimizer", Startup: "startup",
+}
 
 // Unclassified is the pseudo-group of spans no rule matches. It is never in a
 // Set: unclassified spans are always kept.
@@ -66,6 +78,8 @@ func (s Set) Len() int { return bits.OnesCount64(uint64(s)) }
 
 // GroupInfo describes one group.
 type GroupInfo struct {
+	// Group is the group's bit.
+	Group       Group
 	Name        string
 	Description string
 	// Spans names the spans the group gates, for help text.
@@ -91,47 +105,48 @@ type Preset struct {
 	Groups      []Group
 }
 
-// Registry holds the groups, presets and classification rules. The zero value
-// is empty; use Default, and Load to extend it from a groups file.
+// Registry holds the groups, presets, classification rules and spec grammar
+// of one NeMo Gym variant (see Variant), possibly extended by a groups file.
+// A Registry is immutable once built and safe for concurrent use.
 type Registry struct {
+	// groups is indexed by Group. Built-in groups the variant lacks hold a
+	// placeholder (their name, not in known), so a Group constant never
+	// indexes past the slice.
 	groups  []GroupInfo
+	known   Set
+	order   []Group // the known groups, in registry order
 	presets []Preset
 	rules   []Rule
+
+	variant string
+	// drop: Gym drops a name it does not know, with a warning (G2 on);
+	// otherwise an unknown name switches telemetry off (G1).
+	drop bool
+	// openAll: "all" is every known group (G2 on); otherwise it is the
+	// fixed set allFixed.
+	openAll  bool
+	allFixed Set
 }
 
-// Default returns the registry of NeMo Gym's groups and presets.
-func Default() *Registry {
-	r := &Registry{
-		groups: []GroupInfo{
-			Job:             {"job", "one span around a whole rollout-collection run", "gym.job", true, ""},
-			Server:          {"server", "SERVER spans of every FastAPI server, with their ASGI receive/send children; extracts traceparent", "<METHOD> <route>, … http receive, … http send", true, ""},
-			HTTPClient:      {"http_client", "CLIENT spans of every outbound call; injects traceparent", "HTTP <METHOD>", true, ""},
-			Rollout:         {"rollout", "the agent's /run handler, one per rollout", "gym.rollout", true, ""},
-			Agent:           {"agent", "the agent's /v1/responses handler", "gym.agent.*", true, ""},
-			ModelCall:       {"model_call", "model server calls", "gym.model.*", true, ""},
-			Verify:          {"verify", "resources servers' /verify", "gym.verify", true, ""},
-			Sandbox:         {"sandbox", "sandbox start and exec", "gym.sandbox.*", true, ""},
-			Concurrency:     {"concurrency", "semaphore queue wait (a metric, no spans)", "", false, ConcurrencyMetric},
-			Checkpoint:      {"checkpoint", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
-			Evaluate:        {"evaluate", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
-			ModelInit:       {"model_init", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
-			LoadCheckpoint:  {"load_checkpoint", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
-			Step:            {"step", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
-			ForwardBackward: {"forward_backward", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
-			Optimizer:       {"optimizer", "training group inherited from nemo-lens; no Gym spans", "", false, ""},
-		},
+// Default returns the registry of the newest Gym variant.
+func Default() *Registry { return Newest().Registry() }
+
+// Variant returns the name of the Gym variant the registry describes.
+func (r *Registry) Variant() string { return r.variant }
+
+// Groups returns the registry's groups in registry order. Built-in groups
+// the variant lacks are not listed.
+func (r *Registry) Groups() []GroupInfo {
+	out := make([]GroupInfo, len(r.order))
+	for i, g := range r.order {
+		out[i] = r.groups[g]
 	}
-	r.presets = []Preset{
-		{"default", "one trace per rollout across every process, plus the run's job span", []Group{Job, Server, HTTPClient, Rollout}},
-		{"per_rollout", "per-rollout detail without the run-wide job span", []Group{Server, HTTPClient, Rollout, Verify, Agent, ModelCall, Concurrency}},
-		{"all", "every group: a debugging setting", nil},
-	}
-	r.rules = defaultRules()
-	return r
+	return out
 }
 
-// Groups returns every group, indexed by Group.
-func (r *Registry) Groups() []GroupInfo { return r.groups }
+// Known reports whether g is one of the registry's groups (never the
+// pseudo-groups Unclassified and Ungated).
+func (r *Registry) Known(g Group) bool { return g < MaxGroups && r.known.Has(g) }
 
 // Presets returns every preset.
 func (r *Registry) Presets() []Preset { return r.presets }
@@ -139,39 +154,47 @@ func (r *Registry) Presets() []Preset { return r.presets }
 // Info returns the description of g.
 func (r *Registry) Info(g Group) GroupInfo {
 	if g == Unclassified {
-		return GroupInfo{Name: "unclassified", Description: "spans no rule matches; always kept"}
+		return GroupInfo{Group: g, Name: "unclassified", Description: "spans no rule matches; always kept"}
 	}
 	if g == Ungated {
-		return GroupInfo{Name: "aiohttp", Description: "aiohttp client instrumentation's CLIENT spans: gated by no Gym group, kept and injecting traceparent under every spec"}
+		return GroupInfo{Group: g, Name: "aiohttp", Description: "aiohttp client instrumentation's CLIENT spans: gated by no Gym group, kept and injecting traceparent under every spec"}
 	}
 	if int(g) < len(r.groups) {
 		return r.groups[g]
 	}
-	return GroupInfo{Name: fmt.Sprintf("group%d", g)}
+	return GroupInfo{Group: g, Name: fmt.Sprintf("group%d", g)}
 }
 
 // Name returns the name of g.
 func (r *Registry) Name(g Group) string { return r.Info(g).Name }
 
-// Lookup returns the group with the given (lower-case) name.
+// Lookup returns the known group with the given (lower-case) name.
 func (r *Registry) Lookup(name string) (Group, bool) {
-	for i, g := range r.groups {
-		if g.Name == name {
-			return Group(i), true
+	for _, g := range r.order {
+		if r.groups[g].Name == name {
+			return g, true
 		}
 	}
 	return 0, false
 }
 
-// All returns the set of every group.
-func (r *Registry) All() Set { return Set(1)<<len(r.groups) - 1 }
+// All returns the set of every known group.
+func (r *Registry) All() Set { return r.known }
 
-// PresetSet returns the groups of a preset.
+// AllFixed reports whether the all preset is a fixed list (G1) rather than
+// every known group (G2 on).
+func (r *Registry) AllFixed() bool { return !r.openAll }
+
+// PresetSet returns the groups of a preset. "all" is the variant's: a fixed
+// set (G1) or every known group (G2 on).
 func (r *Registry) PresetSet(name string) (Set, bool) {
 	for _, p := range r.presets {
 		if p.Name == name {
 			if p.Name == "all" {
-				return r.All(), true
+				if r.openAll {
+					return r.All(), true
+				}
+				return r.allFixed, true
 			}
 			var s Set
 			for _, g := range p.Groups {
@@ -239,9 +262,9 @@ func (r *Registry) presetNames() []string {
 }
 
 func (r *Registry) groupNames() []string {
-	out := make([]string, len(r.groups))
-	for i, g := range r.groups {
-		out[i] = g.Name
+	out := make([]string, len(r.order))
+	for i, g := range r.order {
+		out[i] = r.groups[g].Name
 	}
 	return out
 }
@@ -249,9 +272,9 @@ func (r *Registry) groupNames() []string {
 // Names returns the names of the groups in s, sorted.
 func (r *Registry) Names(s Set) []string {
 	var out []string
-	for i, g := range r.groups {
-		if s.Has(Group(i)) {
-			out = append(out, g.Name)
+	for _, g := range r.order {
+		if s.Has(g) {
+			out = append(out, r.groups[g].Name)
 		}
 	}
 	sort.Strings(out)
@@ -278,9 +301,9 @@ func (r *Registry) Format(s Set) string {
 		parts = append(parts, best)
 		s = bestExtra
 	}
-	for i, g := range r.groups {
-		if s.Has(Group(i)) {
-			parts = append(parts, g.Name)
+	for _, g := range r.order {
+		if s.Has(g) {
+			parts = append(parts, r.groups[g].Name)
 		}
 	}
 	return strings.Join(parts, ",")
@@ -291,9 +314,9 @@ func (r *Registry) Format(s Set) string {
 // gates a metric.
 func (r *Registry) silent() Set {
 	var s Set
-	for i, g := range r.groups {
-		if !g.EmitsSpans && g.Metric == "" && Group(i) != Concurrency {
-			s = s.With(Group(i))
+	for _, g := range r.order {
+		if info := r.groups[g]; !info.EmitsSpans && info.Metric == "" {
+			s = s.With(g)
 		}
 	}
 	return s

@@ -12,7 +12,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	r := Default()
+	r := g1c()
 	seen := map[string]bool{}
 	for i, g := range r.Groups() {
 		if g.Name == "" || g.Description == "" || seen[g.Name] {
@@ -25,13 +25,13 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("preset %q: empty description or clashes with a group", p.Name)
 		}
 	}
-	if r.All().Len() != int(numBuiltin) {
-		t.Errorf("all has %d groups, want %d", r.All().Len(), numBuiltin)
+	if all, _ := r.PresetSet("all"); all != r.All() || all.Len() != 16 || all.Has(Startup) {
+		t.Errorf("all = %v, want the 16 groups of G1c", r.Names(all))
 	}
 }
 
 func TestParse(t *testing.T) {
-	r := Default()
+	r := g1c()
 	cases := []struct {
 		name, spec string
 		want       []Group // nil with an error
@@ -49,7 +49,7 @@ func TestParse(t *testing.T) {
 		{name: "empty", spec: "", err: ErrEmptySpec, errHas: []string{"default", "per_rollout", "all"}},
 		{name: "only commas", spec: " , ,", err: ErrEmptySpec},
 		{name: "typo lists every option", spec: "default,sandbx", err: ErrUnknownGroup,
-			errHas: append([]string{`"sandbx"`, "default", "per_rollout", "all"}, Default().groupNames()...)},
+			errHas: append([]string{`"sandbx"`, "default", "per_rollout", "all"}, g1c().groupNames()...)},
 		{name: "no tool_call group", spec: "tool_call", err: ErrUnknownGroup, errHas: []string{`"tool_call"`}},
 		{name: "every unknown named", spec: "dataset, tool_call", err: ErrUnknownGroup, errHas: []string{`"dataset", "tool_call"`}},
 	}
@@ -79,7 +79,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
-	r := Default()
+	r := g1c()
 	cases := []struct{ spec, want string }{
 		{"default", "default"},
 		{"per_rollout", "per_rollout"},
@@ -111,7 +111,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{"default", "per_rollout,sandbox", " Server , http_client", "all", "", ",", "jbo", "default,,verify"} {
 		f.Add(s)
 	}
-	r := Default()
+	r := g1c()
 	f.Fuzz(func(t *testing.T, spec string) {
 		s, err := r.Parse(spec)
 		if err != nil {
@@ -145,7 +145,7 @@ func TestClassify(t *testing.T) {
 	}
 	server := mk("POST /run", model.KindServer)
 	client := mk("HTTP POST", model.KindClient)
-	reg, err := Default().Load("extra.yaml", []byte("groups:\n  - name: startup\n    description: start-up\n    spans: gym.startup*\n"))
+	reg, err := g1c().Load("extra.yaml", []byte("groups:\n  - name: startup\n    description: start-up\n    spans: gym.startup*\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestClassify(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.reg
 			if r == nil {
-				r = Default()
+				r = g1c()
 			}
 			got := r.Classify(in, tc.span, tc.parent)
 			if got != tc.want {
@@ -246,7 +246,7 @@ bogus: 1
 			`g.yaml:5:11: group "server" is already defined`,
 			`g.yaml:7:5: missing description`,
 			`g.yaml:8:13: span pattern "a*b*": use a name, name*, or *name`,
-			`g.yaml:9:5: unknown key "colour" (want name, description, spans, kind, metric)`,
+			`g.yaml:9:5: unknown key "colour" (want name, description, spans, kind, metric, matched)`,
 			`g.yaml:13:14: preset "p": unknown group or preset "defualt"`,
 			`g.yaml:15:12: unknown group "nope"; valid groups: job, server, http_client, rollout, agent, model_call, verify, sandbox, concurrency, checkpoint, evaluate, model_init, load_checkpoint, step, forward_backward, optimizer, ok_group`,
 			`g.yaml:17:5: a rule needs a name pattern or a kind`,
@@ -263,7 +263,7 @@ bogus: 1
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			reg, err := Default().Load("g.yaml", []byte(tc.src))
+			reg, err := g1c().Load("g.yaml", []byte(tc.src))
 			if tc.errs == nil {
 				if err != nil {
 					t.Fatalf("Load: %v", err)
@@ -284,7 +284,7 @@ bogus: 1
 		})
 	}
 	// A loaded file extends a copy: presets resolve, Default is untouched.
-	reg, err := Default().Load("g.yaml", []byte(cases[0].src))
+	reg, err := g1c().Load("g.yaml", []byte(cases[0].src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,11 +292,14 @@ bogus: 1
 	if err != nil || reg.Format(s) != "debug_startup" || !strings.Contains(strings.Join(reg.Names(s), ","), "startup") {
 		t.Errorf("debug_startup = %v (%q), %v", reg.Names(s), reg.Format(s), err)
 	}
-	if _, err := Default().Parse("startup"); err == nil {
-		t.Error("Default() learned a group from a file")
+	if _, err := g1c().Parse("startup"); err == nil {
+		t.Error("g1c() learned a group from a file")
 	}
-	if _, ok := reg.Lookup("startup"); !ok || !reg.All().Has(Group(numBuiltin)) {
-		t.Error("all does not include the file's group")
+	// startup takes its built-in bit; G1c's all is a fixed set, so it
+	// stays out of the preset while every-group views include it.
+	all, _ := reg.PresetSet("all")
+	if g, ok := reg.Lookup("startup"); !ok || g != Startup || !reg.All().Has(Startup) || all.Has(Startup) {
+		t.Errorf("startup = %v, %v; all = %v; every group %v", g, ok, reg.Names(all), reg.Names(reg.All()))
 	}
 }
 
@@ -306,7 +309,7 @@ func TestGroupsFileMax(t *testing.T) {
 	for i := 0; i < MaxGroups; i++ {
 		b.WriteString("  - {name: g_" + strconv.Itoa(i) + ", description: d}\n")
 	}
-	_, err := Default().Load("many.yaml", []byte(b.String()))
+	_, err := g1c().Load("many.yaml", []byte(b.String()))
 	if err == nil || !strings.Contains(err.Error(), "too many groups: at most 62") {
 		t.Fatalf("err = %v, want too many groups", err)
 	}
@@ -321,7 +324,7 @@ func FuzzGroupsFile(f *testing.F) {
 	f.Add([]byte("rules:\n  - group: server\n    name: \"*health\"\n"))
 	f.Add([]byte("groups: [\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		reg, err := Default().Load("f.yaml", src)
+		reg, err := g1c().Load("f.yaml", src)
 		if err != nil {
 			var list ErrorList
 			if !errors.As(err, &list) || len(list) == 0 {
@@ -334,10 +337,11 @@ func FuzzGroupsFile(f *testing.F) {
 			}
 			return
 		}
-		if len(reg.Groups()) > MaxGroups || len(reg.Groups()) < int(numBuiltin) {
+		base := len(g1c().Groups())
+		if len(reg.Groups()) > MaxGroups || len(reg.Groups()) < base {
 			t.Fatalf("%d groups", len(reg.Groups()))
 		}
-		for _, g := range reg.Groups()[numBuiltin:] {
+		for _, g := range reg.Groups()[base:] {
 			if !snakeCase.MatchString(g.Name) || g.Description == "" {
 				t.Fatalf("bad group %+v", g)
 			}
@@ -417,7 +421,7 @@ func TestSnippets(t *testing.T) {
 }
 
 func TestSpecIsShortestEquivalent(t *testing.T) {
-	reg := Default()
+	reg := g1c()
 	all := reg.All()
 	tests := []struct {
 		name string

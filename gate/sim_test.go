@@ -12,7 +12,7 @@ import (
 
 func mustParse(t testing.TB, spec string) Set {
 	t.Helper()
-	s, err := Default().Parse(spec)
+	s, err := g1c().Parse(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestPreviewWhatIf(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := gymCapture(t, n, turns, tools, tc.job, nil)
-			rep := NewEngine(Default()).Preview(snap, mustParse(t, tc.spec))
+			rep := NewEngine(g1c()).Preview(snap, mustParse(t, tc.spec))
 			got := want{rep.Result.Spans, rep.Result.Traces, rep.Result.RolloutsJoined, rep.Result.RolloutsSplit, rep.Result.Max, 0, rep.Result.LargestTrace}
 			for _, r := range rep.PerRollout {
 				if r.Spans != got.perRollout || r.Traces != rep.PerRollout[0].Traces {
@@ -94,7 +94,7 @@ func TestPreviewDoubleClient(t *testing.T) {
 	const n, turns, tools = 2, 1, 1
 	per, calls := gymSpans(turns, tools)
 	snap := gymCapture(t, n, turns, tools, true, func(f *fleet) { f.doubleClient = true })
-	e := NewEngine(Default())
+	e := NewEngine(g1c())
 	rep := e.Preview(snap, mustParse(t, "per_rollout"))
 	if want := n * (per - 1 + calls); rep.Result.Spans != want || rep.Result.Traces != n || rep.Result.RolloutsJoined != n {
 		t.Errorf("per_rollout: %d spans in %d traces, %d joined; want %d in %d, %d", rep.Result.Spans, rep.Result.Traces, rep.Result.RolloutsJoined, want, n, n)
@@ -124,7 +124,7 @@ func TestPreviewDoubleClient(t *testing.T) {
 
 func TestPreviewBreaks(t *testing.T) {
 	snap := gymCapture(t, 1, 1, 0, false, nil)
-	rep := NewEngine(Default()).Preview(snap, mustParse(t, "server,rollout,agent,model_call,verify"))
+	rep := NewEngine(g1c()).Preview(snap, mustParse(t, "server,rollout,agent,model_call,verify"))
 	got := map[string]int{}
 	for _, b := range rep.PerRollout[0].Breaks {
 		got[fmt.Sprintf("%s -> %s %s: %s", b.FromService, b.ToService, b.SpanName, b.Reason)] += b.Count
@@ -144,16 +144,16 @@ func TestPreviewGroupsAndGaps(t *testing.T) {
 	const turns, tools = 1, 1
 	per, _ := gymSpans(turns, tools)
 	snap := gymCapture(t, 2, turns, tools, false, nil)
-	rep := NewEngine(Default()).Preview(snap, mustParse(t, "default,sandbox,step"))
-	if got, want := Default().Names(Set(0).With(Job)), []string{"job"}; !reflect.DeepEqual(got, want) {
+	rep := NewEngine(g1c()).Preview(snap, mustParse(t, "default,sandbox,step"))
+	if got, want := g1c().Names(Set(0).With(Job)), []string{"job"}; !reflect.DeepEqual(got, want) {
 		t.Fatal(got)
 	}
 	var notIn, none []string
 	for _, g := range rep.NotInCapture {
-		notIn = append(notIn, Default().Name(g))
+		notIn = append(notIn, g1c().Name(g))
 	}
 	for _, g := range rep.NoSpans {
-		none = append(none, Default().Name(g))
+		none = append(none, g1c().Name(g))
 	}
 	if !reflect.DeepEqual(notIn, []string{"job"}) || !reflect.DeepEqual(none, []string{"step"}) {
 		t.Errorf("not in capture %v, no spans %v; want [job], [step]", notIn, none)
@@ -188,7 +188,7 @@ func TestSimulateRollout(t *testing.T) {
 	snap := gymCapture(t, 1, 1, 0, false, nil)
 	r := snap.Rollouts[0]
 	in := snap.Interner()
-	sim := NewEngine(Default()).SimulateRollout(snap, r, mustParse(t, "http_client,rollout,agent,model_call"))
+	sim := NewEngine(g1c()).SimulateRollout(snap, r, mustParse(t, "http_client,rollout,agent,model_call"))
 	if len(sim.Frags) != 1 {
 		t.Fatalf("frags = %d, want 1", len(sim.Frags))
 	}
@@ -229,11 +229,11 @@ func TestSimulateRollout(t *testing.T) {
 
 func TestPreviewCache(t *testing.T) {
 	snap := gymCapture(t, 4, 1, 1, true, nil)
-	e := NewEngine(Default())
+	e := NewEngine(g1c())
 	specs := []string{"all", "per_rollout", "all", "default", "default,checkpoint", "http_client,server", "all"}
 	for _, spec := range specs {
 		got := e.Preview(snap, mustParse(t, spec))
-		want := NewEngine(Default()).Preview(snap, mustParse(t, spec))
+		want := NewEngine(g1c()).Preview(snap, mustParse(t, spec))
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("cached Preview(%q) differs from a fresh engine's:\n%+v\nwant\n%+v", spec, got.Result, want.Result)
 		}
@@ -254,7 +254,7 @@ func TestPreviewEvicts(t *testing.T) {
 	st := model.NewStore(model.Options{MaxSpans: 500})
 	defer st.Close()
 	f := newFleet(t, st)
-	e := NewEngine(Default())
+	e := NewEngine(g1c())
 	for i := 0; i < 10; i++ {
 		f.rollout(model.SpanID{}, fmt.Sprintf("r-%d", i), 2, 2)
 		snap := f.flush()
@@ -288,7 +288,7 @@ func TestPreviewWhileWriting(t *testing.T) {
 			f.rollout(j, fmt.Sprintf("r-%d", i), 2, 2)
 		}
 	}()
-	e := NewEngine(Default())
+	e := NewEngine(g1c())
 	specs := []Set{mustParse(t, "all"), mustParse(t, "per_rollout"), mustParse(t, "default")}
 	for i := 0; ; i++ {
 		select {

@@ -41,6 +41,9 @@ type groupsPanel struct {
 	// prefilled: the input still holds the spec it opened with, shown as a
 	// suggestion; typing replaces it, a movement key keeps it for editing.
 	prefilled bool
+	// notice says what Gym did with the last typed spec when that differs
+	// from what was typed (names it drops); cleared by the next change.
+	notice string
 
 	cursor, offset int
 	// follow keeps the cursor's group in view; scrolling turns it off so the
@@ -141,7 +144,7 @@ func (g groupsPanel) Inputting() bool { return g.inputting }
 // StartInput opens the spec input, prefilled with the previewed spec.
 func (g groupsPanel) StartInput() (groupsPanel, tea.Cmd) {
 	g.inputting = true
-	g.inputErr = ""
+	g.inputErr, g.notice = "", ""
 	g.input.SetValue(g.reg.Spec(g.preview))
 	g.input.CursorEnd()
 	g.prefilled = true
@@ -172,13 +175,14 @@ func (g groupsPanel) Update(msg tea.Msg) (groupsPanel, tea.Cmd) {
 			g.render()
 			return g, nil
 		case km.Type == tea.KeyEnter:
-			set, err := g.reg.Parse(g.input.Value())
-			if err != nil {
-				g.inputErr = specError(err)
+			// What Gym itself does with the spec, in the registry's variant.
+			res := g.reg.Resolve(g.input.Value())
+			if res.Off {
+				g.inputErr = "✗ " + res.Effect()
 				g.render()
 				return g, nil
 			}
-			g.preview = set
+			g.preview, g.notice = res.Set, res.Effect()
 			g.inputting, g.inputErr = false, ""
 			g.input.Blur()
 			g.render()
@@ -201,6 +205,7 @@ func (g groupsPanel) Update(msg tea.Msg) (groupsPanel, tea.Cmd) {
 	}
 	n := len(g.reg.Groups())
 	g.follow = true
+	g.notice = ""
 	switch {
 	case key.Matches(km, g.keys.Up):
 		g.cursor--
@@ -222,7 +227,7 @@ func (g groupsPanel) Update(msg tea.Msg) (groupsPanel, tea.Cmd) {
 		g.follow = false
 	case key.Matches(km, g.keys.Toggle), key.Matches(km, g.keys.Expand):
 		if g.cursor >= 0 && g.cursor < n {
-			g.preview = g.preview.Toggle(gate.Group(g.cursor))
+			g.preview = g.preview.Toggle(g.reg.Groups()[g.cursor].Group)
 		}
 	default:
 		return g, nil
@@ -249,12 +254,6 @@ func (g groupsPanel) Click(y int) groupsPanel {
 		g.render()
 	}
 	return g
-}
-
-// specError turns a Parse error into what the panel shows: the parser's
-// message already names the bad part and lists every valid option.
-func specError(err error) string {
-	return "✗ " + err.Error()
 }
 
 func (g *groupsPanel) countsFor(rep *gate.Report, grp gate.Group) (captured, kept int, ok bool) {
@@ -285,7 +284,7 @@ func (g *groupsPanel) listLines(w int) []string {
 		captured = g.prevRep.Input.Captured
 	}
 	for i, gi := range g.reg.Groups() {
-		grp := gate.Group(i)
+		grp := gi.Group
 		gut := " "
 		if i == g.cursor {
 			gut = "›"
@@ -590,6 +589,8 @@ func (g *groupsPanel) render() {
 		if len(foot) > g.height-2 {
 			foot = foot[:max(g.height-2, 1)]
 		}
+	} else if g.notice != "" && g.height > 3 {
+		foot = append(foot, g.st.Input.Error.Render(clip(g.notice, g.width)))
 	}
 	body := g.height - len(head) - len(foot)
 	var lines []string
@@ -597,8 +598,8 @@ func (g *groupsPanel) render() {
 	// The list is 64 cells, wider only when a metric note needs the room
 	// ("metric · 999.9k pts" is longer than "emits no spans").
 	listW := 64
-	for i, gi := range g.reg.Groups() {
-		if n := g.metricPoints(gate.Group(i)); n > 0 && !gi.EmitsSpans {
+	for _, gi := range g.reg.Groups() {
+		if n := g.metricPoints(gi.Group); n > 0 && !gi.EmitsSpans {
 			listW = max(listW, 64-ansi.StringWidth("emits no spans")+ansi.StringWidth(metricNote(n)))
 		}
 	}

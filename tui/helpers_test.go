@@ -201,7 +201,7 @@ func traceID(i int) model.TraceID {
 // snapshot and its analyses applied.
 func newTestModel(tb testing.TB, b *builder, w, h int, current string) Model {
 	tb.Helper()
-	reg := gate.Default()
+	reg := testRegistry()
 	cur, err := reg.Parse(current)
 	if err != nil {
 		tb.Fatalf("parse %q: %v", current, err)
@@ -320,4 +320,14 @@ func golden(tb testing.TB, name, got string) {
 	if string(want) != got {
 		tb.Errorf("%s differs from the golden; got:\n%s\nwant:\n%s", path, got, want)
 	}
+}
+
+// testRegistry is the Gym variant the test captures were made as: the
+// simulated fleet's, G1c (G1's groups and the concurrency metric).
+func testRegistry() *gate.Registry {
+	v, err := gate.LookupVariant("G1c")
+	if err != nil {
+		panic(err)
+	}
+	return v.Registry()
 }

@@ -22,9 +22,12 @@ type Options struct {
 	Registry    *gate.Registry
 	Current     gate.Set // the span_groups setting in force
 	CurrentSpec string   // as the user wrote it; Registry.Format(Current) when empty
-	Addrs       []string // receiver addresses for the header; empty for files
-	Live        bool     // spans may still arrive: fresh rollouts are pending
-	Title       string   // file names or a run label for the header
+	// Variant names the Gym variant the registry is for and what chose it
+	// ("Gym G1 (resource nemo.gym.version=0.5.1)"), shown in the header.
+	Variant string
+	Addrs   []string // receiver addresses for the header; empty for files
+	Live    bool     // spans may still arrive: fresh rollouts are pending
+	Title   string   // file names or a run label for the header
 	// SnippetPath is where copy-out writes; SnippetFile in the working
 	// directory when empty.
 	SnippetPath string
@@ -175,7 +178,11 @@ func (m Model) Snippet() string {
 	if !m.copied && m.groups.Preview() == m.opts.Current {
 		return ""
 	}
-	return Snippet(m.reg, m.groups.Preview(), false)
+	text, err := Snippet(m.reg, m.groups.Preview(), false)
+	if err != nil {
+		return "# no span_groups snippet: " + err.Error() + "\n"
+	}
+	return text
 }
 
 // Update routes a message: keys, window size, mouse, then data messages.
@@ -320,7 +327,13 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.trace.SetPreview(m.preview, m.groups.Preview())
 		return m, m.afterChange()
 	case key.Matches(km, k.Copy):
-		return m, copySnippet(Snippet(m.reg, m.groups.Preview(), true), m.opts.SnippetPath, m.wrote, m.opts.Clipboard)
+		text, err := Snippet(m.reg, m.groups.Preview(), true)
+		if err != nil {
+			// Never hand out a spec Gym would refuse or read otherwise.
+			m.status, m.statusErr = "not copied: "+err.Error(), true
+			return m, nil
+		}
+		return m, copySnippet(text, m.opts.SnippetPath, m.wrote, m.opts.Clipboard)
 	case key.Matches(km, k.Default), key.Matches(km, k.PerRoll), key.Matches(km, k.All):
 		name := map[string]string{"1": "default", "2": "per_rollout", "3": "all"}[km.String()]
 		if set, ok := m.reg.PresetSet(name); ok {
@@ -774,7 +787,8 @@ func (m Model) setCopied(msg copiedMsg) Model {
 	if msg.errText != "" {
 		parts = append(parts, msg.errText)
 	}
-	parts = append(parts, gate.EnvLine(m.reg.Spec(m.groups.Preview())))
+	spec, _ := m.reg.CopyOut(m.groups.Preview())
+	parts = append(parts, gate.EnvLine(spec))
 	m.status, m.statusErr = strings.Join(parts, " · "), msg.errText != ""
 	return m
 }
@@ -796,6 +810,9 @@ func (m *Model) renderHeader() {
 		mode = "live " + fmtRate(m.rate) + " spans/s"
 	}
 	l1 := m.st.App.Title.Render("gymtrace") + " " + m.st.App.Header.Render(src) + m.st.App.Dim.Render(" · "+mode+" · current "+m.opts.CurrentSpec)
+	if m.opts.Variant != "" {
+		l1 += m.st.App.Dim.Render(" · " + m.opts.Variant)
+	}
 	var parts []string
 	if s := m.snap; s != nil {
 		st := s.Stats

@@ -125,7 +125,7 @@ func TestPresetsAndToggle(t *testing.T) {
 	b := newBuilder(t)
 	b.capture(t, 5, true) // captured under "all": one trace under gym.job
 	m := newTestModel(t, b, 120, 40, "all")
-	reg := gate.Default()
+	reg := testRegistry()
 	for _, tc := range []struct{ key, preset string }{{"1", "default"}, {"2", "per_rollout"}, {"3", "all"}} {
 		m = keys(t, m, tc.key)
 		want, _ := reg.PresetSet(tc.preset)
@@ -195,6 +195,27 @@ func TestHTTPClientOffReportsBreak(t *testing.T) {
 	}
 }
 
+// TestSpecInputDrops: from G2 on Gym drops an unknown name and applies the
+// rest; the panel previews the rest and says what was dropped.
+func TestSpecInputDrops(t *testing.T) {
+	v, _ := gate.LookupVariant("G3")
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	m.reg, m.groups.reg = v.Registry(), v.Registry()
+	m = keys(t, m, ":")
+	m.groups.input.SetValue("")
+	m = typeText(t, m, "per_rollout,concurrency")
+	m = keys(t, m, "enter")
+	want, _ := v.Registry().PresetSet("per_rollout")
+	if m.groups.Inputting() || m.groups.Preview() != want {
+		t.Fatalf("preview %v (inputting %v), want G3's per_rollout", v.Registry().Names(m.groups.Preview()), m.groups.Inputting())
+	}
+	if !strings.Contains(m.View(), `Gym drops "concurrency" with a warning and applies the rest`) {
+		t.Errorf("the panel does not say what Gym dropped:\n%s", m.View())
+	}
+}
+
 func TestSpecInput(t *testing.T) {
 	tests := []struct {
 		name, text string
@@ -203,10 +224,12 @@ func TestSpecInput(t *testing.T) {
 	}{
 		{name: "preset plus group", text: "default,sandbox", want: "default,sandbox"},
 		{name: "case and spaces", text: " Per_Rollout , JOB ", want: "per_rollout,job"},
-		{name: "typo", text: "defualt", errHas: []string{`"defualt"`, `did you mean "default"?`, "valid presets: default, per_rollout, all", "http_client"}},
-		{name: "empty", text: " , ", errHas: []string{"empty span_groups spec"}},
+		// G1c refuses an unknown name: Gym's own message, and what it means.
+		{name: "typo", text: "defualt", errHas: []string{"Unknown span group or preset: 'defualt'. Valid options: ['agent', 'all',",
+			"switches telemetry off in every process", "'per_rollout'", `did you mean "default"?`}},
+		{name: "blank is default", text: "   ", want: "default"},
 	}
-	reg := gate.Default()
+	reg := testRegistry()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBuilder(t)
@@ -458,9 +481,9 @@ func TestKeyBurst(t *testing.T) {
 	b.capture(t, 3, false)
 	m := newTestModel(t, b, 120, 40, "all")
 	m = send(t, m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("2jj")})
-	want, _ := gate.Default().PresetSet("per_rollout")
+	want, _ := testRegistry().PresetSet("per_rollout")
 	if m.groups.Preview() != want {
-		t.Errorf("burst 2jj: preview %s, want per_rollout", gate.Default().Format(m.groups.Preview()))
+		t.Errorf("burst 2jj: preview %s, want per_rollout", testRegistry().Format(m.groups.Preview()))
 	}
 	if got := m.rollouts.Selected().ID; got != "r0002" {
 		t.Errorf("burst 2jj: cursor on %s, want r0002", got)
@@ -668,5 +691,35 @@ func TestDetailFullStackTrace(t *testing.T) {
 	m = keys(t, m, "G")
 	if v := m.View(); !strings.Contains(v, "ValueError: bad") || !strings.Contains(v, "f29.py") {
 		t.Errorf("the end of the stack trace is not reachable:\n%s", v)
+	}
+}
+
+// TestCopyRefused: y never hands out a spec Gym would not apply as meant;
+// with every group unchecked there is none (Gym reads blank as default).
+func TestCopyRefused(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	m := newTestModel(t, b, 120, 40, "server")
+	m.groups.groupsPanel = m.groups.SetPreview(0)
+	m = keys(t, m, "y")
+	if !m.statusErr || !strings.Contains(m.status, "not copied: no group selected: Gym reads a blank span_groups as default") {
+		t.Errorf("status %q (error %v), want the refusal", m.status, m.statusErr)
+	}
+	if _, err := os.Stat(m.opts.SnippetPath); !os.IsNotExist(err) {
+		t.Errorf("a refused copy wrote %s (%v)", m.opts.SnippetPath, err)
+	}
+	if s := m.Snippet(); !strings.HasPrefix(s, "# no span_groups snippet: no group selected") {
+		t.Errorf("exit snippet %q", s)
+	}
+}
+
+func TestHeaderNamesVariant(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	m := newTestModel(t, b, 160, 40, "default")
+	m.opts.Variant = "Gym G1 (resource nemo.gym.version=0.5.1)"
+	m = send(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
+	if v := m.View(); !strings.Contains(strings.SplitN(v, "\n", 2)[0], "Gym G1 (resource nemo.gym.version=0.5.1)") {
+		t.Errorf("header lacks the variant:\n%s", strings.SplitN(v, "\n", 2)[0])
 	}
 }

@@ -15,18 +15,22 @@ const SnippetFile = "gymtrace-span-groups.yaml"
 
 // Snippet is the copy-out text: the telemetry: YAML block, then the
 // environment line. In a file the environment line is a comment, so the file
-// stays valid YAML.
-func Snippet(reg *gate.Registry, s gate.Set, file bool) string {
+// stays valid YAML. It refuses (an error for the status bar) a set the
+// registry's Gym variant would reject or apply otherwise, and the empty set.
+func Snippet(reg *gate.Registry, s gate.Set, file bool) (string, error) {
 	// The shortest equivalent spec: it may leave out groups no Gym code emits under.
-	spec := reg.Spec(s)
-	if eff, err := reg.Parse(spec); err == nil {
-		s = eff
+	spec, err := reg.CopyOut(s)
+	if err != nil {
+		return "", err
+	}
+	if eff := reg.Resolve(spec); !eff.Off {
+		s = eff.Set
 	}
 	env := gate.EnvLine(spec) + "\n"
 	if file {
 		env = "# or, in the environment:\n# " + env
 	}
-	return "# span groups: " + strings.Join(reg.Names(s), ", ") + "\n" + gate.TelemetryYAML(spec) + "\n" + env
+	return "# span groups: " + strings.Join(reg.Names(s), ", ") + "\n" + gate.TelemetryYAML(spec) + "\n" + env, nil
 }
 
 // copySnippet writes the snippet to path and, when clip is non-nil, sends

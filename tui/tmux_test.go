@@ -91,6 +91,8 @@ func TestTmuxOpen(t *testing.T) {
 	s := startTmux(t, dir, bin+" open --spec all all.console.jsonl", 120, 40)
 
 	s.waitFor("the rollout list", regexp.MustCompile(`Rollouts 6 `))
+	// The capture names no known Gym version: the newest variant is assumed.
+	s.waitFor("the variant", regexp.MustCompile(`Gym G3 \(newest`))
 	s.waitFor("the join check", regexp.MustCompile(`✓ joined`))
 	s.keys("j")
 	s.waitFor("the second rollout's trace", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans`))
@@ -127,7 +129,7 @@ func TestTmuxOpen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("snippet file: %v", err)
 	}
-	const spec = "server,rollout,agent,model_call,verify,concurrency"
+	const spec = "server,rollout,agent,model_call,verify" // G3's per_rollout, http_client off
 	if !strings.Contains(string(body), `span_groups: "`+spec+`"`) {
 		t.Errorf("snippet file:\n%s\nwant span_groups %q", body, spec)
 	}
@@ -177,7 +179,7 @@ func TestTmuxDemo(t *testing.T) {
 
 	s.keys("y")
 	s.waitFor("the copy status", regexp.MustCompile(`copied · clipboard \S+.* · wrote gymtrace-span-groups.yaml`))
-	const spec = "server,rollout,agent,model_call,verify,concurrency"
+	const spec = "server,rollout,agent,model_call,verify" // G1's per_rollout (the demo fleet's variant), http_client off
 	body, err := os.ReadFile(filepath.Join(dir, "gymtrace-span-groups.yaml"))
 	if err != nil || !strings.Contains(string(body), `span_groups: "`+spec+`"`) {
 		t.Fatalf("snippet file (err %v):\n%s\nwant span_groups %q", err, body, spec)

@@ -25,7 +25,7 @@ func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
 	}
 	b.st.Sync()
 	snap := b.st.Snapshot()
-	eng := gate.NewEngine(gate.Default())
+	eng := gate.NewEngine(testRegistry())
 	keys := DefaultKeyMap()
 	st := DefaultStyles(lipgloss.DefaultRenderer())
 
@@ -68,7 +68,7 @@ func TestPendingNotCalledSplit(t *testing.T) {
 	}
 	b.st.Sync()
 	snap := b.st.Snapshot()
-	reg := gate.Default()
+	reg := testRegistry()
 	eng := gate.NewEngine(reg)
 	all := reg.All()
 	rep := eng.Preview(snap, all)

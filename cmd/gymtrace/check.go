@@ -16,6 +16,7 @@ func cmdCheck(args []string) int { return runCheck(args, os.Stdout, os.Stderr) }
 
 // checkJSON is the documented schema of `check --json` (README.md, "JSON output").
 type checkJSON struct {
+	variantJSON
 	Spans           int          `json:"spans"`
 	Rollouts        int          `json:"rollouts"`
 	Traces          int          `json:"traces"`
@@ -45,6 +46,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	spec := fs.String("spec", "", "the span_groups the capture was made with, for advice (default $"+gate.EnvSpanGroups+", else --gym-config, else default)")
 	gymConfig := fs.String("gym-config", "", "Gym config YAML to read telemetry.span_groups from")
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	gymVersion := gymVersionFlag(fs)
 	grace := fs.Duration("grace", 0, "rollouts whose spans arrived within this of the capture's last span are pending, not broken (files are complete: 0)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
 	where := whereFlag(fs)
@@ -69,25 +71,36 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if *grace < 0 {
 		return fail("--grace %v: want a duration >= 0", *grace)
 	}
-	reg, err := loadRegistry(*groups)
-	if err != nil {
+	if _, _, err := pinnedVariant(*gymVersion); err != nil {
 		return fail("%v", err)
 	}
 	specText, source, err := gate.CurrentSpec(*spec, os.Getenv(gate.EnvSpanGroups), *gymConfig)
 	if err != nil {
 		return fail("%v", err)
 	}
-	set, err := reg.Parse(specText)
-	if err != nil {
-		return fail("spec (%s): %v", source, err)
-	}
 	store, snap, frep, err := loadCaptures(files)
 	defer store.Close()
 	if err != nil {
 		return fail("%v", err)
 	}
+	vc, err := chooseVariant(*gymVersion, snap)
+	if err != nil {
+		return fail("%v", err)
+	}
+	reg, err := loadRegistry(vc, *groups)
+	if err != nil {
+		return fail("%v", err)
+	}
 	if snap, err = selectWhere(reg, snap, *where); err != nil {
 		return fail("%v", err)
+	}
+	res := reg.Resolve(specText)
+	warning := gate.SpecWarning(res.Set)
+	if e := res.Effect(); e != "" {
+		warning = e
+		if w := gate.SpecWarning(res.Set); w != "" && !res.Off {
+			warning += "; " + w
+		}
 	}
 	// Every rollout of a file arrived at load time, so any grace > 0 keeps
 	// them all pending: files are complete, hence the default of 0.
@@ -97,7 +110,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		Spans: rep.Spans, Rollouts: rep.Rollouts, Traces: rep.Traces, Intact: rep.Intact,
 		RolloutsJoined: rep.Joined, RolloutsSplit: rep.Split, RolloutsPending: rep.Pending,
 		BrokenHops: []hopJSON{}, BadLines: badLines(frep), SplitRollouts: []string{},
-		Spec: specText, SpecSource: source, SpecWarning: gate.SpecWarning(set),
+		Spec: specText, SpecSource: source, SpecWarning: warning, variantJSON: vc.json(),
 		trafficJSON: trafficOf(rep.Structure),
 	}
 	for _, h := range rep.Hops {
@@ -143,6 +156,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if out.SpecWarning != "" {
 		fmt.Fprintf(stdout, "note: spec %q (%s): %s\n", specText, source, out.SpecWarning)
 	}
+	fmt.Fprintf(stdout, "variant: %s\n", vc)
 	return code
 }
 

@@ -115,7 +115,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		fmt.Fprintf(stderr, "gymtrace demo: --gym-variant: %v\n", err)
 		return exitUsage
 	}
-	reg := gate.Default()
+	// The registry follows the fleet's variant, so the preview reads specs
+	// as the simulated Gym does.
+	gv, err := gate.LookupVariant(variant.Name)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace demo: --gym-variant: %v\n", err)
+		return exitUsage
+	}
+	vc := variantChoice{gv, "--gym-variant: the simulated fleet's"}
+	reg := gv.Registry()
 	spec := previewSet(reg, o.spec)
 	procSpecs, err := parseProcessSpecs(variant, o.procSpecs)
 	if err != nil {
@@ -163,7 +171,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 
 	if !headless {
 		uiErr := runUI(uiConfig{
-			Store: rr.Store, Registry: reg, Current: spec, CurrentSpec: o.spec,
+			Store: rr.Store, Registry: reg, Current: spec, CurrentSpec: o.spec, Variant: vc.String(),
 			Addrs: rr.Addrs, Live: true, Worth: worth,
 			Title: fmt.Sprintf("gymtrace demo (seed %d, Gym %s, %s%s)", o.seed, variant.Name, o.spec, formatProcessSpecs(variant, procSpecs, "; ", "")),
 		})
@@ -202,6 +210,7 @@ loop:
 	}
 	if o.json {
 		sum := newServeSummary(snap, rr.Server.Stats())
+		sum.variantJSON = vc.json()
 		// Rollouts as found by structure: the run-level traffic (health
 		// probes, /aggregate_metrics, gym.job) is counted apart.
 		st := gate.NewEngine(reg).Structure(snap)

@@ -17,6 +17,7 @@ func cmdDiff(args []string) int { return runDiff(args, os.Stdout, os.Stderr) }
 
 // diffJSON is the documented schema of `diff --json` (README.md, "JSON output").
 type diffJSON struct {
+	variantJSON
 	A               diffSideJSON    `json:"a"`
 	B               diffSideJSON    `json:"b"`
 	Operations      []diffOpJSON    `json:"operations"`
@@ -98,6 +99,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	specA := fs.String("a-spec", "", "compare rollout A as it would be under this span_groups spec")
 	specB := fs.String("b-spec", "", "compare rollout B as it would be under this span_groups spec")
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	gymVersion := gymVersionFlag(fs)
 	fs.String("b-from", "", "read rollout B from these files (FILE... up to the next flag) instead of A's capture")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gymtrace diff [--json] [--a-spec S] [--b-spec S] ROLLOUT_A ROLLOUT_B FILE... [--b-from FILE...]\n\n"+
@@ -119,12 +121,20 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return fail("want ROLLOUT_A ROLLOUT_B and at least one capture file")
 	}
 	idA, idB, files := pos[0], pos[1], pos[2:]
-	reg, err := loadRegistry(*groups)
-	if err != nil {
+	if _, _, err := pinnedVariant(*gymVersion); err != nil {
 		return fail("%v", err)
 	}
 	storeA, snapA, _, err := loadCaptures(files)
 	defer storeA.Close()
+	if err != nil {
+		return fail("%v", err)
+	}
+	// The specs mean what A's Gym variant makes of them.
+	vc, err := chooseVariant(*gymVersion, snapA)
+	if err != nil {
+		return fail("%v", err)
+	}
+	reg, err := loadRegistry(vc, *groups)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -166,7 +176,8 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	d := gate.CompareRollouts(a, b)
 	out := diffJSON{
-		A: sideJSON(d.A, files, *specA), B: sideJSON(d.B, filesB, *specB),
+		variantJSON: vc.json(),
+		A:           sideJSON(d.A, files, *specA), B: sideJSON(d.B, filesB, *specB),
 		Operations: []diffOpJSON{}, Changed: []diffOpJSON{},
 		OnlyA: spansJSON(d.OnlyA), OnlyB: spansJSON(d.OnlyB),
 		ErrorsOnlyA: spansJSON(d.ErrorsA), ErrorsOnlyB: spansJSON(d.ErrorsB),

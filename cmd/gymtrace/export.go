@@ -34,6 +34,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	where := whereFlag(fs)
 	spec := fs.String("spec", "", "write the spans as they would be under this span_groups spec: only kept spans, reparented to their nearest kept ancestor")
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	gymVersion := gymVersionFlag(fs)
 	outPath := fs.String("o", "", "output file (OTLP/JSON lines; - for stdout); required")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gymtrace export [--rollout ID]... [--where FILTER] [--spec S] -o OUT.jsonl FILE...\n\n"+
@@ -57,7 +58,20 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return fail("no capture files given")
 	}
-	reg, err := loadRegistry(*groups)
+	if _, _, err := pinnedVariant(*gymVersion); err != nil {
+		return fail("%v", err)
+	}
+	store, snap, _, err := loadCaptures(files)
+	defer store.Close()
+	if err != nil {
+		return fail("%v", err)
+	}
+	// The spec means what the capture's Gym variant makes of it.
+	vc, err := chooseVariant(*gymVersion, snap)
+	if err != nil {
+		return fail("%v", err)
+	}
+	reg, err := loadRegistry(vc, *groups)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -68,11 +82,6 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 			return fail("--spec: %v", err)
 		}
 		set = &s
-	}
-	store, snap, _, err := loadCaptures(files)
-	defer store.Close()
-	if err != nil {
-		return fail("%v", err)
 	}
 	if snap, err = selectWhere(reg, snap, *where); err != nil {
 		return fail("%v", err)

@@ -243,12 +243,12 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"preview without spec", previewCmd, []string{gateCaptures + "all.console.jsonl"}, exitUsage, "--spec is required"},
 		{"preview without files", previewCmd, []string{"--spec", "all"}, exitUsage, "no capture files given"},
-		{"preview unknown group", previewCmd, []string{"--spec", "defualt", gateCaptures + "all.console.jsonl"}, exitUsage, `unknown span group "defualt"`},
+		{"preview unknown variant", previewCmd, []string{"--gym-version", "G9", "--spec", "all", gateCaptures + "all.console.jsonl"}, exitUsage, `--gym-version: unknown Gym variant "G9"`},
 		{"preview missing file", previewCmd, []string{"--spec", "all", "testdata/nope.jsonl"}, exitUsage, "nope.jsonl"},
 		{"preview no spans", previewCmd, []string{"--spec", "all", empty}, exitUsage, "no spans in"},
 		{"preview bad flag", previewCmd, []string{"--bogus"}, exitUsage, "flag provided but not defined"},
 		{"check without files", checkCmd, nil, exitUsage, "no capture files given"},
-		{"check bad spec", checkCmd, []string{"--spec", "tool_call", gateCaptures + "all.console.jsonl"}, exitUsage, `unknown span group "tool_call"`},
+		{"check unknown variant", checkCmd, []string{"--gym-version", "0.6", gateCaptures + "all.console.jsonl"}, exitUsage, `--gym-version: unknown Gym variant "0.6"`},
 		{"check missing file", checkCmd, []string{"testdata/nope.jsonl"}, exitUsage, "nope.jsonl"},
 		{"check bad groups file", checkCmd, []string{"--groups", badGroups, gateCaptures + "all.console.jsonl"}, exitUsage, "groups.yaml:2:11: group name \"Bad\" must be snake_case"},
 		{"check intact", checkCmd, []string{gateCaptures + "all.console.jsonl"}, exitOK, ""},
@@ -278,7 +278,8 @@ func TestGroupsOutput(t *testing.T) {
 	}{
 		{"text", nil},
 		{"json", []string{"--json"}},
-		{"groups_file_json", []string{"--json", "--groups", file}},
+		{"groups_file_json", []string{"--json", "--gym-version", "G1", "--groups", file}},
+		{"g1c_text", []string{"--gym-version", "g1c"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

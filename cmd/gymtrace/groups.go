@@ -8,11 +8,14 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/nemo-gym/gymtrace/gate"
 )
 
 func cmdGroups(args []string) int { return runGroups(args, os.Stdout, os.Stderr) }
 
 type groupsJSON struct {
+	variantJSON
 	Groups  []groupInfoJSON  `json:"groups"`
 	Presets []presetInfoJSON `json:"presets"`
 	Rules   []ruleJSON       `json:"rules"`
@@ -43,8 +46,9 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	asJSON := fs.Bool("json", false, "print groups, presets and rules as JSON")
+	gymVersion := gymVersionFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gymtrace groups [--groups FILE] [--json]\n\n")
+		fmt.Fprintf(stderr, "usage: gymtrace groups [--gym-version V] [--groups FILE] [--json]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -54,12 +58,20 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gymtrace groups: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	reg, err := loadRegistry(*groups)
+	vc, pinned, err := pinnedVariant(*gymVersion)
 	if err != nil {
 		fmt.Fprintf(stderr, "gymtrace groups: %v\n", err)
 		return exitUsage
 	}
-	var out groupsJSON
+	if !pinned {
+		vc = variantChoice{gate.Newest(), "newest: no capture to tell from"}
+	}
+	reg, err := loadRegistry(vc, *groups)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace groups: %v\n", err)
+		return exitUsage
+	}
+	out := groupsJSON{variantJSON: vc.json()}
 	for _, g := range reg.Groups() {
 		out.Groups = append(out.Groups, groupInfoJSON{g.Name, g.Description, g.Spans, g.EmitsSpans, g.Metric})
 	}
@@ -83,6 +95,7 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	fmt.Fprintf(stdout, "variant: %s: %s; an unknown name %s; all is %s\n\n", vc, vc.V.Description, unknownEffect(vc.V), allKind(reg))
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tSPANS\tDESCRIPTION")
 	for _, g := range out.Groups {
@@ -101,7 +114,7 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(tw, "PRESET\tGROUPS\tDESCRIPTION")
 	for _, p := range out.Presets {
 		gs := strings.Join(p.Groups, ",")
-		if p.Name == "all" {
+		if p.Name == "all" && !reg.AllFixed() {
 			gs = "(every group)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, gs, p.Description)
@@ -112,4 +125,20 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  %2d. %-26s %s\n", r.Order, r.Group, r.Match)
 	}
 	return exitOK
+}
+
+func unknownEffect(v *gate.Variant) string {
+	if v.DropsUnknown() {
+		return "is dropped with a warning"
+	}
+	return "switches telemetry off in every process"
+}
+
+// allKind says whether the registry's all preset is a fixed list or every
+// registered group.
+func allKind(reg *gate.Registry) string {
+	if reg.AllFixed() {
+		return "a fixed list"
+	}
+	return "every registered group"
 }

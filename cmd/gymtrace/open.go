@@ -30,6 +30,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 	fs.SetOutput(stderr)
 	spec := fs.String("spec", "", "span_groups spec to preview against (default $NEMO_GYM_OTEL_SPAN_GROUPS, else default)")
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	gymVersion := gymVersionFlag(fs)
 	text := fs.Bool("text", false, "print the rollouts as a plain-text tree instead of opening the TUI")
 	maxSpans := fs.Int("max-spans", 0, "keep at most this many spans, evicting the oldest rollouts (0: no bound)")
 	maxLine := fs.Int("max-line", receiver.DefaultMaxLine, "longest line accepted, in bytes")
@@ -54,8 +55,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		fs.Usage()
 		return exitUsage
 	}
-	reg, err := loadRegistry(*groups)
-	if err != nil {
+	if _, _, err := pinnedVariant(*gymVersion); err != nil {
 		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
 		return exitUsage
 	}
@@ -65,11 +65,6 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 	}
 	if specText == "" {
 		specText = "default"
-	}
-	current, err := reg.Parse(specText)
-	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace open: --spec: %v\n", err)
-		return exitUsage
 	}
 
 	store := model.NewStore(model.Options{MaxSpans: *maxSpans})
@@ -98,8 +93,24 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		fmt.Fprintln(stderr)
 	}
 
+	snap := store.Snapshot()
+	vc, err := chooseVariant(*gymVersion, snap)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
+		return exitUsage
+	}
+	reg, err := loadRegistry(vc, *groups)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
+		return exitUsage
+	}
+	current, err := currentSet(reg, specText, "--spec", stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace open: %v (%s)\n", err, vc)
+		return exitUsage
+	}
 	if *text || !tty {
-		if err := tui.PlainTree(stdout, store.Snapshot()); err != nil {
+		if err := tui.PlainTree(stdout, snap); err != nil {
 			fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
 			return exitUsage
 		}
@@ -110,6 +121,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		Registry:    reg,
 		Current:     current,
 		CurrentSpec: specText,
+		Variant:     vc.String(),
 		Live:        false,
 		Title:       "gymtrace open " + strings.Join(files, " "),
 		Worth:       worth,

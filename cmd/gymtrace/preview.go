@@ -37,18 +37,6 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// loadRegistry returns the built-in registry, extended by a groups file.
-func loadRegistry(groupsFile string) (*gate.Registry, error) {
-	if groupsFile == "" {
-		return gate.Default(), nil
-	}
-	reg, err := gate.Default().LoadFile(groupsFile)
-	if err != nil {
-		return nil, fmt.Errorf("--groups: %w", err)
-	}
-	return reg, nil
-}
-
 // loadCaptures reads files into a new store and returns its snapshot. Files
 // are complete, so everything is applied before the snapshot is taken.
 func loadCaptures(files []string) (*model.Store, *model.Snapshot, receiver.FileReport, error) {
@@ -98,8 +86,15 @@ func badLines(rep receiver.FileReport) badLinesJSON {
 
 // previewJSON is the documented schema of `preview --json` (README.md, "JSON output").
 type previewJSON struct {
-	Spec         string               `json:"spec"`
-	Groups       []string             `json:"groups"`
+	variantJSON
+	Spec   string   `json:"spec"`
+	Groups []string `json:"groups"`
+	// TelemetryOff: the variant refuses the spec and Gym switches telemetry
+	// off in every process; GymMessage is Gym's own text then, or its
+	// warning for the Dropped names.
+	TelemetryOff bool                 `json:"telemetry_off"`
+	Dropped      []string             `json:"dropped"`
+	GymMessage   string               `json:"gym_message"`
 	Input        previewInputJSON     `json:"input"`
 	Result       previewResultJSON    `json:"result"`
 	PerGroup     map[string]groupJSON `json:"per_group"`
@@ -111,10 +106,13 @@ type previewJSON struct {
 	Projection   projectionJSON       `json:"projection"`
 	Current      *previewCurrentJSON  `json:"current"`
 	Snippets     map[string]string    `json:"snippets"`
-	BadLines     badLinesJSON         `json:"bad_lines"`
-	Breaks       []breakJSON          `json:"breaks"`
-	Latency      latencyJSON          `json:"latency"`
-	Budget       *budgetJSON          `json:"budget"`
+	// SnippetsRefused says why there are no snippets: the spec is one the
+	// variant would not apply as meant.
+	SnippetsRefused string       `json:"snippets_refused"`
+	BadLines        badLinesJSON `json:"bad_lines"`
+	Breaks          []breakJSON  `json:"breaks"`
+	Latency         latencyJSON  `json:"latency"`
+	Budget          *budgetJSON  `json:"budget"`
 	trafficJSON
 }
 
@@ -177,9 +175,11 @@ type projectionJSON struct {
 }
 
 type previewCurrentJSON struct {
-	Spec   string            `json:"spec"`
-	Source string            `json:"source"`
-	Result previewResultJSON `json:"result"`
+	Spec         string            `json:"spec"`
+	Source       string            `json:"source"`
+	TelemetryOff bool              `json:"telemetry_off"`
+	Dropped      []string          `json:"dropped"`
+	Result       previewResultJSON `json:"result"`
 }
 
 func resultJSON(r gate.Result) previewResultJSON {
@@ -209,6 +209,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	current := fs.String("current", "", "the setting in force, shown side by side (default $"+gate.EnvSpanGroups+", else --gym-config, else default)")
 	gymConfig := fs.String("gym-config", "", "Gym config YAML to read telemetry.span_groups from")
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	gymVersion := gymVersionFlag(fs)
 	rollouts := fs.Int("rollouts", 10000, "project spans and bytes to this many rollouts")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
 	where := whereFlag(fs)
@@ -241,13 +242,8 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	if *rollouts < 0 {
 		return fail("--rollouts %d: want a count >= 0", *rollouts)
 	}
-	reg, err := loadRegistry(*groups)
-	if err != nil {
+	if _, _, err := pinnedVariant(*gymVersion); err != nil {
 		return fail("%v", err)
-	}
-	set, err := reg.Parse(*spec)
-	if err != nil {
-		return fail("--spec: %v", err)
 	}
 	curSpec, curSource, err := gate.CurrentSpec(*current, os.Getenv(gate.EnvSpanGroups), *gymConfig)
 	if err != nil {
@@ -256,23 +252,34 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	if *current != "" {
 		curSource = "--current"
 	}
-	curSet, err := reg.Parse(curSpec)
-	if err != nil {
-		return fail("current spec (%s): %v", curSource, err)
-	}
 	store, snap, frep, err := loadCaptures(files)
 	defer store.Close()
+	if err != nil {
+		return fail("%v", err)
+	}
+	// The variant decides what the spec means, so it is chosen first: from
+	// --gym-version, else from what the whole capture shows.
+	vc, err := chooseVariant(*gymVersion, snap)
+	if err != nil {
+		return fail("%v", err)
+	}
+	reg, err := loadRegistry(vc, *groups)
 	if err != nil {
 		return fail("%v", err)
 	}
 	if snap, err = selectWhere(reg, snap, *where); err != nil {
 		return fail("%v", err)
 	}
-
+	res := reg.Resolve(*spec)
+	curRes := reg.Resolve(curSpec)
+	set := res.Set
 	eng := gate.NewEngine(reg)
-	cur := eng.Preview(snap, curSet)
-	rep := eng.Preview(snap, set)
-	formatted := reg.Format(set)
+	cur := eng.PreviewResolution(snap, curRes)
+	rep := eng.PreviewResolution(snap, res)
+	copySpec, refused := reg.CopyOut(set)
+	if res.Off {
+		refused = fmt.Errorf("%w: %s", gate.ErrNotGymSpec, res.Effect())
+	}
 	worth := eng.Worth(snap, set, *wf.spanCost)
 	var verdict *gate.BudgetVerdict
 	if budget != nil {
@@ -282,8 +289,12 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 
 	if *asJSON {
 		out := previewJSON{
-			Spec:   *spec,
-			Groups: reg.Names(set),
+			variantJSON:  vc.json(),
+			Spec:         *spec,
+			Groups:       reg.Names(set),
+			TelemetryOff: res.Off,
+			Dropped:      nonNil(res.Dropped),
+			GymMessage:   res.Message,
 			Input: previewInputJSON{
 				Spans: rep.Input.Spans, Rollouts: rep.Input.Rollouts, Traces: rep.Input.Traces,
 				CapturedGroups: reg.Names(rep.Input.Captured), Unclassified: rep.Input.Unclassified,
@@ -295,11 +306,17 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			NoSpans:      groupNames(reg, rep.NoSpans),
 			Metrics:      map[string]int64{},
 			WallSeconds:  round2(rep.WallSeconds),
-			Current:      &previewCurrentJSON{Spec: curSpec, Source: curSource, Result: resultJSON(cur.Result)},
-			Snippets:     map[string]string{"yaml": gate.TelemetryYAML(formatted), "env": gate.EnvLine(formatted)},
-			BadLines:     badLines(frep),
-			Breaks:       []breakJSON{},
-			trafficJSON:  trafficOf(rep.Structure),
+			Current: &previewCurrentJSON{Spec: curSpec, Source: curSource, TelemetryOff: curRes.Off,
+				Dropped: nonNil(curRes.Dropped), Result: resultJSON(cur.Result)},
+			Snippets:    map[string]string{},
+			BadLines:    badLines(frep),
+			Breaks:      []breakJSON{},
+			trafficJSON: trafficOf(rep.Structure),
+		}
+		if refused != nil {
+			out.SnippetsRefused = refused.Error()
+		} else {
+			out.Snippets["yaml"], out.Snippets["env"] = gate.TelemetryYAML(copySpec), gate.EnvLine(copySpec)
 		}
 		for g, n := range rep.MetricsSeen {
 			out.Metrics[reg.Name(g)] = n
@@ -313,7 +330,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		out.Projection.Rollouts = *rollouts
 		out.Projection.Spans, out.Projection.Bytes = rep.Project(*rollouts)
 		for _, gc := range rep.PerGroup {
-			if gc.Group == gate.Unclassified && gc.Captured == 0 {
+			if gc.Group == gate.Unclassified && gc.Captured == 0 || !shownGroup(reg, gc.Group) {
 				continue
 			}
 			out.PerGroup[reg.Name(gc.Group)] = groupJSON{Captured: gc.Captured, Kept: gc.Kept}
@@ -341,9 +358,22 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	writePreviewText(stdout, reg, *spec, curSpec, curSource, cur, rep, frep, *rollouts)
+	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, frep, *rollouts, copySpec, refused)
 	writeWorthText(stdout, reg, set, worth, *wf.spanCost, verdict)
 	return exitOK
+}
+
+// shownGroup: a report lists the variant's groups and the pseudo-groups,
+// never the placeholders of built-in groups the variant lacks.
+func shownGroup(reg *gate.Registry, g gate.Group) bool {
+	return g == gate.Unclassified || g == gate.Ungated || reg.Known(g)
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
 }
 
 // collectBreaks lists the hops the spec cuts as gate sums them for every view.
@@ -355,7 +385,11 @@ func collectBreaks(rep *gate.Report) []breakJSON {
 	return out
 }
 
-func writePreviewText(w io.Writer, reg *gate.Registry, spec, curSpec, curSource string, cur, rep *gate.Report, frep receiver.FileReport, projectTo int) {
+func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec string, res gate.Resolution, curSpec, curSource string, cur, rep *gate.Report, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
+	fmt.Fprintf(w, "variant: %s\n", vc)
+	if e := res.Effect(); e != "" {
+		fmt.Fprintf(w, "%s\n", e)
+	}
 	fmt.Fprintf(w, "capture: %d spans, %d rollouts, %d traces over %.3gs; groups captured: %s\n",
 		rep.Input.Spans, rep.Input.Rollouts, rep.Input.Traces, rep.WallSeconds, strings.Join(reg.Names(rep.Input.Captured), ", "))
 	if n := frep.Skipped + frep.BadLines; n > 0 {
@@ -387,7 +421,7 @@ func writePreviewText(w io.Writer, reg *gate.Registry, spec, curSpec, curSource 
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "group\tcaptured\tkept now\tkept in preview\n")
 	for i, gc := range rep.PerGroup {
-		if gc.Captured == 0 && gc.Group == gate.Unclassified {
+		if gc.Captured == 0 && gc.Group == gate.Unclassified || !shownGroup(reg, gc.Group) {
 			continue
 		}
 		if gc.Captured == 0 && !rep.Spec.Has(gc.Group) && !cur.Spec.Has(gc.Group) {
@@ -418,8 +452,11 @@ func writePreviewText(w io.Writer, reg *gate.Registry, spec, curSpec, curSource 
 			fmt.Fprintf(w, "  %s -> %s (%s) x%d: %s\n", b.FromService, b.ToService, b.SpanName, b.Count, b.Reason)
 		}
 	}
-	formatted := reg.Format(rep.Spec)
-	fmt.Fprintf(w, "\nto use it, in the Gym config:\n%s\nor in the environment:\n  %s\n", indent(gate.TelemetryYAML(formatted)), gate.EnvLine(formatted))
+	if refused != nil {
+		fmt.Fprintf(w, "\nno snippet: %v\n", refused)
+		return
+	}
+	fmt.Fprintf(w, "\nto use it, in the Gym config:\n%s\nor in the environment:\n  %s\n", indent(gate.TelemetryYAML(copySpec)), gate.EnvLine(copySpec))
 }
 
 func firstSample(rep receiver.FileReport) string {

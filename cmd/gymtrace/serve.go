@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,6 +142,7 @@ type serveFlags struct {
 	receiverOptions
 	spec, gymConfig, groups string
 	cpuProfile              string
+	gymVersion              string
 	headless, json          bool
 	worth                   uiWorth
 }
@@ -154,6 +156,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.spec, "spec", "", "span_groups spec to preview against (default $"+gate.EnvSpanGroups+", else --gym-config, else default)")
 	fs.StringVar(&f.gymConfig, "gym-config", "", "NeMo Gym config file to read telemetry.span_groups from")
 	fs.StringVar(&f.groups, "groups", "", "groups file adding span groups, presets and rules")
+	fs.StringVar(&f.gymVersion, "gym-version", "", "the Gym telemetry variant ("+strings.Join(gate.VariantNames(), ", ")+
+		") or Gym version of the fleet; default: the newest (the summary names the one the capture shows)")
 	fs.IntVar(&f.MaxSpans, "max-spans", defaultMaxSpans, "keep at most this many spans, evicting the oldest rollouts (0: no bound)")
 	fs.Int64Var(&f.MaxBytes, "max-bytes", defaultMaxBytes(), "keep at most this many bytes of spans, evicting the oldest rollouts (0: no bound; default a quarter of the machine's memory)")
 	fs.StringVar(&f.Record, "record", "", "append every accepted trace request to FILE as OTLP/JSON lines")
@@ -219,21 +223,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		}
 		defer stop()
 	}
-	reg := gate.Default()
-	if f.groups != "" {
-		if reg, err = reg.LoadFile(f.groups); err != nil {
-			fmt.Fprintf(stderr, "gymtrace serve: --groups: %v\n", err)
-			return exitUsage
-		}
+	// Nothing has arrived yet to tell the variant from: --gym-version, else
+	// the newest.
+	vc, err := chooseVariant(f.gymVersion, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
+		return exitUsage
+	}
+	reg, err := loadRegistry(vc, f.groups)
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
+		return exitUsage
 	}
 	specText, source, err := gate.CurrentSpec(f.spec, os.Getenv(gate.EnvSpanGroups), f.gymConfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
 		return exitUsage
 	}
-	current, err := reg.Parse(specText)
+	current, err := currentSet(reg, specText, source, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace serve: span_groups from %s: %v\n", source, err)
+		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
 		return exitUsage
 	}
 	f.Warn = stderr
@@ -246,13 +255,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		ready(rr)
 	}
 	if f.headless || !tty {
-		return runHeadless(ctx, rr, stdout, stderr, f.json, time.Second)
+		return runHeadless(ctx, rr, stdout, stderr, f.json, time.Second, f.gymVersion)
 	}
 	uiErr := runUI(uiConfig{
 		Store:       rr.Store,
 		Registry:    reg,
 		Current:     current,
 		CurrentSpec: specText,
+		Variant:     vc.String(),
 		Addrs:       rr.Addrs,
 		Live:        true,
 		Title:       "gymtrace serve",
@@ -269,7 +279,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 
 // runHeadless prints a status line every tick until ctx ends, then stops
 // the receivers (flushing --record) and, with jsonOut, prints the summary.
-func runHeadless(ctx context.Context, rr *runningReceivers, stdout, stderr io.Writer, jsonOut bool, every time.Duration) int {
+func runHeadless(ctx context.Context, rr *runningReceivers, stdout, stderr io.Writer, jsonOut bool, every time.Duration, gymVersion string) int {
 	fmt.Fprintf(stderr, "gymtrace: receiving OTLP on %s\n", joinAddrs(rr.Addrs))
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -301,7 +311,12 @@ loop:
 		fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats()))
 		return code
 	}
-	b, err := json.MarshalIndent(newServeSummary(snap, rr.Server.Stats()), "", "  ")
+	sum := newServeSummary(snap, rr.Server.Stats())
+	// By now the capture can tell the variant.
+	if vc, err := chooseVariant(gymVersion, snap); err == nil {
+		sum.variantJSON = vc.json()
+	}
+	b, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		fmt.Fprintf(stderr, "gymtrace serve: encode summary: %v\n", err)
 		return exitUsage
@@ -359,6 +374,7 @@ func total(m map[string]int64) int64 {
 // serveSummary is the --json summary of serve --headless. The keys are a
 // documented contract (DESIGN §5): they may grow, never change meaning.
 type serveSummary struct {
+	variantJSON
 	SpansReceived   int64            `json:"spans_received"`  // accepted into the store, cumulative
 	SpansStored     int              `json:"spans_stored"`    // held at exit
 	BytesStored     int64            `json:"bytes_stored"`    // what the held spans take, as --max-bytes counts

@@ -183,8 +183,9 @@ func TestServeRefusesExposedAddressWithoutToken(t *testing.T) {
 
 func TestServeBadSpec(t *testing.T) {
 	var stdout, stderr syncBuffer
-	code := runServe(context.Background(), []string{"--headless", "--spec", "defualt"}, &stdout, &stderr, false, nil)
-	if code != exitUsage || !strings.Contains(stderr.String(), "span_groups from --spec") {
+	// G1 refuses an unknown name: there is no telemetry to receive.
+	code := runServe(context.Background(), []string{"--headless", "--gym-version", "G1", "--spec", "defualt"}, &stdout, &stderr, false, nil)
+	if code != exitUsage || !strings.Contains(stderr.String(), `span_groups "defualt" from --spec: Gym refuses this spec`) {
 		t.Fatalf("exit %d, stderr %q; want exit 2 naming the spec source", code, stderr.String())
 	}
 }

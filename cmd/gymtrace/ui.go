@@ -21,6 +21,7 @@ type uiConfig struct {
 	Registry    *gate.Registry
 	Current     gate.Set // the span_groups setting in force, to preview against
 	CurrentSpec string
+	Variant     string   // the Gym variant in use and what chose it
 	Addrs       []string // receiver addresses for the header; empty for files
 	Live        bool     // spans may still arrive: fresh rollouts are pending
 	Title       string
@@ -72,6 +73,7 @@ func runUI(cfg uiConfig) error {
 		Registry:    cfg.Registry,
 		Current:     cfg.Current,
 		CurrentSpec: cfg.CurrentSpec,
+		Variant:     cfg.Variant,
 		Addrs:       cfg.Addrs,
 		Live:        cfg.Live,
 		Title:       cfg.Title,
