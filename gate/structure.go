@@ -84,6 +84,7 @@ type Structure struct {
 
 	src          *model.Snapshot
 	others       []*model.Rollout // run-level pieces and unattributed, for the engine
+	apart        []*model.Rollout // the same, grouped for views
 	suspectUnits [][2]int         // (union-find root of a rollout, unattributed unit)
 }
 
@@ -827,4 +828,70 @@ func (s *Structure) Traffic() Traffic {
 		return t.Leaks[i].Service+t.Leaks[i].Name < t.Leaks[j].Service+t.Leaks[j].Name
 	})
 	return t
+}
+
+// Apart returns what is not a rollout as rows a view can list beside the
+// rollouts: one per kind of run-level traffic ("run: health_probe", …) and
+// one for the unattributed fragments, each holding its fragments. Built
+// once per structure.
+func (s *Structure) Apart() []*model.Rollout {
+	if s.apart != nil {
+		return s.apart
+	}
+	s.apart = []*model.Rollout{}
+	byKind := map[RunKind]*model.Rollout{}
+	var kinds []RunKind
+	add := func(r *model.Rollout, f *model.Fragment) {
+		r.Fragments = append(r.Fragments, f)
+		r.Spans += len(f.Spans)
+		r.Version = r.Version*31 + f.Version
+		for i := range f.Spans {
+			sp := &f.Spans[i]
+			if r.Spans == len(f.Spans) && i == 0 || sp.Start < r.Start {
+				r.Start = sp.Start
+			}
+			r.End = max(r.End, sp.End)
+			if sp.Status == model.StatusError {
+				r.Errors++
+			}
+		}
+	}
+	for _, p := range s.Run {
+		r := byKind[p.Kind]
+		if r == nil {
+			r = &model.Rollout{ID: RunRowPrefix + p.Kind.String(), Synthetic: true}
+			byKind[p.Kind] = r
+			kinds = append(kinds, p.Kind)
+		}
+		add(r, p.Frag)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
+	for _, k := range kinds {
+		r := byKind[k]
+		r.Traces = distinctTraces(r.Fragments)
+		s.apart = append(s.apart, r)
+	}
+	if len(s.Unattributed) > 0 {
+		r := &model.Rollout{ID: UnattributedRow, Synthetic: true}
+		for _, f := range s.Unattributed {
+			add(r, f)
+		}
+		r.Traces = distinctTraces(r.Fragments)
+		s.apart = append(s.apart, r)
+	}
+	return s.apart
+}
+
+// Ids of the rows Apart returns.
+const (
+	RunRowPrefix    = "run: "
+	UnattributedRow = "unattributed"
+)
+
+func distinctTraces(fs []*model.Fragment) int {
+	seen := map[model.TraceID]bool{}
+	for _, f := range fs {
+		seen[f.TraceID] = true
+	}
+	return len(seen)
 }

@@ -317,6 +317,17 @@ func (l *rolloutList) rebuild() {
 	if l.reverse {
 		slices.Reverse(rows)
 	}
+	// What is not a rollout is listed last, as what it is: run-level
+	// traffic by kind, and the fragments no rollout could be named for.
+	if st := l.structure; st != nil && l.compiled.Empty() {
+		for _, r := range st.Apart() {
+			if r.ID == gate.UnattributedRow && r.Spans <= l.awaiting {
+				continue // all still waiting for a parent: counted in the title
+			}
+			rows = append(rows, r)
+		}
+		l.rows = rows
+	}
 	l.cursor = 0
 	if l.selected != "" {
 		for i, r := range rows {
@@ -391,6 +402,12 @@ func (l *rolloutList) joinCell(id string) string {
 	}
 	c, ok := l.join[id]
 	if !ok {
+		switch {
+		case strings.HasPrefix(id, gate.RunRowPrefix):
+			return l.st.List.Dim.Render("run-level")
+		case id == gate.UnattributedRow:
+			return l.st.Join.Split.Render("no owner")
+		}
 		return l.st.List.Dim.Render("?")
 	}
 	switch c.Status {
