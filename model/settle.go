@@ -11,7 +11,7 @@ func (w *writer) settle() {
 			continue
 		}
 		if n := len(f.spans); cap(f.spans)-n > n/8+1 {
-			f.spans = append(make([]Span, 0, n), f.spans...)
+			f.spans = append(w.slab.make(n), f.spans...)
 			f.pub = nil
 			if f.roll != nil {
 				w.markDirty(f.roll)

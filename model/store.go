@@ -314,50 +314,52 @@ type spanKey struct {
 	id    SpanID
 }
 
-// frag is the writer's mutable fragment.
+// frag is the writer's mutable fragment. There is one per trace and
+// process, so its fields are ordered by size: 144 bytes, not 176.
 type frag struct {
-	id    uint32
 	seq   uint64 // creation order
 	trace TraceID
 	spans []Span // append-only: published Fragments share the backing array
+	job   SpanID
+	rid   string
+	synth string // synthetic rollout key, built once when first needed
+	roll  *roll
+	pub   *Fragment
+	start int64
+	end   int64
+	id    uint32
 	// top is the index of the top span. It is 0, and every span comes
 	// after its parent, unless ordered is false: a big fragment whose
 	// parent arrived later kept its array (see merge) and is put in order
 	// when published.
-	top     int32
-	ordered bool
+	top int32
 	// waitID is the id under which the fragment is listed in waiting (its
 	// own, or that of a fragment merged into it), 0 when not listed.
-	waitID uint32
-	rpos   int32 // index in roll.frags
-	job    SpanID
-	isJob  bool
-	rid    string
-	synth  string // synthetic rollout key, built once when first needed
-	gone   bool   // merged into another fragment or evicted
-	roll   *roll
-	dirty  bool
-	pub    *Fragment
-	errors int
-	start  int64
-	end    int64
+	waitID  uint32
+	rpos    int32 // index in roll.frags
+	errors  int32
+	ordered bool
+	isJob   bool
+	gone    bool // merged into another fragment or evicted
+	dirty   bool
 }
 
+// roll is the writer's rollout; fields ordered by size: 96 bytes, not 112.
 type roll struct {
 	key       string
-	synthetic bool
 	seq       uint64
 	frags     []*frag // nil where a fragment left; compacted when half are
-	live      int     // non-nil entries of frags
 	firstSeen int64   // store clock, unix nanoseconds
 	lastSeen  int64
-	dirty     bool
-	dead      bool
 	version   uint64
 	pub       *Rollout
+	live      int32 // non-nil entries of frags
 	// idx is the rollout's index in the last published Snapshot.Rollouts,
 	// or -1 when it was not in it.
-	idx int
+	idx       int32
+	synthetic bool
+	dirty     bool
+	dead      bool
 }
 
 // writer is the state owned by the writer goroutine.
@@ -409,6 +411,7 @@ type writer struct {
 	// settling holds the fragments published as changed last time; those
 	// that did not change since get their arrays trimmed (see settle).
 	settling []*frag
+	slab     spanSlab
 
 	jobName, ridKey Str
 	pathKeys        []Str
@@ -743,7 +746,7 @@ func (w *writer) newFrag(trace TraceID, root bool) *frag {
 	w.seq++
 	f := &frag{id: w.nextFrag, seq: w.seq, trace: trace, ordered: true}
 	if n := w.perTrace[trace]; root && n > 1 {
-		f.spans = make([]Span, 0, n)
+		f.spans = w.slab.make(int(n))
 	}
 	w.frags[f.id] = f
 	w.nfrags++
@@ -884,7 +887,7 @@ func (w *writer) detach(r *roll, c *frag) {
 		delete(w.rolls, r.key)
 		return
 	}
-	if r.live < len(r.frags)/2 {
+	if int(r.live) < len(r.frags)/2 {
 		k := 0
 		for _, f := range r.frags {
 			if f != nil {
@@ -1076,7 +1079,7 @@ func (w *writer) publish() *Snapshot {
 		sort.SliceStable(w.order, func(i, j int) bool { return w.order[i].seq < w.order[j].seq })
 		snap.Rollouts = make([]*Rollout, 0, len(w.order))
 		for _, r := range w.order {
-			r.idx = len(snap.Rollouts)
+			r.idx = int32(len(snap.Rollouts))
 			snap.Rollouts = append(snap.Rollouts, w.pubRoll(r))
 		}
 	} else {
@@ -1089,7 +1092,7 @@ func (w *writer) publish() *Snapshot {
 		}
 		for _, r := range w.fresh {
 			if !r.dead {
-				r.idx = len(snap.Rollouts)
+				r.idx = int32(len(snap.Rollouts))
 				snap.Rollouts = append(snap.Rollouts, w.pubRoll(r))
 			}
 		}
@@ -1166,7 +1169,7 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 	r.version = w.version
 	pr := &Rollout{ID: r.key, Synthetic: r.synthetic, Version: r.version, FirstSeen: time.Unix(0, r.firstSeen), LastSeen: time.Unix(0, r.lastSeen)}
 	frags := r.frags
-	if r.live < len(frags) {
+	if int(r.live) < len(frags) {
 		frags = make([]*frag, 0, r.live)
 		for _, f := range r.frags {
 			if f != nil {
@@ -1187,7 +1190,7 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 		pf := w.pubFrag(f)
 		pr.Fragments[i] = pf
 		pr.Spans += len(pf.Spans)
-		pr.Errors += f.errors
+		pr.Errors += int(f.errors)
 		if i == 0 || f.start < pr.Start {
 			pr.Start = f.start
 		}
