@@ -8,39 +8,36 @@ import (
 
 // spanIndex maps span ids to where the span lives. It is the writer's
 // hottest structure: every stored span is put in once and taken out once,
-// at random places in a table of millions, so what matters is cache misses.
-// Go's map costs two or three per operation (control word, then slot); here
-// a lookup starts at the first of four 16-byte slots sharing a cache line
-// and ends at the first empty slot (linear probing), so one miss usually
-// answers. Deletion shifts entries back instead of leaving tombstones, so
-// eviction does not make lookups slower. The table is split in 256 shards
-// that grow on their own: growth is never a pause over every span, and the
-// fill of the whole stays near its average (~65%, ~25 bytes a span).
+// at random places in a table of millions, so what matters is cache misses
+// and bytes. Go's map costs two or three misses per operation (control
+// word, then slot) and 16 bytes a slot. Here a slot is a 32-bit tag from
+// the id's hash and the 8-byte location, in two arrays: a lookup reads one
+// line of 16 tags, linear probing from the line the tag names, and stops at
+// the first empty tag, so an absent id (every new span) usually costs one
+// miss. A matching tag is confirmed by the caller against the stored span,
+// so the id itself is not kept. Deletion shifts entries back instead of
+// leaving tombstones, so eviction does not make lookups slower. The table
+// is split in 256 shards that grow on their own: growth is never a pause
+// over every span, and the fill of the whole stays near its average (~65%,
+// ~18 bytes a span).
 type spanIndex struct {
 	seed   uint64
 	n      int
 	shards [idxShards]idxShard
-	// The zero id marks an empty slot, so a span with it is kept apart.
-	hasZero bool
-	zero    loc
-	sink    uint64 // keeps prefetch's loads
+	sink   uint64 // keeps prefetch's loads
 }
 
 const (
 	idxShards    = 256
-	idxLine      = 4 // slots per 64-byte line, where probing starts
+	idxLine      = 16 // tags per 64-byte line, where probing starts
 	idxMinSlots  = 64
 	idxMaxLoad16 = 13 // grow past 13/16 full
 )
 
-type idxSlot struct {
-	key uint64
-	loc loc
-}
-
 type idxShard struct {
-	slots []idxSlot // len a multiple of idxLine
-	n     int
+	tags []uint32 // 0: empty; len a multiple of idxLine
+	locs []loc
+	n    int
 }
 
 func newSpanIndex() *spanIndex {
@@ -48,105 +45,98 @@ func newSpanIndex() *spanIndex {
 }
 
 // hash mixes the id with a per-store seed (splitmix64's finalizer), so
-// chosen ids cannot pile up in one place.
-func (x *spanIndex) hash(k uint64) uint64 {
-	k ^= x.seed
+// chosen ids cannot pile up in one place. The top byte picks the shard, the
+// low 32 bits are the tag, which also picks the line.
+func (x *spanIndex) hash(id SpanID) (shard int, tag uint32) {
+	k := binary.LittleEndian.Uint64(id[:]) ^ x.seed
 	k = (k ^ (k >> 30)) * 0xbf58476d1ce4e5b9
 	k = (k ^ (k >> 27)) * 0x94d049bb133111eb
-	return k ^ (k >> 31)
+	k ^= k >> 31
+	tag = uint32(k)
+	if tag == 0 {
+		tag = 1
+	}
+	return int(k >> 56), tag
 }
 
-// home is the first slot to probe for hash h in a shard of len(slots).
-func home(h uint64, slots int) int {
-	hi, _ := bits.Mul64(h<<8, uint64(slots/idxLine))
+// home is the first slot to probe for tag in a shard of slots slots.
+func home(tag uint32, slots int) int {
+	hi, _ := bits.Mul32(tag, uint32(slots/idxLine))
 	return int(hi) * idxLine
 }
 
-func key(id SpanID) uint64 { return binary.LittleEndian.Uint64(id[:]) }
-
 func (x *spanIndex) Len() int { return x.n }
 
-// find returns the slot of k in sh, or -1.
-func (sh *idxShard) find(k, h uint64) int {
+// find returns the slot holding tag whose location is, says is, id's, or
+// -1.
+func (sh *idxShard) find(tag uint32, is func(loc) bool) int {
 	if sh.n == 0 {
 		return -1
 	}
-	s := sh.slots
-	for i := home(h, len(s)); ; {
-		switch s[i].key {
-		case k:
-			return i
+	t := sh.tags
+	for i := home(tag, len(t)); ; {
+		switch t[i] {
+		case tag:
+			if is(sh.locs[i]) {
+				return i
+			}
 		case 0:
 			return -1
 		}
-		if i++; i == len(s) {
+		if i++; i == len(t) {
 			i = 0
 		}
 	}
 }
 
-func (x *spanIndex) get(id SpanID) (loc, bool) {
-	k := key(id)
-	if k == 0 {
-		if !x.hasZero {
-			return loc{}, false
-		}
-		return x.zero, true
-	}
-	h := x.hash(k)
-	sh := &x.shards[h>>56]
-	if i := sh.find(k, h); i >= 0 {
-		return sh.slots[i].loc, true
+// get returns the location of id; is confirms a candidate location holds
+// id.
+func (x *spanIndex) get(id SpanID, is func(loc) bool) (loc, bool) {
+	s, tag := x.hash(id)
+	sh := &x.shards[s]
+	if i := sh.find(tag, is); i >= 0 {
+		return sh.locs[i], true
 	}
 	return loc{}, false
 }
 
 // set puts or replaces the entry of id.
-func (x *spanIndex) set(id SpanID, l loc) {
-	k := key(id)
-	if k == 0 {
-		if !x.hasZero {
-			x.n++
-		}
-		x.hasZero, x.zero = true, l
+func (x *spanIndex) set(id SpanID, l loc, is func(loc) bool) {
+	s, tag := x.hash(id)
+	sh := &x.shards[s]
+	if i := sh.find(tag, is); i >= 0 {
+		sh.locs[i] = l
 		return
 	}
-	h := x.hash(k)
-	sh := &x.shards[h>>56]
-	if (sh.n+1)*16 > len(sh.slots)*idxMaxLoad16 {
-		x.grow(sh)
+	if (sh.n+1)*16 > len(sh.tags)*idxMaxLoad16 {
+		sh.grow()
 	}
-	s := sh.slots
-	for i := home(h, len(s)); ; {
-		switch s[i].key {
-		case k:
-			s[i].loc = l
-			return
-		case 0:
-			s[i] = idxSlot{k, l}
+	t := sh.tags
+	for i := home(tag, len(t)); ; {
+		if t[i] == 0 {
+			t[i], sh.locs[i] = tag, l
 			sh.n++
 			x.n++
 			return
 		}
-		if i++; i == len(s) {
+		if i++; i == len(t) {
 			i = 0
 		}
 	}
 }
 
 // grow rebuilds sh at half full.
-func (x *spanIndex) grow(sh *idxShard) {
+func (sh *idxShard) grow() {
 	size := max(idxMinSlots, (sh.n+1)*2)
 	size = (size + idxLine - 1) / idxLine * idxLine
-	old := sh.slots
-	s := make([]idxSlot, size)
-	for _, e := range old {
-		if e.key == 0 {
+	tags, locs := make([]uint32, size), make([]loc, size)
+	for j, tag := range sh.tags {
+		if tag == 0 {
 			continue
 		}
-		for i := home(x.hash(e.key), size); ; {
-			if s[i].key == 0 {
-				s[i] = e
+		for i := home(tag, size); ; {
+			if tags[i] == 0 {
+				tags[i], locs[i] = tag, sh.locs[j]
 				break
 			}
 			if i++; i == size {
@@ -154,61 +144,54 @@ func (x *spanIndex) grow(sh *idxShard) {
 			}
 		}
 	}
-	sh.slots = s
+	sh.tags, sh.locs = tags, locs
 }
 
-// del removes id, shifting later entries of its run back so that no
-// lookup stops early at the hole.
-func (x *spanIndex) del(id SpanID) {
-	k := key(id)
-	if k == 0 {
-		if x.hasZero {
-			x.n--
-		}
-		x.hasZero, x.zero = false, loc{}
-		return
-	}
-	h := x.hash(k)
-	sh := &x.shards[h>>56]
-	hole := sh.find(k, h)
+// del removes id and reports whether it was there, shifting later entries
+// of its run back so that no lookup stops early at the hole.
+func (x *spanIndex) del(id SpanID, is func(loc) bool) bool {
+	s, tag := x.hash(id)
+	sh := &x.shards[s]
+	hole := sh.find(tag, is)
 	if hole < 0 {
-		return
+		return false
 	}
-	s := sh.slots
-	n := len(s)
+	t, ls := sh.tags, sh.locs
+	n := len(t)
 	for j := hole; ; {
 		if j++; j == n {
 			j = 0
 		}
-		if s[j].key == 0 {
+		if t[j] == 0 {
 			break
 		}
 		// The entry at j may fill the hole unless its home lies
 		// cyclically in (hole, j]: it would then sit before its home.
-		hm := home(x.hash(s[j].key), n)
+		hm := home(t[j], n)
 		if (j > hole && (hm <= hole || hm > j)) || (j < hole && hm <= hole && hm > j) {
-			s[hole] = s[j]
+			t[hole], ls[hole] = t[j], ls[j]
 			hole = j
 		}
 	}
-	s[hole] = idxSlot{}
+	t[hole], ls[hole] = 0, loc{}
 	sh.n--
 	x.n--
 	if sh.n == 0 {
-		sh.slots = nil
+		sh.tags, sh.locs = nil, nil
 	}
+	return true
 }
 
-// prefetch touches the first slot of each id's probe, so that the cache
+// prefetch touches the first line of each id's probe, so that the cache
 // misses of a batch overlap instead of coming one at a time.
 func (x *spanIndex) prefetch(ids func(i int) SpanID, n int) {
 	var sum uint64
 	for i := range n {
-		k := key(ids(i))
-		h := x.hash(k)
-		sh := &x.shards[h>>56]
-		if len(sh.slots) > 0 {
-			sum += sh.slots[home(h, len(sh.slots))].key
+		s, tag := x.hash(ids(i))
+		sh := &x.shards[s]
+		if len(sh.tags) > 0 {
+			h := home(tag, len(sh.tags))
+			sum += uint64(sh.tags[h]) + uint64(sh.locs[h].frag)
 		}
 	}
 	x.sink = sum

@@ -16,19 +16,24 @@ func cpuNow() int64 {
 }
 
 // The index agrees with a Go map through random puts, replacements and
-// deletions, including the zero id and ids chosen to share a home slot.
+// deletions. Locations name a slot of a side table holding the id, as a
+// fragment's span holds its id; ids are drawn from a small space so that
+// replacements and deletions of present ids are frequent, and some are
+// chosen to share a tag's line.
 func TestSpanIndexAgainstMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := newSpanIndex()
 	ref := map[SpanID]loc{}
+	held := map[loc]SpanID{} // what each location holds
+	is := func(id SpanID) func(loc) bool {
+		return func(l loc) bool { return held[l] == id }
+	}
 	id := func(k uint64) SpanID {
 		var s SpanID
 		binary.LittleEndian.PutUint64(s[:], k)
 		return s
 	}
-	// A small key space makes replacements and deletions of present keys
-	// frequent; occasional zero ids test the side entry.
-	for step := 0; step < 400_000; step++ {
+	for step := 0; step < 300_000; step++ {
 		k := rng.Uint64N(50_000)
 		if step%1000 == 0 {
 			k = 0
@@ -36,14 +41,26 @@ func TestSpanIndexAgainstMap(t *testing.T) {
 		s := id(k * 0x9e3779b97f4a7c15)
 		switch op := rng.IntN(10); {
 		case op < 6:
+			// As in the store, the span is at its new place before the
+			// index moves it, and still at the old one.
 			l := loc{frag: uint32(step), idx: uint32(k)}
-			x.set(s, l)
+			held[l] = s
+			x.set(s, l, is(s))
+			if old, ok := ref[s]; ok {
+				delete(held, old)
+			}
 			ref[s] = l
 		case op < 9:
-			x.del(s)
+			got := x.del(s, is(s))
+			if _, want := ref[s]; got != want {
+				t.Fatalf("step %d: del(%v) = %v, want %v", step, s, got, want)
+			}
+			if old, ok := ref[s]; ok {
+				delete(held, old)
+			}
 			delete(ref, s)
 		default:
-			got, ok := x.get(s)
+			got, ok := x.get(s, is(s))
 			want, wok := ref[s]
 			if ok != wok || got != want {
 				t.Fatalf("step %d: get(%v) = %v,%v want %v,%v", step, s, got, ok, want, wok)
@@ -54,45 +71,56 @@ func TestSpanIndexAgainstMap(t *testing.T) {
 		}
 	}
 	for s, want := range ref {
-		if got, ok := x.get(s); !ok || got != want {
+		if got, ok := x.get(s, is(s)); !ok || got != want {
 			t.Fatalf("get(%v) = %v,%v want %v", s, got, ok, want)
 		}
 	}
-	// Deleting everything empties every shard.
 	for s := range ref {
-		x.del(s)
+		x.del(s, is(s))
 	}
 	if x.Len() != 0 {
 		t.Fatalf("Len %d after deleting all", x.Len())
 	}
 	for i := range x.shards {
-		if x.shards[i].n != 0 || x.shards[i].slots != nil {
+		if x.shards[i].n != 0 || x.shards[i].tags != nil {
 			t.Fatalf("shard %d keeps %d entries", i, x.shards[i].n)
 		}
 	}
 }
 
-// Runs that wrap past the end of a shard's slots survive deletion.
-func TestSpanIndexWrap(t *testing.T) {
+// Ids whose tags are equal are told apart by the location test, and runs
+// that wrap past the end of a shard's slots survive deletion.
+func TestSpanIndexSameTagAndWrap(t *testing.T) {
 	x := newSpanIndex()
 	var ids []SpanID
-	// Find ids whose home is the last line of their shard.
+	// Ids of shard 7 whose line is the shard's last.
 	for k := uint64(1); len(ids) < 40; k++ {
 		var s SpanID
 		binary.LittleEndian.PutUint64(s[:], k)
-		h := x.hash(k)
-		if h>>56 == 7 {
+		sh, tag := x.hash(s)
+		if sh == 7 && home(tag, idxMinSlots) == idxMinSlots-idxLine {
 			ids = append(ids, s)
 		}
 	}
+	held := map[loc]SpanID{}
+	is := func(id SpanID) func(loc) bool { return func(l loc) bool { return held[l] == id } }
 	for i, s := range ids {
-		x.set(s, loc{idx: uint32(i)})
+		l := loc{idx: uint32(i)}
+		held[l] = s
+		x.set(s, l, is(s))
+	}
+	// Every tag matches: only the location test tells them apart.
+	same := func(SpanID) func(loc) bool { return func(loc) bool { return true } }
+	if _, ok := x.get(ids[0], same(ids[0])); !ok {
+		t.Fatal("no entry at all")
 	}
 	for i := 0; i < len(ids); i += 2 {
-		x.del(ids[i])
+		if !x.del(ids[i], is(ids[i])) {
+			t.Fatalf("del %d: not found", i)
+		}
 	}
 	for i, s := range ids {
-		l, ok := x.get(s)
+		l, ok := x.get(s, is(s))
 		if ok != (i%2 == 1) || (ok && l.idx != uint32(i)) {
 			t.Fatalf("id %d: %v %v", i, l, ok)
 		}
@@ -106,14 +134,16 @@ func BenchmarkSpanIndex(b *testing.B) {
 	for i := range ids {
 		binary.LittleEndian.PutUint64(ids[i][:], rng.Uint64()|1)
 	}
+	// Tags of random ids rarely collide; the benchmark takes every match.
+	yes := func(loc) bool { return true }
 	b.Run("index", func(b *testing.B) {
 		c0 := cpuNow()
 		for b.Loop() {
 			x := newSpanIndex()
 			for i, s := range ids {
-				x.set(s, loc{idx: uint32(i)})
+				x.set(s, loc{idx: uint32(i)}, yes)
 				if i >= n/2 {
-					x.del(ids[i-n/2])
+					x.del(ids[i-n/2], yes)
 				}
 			}
 		}
@@ -129,9 +159,9 @@ func BenchmarkSpanIndex(b *testing.B) {
 					x.prefetch(func(i int) SpanID { return ids[c-n/2+i] }, 512)
 				}
 				for i := c; i < c+512; i++ {
-					x.set(ids[i], loc{idx: uint32(i)})
+					x.set(ids[i], loc{idx: uint32(i)}, yes)
 					if i >= n/2 {
-						x.del(ids[i-n/2])
+						x.del(ids[i-n/2], yes)
 					}
 				}
 			}

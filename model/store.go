@@ -51,7 +51,7 @@ type Options struct {
 	PublishEvery time.Duration
 	// LeanGC lets the store lower the garbage collector's target (GOGC, a
 	// process-wide setting) once the live heap passes 64 MB, so a large
-	// store peaks at about 1.25x its live size instead of 2x; it restores
+	// store peaks at about 1.2x its live size instead of 2x; it restores
 	// the setting on Close. Meant for the one long-lived store of a
 	// receiving process. Ignored when GOGC or GOMEMLIMIT is set.
 	LeanGC bool
@@ -592,7 +592,7 @@ func (w *writer) parentAt(i int32) (*frag, uint32) {
 
 // lookup finds a stored span of the given trace.
 func (w *writer) lookup(trace TraceID, id SpanID) (*frag, uint32, bool) {
-	if l, ok := w.locs.get(id); ok {
+	if l, ok := w.locs.get(id, w.holds(id)); ok {
 		if f := w.frags[l.frag]; f != nil && f.trace == trace {
 			return f, l.idx, true
 		}
@@ -609,7 +609,8 @@ func (w *writer) lookup(trace TraceID, id SpanID) (*frag, uint32, bool) {
 
 // setLoc records where the span (trace, id) now lives.
 func (w *writer) setLoc(trace TraceID, id SpanID, l loc) {
-	if old, ok := w.locs.get(id); ok {
+	is := w.holds(id)
+	if old, ok := w.locs.get(id, is); ok {
 		if f := w.frags[old.frag]; f != nil && f.trace != trace {
 			w.shared[spanKey{trace, id}] = l
 			return
@@ -617,13 +618,38 @@ func (w *writer) setLoc(trace TraceID, id SpanID, l loc) {
 	} else if len(w.shared) > 0 {
 		delete(w.shared, spanKey{trace, id})
 	}
-	w.locs.set(id, l)
+	w.locs.set(id, l, is)
+}
+
+// moveLoc records that the span (trace, id) moved from one place to
+// another within its fragment; the index entry is found by where it was,
+// since the span there may already be another.
+func (w *writer) moveLoc(trace TraceID, id SpanID, from, to loc) {
+	at := func(l loc) bool {
+		return l.idx == from.idx && (l.frag == from.frag || w.frags[l.frag] == w.frags[from.frag])
+	}
+	if _, ok := w.locs.get(id, at); ok {
+		w.locs.set(id, to, at)
+		return
+	}
+	w.shared[spanKey{trace, id}] = to
+}
+
+// holds returns a test of whether a location holds the span id: the
+// index keeps a tag of the id, not the id.
+func (w *writer) holds(id SpanID) func(loc) bool {
+	return func(l loc) bool {
+		f := w.frags[l.frag]
+		return f != nil && int(l.idx) < len(f.spans) && f.spans[l.idx].SpanID == id
+	}
 }
 
 // delLoc forgets the span (trace, id) of fragment f.
 func (w *writer) delLoc(trace TraceID, id SpanID, f *frag) {
-	if l, ok := w.locs.get(id); ok && (l.frag == f.id || w.frags[l.frag] == f) {
-		w.locs.del(id)
+	mine := func(l loc) bool {
+		return (l.frag == f.id || w.frags[l.frag] == f) && int(l.idx) < len(f.spans) && f.spans[l.idx].SpanID == id
+	}
+	if w.locs.del(id, mine) {
 		return
 	}
 	if len(w.shared) > 0 {
@@ -1293,8 +1319,9 @@ func (w *writer) reorder(f *frag) {
 		}
 		spans[pos[i]] = sp
 	}
-	for i := range spans {
-		w.setLoc(spans[i].TraceID, spans[i].SpanID, loc{frag: f.id, idx: uint32(i)})
+	for i := range f.spans {
+		sp := &f.spans[i]
+		w.moveLoc(sp.TraceID, sp.SpanID, loc{frag: f.id, idx: uint32(i)}, loc{frag: f.id, idx: uint32(pos[i])})
 	}
 	f.spans, f.top, f.ordered = spans, 0, true
 	w.depth, w.count, w.order32 = depth, count, pos
