@@ -313,6 +313,10 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 		case protowire.VarintType:
 			switch f.num {
 			case 6:
+				// The last kind wins, as in proto.Merge; one out of range
+				// reads as unspecified, as the JSON decoder and the record
+				// read it.
+				sp.Kind = model.KindUnspecified
 				if f.v <= uint64(model.KindConsumer) {
 					sp.Kind = model.Kind(f.v)
 				}
@@ -516,7 +520,10 @@ func (d *decoder) anyValue(b []byte) (value, error) {
 // form every decoder keeps such values in, so the same value compares equal
 // whichever format it arrived in.
 func renderList(dst, b []byte, isMap bool, depth int, repaired *int) ([]byte, error) {
-	if depth >= maxDepth {
+	// depth is the list's own value's depth; its elements are one deeper.
+	// The JSON decoder counts the same way: a value nested 32 deep is
+	// refused by both.
+	if depth+1 >= maxDepth {
 		return dst, errTooDeep
 	}
 	open, close := byte('['), byte(']')

@@ -342,7 +342,16 @@ func appendRecordLine(dst []byte, it recordItem) ([]byte, error) {
 		return buf.Bytes(), nil
 	}
 	var req coltrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(it.body, &req); err != nil {
+	err := proto.Unmarshal(it.body, &req)
+	var bad interface{ InvalidUTF8() bool }
+	if errors.As(err, &bad) && bad.InvalidUTF8() {
+		// A string the decoder does not read (a trace_state, a scope
+		// name) is not UTF-8: repaired as the decoder repairs the strings
+		// it reads, the generated types read it.
+		req.Reset()
+		err = proto.Unmarshal(repairProtoStrings(it.body), &req)
+	}
+	if err != nil {
 		return dst, fmt.Errorf("record protobuf request: %w", err)
 	}
 	return appendTraceLines(dst, &req, DefaultMaxLine), nil

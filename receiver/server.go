@@ -379,6 +379,9 @@ func (s *Server) exportTraces(body []byte, f wireFormat) (exportResult, error) {
 		b, rep, err = DecodeProto(l, body, s.cfg.Limits)
 	}
 	s.locals.Put(l)
+	if err == nil && s.rec != nil {
+		err = checkRecordable(body, f)
+	}
 	if err != nil {
 		return exportResult{}, &inputError{err}
 	}
@@ -388,13 +391,8 @@ func (s *Server) exportTraces(body []byte, f wireFormat) (exportResult, error) {
 	}
 	if rep.ValuesRepaired > 0 {
 		s.cfg.Store.CountRepaired(int64(rep.ValuesRepaired))
-		// The record must hold valid text too.
-		if f == formatJSON {
-			body = validJSONBody(body)
-		} else {
-			body = repairProtoStrings(body)
-		}
 	}
+	body = recordBody(body, f, rep)
 	if rep.Rejected > 0 {
 		s.rejected.Add(int64(rep.Rejected))
 		res = exportResult{rejected: int64(rep.Rejected), message: rejectMessage(rep)}
@@ -417,6 +415,19 @@ func (s *Server) exportTraces(body []byte, f wireFormat) (exportResult, error) {
 		s.rec.push(body, f, n)
 	}
 	return res, nil
+}
+
+// recordBody is what the record gets of an accepted request: the body
+// with the strings the decoder repaired repaired the same way, since the
+// record must hold valid text and reopen as the store holds it.
+func recordBody(body []byte, f wireFormat, rep Report) []byte {
+	if rep.ValuesRepaired == 0 {
+		return body
+	}
+	if f == formatJSON {
+		return validJSONBody(body)
+	}
+	return repairProtoStrings(body)
 }
 
 // rejectMessage is the one sentence partial_success carries.

@@ -76,7 +76,7 @@ var traceRequestSchema = func() *wireMsg {
 	anyValue.msgs[5], anyValue.msgs[6] = array, kvlist
 	array.msgs[1], kvlist.msgs[1] = anyValue, kv
 	resource := m()
-	resource.msgs[1] = kv
+	resource.msgs[1], resource.msgs[3] = kv, m(1, 2, 3, 4) // attributes, entity_refs
 	scope := m(1, 2)
 	scope.msgs[3] = kv
 	event, link, status := m(2), m(3), m(2)
@@ -105,7 +105,7 @@ func repairProtoStrings(b []byte) []byte {
 }
 
 func repairWire(dst, b []byte, m *wireMsg, depth int) ([]byte, bool) {
-	if depth > 64 {
+	if depth > 128 { // as wireOK: values nest 32 deep, two messages a level
 		return dst, false
 	}
 	for len(b) > 0 {
