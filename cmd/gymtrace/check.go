@@ -43,7 +43,7 @@ type hopJSON struct {
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	spec := fs.String("spec", "", "the span_groups the capture was made with, for advice (default $"+gate.EnvSpanGroups+", else --gym-config, else default)")
+	spec := fs.String("spec", "", "the span_groups the capture was made with, for advice (default $"+gate.EnvSpanGroups+", else --gym-config, else $"+gate.EnvLensSpanGroups+", else default)")
 	gymConfig := fs.String("gym-config", "", "Gym config YAML to read telemetry.span_groups from")
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	gymVersion := gymVersionFlag(fs)
@@ -74,7 +74,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if _, _, err := pinnedVariant(*gymVersion); err != nil {
 		return fail("%v", err)
 	}
-	specText, source, err := gate.CurrentSpec(*spec, os.Getenv(gate.EnvSpanGroups), *gymConfig)
+	specText, source, err := gate.FindSpec(*spec, os.Getenv, *gymConfig)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 	"github.com/nemo-gym/gymtrace/tui"
@@ -28,7 +29,7 @@ func isTerminal(f *os.File) bool {
 func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 	fs := flag.NewFlagSet("open", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	spec := fs.String("spec", "", "span_groups spec to preview against (default $NEMO_GYM_OTEL_SPAN_GROUPS, else default)")
+	spec := fs.String("spec", "", "span_groups spec to preview against (default $NEMO_GYM_OTEL_SPAN_GROUPS, else $NEMO_LENS_SPAN_GROUPS, else default)")
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	gymVersion := gymVersionFlag(fs)
 	text := fs.Bool("text", false, "print the rollouts as a plain-text tree instead of opening the TUI")
@@ -59,12 +60,10 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
 		return exitUsage
 	}
-	specText := *spec
-	if specText == "" {
-		specText = os.Getenv("NEMO_GYM_OTEL_SPAN_GROUPS")
-	}
-	if specText == "" {
-		specText = "default"
+	specText, specSource, err := gate.FindSpec(*spec, os.Getenv, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
+		return exitUsage
 	}
 
 	store := model.NewStore(model.Options{MaxSpans: *maxSpans})
@@ -104,7 +103,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
 		return exitUsage
 	}
-	current, err := currentSet(reg, specText, "--spec", stderr)
+	current, err := currentSet(reg, specText, specSource, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "gymtrace open: %v (%s)\n", err, vc)
 		return exitUsage

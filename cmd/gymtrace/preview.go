@@ -206,7 +206,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	spec := fs.String("spec", "", "span_groups spec to preview (required), e.g. per_rollout or default,sandbox")
-	current := fs.String("current", "", "the setting in force, shown side by side (default $"+gate.EnvSpanGroups+", else --gym-config, else default)")
+	current := fs.String("current", "", "the setting in force, shown side by side (default $"+gate.EnvSpanGroups+", else --gym-config, else $"+gate.EnvLensSpanGroups+", else default)")
 	gymConfig := fs.String("gym-config", "", "Gym config YAML to read telemetry.span_groups from")
 	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	gymVersion := gymVersionFlag(fs)
@@ -245,7 +245,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	if _, _, err := pinnedVariant(*gymVersion); err != nil {
 		return fail("%v", err)
 	}
-	curSpec, curSource, err := gate.CurrentSpec(*current, os.Getenv(gate.EnvSpanGroups), *gymConfig)
+	curSpec, curSource, err := gate.FindSpec(*current, os.Getenv, *gymConfig)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -153,7 +153,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	f := &serveFlags{}
 	fs.StringVar(&f.GRPCAddr, "grpc-addr", receiver.DefaultGRPCAddr, `OTLP/gRPC listen address ("off" to disable)`)
 	fs.StringVar(&f.HTTPAddr, "http-addr", receiver.DefaultHTTPAddr, `OTLP/HTTP listen address ("off" to disable)`)
-	fs.StringVar(&f.spec, "spec", "", "span_groups spec to preview against (default $"+gate.EnvSpanGroups+", else --gym-config, else default)")
+	fs.StringVar(&f.spec, "spec", "", "span_groups spec to preview against (default $"+gate.EnvSpanGroups+", else --gym-config, else $"+gate.EnvLensSpanGroups+", else default)")
 	fs.StringVar(&f.gymConfig, "gym-config", "", "NeMo Gym config file to read telemetry.span_groups from")
 	fs.StringVar(&f.groups, "groups", "", "groups file adding span groups, presets and rules")
 	fs.StringVar(&f.gymVersion, "gym-version", "", "the Gym telemetry variant ("+strings.Join(gate.VariantNames(), ", ")+
@@ -235,7 +235,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
 		return exitUsage
 	}
-	specText, source, err := gate.CurrentSpec(f.spec, os.Getenv(gate.EnvSpanGroups), f.gymConfig)
+	specText, source, err := gate.FindSpec(f.spec, os.Getenv, f.gymConfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
 		return exitUsage

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,5 +127,47 @@ func TestCheckVariant(t *testing.T) {
 	if c.GymVariant != "G1" || !strings.Contains(c.SpecWarning, "switches telemetry off in every process") ||
 		!strings.Contains(c.SpecWarning, "Unknown span group or preset: 'sandbx'") {
 		t.Errorf("check = %+v", c)
+	}
+}
+
+// TestGymConfigRefused: a span_groups list is a config Gym refuses; the
+// commands that read --gym-config say where and why, exit 2.
+func TestGymConfigRefused(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "gym.yaml")
+	if err := os.WriteFile(cfg, []byte("telemetry:\n  enabled: true\n  span_groups: [server, http_client]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := realAll(t)
+	for name, fn := range map[string]func([]string, *bytes.Buffer, *bytes.Buffer) int{"check": checkCmd, "preview": previewCmd} {
+		args := append([]string{"--gym-config", cfg}, files...)
+		if name == "preview" {
+			args = append([]string{"--spec", "default"}, args...)
+		}
+		code, _, errOut := runGateCmd(t, fn, args...)
+		want := cfg + `:3: telemetry.span_groups is a YAML list: Gym refuses the config (TelemetryConfig: "Input should be a valid string")`
+		if code != exitUsage || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", name, code, errOut, want)
+		}
+	}
+}
+
+// TestLensEnvFallback: NEMO_LENS_SPAN_GROUPS is the setting in force when
+// NEMO_GYM_OTEL_SPAN_GROUPS is unset.
+func TestLensEnvFallback(t *testing.T) {
+	t.Setenv("NEMO_GYM_OTEL_SPAN_GROUPS", "")
+	t.Setenv("NEMO_LENS_SPAN_GROUPS", "per_rollout")
+	code, out, errOut := runGateCmd(t, checkCmd, append([]string{"--json"}, realAll(t)...)...)
+	if code == exitUsage {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var c struct {
+		Spec       string `json:"spec"`
+		SpecSource string `json:"spec_source"`
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Spec != "per_rollout" || c.SpecSource != "NEMO_LENS_SPAN_GROUPS" {
+		t.Errorf("spec %q from %q, want per_rollout from NEMO_LENS_SPAN_GROUPS", c.Spec, c.SpecSource)
 	}
 }
