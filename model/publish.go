@@ -1,0 +1,247 @@
+package model
+
+// Publication: immutable snapshots built from the writer's state,
+// sharing what did not change.
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// publish builds an immutable snapshot from the writer state. Unchanged
+// fragments and rollouts are shared with the previous snapshot. In the
+// common case (rollouts added or changed, none removed, order kept) it
+// copies the previous rollout list and patches it, touching only what
+// changed: a walk over every rollout would cost milliseconds per
+// publication with a million spans stored.
+func (w *writer) publish() *Snapshot {
+	w.pubSeq++
+	w.settle()
+	snap := &Snapshot{Seq: w.pubSeq, Taken: w.s.opts.Now(), strings: w.s.strs}
+	if w.restructure || w.prev == nil {
+		w.compactOrder()
+		sort.SliceStable(w.order, func(i, j int) bool { return w.order[i].seq < w.order[j].seq })
+		snap.Rollouts = make([]*Rollout, 0, len(w.order))
+		for _, r := range w.order {
+			r.idx = int32(len(snap.Rollouts))
+			snap.Rollouts = append(snap.Rollouts, w.pubRoll(r))
+		}
+	} else {
+		snap.Rollouts = make([]*Rollout, len(w.prev), len(w.prev)+len(w.fresh))
+		copy(snap.Rollouts, w.prev)
+		for _, r := range w.changed {
+			if r.idx >= 0 && !r.dead {
+				snap.Rollouts[r.idx] = w.pubRoll(r)
+			}
+		}
+		for _, r := range w.fresh {
+			if !r.dead {
+				r.idx = int32(len(snap.Rollouts))
+				snap.Rollouts = append(snap.Rollouts, w.pubRoll(r))
+			}
+		}
+	}
+	for _, r := range w.changed {
+		r.dirty = false
+	}
+	clear(w.changed)
+	w.changed = w.changed[:0]
+	clear(w.fresh)
+	w.fresh = w.fresh[:0]
+	w.restructure = false
+	w.prev = snap.Rollouts
+	liveJobs := 0
+	for _, j := range w.jobs {
+		if _, live := w.frags[j.id]; live {
+			snap.Jobs = append(snap.Jobs, w.pubFrag(j))
+			liveJobs++
+		}
+	}
+	snap.Services = append([]int64(nil), w.services...)
+	w.lastMetrics, w.lastLogs = w.s.metrics.Load(), w.s.logs.Load()
+	// Per-name counts change rarely next to spans: copy them only when they
+	// did, so readers can also compare the map identity cheaply.
+	if g := w.s.metricNames.gen.Load(); g != w.lastMetricGen || w.metricsPub == nil {
+		w.metricsPub, w.lastMetricGen = w.s.metricNames.snapshot()
+		if w.metricsPub == nil {
+			w.metricsPub = map[string]int64{}
+		}
+	}
+	snap.Metrics = w.metricsPub
+	snap.Stats = Stats{
+		Accepted:        w.s.accepted.Load(),
+		Refused:         w.s.refused.Load(),
+		Stored:          w.stored,
+		StoredBytes:     w.bytes,
+		StringsDropped:  w.s.strs.dropped.Load(),
+		StringBytes:     w.s.strs.bytes.Load(),
+		Duplicates:      w.dups,
+		EvictedSpans:    w.evSpans,
+		EvictedRollouts: w.evRolls,
+		Rollouts:        len(snap.Rollouts),
+		Fragments:       w.nfrags - liveJobs, // every other fragment is in a rollout
+		Traces:          len(w.traces),
+		MetricPoints:    w.lastMetrics,
+		LogRecords:      w.lastLogs,
+		AttrsDropped:    w.s.attrsCapped.Load(),
+		ValuesTruncated: w.s.valuesCapped.Load(),
+		EventsDropped:   w.s.eventsCapped.Load(),
+		LinksDropped:    w.s.linksCapped.Load(),
+		NamesTruncated:  w.s.namesCapped.Load(),
+	}
+	snap.Stats.ValuesRepaired = w.s.repaired.Load()
+	w.lastReqRefused = w.s.reqRefused.Load()
+	snap.Stats.RequestsRefused = w.lastReqRefused
+	if r := w.s.lastRefusal.Load(); r != nil {
+		snap.Stats.LastRefusal = *r
+	}
+	if w.lastNotRecorded = w.s.notRecorded.Load(); w.lastNotRecorded > 0 {
+		snap.Stats.NotRecorded = w.lastNotRecorded
+		w.s.recordMu.Lock()
+		snap.Stats.RecordError = w.s.recordCause
+		w.s.recordMu.Unlock()
+	}
+	return snap
+}
+
+// pubRoll returns the published form of r, building it anew when r changed.
+func (w *writer) pubRoll(r *roll) *Rollout {
+	if !r.dirty && r.pub != nil {
+		return r.pub
+	}
+	w.version++
+	r.version = w.version
+	pr := &Rollout{ID: r.key, Synthetic: r.synthetic, Version: r.version, FirstSeen: time.Unix(0, r.firstSeen), LastSeen: time.Unix(0, r.lastSeen)}
+	frags := r.frags
+	if int(r.live) < len(frags) {
+		frags = make([]*frag, 0, r.live)
+		for _, f := range r.frags {
+			if f != nil {
+				frags = append(frags, f)
+			}
+		}
+	}
+	pr.Fragments = make([]*Fragment, len(frags))
+	var traces map[TraceID]bool // only for rollouts split into many fragments
+	if len(frags) > 16 {
+		traces = make(map[TraceID]bool, len(frags))
+		for _, f := range frags {
+			traces[f.trace] = true
+		}
+		pr.Traces = len(traces)
+	}
+	for i, f := range frags {
+		pf := w.pubFrag(f)
+		pr.Fragments[i] = pf
+		pr.Spans += len(pf.Spans)
+		pr.Errors += int(f.errors)
+		if i == 0 || f.start < pr.Start {
+			pr.Start = f.start
+		}
+		if f.end > pr.End {
+			pr.End = f.end
+		}
+		if traces != nil {
+			continue
+		}
+		// Distinct traces: rollouts have few fragments, so a scan beats a map.
+		seen := false
+		for _, g := range frags[:i] {
+			if g.trace == f.trace {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			pr.Traces++
+		}
+	}
+	r.pub = pr
+	r.dirty = false
+	return pr
+}
+
+func (w *writer) pubFrag(f *frag) *Fragment {
+	if f.dirty || f.pub == nil {
+		if !f.ordered {
+			w.reorder(f)
+		}
+		w.settling = append(w.settling, f)
+		w.version++
+		f.pub = &Fragment{
+			TraceID:   f.trace,
+			Spans:     f.spans[:len(f.spans):len(f.spans)],
+			TopParent: f.spans[f.top].ParentID,
+			Job:       f.job,
+			Version:   w.version,
+		}
+		f.dirty = false
+	}
+	return f.pub
+}
+
+// reorder puts f's spans in the order Fragment promises (the top first,
+// every span after its parent), keeping their relative order otherwise,
+// in a new array: published snapshots keep the old one.
+func (w *writer) reorder(f *frag) {
+	n := len(f.spans)
+	depth := slices.Grow(w.depth[:0], n)[:n]
+	for i := range depth {
+		depth[i] = -1
+	}
+	maxDepth := int32(0)
+	for i := range f.spans {
+		path := w.path[:0]
+		j := int32(i)
+		for depth[j] == -1 {
+			depth[j] = -2 // on the path
+			path = append(path, j)
+			p := f.spans[j].Parent
+			if p < 0 {
+				break
+			}
+			j = p
+		}
+		base := int32(-1)
+		switch {
+		case depth[j] >= 0:
+			base = depth[j]
+		case j != f.top:
+			base = 0 // a loop, or a second span without parent: below the top
+		}
+		for k := len(path) - 1; k >= 0; k-- {
+			base++
+			depth[path[k]] = base
+		}
+		maxDepth = max(maxDepth, base)
+		w.path = path
+	}
+	count := slices.Grow(w.count[:0], int(maxDepth)+2)[:maxDepth+2]
+	clear(count)
+	for _, d := range depth {
+		count[d+1]++
+	}
+	for d := 1; d < len(count); d++ {
+		count[d] += count[d-1]
+	}
+	pos := slices.Grow(w.order32[:0], n)[:n] // old index -> new
+	for i, d := range depth {
+		pos[i] = count[d]
+		count[d]++
+	}
+	spans := make([]Span, n)
+	for i := range f.spans {
+		sp := f.spans[i]
+		if sp.Parent >= 0 {
+			sp.Parent = pos[sp.Parent]
+		}
+		spans[pos[i]] = sp
+	}
+	for i := range f.spans {
+		sp := &f.spans[i]
+		w.moveLoc(sp.TraceID, sp.SpanID, loc{frag: f.id, idx: uint32(i)}, loc{frag: f.id, idx: uint32(pos[i])})
+	}
+	f.spans, f.top, f.ordered = spans, 0, true
+	w.depth, w.count, w.order32 = depth, count, pos
+}
