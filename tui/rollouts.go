@@ -337,10 +337,17 @@ func (l *rolloutList) rebuild() {
 			}
 		}
 	}
-	if r := l.Selected(); r != nil {
+	if r := l.Selected(); r != nil && !isApart(r.ID) {
+		// A run-level row the cursor merely started on (probes arrive
+		// before any rollout) is not held once rollouts come.
 		l.selected = r.ID
 	}
 	l.render()
+}
+
+// isApart reports whether a row id is one of gate's Apart rows.
+func isApart(id string) bool {
+	return strings.HasPrefix(id, gate.RunRowPrefix) || id == gate.UnattributedRow
 }
 
 // waitingOrphan reports a rollout that is nothing yet but spans exported
