@@ -160,7 +160,9 @@ func TestTmuxDemo(t *testing.T) {
 	// The run's gym.job span ends last; once it is in, the run is one
 	// trace beside the three servers' health probes.
 	s.waitFor("the whole run in one trace", regexp.MustCompile(`traces\s+4\s+4\s`))
-	s.keys("j", "j")
+	// From the top: the run-level rows (listed after the rollouts) may
+	// still be arriving and take the cursor.
+	s.keys("g", "j", "j")
 	s.waitFor("the third rollout's trace", regexp.MustCompile(`Trace ~[0-9a-f]{8}/[0-9a-f]{16} · \d+ spans · 1 trace`))
 
 	s.keys("Tab", "Tab", "Space")
