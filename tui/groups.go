@@ -477,13 +477,25 @@ func (g *groupsPanel) summaryLines(w int) []string {
 	n := projections[g.proj]
 	cs, cb := cur.Project(n)
 	ps, pb := prev.Project(n)
-	text := fmt.Sprintf("current → preview: spans %s → %s · traces %s → %s · %s → %s · × %s rollouts %s → %s",
+	// current→preview, tight: the numbers, then the joining verdict with
+	// its first reason, in as few lines as a short panel has.
+	text := fmt.Sprintf("spans %s→%s · traces %s→%s · %s→%s · ×%s %s→%s",
 		fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
 		fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)),
 		fmtBytes(cur.Result.Bytes), fmtBytes(prev.Result.Bytes),
-		fmtCount(int64(n)), fmtCount(int64(cs))+" · "+fmtBytes(cb), fmtCount(int64(ps))+" · "+fmtBytes(pb))
+		fmtCount(int64(n)), fmtCount(int64(cs))+" "+fmtBytes(cb), fmtCount(int64(ps))+" "+fmtBytes(pb))
+	if ansi.StringWidth(text) > w {
+		text = fmt.Sprintf("spans %s→%s · traces %s→%s · %s→%s · ×%s %s→%s",
+			fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
+			fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)),
+			fmtBytes(cur.Result.Bytes), fmtBytes(prev.Result.Bytes),
+			fmtCount(int64(n)), fmtCount(int64(cs)), fmtCount(int64(ps)))
+	}
 	out := wrap(text, w)
 	join := "joining " + g.joinText(cur) + " → " + g.joinText(prev)
+	if g.joinText(cur) == g.joinText(prev) {
+		join = "joining " + g.joinText(prev) + " (both)"
+	}
 	side := prev
 	if _, split, _ := g.joinCounts(prev); split == 0 {
 		side = cur
@@ -491,7 +503,7 @@ func (g *groupsPanel) summaryLines(w int) []string {
 	ch, bs := captureHops(g.check), aggregateBreaks(side, g.pending)
 	switch {
 	case len(ch) > 0:
-		join += ": in capture " + hopText(ch[0].from, ch[0].to, "", ch[0].reason)
+		join += ": in capture " + hopText(ch[0].from, ch[0].to, "", shortReason(ch[0].reason))
 	case len(bs) > 0:
 		join += ": " + hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
 		if fix := hopFix(bs[0].reason); fix != "" {

@@ -609,7 +609,8 @@ func (m *Model) layout() {
 		m.rects[slotTrace] = rect{left, headerLines, m.width - left, top}
 		m.rects[slotGroups] = rect{0, headerLines + top, m.width, avail - top}
 	} else {
-		// Stacked: the focused panel gets half the height.
+		// Stacked: the focused panel gets half the height; of the rest the
+		// span groups get the larger share, for the what-if answer.
 		big := avail / 2
 		small := (avail - big) / 2
 		y := headerLines
@@ -617,6 +618,8 @@ func (m *Model) layout() {
 			h := small
 			if s == m.focus {
 				h = big
+			} else if s == slotGroups {
+				h = avail - big - small
 			}
 			if s == numSlots-1 {
 				h = headerLines + avail - y

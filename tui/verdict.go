@@ -105,3 +105,17 @@ func splitIn(c *gate.CheckReport) map[string]bool {
 	}
 	return out
 }
+
+// shortReason keeps a check reason's finding and its likely fix, the
+// parenthesised end, dropping the explanation between: "CLIENT span has no
+// SERVER child (server off in nemo-gym/policy_model?)".
+func shortReason(reason string) string {
+	head, _, ok := strings.Cut(reason, ": ")
+	if !ok {
+		return reason
+	}
+	if i := strings.LastIndex(reason, " ("); i >= 0 && strings.HasSuffix(reason, ")") {
+		return head + reason[i:]
+	}
+	return head
+}
