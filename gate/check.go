@@ -147,7 +147,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			entry = i
 		}
 	}
-	if entry >= 0 && r.Fragments[entry].TopParent.IsZero() && !r.Synthetic {
+	if entry >= 0 && r.Fragments[entry].TopParent.IsZero() {
 		top := &r.Fragments[entry].Spans[0]
 		c.entry, c.entryTop, c.entryKnd = strayRoot{res: top.Resource, name: DisplayName(e.in, top), start: top.Start}, true, top.Kind
 	}

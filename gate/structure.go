@@ -322,6 +322,89 @@ func rolloutIDOf(in *model.Interner, sp *model.Span) string {
 	return strings.Clone(id)
 }
 
+// cref is a dangling CLIENT span of a unit.
+type cref struct {
+	unit int
+	c    *danglingClient
+	used bool
+}
+
+// need is a unit looking for the call that caused it.
+type need struct {
+	unit  int   // -1 once attributed
+	cands []int // indices into the clients
+}
+
+// maxLeakMatch bounds the leaks matched as a whole (an augmenting-path
+// matching, quadratic at worst); past it they are matched closest first.
+const maxLeakMatch = 4096
+
+// matchLeaks pairs carried-over request spans with the calls that made
+// them. A carry-over always leaves its caller's CLIENT span without a child,
+// so every leak has a free call on its route and host: the pairing is a
+// matching, found whole (augmenting paths, cheapest candidates tried first),
+// with no time window beyond the call starting first (under load a
+// handler's span may open long after the call).
+func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, parent int)) {
+	var leaks []int
+	for n := range needs {
+		if needs[n].unit >= 0 && us[needs[n].unit].info.leak {
+			leaks = append(leaks, n)
+		}
+	}
+	if len(leaks) == 0 {
+		return
+	}
+	adj := make(map[int][]int, len(leaks))
+	for _, n := range leaks {
+		info := us[needs[n].unit].info
+		type cand struct {
+			k    int
+			cost int64
+		}
+		var cs []cand
+		for k := range clients {
+			c := clients[k].c
+			if clients[k].used || clients[k].unit == needs[n].unit || c.start > info.start+callSlack {
+				continue
+			}
+			if (info.host != "" && c.host != info.host) || (info.path != "" && c.path != "" && c.path != info.path) {
+				continue
+			}
+			cs = append(cs, cand{k, matchCost(info.start, info.end, c.start, c.end)})
+		}
+		sort.Slice(cs, func(a, b int) bool { return cs[a].cost < cs[b].cost })
+		for _, c := range cs {
+			adj[n] = append(adj[n], c.k)
+		}
+	}
+	matched := map[int]int{} // client -> need
+	var try func(n int, seen map[int]bool) bool
+	try = func(n int, seen map[int]bool) bool {
+		for _, k := range adj[n] {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if m, ok := matched[k]; !ok || (len(leaks) <= maxLeakMatch && try(m, seen)) {
+				matched[k] = n
+				return true
+			}
+		}
+		return false
+	}
+	for _, n := range leaks {
+		try(n, map[int]bool{})
+	}
+	for k, n := range matched {
+		clients[k].used = true
+		u := &us[needs[n].unit]
+		u.graft, u.at, u.how = clients[k].unit, clients[k].c.span, attrClient
+		union(needs[n].unit, clients[k].unit)
+		needs[n].unit = -1
+	}
+}
+
 // gunit is one unit in the structure being built.
 type gunit struct {
 	f     *model.Fragment
@@ -442,11 +525,6 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 		}
 	}
 	// Dangling CLIENT spans, by start time.
-	type cref struct {
-		unit int
-		c    *danglingClient
-		used bool
-	}
 	var clients []cref
 	maxDur := int64(0)
 	for i := range us {
@@ -459,10 +537,6 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 	sort.Slice(clients, func(a, b int) bool { return clients[a].c.start < clients[b].c.start })
 	// Units that need a caller: orphans, leaked request spans, and rollout
 	// units whose top is the agent's side of a /run call.
-	type need struct {
-		unit  int
-		cands []int // indices into clients
-	}
 	var needs []need
 	for i := range us {
 		u := &us[i]
@@ -559,8 +633,12 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 		need, client int
 		gap          int64
 	}
+	matchLeaks(us, needs, clients, union)
 	var edges []edge
 	for n := range needs {
+		if needs[n].unit < 0 {
+			continue
+		}
 		info := us[needs[n].unit].info
 		for _, k := range needs[n].cands {
 			c := clients[k].c
