@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/hex"
 	"hash/maphash"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -221,6 +222,12 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 		d := depth[i]
 		switch sp.Kind {
 		case model.KindClient:
+			if called[i] && d > maxAnchorDepth {
+				// Answered and too deep to start a rollout: a call, and
+				// nothing to read from its attributes.
+				u.calls++
+				break
+			}
 			// spanRoute's path of a CLIENT span, with the host from the
 			// same URL: one walk of the attributes instead of three.
 			url, ok := firstAttr(in, sp.Attrs, urlKeys)
@@ -240,8 +247,11 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 			}
 		case model.KindServer, model.KindInternal:
 			if sp.Kind == model.KindServer || (int32(i) == u.root && u.leak) || (sp.Kind == model.KindInternal && d == 0 && isRequestSpan(in, sp)) {
-				if h := hostOf(in, sp); h != "" && (len(u.servers) == 0 || u.servers[len(u.servers)-1].host != h) {
-					u.servers = append(u.servers, hostRes{host: h, res: sp.Resource})
+				// One host per process is enough: read it once per unit.
+				if !slices.ContainsFunc(u.servers, func(h hostRes) bool { return h.res == sp.Resource }) {
+					if h := hostOf(in, sp); h != "" {
+						u.servers = append(u.servers, hostRes{host: h, res: sp.Resource})
+					}
 				}
 				if d <= maxAnchorDepth && u.idRank < 3 {
 					if _, path := spanRoute(in, sp); path == "/run" {
@@ -252,7 +262,10 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 				u.idSpan, u.idRank = int32(i), 2
 			}
 		}
-		if u.rid == "" && d <= maxAnchorDepth+1 && sp.Attrs != "" {
+		// Rollout ids sit on CLIENT and semantic spans (and in a top's
+		// path): the request spans' long attribute lists are skipped.
+		if u.rid == "" && d <= maxAnchorDepth+1 && sp.Attrs != "" &&
+			(d == 0 || sp.Kind == model.KindClient || strings.HasPrefix(in.Str(sp.Name), "gym.")) {
 			u.rid = rolloutIDOf(in, sp)
 		}
 	}
