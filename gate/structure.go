@@ -986,3 +986,18 @@ func distinctTraces(fs []*model.Fragment) int {
 	}
 	return len(seen)
 }
+
+// Listed returns the structured snapshot with the Apart rows after the
+// rollouts (gym.job aside: snapshots list it on their own), for views that
+// print everything; Stats.Rollouts still counts the rollouts only.
+func (s *Structure) Listed() *model.Snapshot {
+	rows := append([]*model.Rollout(nil), s.Snap.Rollouts...)
+	for _, r := range s.Apart() {
+		if r.ID != RunRowPrefix+RunJob.String() {
+			rows = append(rows, r)
+		}
+	}
+	d := s.Snap.Derive(rows)
+	d.Stats.Rollouts = len(s.Snap.Rollouts)
+	return d
+}

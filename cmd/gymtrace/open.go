@@ -42,7 +42,8 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 			"the format is detected per file, - reads stdin).\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	files, err := parseInterleaved(fs, args) // flags before, between or after the files, as every command
+	if err != nil {
 		return exitUsage
 	}
 	worth, err := wf.ui()
@@ -50,7 +51,6 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
 		return exitUsage
 	}
-	files := fs.Args()
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "gymtrace open: no files given")
 		fs.Usage()
@@ -109,7 +109,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		return exitUsage
 	}
 	if *text || !tty {
-		if err := tui.PlainTree(stdout, snap); err != nil {
+		if err := tui.PlainTree(stdout, gate.NewEngine(reg).Structure(snap).Listed()); err != nil {
 			fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
 			return exitUsage
 		}
