@@ -178,7 +178,9 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 					hasClientChild[p] = true
 				}
 			}
-			if sp.Kind == model.KindServer {
+			// One host per process is enough: read it from its first
+			// SERVER span in the rollout, not from every one.
+			if sp.Kind == model.KindServer && !slices.ContainsFunc(c.hosts, func(h hostRes) bool { return h.res == sp.Resource }) {
 				if u, ok := firstAttr(in, sp.Attrs, urlKeys); ok {
 					if h, _ := splitURL(u); h != "" {
 						c.hosts = append(c.hosts, hostRes{h, sp.Resource})
