@@ -78,19 +78,12 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	store, snap, frep, err := loadCaptures(files)
-	defer store.Close()
+	c, err := openCaptures(files, *gymVersion, *groups)
 	if err != nil {
 		return fail("%v", err)
 	}
-	vc, err := chooseVariant(*gymVersion, snap)
-	if err != nil {
-		return fail("%v", err)
-	}
-	reg, err := loadRegistry(vc, *groups)
-	if err != nil {
-		return fail("%v", err)
-	}
+	defer c.store.Close()
+	snap, frep, vc, reg := c.snap, c.frep, c.vc, c.reg
 	if snap, err = selectWhere(reg, snap, *where); err != nil {
 		return fail("%v", err)
 	}

@@ -121,23 +121,13 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return fail("want ROLLOUT_A ROLLOUT_B and at least one capture file")
 	}
 	idA, idB, files := pos[0], pos[1], pos[2:]
-	if _, _, err := pinnedVariant(*gymVersion); err != nil {
-		return fail("%v", err)
-	}
-	storeA, snapA, _, err := loadCaptures(files)
-	defer storeA.Close()
-	if err != nil {
-		return fail("%v", err)
-	}
 	// The specs mean what A's Gym variant makes of them.
-	vc, err := chooseVariant(*gymVersion, snapA)
+	c, err := openCaptures(files, *gymVersion, *groups)
 	if err != nil {
 		return fail("%v", err)
 	}
-	reg, err := loadRegistry(vc, *groups)
-	if err != nil {
-		return fail("%v", err)
-	}
+	defer c.store.Close()
+	snapA, vc, reg := c.snap, c.vc, c.reg
 	snapB, filesB := snapA, files
 	if len(bFiles) > 0 {
 		storeB, s, _, err := loadCaptures(bFiles)

@@ -58,23 +58,13 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return fail("no capture files given")
 	}
-	if _, _, err := pinnedVariant(*gymVersion); err != nil {
-		return fail("%v", err)
-	}
-	store, snap, _, err := loadCaptures(files)
-	defer store.Close()
-	if err != nil {
-		return fail("%v", err)
-	}
 	// The spec means what the capture's Gym variant makes of it.
-	vc, err := chooseVariant(*gymVersion, snap)
+	c, err := openCaptures(files, *gymVersion, *groups)
 	if err != nil {
 		return fail("%v", err)
 	}
-	reg, err := loadRegistry(vc, *groups)
-	if err != nil {
-		return fail("%v", err)
-	}
+	defer c.store.Close()
+	snap, reg := c.snap, c.reg
 	var set *gate.Set
 	if *spec != "" {
 		s, err := reg.Parse(*spec)

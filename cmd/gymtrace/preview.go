@@ -252,21 +252,14 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	if *current != "" {
 		curSource = "--current"
 	}
-	store, snap, frep, err := loadCaptures(files)
-	defer store.Close()
+	// The variant decides what the spec means: --gym-version, else what
+	// the whole capture shows.
+	c, err := openCaptures(files, *gymVersion, *groups)
 	if err != nil {
 		return fail("%v", err)
 	}
-	// The variant decides what the spec means, so it is chosen first: from
-	// --gym-version, else from what the whole capture shows.
-	vc, err := chooseVariant(*gymVersion, snap)
-	if err != nil {
-		return fail("%v", err)
-	}
-	reg, err := loadRegistry(vc, *groups)
-	if err != nil {
-		return fail("%v", err)
-	}
+	defer c.store.Close()
+	snap, frep, vc, reg := c.snap, c.frep, c.vc, c.reg
 	if snap, err = selectWhere(reg, snap, *where); err != nil {
 		return fail("%v", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
 )
 
 // SourceGymVersionFlag is the variant source when --gym-version chose it.
@@ -83,4 +84,35 @@ func currentSet(reg *gate.Registry, spec, source string, warn io.Writer) (gate.S
 		fmt.Fprintf(warn, "gymtrace: span_groups %q from %s: %s\n", spec, source, res.Effect())
 	}
 	return res.Set, nil
+}
+
+// captures is what every command that reads capture files starts from: the
+// loaded store, what reading reported, and the Gym variant and registry the
+// capture's specs are read with.
+type captures struct {
+	store *model.Store
+	snap  *model.Snapshot
+	frep  receiver.FileReport
+	vc    variantChoice
+	reg   *gate.Registry
+}
+
+// openCaptures checks --gym-version before reading anything, reads files,
+// then picks the variant (--gym-version, else what the capture shows) and
+// its registry, extended by --groups. On error nothing is left open.
+func openCaptures(files []string, gymVersion, groups string) (*captures, error) {
+	if _, _, err := pinnedVariant(gymVersion); err != nil {
+		return nil, err
+	}
+	store, snap, frep, err := loadCaptures(files)
+	if err == nil {
+		c := &captures{store: store, snap: snap, frep: frep}
+		if c.vc, err = chooseVariant(gymVersion, snap); err == nil {
+			if c.reg, err = loadRegistry(c.vc, groups); err == nil {
+				return c, nil
+			}
+		}
+	}
+	store.Close()
+	return nil, err
 }
