@@ -121,21 +121,7 @@ func (s *Store) Interner() *Interner { return s.strs }
 // Submit queues a batch without blocking. It returns ErrFull when the queue is
 // full (the caller answers retryable) and ErrClosed after Close. The store
 // owns b.Spans afterwards.
-func (s *Store) Submit(b Batch) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	select {
-	case s.in <- item{batch: b}:
-		s.accepted.Add(int64(len(b.Spans)))
-		return nil
-	default:
-		s.refused.Add(int64(len(b.Spans)))
-		return ErrFull
-	}
-}
+func (s *Store) Submit(b Batch) error { return s.SubmitWait(b, 0) }
 
 // Add queues a batch, waiting for room. File readers use it: they can wait.
 func (s *Store) Add(b Batch) error {
