@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"strings"
-	"time"
 
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -124,7 +123,7 @@ func (e *Engine) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 	for _, i := range members {
 		u := &us[i]
 		traces[u.f.TraceID] = true
-		if u.info.rid != "" && (idFrom == "" || u.info.class == classRollout && bestRank >= 0) && idFrom == "" {
+		if idFrom == "" && u.info.rid != "" {
 			idFrom = u.info.rid
 		}
 		if u.info.class == classRollout && u.info.idRank > bestRank {
@@ -186,7 +185,6 @@ func (e *Engine) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 		binary.LittleEndian.PutUint64(b[:], g.f.Version)
 		binary.LittleEndian.PutUint32(b[8:], uint32(g.info.root))
 		h.Write(b[:])
-		base := int32(len(spans))
 		pos := map[int32]int32{}
 		each := func(k int32) {
 			sp := g.f.Spans[k]
@@ -207,7 +205,6 @@ func (e *Engine) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 				each(k)
 			}
 		}
-		_ = base
 		for _, c := range grafts[j] {
 			if at, ok := pos[us[c].at]; ok {
 				add(c, at)
@@ -258,8 +255,6 @@ func (e *Engine) isDriver(snap *model.Snapshot, id model.ResourceID) bool {
 	e.driver[id] = v
 	return v
 }
-
-var _ = time.Second
 
 // forOthers calls fn with each run-level piece (but gym.job, which reports
 // count apart) and unattributed fragment as a one-fragment rollout, built

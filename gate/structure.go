@@ -89,8 +89,7 @@ type Structure struct {
 	suspectUnits [][2]int         // (union-find root of a rollout, unattributed unit)
 }
 
-// IsRun reports whether f is run-level traffic; ok is false for fragments
-// outside the structure.
+// runKinds returns the run-level spans per kind.
 func (s *Structure) runKinds() map[RunKind]int {
 	out := map[RunKind]int{}
 	for _, p := range s.Run {
@@ -453,9 +452,6 @@ func (e *Engine) Structure(snap *model.Snapshot) *Structure {
 	if e.st != nil && (e.st.src == snap || e.st.Snap == snap) {
 		return e.st
 	}
-	if e.st != nil && e.st.Snap == snap {
-		return e.st
-	}
 	e.gen++
 	e.sync(snap)
 	st := e.buildStructure(snap)
@@ -560,7 +556,7 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 			continue
 		case info.class == classRollout && top.Kind == model.KindClient:
 			continue // the driver's own call to /run: it has no caller
-		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !hasRunClient(clients, func(c cref) bool { return c.c.path == "/run" }):
+		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !slices.ContainsFunc(clients, func(c cref) bool { return c.c.path == "/run" }):
 			continue // a rollout started without a driver span (standalone)
 		}
 		if info.class == classOrphan && info.rid != "" {
@@ -820,15 +816,6 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 		}
 	}
 	return e.assemble(snap, st, us, find)
-}
-
-func hasRunClient[T any](cs []T, f func(T) bool) bool {
-	for _, c := range cs {
-		if f(c) {
-			return true
-		}
-	}
-	return false
 }
 
 // endSlack is how long after its CLIENT span a callee's span may end: the
