@@ -214,6 +214,20 @@ func (b *AttrBuilder) Reset() { b.buf = b.buf[:0]; b.n = 0 }
 // Count returns the number of attributes added since Reset.
 func (b *AttrBuilder) Count() int { return b.n }
 
+// Mark returns the builder's position, for Since.
+func (b *AttrBuilder) Mark() int { return len(b.buf) }
+
+// Since returns the packed bytes of the attributes added after mark m. They
+// alias the builder's buffer: copy them before the next Reset.
+func (b *AttrBuilder) Since(m int) []byte { return b.buf[m:] }
+
+// AppendPacked adds one attribute in its packed form, as Since returned it
+// for a builder bound to the same Interner.
+func (b *AttrBuilder) AppendPacked(p []byte) {
+	b.buf = append(b.buf, p...)
+	b.n++
+}
+
 func (b *AttrBuilder) key(k Str, kind byte) {
 	b.buf = binary.AppendUvarint(b.buf, uint64(k))
 	b.buf = append(b.buf, kind)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // loc is where a span lives: fragment id and index within it.
@@ -122,6 +123,9 @@ type writer struct {
 
 	jobName, ridKey Str
 	pathKeys        []Str
+	// noRID is the last attribute set found to name no rollout: spans of one
+	// operation share one packed set, so most sets are read once in a row.
+	noRID Attrs
 
 	lastMetrics, lastLogs int64
 	lastReqRefused        int64
@@ -702,6 +706,9 @@ var ngRollout = "/ng-rollout/"
 
 // rolloutID returns the rollout id a span names, or "".
 func (w *writer) rolloutID(sp *Span) string {
+	if sp.Attrs == "" || sameAttrs(sp.Attrs, w.noRID) {
+		return ""
+	}
 	id := ""
 	sp.Attrs.eachOf(w.s.strs, w.rolloutKey, func(k Str, v Value) bool {
 		if k == w.ridKey {
@@ -723,9 +730,19 @@ func (w *writer) rolloutID(sp *Span) string {
 		}
 		return true
 	})
+	if id == "" {
+		w.noRID = sp.Attrs
+		return ""
+	}
 	// The value may point into a span's packed attributes; the rollout key
 	// must not keep those alive.
 	return strings.Clone(id)
+}
+
+// sameAttrs reports whether a and b are one shared packed set (not merely
+// equal: comparing bytes would cost what it saves).
+func sameAttrs(a, b Attrs) bool {
+	return len(a) == len(b) && unsafe.StringData(string(a)) == unsafe.StringData(string(b))
 }
 
 // rolloutKey reports whether attribute k can name a rollout.

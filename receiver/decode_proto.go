@@ -272,12 +272,12 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 			case 5:
 				sp.Name = d.name(d.repair(f.b))
 			case 9:
-				k, v, err := d.keyValue(f.b, 0)
+				kept, err := d.spanAttr(&sp, f.b)
 				if err != nil {
 					return sp, "", atIndex("attributes", nattr, err)
 				}
 				nattr++
-				if !d.keepAttr(&d.attrs, &sp, k, v, true) {
+				if !kept {
 					extra().DroppedAttrs++
 				}
 			case 11:

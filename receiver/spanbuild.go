@@ -32,6 +32,7 @@ type decoder struct {
 
 	attrs model.AttrBuilder // the span's attributes
 	sub   model.AttrBuilder // an event's, a link's or a resource's attributes
+	kv    kvCache           // span attributes packed lately, by wire bytes
 	text  []byte            // scratch for rendered values
 	fix   []byte            // scratch for repaired names and keys
 	vfix  []byte            // scratch for a repaired string value
@@ -65,6 +66,7 @@ func getDecoder(l *model.Local, lim Limits) *decoder {
 		clear(d.res)
 		d.resOf = t
 	}
+	d.kv.bind(l.Interner(), d.lim)
 	if d.keysOf != l.Interner() {
 		d.truncKey = l.Intern([]byte(truncatedKey))
 		d.svcKey = l.Intern([]byte(serviceNameKey))
