@@ -116,7 +116,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 	if rs.check != nil {
 		return rs.check
 	}
-	in := e.in
+	k := &e.keys
 	c := &rollCheck{}
 	addRes := func(list *[]model.ResourceID, id model.ResourceID) {
 		for _, x := range *list {
@@ -181,11 +181,11 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			// One host per process is enough: read it from its first
 			// SERVER span in the rollout, not from every one.
 			if sp.Kind == model.KindServer && !slices.ContainsFunc(c.hosts, func(h hostRes) bool { return h.res == sp.Resource }) {
-				if u, ok := firstAttr(in, sp.Attrs, urlKeys); ok {
+				if u, ok := k.url(sp.Attrs); ok {
 					if h, _ := splitURL(u); h != "" {
 						c.hosts = append(c.hosts, hostRes{h, sp.Resource})
 					}
-				} else if h, ok := firstAttr(in, sp.Attrs, hostKeys); ok {
+				} else if h, ok := k.first(sp.Attrs, k.host, k.serverAddr); ok {
 					c.hosts = append(c.hosts, hostRes{h, sp.Resource})
 				}
 			}
@@ -204,10 +204,10 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			if sp.Kind != model.KindClient || hasChildFrom[i] || hasClientChild[i] {
 				continue
 			}
-			if _, ok := firstAttr(in, sp.Attrs, statusKeys); !ok {
+			if !k.has(sp.Attrs, k.respStatus, k.oldStatus) {
 				continue // no answer: a connection error creates no SERVER span
 			}
-			u, _ := firstAttr(in, sp.Attrs, urlKeys)
+			u, _ := k.url(sp.Attrs)
 			h, p := splitURL(u)
 			c.unanswered = append(c.unanswered, clientCall{res: sp.Resource, host: h, path: p, start: sp.Start, end: sp.End})
 		}
@@ -224,10 +224,10 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		case fi == entry || len(r.Fragments) < 2:
 		case top.Kind == model.KindServer:
 			sr := serverRoot{res: top.Resource}
-			if u, ok := firstAttr(in, top.Attrs, urlKeys); ok {
+			if u, ok := k.url(top.Attrs); ok {
 				sr.host, sr.path = splitURL(u)
 			}
-			if t, ok := firstAttr(in, top.Attrs, targetKeys); ok {
+			if t, ok := k.first(top.Attrs, k.target, k.urlPath); ok {
 				sr.path, _, _ = strings.Cut(t, "?")
 			}
 			roots = append(roots, sr)
@@ -255,7 +255,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		// Without the caller's CLIENT span, Gym's call graph names it: the
 		// agent (the process running gym.rollout) calls every server, itself
 		// included, except its own /run, which the driver calls.
-		if agent, ok := rolloutProcess(r, rs); ok && (agent != sr.res || !strings.HasSuffix(sr.path, "/run")) {
+		if agent, ok := e.rolloutProcess(r, rs); ok && (agent != sr.res || !strings.HasSuffix(sr.path, "/run")) {
 			svc := snap.ServiceName(agent)
 			addHop(svc, snap.ServiceName(sr.res), fmt.Sprintf(reasonServerRoot, svc))
 			continue
@@ -295,7 +295,7 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	joined := map[model.ResourceID]bool{}
 	seen := map[model.ResourceID]bool{}
 	for i, r := range snap.Rollouts {
-		rs := e.rollState(r)
+		rs := e.rollEntry(r)
 		c := e.rollCheck(snap, r, rs)
 		checks[i] = c
 		for _, h := range c.hosts {
@@ -507,7 +507,10 @@ func pieces(r *model.Rollout) int {
 }
 
 // rolloutProcess returns the process of the rollout's gym.rollout span.
-func rolloutProcess(r *model.Rollout, rs *rollState) (model.ResourceID, bool) {
+func (e *Engine) rolloutProcess(r *model.Rollout, rs *rollState) (model.ResourceID, bool) {
+	if !rs.classified {
+		e.classifyRoll(r, rs)
+	}
 	for i, f := range r.Fragments {
 		for j, g := range rs.frags[i].groups {
 			if g == Rollout {

@@ -195,21 +195,56 @@ type classifier struct {
 	reg   *Registry
 	in    *model.Interner
 	attrs []string
-	memo  map[classKey]Group
+	ids   []model.Str // attrs' interned ids, noKey while not interned
+	idsN  int         // the interner's length when ids were resolved
+	// memo is keyed by packedClassKey where ids and kinds fit; wide by
+	// the whole classKey otherwise.
+	memo map[uint64]Group
+	wide map[classKey]Group
 }
 
 func newClassifier(reg *Registry, in *model.Interner) *classifier {
-	return &classifier{reg: reg, in: in, attrs: reg.attrRules(), memo: map[classKey]Group{}}
+	c := &classifier{reg: reg, in: in, attrs: reg.attrRules(), memo: map[uint64]Group{}, wide: map[classKey]Group{}}
+	c.ids = make([]model.Str, len(c.attrs))
+	c.idsN = -1
+	c.resolve()
+	return c
+}
+
+// resolve looks the attribute rules' keys up again once the interner grew:
+// a key not interned is on no span, and its rule is skipped without a walk.
+func (c *classifier) resolve() {
+	if n := c.in.Len(); n != c.idsN {
+		for i, k := range c.attrs {
+			c.ids[i] = lookupKey(c.in, k)
+		}
+		c.idsN = n
+	}
+}
+
+// packedClassKey packs k into 59 bits when its ids fit the interner's
+// 26-bit range and its kinds 3 bits: a map keyed by one word hashes fast.
+func packedClassKey(k classKey) (uint64, bool) {
+	if k.name >= 1<<26 || k.parentName >= 1<<26 || k.kind >= 8 || k.parentKind >= 8 {
+		return 0, false
+	}
+	p := uint64(k.name) | uint64(k.parentName)<<26 | uint64(k.kind)<<52 | uint64(k.parentKind)<<55
+	if k.hasParent {
+		p |= 1 << 58
+	}
+	return p, true
 }
 
 func (c *classifier) classify(sp *model.Span, parent *model.Span) Group {
-	for _, key := range c.attrs {
-		if sp.Attrs == "" {
-			break
-		}
-		if v, ok := sp.Attrs.Get(c.in, key); ok {
-			if g, ok := c.reg.Lookup(strings.ToLower(strings.TrimSpace(v.String()))); ok {
-				return g
+	if sp.Attrs != "" {
+		for _, id := range c.ids {
+			if id == noKey {
+				continue
+			}
+			if v, ok := sp.Attrs.GetKey(c.in, id); ok {
+				if g, ok := c.reg.Lookup(strings.ToLower(strings.TrimSpace(v.String()))); ok {
+					return g
+				}
 			}
 		}
 	}
@@ -217,11 +252,20 @@ func (c *classifier) classify(sp *model.Span, parent *model.Span) Group {
 	if parent != nil {
 		k.hasParent, k.parentName, k.parentKind = true, parent.Name, parent.Kind
 	}
-	if g, ok := c.memo[k]; ok {
+	p, packed := packedClassKey(k)
+	if packed {
+		if g, ok := c.memo[p]; ok {
+			return g
+		}
+	} else if g, ok := c.wide[k]; ok {
 		return g
 	}
 	g := c.reg.classifyByName(c.in.Str(sp.Name), sp.Kind, parent != nil, c.in.Str(k.parentName), k.parentKind)
-	c.memo[k] = g
+	if packed {
+		c.memo[p] = g
+	} else {
+		c.wide[k] = g
+	}
 	return g
 }
 

@@ -115,47 +115,6 @@ func DisplayName(in *model.Interner, sp *model.Span) string {
 	return name
 }
 
-// hostOf returns the host:port a request span served, from its old-semconv
-// attributes; "" when it names none.
-func hostOf(in *model.Interner, sp *model.Span) string {
-	if v, ok := sp.Attrs.Get(in, attrHost); ok && v.String() != "" {
-		return v.String()
-	}
-	if u, ok := sp.Attrs.Get(in, "http.url"); ok {
-		if h, _ := splitURL(u.String()); h != "" {
-			return h
-		}
-	}
-	return ""
-}
-
-// isRequestSpan reports whether sp is a span the ASGI middleware made for a
-// request: a SERVER span, or one created INTERNAL because a previous
-// request's span was still current (the keep-alive carry-over), which still
-// carries the server attributes and a route name.
-func isRequestSpan(in *model.Interner, sp *model.Span) bool {
-	switch sp.Kind {
-	case model.KindServer:
-		return true
-	case model.KindInternal:
-		if !isRouteName(in.Str(sp.Name)) {
-			return false
-		}
-		_, ok := sp.Attrs.Get(in, attrTarget)
-		return ok
-	}
-	return false
-}
-
-// isLeaked reports whether sp is a request span created INTERNAL under an
-// unrelated span: the context of an earlier request leaked into this one.
-func isLeaked(in *model.Interner, sp, parent *model.Span) bool {
-	if sp.Kind != model.KindInternal || !isRequestSpan(in, sp) {
-		return false
-	}
-	return parent == nil || parent.Kind != model.KindClient
-}
-
 // livenessPaths are the paths health probes ask for.
 var livenessPaths = []string{"/", "/health", "/healthz", "/livez", "/readyz"}
 

@@ -34,13 +34,18 @@ func TestDisplayNameAndRoutes(t *testing.T) {
 		{span("gym.verify", model.KindInternal), "gym.verify", "", "", false},
 	} {
 		name := in.Str(tc.sp.Name)
+		var k keyIDs
+		k.resolve(in)
+		if m, p := k.spanRoute(tc.sp); m != tc.method || p != tc.path {
+			t.Errorf("%s: route by key id = %q %q, want %q %q", name, m, p, tc.method, tc.path)
+		}
 		if got := DisplayName(in, tc.sp); got != tc.display {
 			t.Errorf("%s: DisplayName = %q, want %q", name, got, tc.display)
 		}
 		if m, p := spanRoute(in, tc.sp); m != tc.method || p != tc.path {
 			t.Errorf("%s: route = %q %q, want %q %q", name, m, p, tc.method, tc.path)
 		}
-		if got := isRequestSpan(in, tc.sp); got != tc.request {
+		if got := k.isRequestSpan(tc.sp); got != tc.request {
 			t.Errorf("%s: request span = %v, want %v", name, got, tc.request)
 		}
 	}

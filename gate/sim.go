@@ -33,7 +33,8 @@ type Engine struct {
 	rollCache map[string]*model.Rollout
 	driver    map[model.ResourceID]bool
 
-	sc scratch
+	keys keyIDs
+	sc   scratch
 }
 
 // NewEngine returns an engine classifying with reg.
@@ -55,13 +56,15 @@ type fragInfo struct {
 
 // rollState is the engine's cache for one rollout ID.
 type rollState struct {
-	version  uint64
-	gen      uint64
-	frags    []*fragInfo
-	relevant Set // groups the rollout's result can depend on
-	captured []GroupCount
-	sims     []*rollSim // most recent first
-	check    *rollCheck
+	version uint64
+	gen     uint64
+	// classified: frags, relevant and captured are filled (rollState).
+	classified bool
+	frags      []*fragInfo
+	relevant   Set // groups the rollout's result can depend on
+	captured   []GroupCount
+	sims       []*rollSim // most recent first
+	check      *rollCheck
 }
 
 // rollSim is one rollout's preview under one masked spec.
@@ -137,6 +140,8 @@ func (e *Engine) sync(snap *model.Snapshot) {
 		e.driver = map[model.ResourceID]bool{}
 		e.st = nil
 	}
+	e.keys.resolve(e.in)
+	e.cls.resolve()
 	if e.jobs == nil || e.jobSq != snap.Seq {
 		e.jobs = make(map[model.SpanID]jobInfo, len(snap.Jobs))
 		for _, j := range snap.Jobs {
@@ -170,39 +175,55 @@ func (e *Engine) fragInfo(f *model.Fragment) *fragInfo {
 	return fi
 }
 
-// rollState returns the up-to-date cache entry of r.
-func (e *Engine) rollState(r *model.Rollout) *rollState {
+// rollEntry returns the up-to-date cache entry of r, classified only when
+// it already was: the join check needs no span groups but rarely, and
+// classifying a million spans was a third of its cost.
+func (e *Engine) rollEntry(r *model.Rollout) *rollState {
 	rs := e.rolls[r.ID]
 	if rs == nil || rs.version != r.Version {
 		rs = &rollState{version: r.Version}
-		rs.relevant = Set(0).With(Server).With(HTTPClient)
-		var counts [64]int
-		for _, f := range r.Fragments {
-			fi := e.fragInfo(f)
-			rs.frags = append(rs.frags, fi)
-			rs.relevant |= fi.present
-			for _, g := range fi.groups {
-				counts[g]++
-			}
-			if !f.Job.IsZero() {
-				if j, ok := e.jobs[f.Job]; ok {
-					rs.relevant = rs.relevant.With(j.group)
-				}
-			}
-		}
-		for g, n := range counts {
-			if n > 0 {
-				rs.captured = append(rs.captured, GroupCount{Group: Group(g), Captured: n})
-			}
-		}
 		e.rolls[r.ID] = rs
-	} else {
+	} else if rs.classified {
 		for i, f := range r.Fragments {
 			rs.frags[i] = e.fragInfo(f)
 		}
 	}
 	rs.gen = e.gen
 	return rs
+}
+
+// rollState returns the up-to-date, classified cache entry of r.
+func (e *Engine) rollState(r *model.Rollout) *rollState {
+	rs := e.rollEntry(r)
+	if !rs.classified {
+		e.classifyRoll(r, rs)
+	}
+	return rs
+}
+
+// classifyRoll fills rs with the span groups of r's fragments.
+func (e *Engine) classifyRoll(r *model.Rollout, rs *rollState) {
+	rs.classified = true
+	rs.relevant = Set(0).With(Server).With(HTTPClient)
+	var counts [64]int
+	for _, f := range r.Fragments {
+		fi := e.fragInfo(f)
+		rs.frags = append(rs.frags, fi)
+		rs.relevant |= fi.present
+		for _, g := range fi.groups {
+			counts[g]++
+		}
+		if !f.Job.IsZero() {
+			if j, ok := e.jobs[f.Job]; ok {
+				rs.relevant = rs.relevant.With(j.group)
+			}
+		}
+	}
+	for g, n := range counts {
+		if n > 0 {
+			rs.captured = append(rs.captured, GroupCount{Group: Group(g), Captured: n})
+		}
+	}
 }
 
 // sim returns r's result under spec, from the cache when the part of spec

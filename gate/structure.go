@@ -161,7 +161,7 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 		fu.gen = e.gen
 		return fu
 	}
-	in := e.in
+	in, k := e.in, &e.keys
 	n := len(f.Spans)
 	unitOf := make([]int32, n)
 	depth := make([]uint8, n)
@@ -177,7 +177,7 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 		}
 		lk := false
 		if sp.Kind == model.KindInternal {
-			lk = isLeaked(in, sp, parent)
+			lk = k.isLeaked(sp, parent)
 		}
 		if parent == nil || lk {
 			unitOf[i] = int32(len(units))
@@ -229,7 +229,7 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 			}
 			// spanRoute's path of a CLIENT span, with the host from the
 			// same URL: one walk of the attributes instead of three.
-			url, ok := firstAttr(in, sp.Attrs, urlKeys)
+			url, ok := k.url(sp.Attrs)
 			host, path := splitURL(url)
 			if path = stripRolloutPrefix(path); !ok {
 				path = ""
@@ -245,15 +245,15 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 				u.calls++
 			}
 		case model.KindServer, model.KindInternal:
-			if sp.Kind == model.KindServer || (int32(i) == u.root && u.leak) || (sp.Kind == model.KindInternal && d == 0 && isRequestSpan(in, sp)) {
+			if sp.Kind == model.KindServer || (int32(i) == u.root && u.leak) || (sp.Kind == model.KindInternal && d == 0 && k.isRequestSpan(sp)) {
 				// One host per process is enough: read it once per unit.
 				if !slices.ContainsFunc(u.servers, func(h hostRes) bool { return h.res == sp.Resource }) {
-					if h := hostOf(in, sp); h != "" {
+					if h := k.hostOf(sp); h != "" {
 						u.servers = append(u.servers, hostRes{host: h, res: sp.Resource})
 					}
 				}
 				if d <= maxAnchorDepth && u.idRank < 3 {
-					if _, path := spanRoute(in, sp); path == "/run" {
+					if _, path := k.spanRoute(sp); path == "/run" {
 						u.idSpan, u.idRank = int32(i), 3
 					}
 				}
@@ -265,18 +265,18 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 		// path): the request spans' long attribute lists are skipped.
 		if u.rid == "" && d <= maxAnchorDepth+1 && sp.Attrs != "" &&
 			(d == 0 || sp.Kind == model.KindClient || strings.HasPrefix(in.Str(sp.Name), "gym.")) {
-			u.rid = rolloutIDOf(in, sp)
+			u.rid = k.rolloutIDOf(sp)
 		}
 	}
-	for k := range units {
-		u := &units[k]
+	for ui := range units {
+		u := &units[ui]
 		top := &f.Spans[u.root]
 		name := in.Str(top.Name)
-		if top.Kind == model.KindServer || leaked[k] || (top.Kind == model.KindInternal && isRequestSpan(in, top)) {
-			_, u.path = spanRoute(in, top)
-			u.host = hostOf(in, top)
+		if top.Kind == model.KindServer || leaked[ui] || (top.Kind == model.KindInternal && k.isRequestSpan(top)) {
+			_, u.path = k.spanRoute(top)
+			u.host = k.hostOf(top)
 		} else if top.Kind == model.KindClient {
-			_, u.path = spanRoute(in, top)
+			_, u.path = k.spanRoute(top)
 		} else {
 			u.path = semanticRoute[name]
 		}
@@ -289,7 +289,7 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 			u.class = classRollout
 		case u.path == "/aggregate_metrics" || strings.HasSuffix(u.path, "/aggregate_metrics"):
 			u.class, u.run = classRun, RunAggregate
-		case top.ParentID.IsZero() && isLiveness(u.path) && (top.Kind == model.KindServer || isRequestSpan(in, top)) && strings.HasPrefix(name, "GET"):
+		case top.ParentID.IsZero() && isLiveness(u.path) && (top.Kind == model.KindServer || k.isRequestSpan(top)) && strings.HasPrefix(name, "GET"):
 			u.class, u.run = classRun, RunProbe
 		case u.root == 0 && !f.Job.IsZero():
 			// A call of the driver's directly under gym.job that starts no
@@ -311,27 +311,6 @@ var semanticRoute = map[string]string{
 	"gym.model.chat_completions": "/v1/chat/completions",
 	"gym.model.messages":         "/v1/messages",
 	"gym.verify":                 "/verify",
-}
-
-// rolloutIDOf returns the rollout id sp names: nemo.gym.rollout.id, else a
-// /ng-rollout/{id}/ path (never a route template's placeholder).
-func rolloutIDOf(in *model.Interner, sp *model.Span) string {
-	id := ""
-	sp.Attrs.Each(in, func(k string, v model.Value) bool {
-		switch k {
-		case rolloutIDAttr:
-			if s := v.String(); s != "" {
-				id = s
-				return false
-			}
-		case "http.target", "url.full", "http.url", "url.path":
-			if s := rolloutIDInPath(v.String()); s != "" && id == "" {
-				id = s
-			}
-		}
-		return true
-	})
-	return strings.Clone(id)
 }
 
 // cref is a dangling CLIENT span of a unit.

@@ -1,0 +1,172 @@
+package gate
+
+import (
+	"math"
+	"strings"
+
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// noKey stands for a key the interner does not hold: no span carries it, and
+// no attribute's id equals it.
+const noKey = model.Str(math.MaxUint32)
+
+// keyIDs are the interned ids of the attribute keys the structure and the
+// check read. A million spans are read by id: comparing key texts and
+// decoding values of keys nobody asked for was most of their cost.
+type keyIDs struct {
+	in *model.Interner
+	n  int // the interner's length when resolved
+
+	urlFull, httpURL      model.Str
+	respStatus, oldStatus model.Str
+	target, urlPath       model.Str
+	host, serverAddr      model.Str
+	rolloutID             model.Str
+}
+
+func lookupKey(in *model.Interner, s string) model.Str {
+	if id, ok := in.Lookup(s); ok {
+		return id
+	}
+	return noKey
+}
+
+// resolve looks the keys up in in. Every key of a stored span was interned
+// before the span was stored, so ids resolved after a snapshot was taken
+// hold for all of its spans; they are looked up again once the interner grew.
+func (k *keyIDs) resolve(in *model.Interner) {
+	if k.in == in && k.n == in.Len() {
+		return
+	}
+	k.in, k.n = in, in.Len()
+	k.urlFull, k.httpURL = lookupKey(in, urlKeys[0]), lookupKey(in, urlKeys[1])
+	k.respStatus, k.oldStatus = lookupKey(in, statusKeys[0]), lookupKey(in, statusKeys[1])
+	k.target, k.urlPath = lookupKey(in, targetKeys[0]), lookupKey(in, targetKeys[1])
+	k.host, k.serverAddr = lookupKey(in, hostKeys[0]), lookupKey(in, hostKeys[1])
+	k.rolloutID = lookupKey(in, rolloutIDAttr)
+}
+
+// first is firstAttr by id for a key and its older spelling: the last value
+// of k0 when there is one, else the first of k1.
+func (k *keyIDs) first(a model.Attrs, k0, k1 model.Str) (string, bool) {
+	out, found := "", false
+	it := a.Iter()
+	for it.Next() {
+		switch it.Key() {
+		case k0:
+			out, found = it.Value(k.in).String(), true
+		case k1:
+			if !found {
+				out, found = it.Value(k.in).String(), true
+			}
+		}
+	}
+	return out, found
+}
+
+// has reports whether a holds k0 or k1, decoding nothing.
+func (k *keyIDs) has(a model.Attrs, k0, k1 model.Str) bool {
+	it := a.Iter()
+	for it.Next() {
+		if key := it.Key(); key == k0 || key == k1 {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *keyIDs) url(a model.Attrs) (string, bool) { return k.first(a, k.urlFull, k.httpURL) }
+
+// hostOf is hostOf by id, in one walk of the attributes.
+func (k *keyIDs) hostOf(sp *model.Span) string {
+	host, url := "", ""
+	seenHost, seenURL := false, false
+	it := sp.Attrs.Iter()
+	for it.Next() {
+		switch it.Key() {
+		case k.host:
+			if !seenHost {
+				host, seenHost = it.Value(k.in).String(), true
+			}
+		case k.httpURL:
+			if !seenURL {
+				url, seenURL = it.Value(k.in).String(), true
+			}
+		}
+	}
+	if host != "" {
+		return host
+	}
+	if seenURL {
+		if h, _ := splitURL(url); h != "" {
+			return h
+		}
+	}
+	return ""
+}
+
+// isRequestSpan is isRequestSpan by id.
+func (k *keyIDs) isRequestSpan(sp *model.Span) bool {
+	switch sp.Kind {
+	case model.KindServer:
+		return true
+	case model.KindInternal:
+		return isRouteName(k.in.Str(sp.Name)) && sp.Attrs.HasKey(k.target)
+	}
+	return false
+}
+
+// isLeaked is isLeaked by id.
+func (k *keyIDs) isLeaked(sp, parent *model.Span) bool {
+	if sp.Kind != model.KindInternal || !k.isRequestSpan(sp) {
+		return false
+	}
+	return parent == nil || parent.Kind != model.KindClient
+}
+
+// spanRoute is spanRoute by id.
+func (k *keyIDs) spanRoute(sp *model.Span) (method, path string) {
+	name := k.in.Str(sp.Name)
+	switch sp.Kind {
+	case model.KindClient:
+		u, ok := k.url(sp.Attrs)
+		if !ok {
+			return "", ""
+		}
+		_, p := splitURL(u)
+		return strings.TrimPrefix(name, "HTTP "), stripRolloutPrefix(p)
+	case model.KindServer, model.KindInternal:
+		if !isRouteName(name) {
+			return "", ""
+		}
+		if m, rest, ok := strings.Cut(name, " "); ok {
+			return m, stripRolloutPrefix(rest)
+		}
+		if t, ok := sp.Attrs.GetKey(k.in, k.target); ok {
+			return name, stripRolloutPrefix(cutQuery(t.String()))
+		}
+		return name, ""
+	}
+	return "", ""
+}
+
+// rolloutIDOf is rolloutIDOf by id: nemo.gym.rollout.id, else the first
+// /ng-rollout/{id}/ path among the URL and path attributes.
+func (k *keyIDs) rolloutIDOf(sp *model.Span) string {
+	id := ""
+	it := sp.Attrs.Iter()
+	for it.Next() {
+		switch it.Key() {
+		case k.rolloutID:
+			if s := it.Value(k.in).String(); s != "" {
+				return strings.Clone(s)
+			}
+		case k.target, k.urlFull, k.httpURL, k.urlPath:
+			if id == "" {
+				id = rolloutIDInPath(it.Value(k.in).String())
+			}
+		}
+	}
+	return strings.Clone(id)
+}
