@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -41,48 +40,32 @@ type hopJSON struct {
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	spec := fs.String("spec", "", "the span_groups the capture was made with, for advice (default $"+gate.EnvSpanGroups+", else --gym-config, else $"+gate.EnvLensSpanGroups+", else default)")
-	gymConfig := fs.String("gym-config", "", "Gym config YAML to read telemetry.span_groups from")
-	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
-	gymVersion := gymVersionFlag(fs)
+	su := newSetup("check", stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n\n"+
+		"Checks that every rollout of a capture is one trace across processes.\n"+
+		"Exit status: 0 intact, 1 broken, 2 bad input or usage.\n\n")
+	fs := su.fs
+	su.settingFlags("spec", "the span_groups the capture was made with, for advice")
+	su.variantFlags("the capture; default: detected from the capture, else the newest")
 	grace := fs.Duration("grace", 0, "rollouts whose spans arrived within this of the capture's last span are pending, not broken (files are complete: 0)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
 	where := whereFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n\n"+
-			"Checks that every rollout of a capture is one trace across processes.\n"+
-			"Exit status: 0 intact, 1 broken, 2 bad input or usage.\n\n")
-		fs.PrintDefaults()
+	files, code, done := su.parse(args)
+	if done {
+		return code
 	}
-	files, err := parseInterleaved(fs, args)
-	if err != nil {
-		return exitUsage
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "gymtrace check: "+format+"\n", a...)
-		return exitUsage
-	}
+	fail := su.fail
 	if len(files) == 0 {
-		fs.Usage()
-		return fail("no capture files given")
+		return su.failUsage("no capture files given")
 	}
 	if *grace < 0 {
 		return fail("--grace %v: want a duration >= 0", *grace)
 	}
-	if _, _, err := pinnedVariant(*gymVersion); err != nil {
-		return fail("%v", err)
-	}
-	specText, source, err := gate.FindSpec(*spec, os.Getenv, *gymConfig)
-	if err != nil {
-		return fail("%v", err)
-	}
-	c, err := openCaptures(files, *gymVersion, *groups)
+	c, err := su.open(files, readOptions{})
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer c.store.Close()
+	specText, source, _ := su.setting()
 	snap, frep, vc, reg := c.snap, c.frep, c.vc, c.reg
 	if snap, err = selectWhere(reg, snap, *where); err != nil {
 		return fail("%v", err)
@@ -115,7 +98,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	sort.Strings(out.SplitRollouts)
-	code := exitOK
+	code = exitOK
 	if !rep.Intact {
 		code = exitBroken
 	}

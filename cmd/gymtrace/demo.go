@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -54,11 +53,14 @@ type demoOptions struct {
 // quits, on ctx's end (SIGINT/SIGTERM), or, headless with --rollouts, when
 // every rollout was answered and flushed.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	su := newSetup("demo", stderr, "usage: gymtrace demo [flags]\n\nRuns a simulated NeMo Gym fleet exporting real OTLP to the receivers and shows it.\n\n")
+	fs := su.fs
 	var o demoOptions
 	fs.StringVar(&o.spec, "spec", "all", "span_groups the simulated fleet runs with (the setting previewed against; blank is Gym's default)")
-	fs.StringVar(&o.variant, "gym-variant", "G1", "the Gym telemetry variant the fleet runs: "+strings.Join(gymsim.VariantNames(), ", "))
+	variantUsage := "the Gym telemetry variant (" + strings.Join(gymsim.VariantNames(), ", ") + ") or Gym version the fleet runs; specs are read as it reads them"
+	fs.StringVar(&o.variant, "gym-version", "G1", variantUsage)
+	fs.StringVar(&o.variant, "gym-variant", "G1", variantUsage+" (the same as --gym-version)")
+	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	fs.BoolVar(&o.obs, "observability", false, "Gym's observability_enabled: rollout ids on spans and /ng-rollout/{id}/ URL prefixes")
 	fs.BoolVar(&o.aiohttp, "aiohttp", false, "the aiohttp client instrumentation (as NeMo-RL runs it): a second CLIENT span per call that injects traceparent whatever the spec")
 	fs.BoolVar(&o.standalone, "standalone", false, "the driver runs without telemetry (standalone collect_rollouts): no gym.job, each /run a root")
@@ -83,59 +85,48 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		return nil
 	})
 	wf := addWorthFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, done := su.parseNoArgs(args); done {
+		return code
 	}
+	fail := su.fail
 	worth, err := wf.ui()
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace demo: %v\n", err)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gymtrace demo: unexpected arguments %q\n", fs.Args())
-		return exitUsage
+		return fail("%v", err)
 	}
 	if o.protocol != "grpc" && o.protocol != "http" {
-		fmt.Fprintf(stderr, "gymtrace demo: --protocol %q: want grpc or http\n", o.protocol)
-		return exitUsage
+		return fail("--protocol %q: want grpc or http", o.protocol)
 	}
 	if o.rollouts < 0 || o.rate < 0 || o.concurrency < 1 {
-		fmt.Fprintln(stderr, "gymtrace demo: --rollouts and --rate must be 0 or more, --concurrency at least 1")
-		return exitUsage
+		return fail("--rollouts and --rate must be 0 or more, --concurrency at least 1")
 	}
 	if o.leak < 0 || o.leak > 1 {
-		fmt.Fprintln(stderr, "gymtrace demo: --context-leak must be between 0 and 1")
-		return exitUsage
-	}
-	variant, err := gymsim.LookupVariant(o.variant)
-	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace demo: --gym-variant: %v\n", err)
-		return exitUsage
+		return fail("--context-leak must be between 0 and 1")
 	}
 	// The registry follows the fleet's variant, so the preview reads specs
 	// as the simulated Gym does.
-	gv, err := gate.LookupVariant(variant.Name)
+	gv, err := gate.LookupVariant(o.variant)
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace demo: --gym-variant: %v\n", err)
-		return exitUsage
+		return fail("--gym-version: %v", err)
+	}
+	variant, err := gymsim.LookupVariant(gv.Name)
+	if err != nil {
+		return fail("--gym-version: %v", err)
 	}
 	vc := variantChoice{gv, "--gym-variant: the simulated fleet's"}
-	reg := gv.Registry()
+	reg, err := loadRegistry(vc, *groups)
+	if err != nil {
+		return fail("%v", err)
+	}
 	spec := previewSet(reg, o.spec)
 	procSpecs, err := parseProcessSpecs(variant, o.procSpecs)
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace demo: %v\n", err)
-		return exitUsage
+		return fail("%v", err)
 	}
 	headless := o.headless || o.json || !tty
 
 	rr, err := startDemoReceivers(ctx, o, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace demo: %v\n", err)
-		return exitUsage
+		return fail("%v", err)
 	}
 	grpcAddr, httpAddr := rr.GRPCAddr, rr.HTTPAddr
 	endpoint := grpcAddr
@@ -150,8 +141,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	})
 	if err != nil {
 		_ = rr.stop()
-		fmt.Fprintf(stderr, "gymtrace demo: start fleet: %v\n", err)
-		return exitUsage
+		return fail("start fleet: %v", err)
 	}
 	// stopAll flushes the fleet into the receivers, then stops them, so the
 	// store holds every span the fleet emitted.
@@ -179,8 +169,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 			fmt.Fprintf(stderr, "gymtrace demo: shutdown: %v\n", err)
 		}
 		if uiErr != nil {
-			fmt.Fprintf(stderr, "gymtrace demo: %v\n", uiErr)
-			return exitUsage
+			return fail("%v", uiErr)
 		}
 		return exitOK
 	}
@@ -217,8 +206,7 @@ loop:
 		sum.Rollouts = len(st.Snap.Rollouts)
 		run := demoRunTraffic{Spans: st.RunSpans, Traces: st.RunTraces}
 		if err := writeDemoSummary(stdout, sum, run, fleet.Stats(), o.spec, variant.Name, procSpecs); err != nil {
-			fmt.Fprintf(stderr, "gymtrace demo: %v\n", err)
-			return exitUsage
+			return fail("%v", err)
 		}
 	}
 	return exitOK

@@ -129,10 +129,10 @@ func TestDemoUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown variant", []string{"--gym-variant", "G9"}, `--gym-variant: gym variant "G9": want one of G1, G1c, G2, G3`},
+		{"unknown variant", []string{"--gym-variant", "G9"}, `gymtrace demo: --gym-version: unknown Gym variant "G9": want one of G1, G1c, G2, G3`},
 		{"leak out of range", []string{"--context-leak", "1.5"}, "--context-leak must be between 0 and 1"},
 		{"bad protocol", []string{"--protocol", "zipkin"}, `--protocol "zipkin": want grpc or http`},
-		{"extra argument", []string{"capture.jsonl"}, `unexpected arguments ["capture.jsonl"]`},
+		{"extra argument", []string{"capture.jsonl"}, `gymtrace demo: unexpected argument "capture.jsonl"`},
 		{"negative rollouts", []string{"--rollouts", "-1"}, "--rollouts and --rate must be 0 or more"},
 		{"busy address", []string{"--grpc-addr", "256.0.0.1:1", "--http-addr", "127.0.0.1:0"}, "256.0.0.1:1"},
 		{"process spec without =", []string{"--process-spec", "policy_model"}, `--process-spec "policy_model": want NAME=SPEC`},

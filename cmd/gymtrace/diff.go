@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -93,41 +92,40 @@ func splitBFrom(args []string) (rest, bFiles []string) {
 }
 
 func runDiff(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	su := newSetup("diff", stderr, "usage: gymtrace diff [--json] [--a-spec S] [--b-spec S] ROLLOUT_A ROLLOUT_B FILE... [--b-from FILE...]\n\n"+
+		"Compares two rollouts span by span: operations side by side, spans only one has, the first\n"+
+		"place the trees part, error differences. A rollout against itself (same spec) has no difference.\n\n")
+	fs := su.fs
 	asJSON := fs.Bool("json", false, "print the comparison as JSON (schema: the README's JSON output section)")
 	specA := fs.String("a-spec", "", "compare rollout A as it would be under this span_groups spec")
 	specB := fs.String("b-spec", "", "compare rollout B as it would be under this span_groups spec")
-	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
-	gymVersion := gymVersionFlag(fs)
+	su.variantFlags("A's capture; default: detected from it, else the newest")
 	fs.String("b-from", "", "read rollout B from these files (FILE... up to the next flag) instead of A's capture")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gymtrace diff [--json] [--a-spec S] [--b-spec S] ROLLOUT_A ROLLOUT_B FILE... [--b-from FILE...]\n\n"+
-			"Compares two rollouts span by span: operations side by side, spans only one has, the first\n"+
-			"place the trees part, error differences. A rollout against itself (same spec) has no difference.\n\n")
-		fs.PrintDefaults()
-	}
 	args, bFiles := splitBFrom(args)
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return exitUsage
+	pos, code, done := su.parse(args)
+	if done {
+		return code
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "gymtrace diff: "+format+"\n", a...)
-		return exitUsage
-	}
+	fail := su.fail
 	if len(pos) < 3 {
-		fs.Usage()
-		return fail("want ROLLOUT_A ROLLOUT_B and at least one capture file")
+		return su.failUsage("want ROLLOUT_A ROLLOUT_B and at least one capture file")
 	}
 	idA, idB, files := pos[0], pos[1], pos[2:]
 	// The specs mean what A's Gym variant makes of them.
-	c, err := openCaptures(files, *gymVersion, *groups)
+	c, err := su.open(files, readOptions{})
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer c.store.Close()
 	snapA, vc, reg := c.snap, c.vc, c.reg
+	setA, underA, err := su.appliedFlag(reg, *specA, "a-spec")
+	if err != nil {
+		return fail("%v", err)
+	}
+	setB, underB, err := su.appliedFlag(reg, *specB, "b-spec")
+	if err != nil {
+		return fail("%v", err)
+	}
 	snapB, filesB := snapA, files
 	if len(bFiles) > 0 {
 		storeB, s, _, err := loadCaptures(bFiles)
@@ -138,21 +136,17 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		snapB, filesB = s, bFiles
 	}
 	eng := gate.NewEngine(reg)
-	side := func(snap *model.Snapshot, id, spec, which string) (gate.DiffSide, error) {
+	side := func(snap *model.Snapshot, id string, set gate.Set, under bool, which string) (gate.DiffSide, error) {
 		r, err := findRollout(eng.Structure(snap).Snap, id)
 		if err != nil {
 			return gate.DiffSide{}, fmt.Errorf("rollout %s %w", which, err)
 		}
-		if spec == "" {
+		if !under {
 			return gate.RolloutSide(snap, r), nil
-		}
-		set, err := reg.Parse(spec)
-		if err != nil {
-			return gate.DiffSide{}, fmt.Errorf("--%s-spec: %w", strings.ToLower(which), err)
 		}
 		return eng.SpecSide(snap, r, set), nil
 	}
-	a, err := side(snapA, idA, *specA, "A")
+	a, err := side(snapA, idA, setA, underA, "A")
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -160,7 +154,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	if snapB != snapA {
 		eng = gate.NewEngine(reg)
 	}
-	b, err := side(snapB, idB, *specB, "B")
+	b, err := side(snapB, idB, setB, underB, "B")
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,50 +26,38 @@ func (l *listFlag) Set(s string) error {
 }
 
 func runExport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	su := newSetup("export", stderr, "usage: gymtrace export [--rollout ID]... [--where FILTER] [--spec S] -o OUT.jsonl FILE...\n\n"+
+		"Writes rollouts of a capture as OTLP/JSON lines, which gymtrace open, otel-tui --from-json-file\n"+
+		"and the Collector's otlpjsonfile receiver read.\n\n")
+	fs := su.fs
 	var ids listFlag
 	fs.Var(&ids, "rollout", "export this rollout (repeatable; default: every rollout the --where filter matches)")
 	where := whereFlag(fs)
-	spec := fs.String("spec", "", "write the spans as they would be under this span_groups spec: only kept spans, reparented to their nearest kept ancestor")
-	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
-	gymVersion := gymVersionFlag(fs)
+	spec := fs.String("spec", "", "write the spans as they would be under this span_groups spec, read as the capture's Gym variant reads it: only kept spans, reparented to their nearest kept ancestor")
+	su.variantFlags("the capture; default: detected from the capture, else the newest")
 	outPath := fs.String("o", "", "output file (OTLP/JSON lines; - for stdout); required")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gymtrace export [--rollout ID]... [--where FILTER] [--spec S] -o OUT.jsonl FILE...\n\n"+
-			"Writes rollouts of a capture as OTLP/JSON lines, which gymtrace open, otel-tui --from-json-file\n"+
-			"and the Collector's otlpjsonfile receiver read.\n\n")
-		fs.PrintDefaults()
+	files, code, done := su.parse(args)
+	if done {
+		return code
 	}
-	files, err := parseInterleaved(fs, args)
-	if err != nil {
-		return exitUsage
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "gymtrace export: "+format+"\n", a...)
-		return exitUsage
-	}
+	fail := su.fail
 	if *outPath == "" {
-		fs.Usage()
-		return fail("-o OUT.jsonl is required")
+		return su.failUsage("-o OUT.jsonl is required")
 	}
 	if len(files) == 0 {
-		fs.Usage()
-		return fail("no capture files given")
+		return su.failUsage("no capture files given")
 	}
 	// The spec means what the capture's Gym variant makes of it.
-	c, err := openCaptures(files, *gymVersion, *groups)
+	c, err := su.open(files, readOptions{})
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer c.store.Close()
 	snap, reg := c.snap, c.reg
 	var set *gate.Set
-	if *spec != "" {
-		s, err := reg.Parse(*spec)
-		if err != nil {
-			return fail("--spec: %v", err)
-		}
+	if s, ok, err := su.appliedFlag(reg, *spec, "spec"); err != nil {
+		return fail("%v", err)
+	} else if ok {
 		set = &s
 	}
 	if snap, err = selectWhere(reg, snap, *where); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -42,34 +41,15 @@ type ruleJSON struct {
 }
 
 func runGroups(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("groups", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
-	asJSON := fs.Bool("json", false, "print groups, presets and rules as JSON")
-	gymVersion := gymVersionFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gymtrace groups [--gym-version V] [--groups FILE] [--json]\n\n")
-		fs.PrintDefaults()
+	su := newSetup("groups", stderr, "usage: gymtrace groups [--gym-version V] [--groups FILE] [--json]\n\n")
+	su.variantFlags("the groups to list; default: the newest")
+	asJSON := su.fs.Bool("json", false, "print groups, presets and rules as JSON")
+	if code, done := su.parseNoArgs(args); done {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gymtrace groups: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	vc, pinned, err := pinnedVariant(*gymVersion)
+	vc, reg, err := su.registry("newest: no capture to tell from")
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace groups: %v\n", err)
-		return exitUsage
-	}
-	if !pinned {
-		vc = variantChoice{gate.Newest(), "newest: no capture to tell from"}
-	}
-	reg, err := loadRegistry(vc, *groups)
-	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace groups: %v\n", err)
-		return exitUsage
+		return su.fail("%v", err)
 	}
 	out := groupsJSON{variantJSON: vc.json()}
 	for _, g := range reg.Groups() {
@@ -90,8 +70,7 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
-			fmt.Fprintf(stderr, "gymtrace groups: %v\n", err)
-			return exitUsage
+			return su.fail("%v", err)
 		}
 		return exitOK
 	}

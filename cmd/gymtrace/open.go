@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,63 +26,37 @@ func isTerminal(f *os.File) bool {
 // runOpen loads the files named in args and shows them: the TUI on a
 // terminal, the plain tree otherwise or with --text.
 func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
-	fs := flag.NewFlagSet("open", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	spec := fs.String("spec", "", "span_groups spec to preview against (default $NEMO_GYM_OTEL_SPAN_GROUPS, else $NEMO_LENS_SPAN_GROUPS, else default)")
-	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
-	gymVersion := gymVersionFlag(fs)
+	su := newSetup("open", stderr, "usage: gymtrace open [--spec S] [--groups F] [--text] FILE...\n\n"+
+		"Loads captures (OTLP JSON lines, NeMo Gym console logs, binary OTLP requests;\n"+
+		"the format is detected per file, - reads stdin).\n\n")
+	fs := su.fs
+	su.settingFlags("spec", "span_groups spec to preview against")
+	su.variantFlags("the capture; default: detected from the capture, else the newest")
 	text := fs.Bool("text", false, "print the rollouts as a plain-text tree instead of opening the TUI")
 	maxSpans := fs.Int("max-spans", 0, "keep at most this many spans, evicting the oldest rollouts (0: no bound)")
 	maxLine := fs.Int("max-line", receiver.DefaultMaxLine, "longest line accepted, in bytes")
 	wf := addWorthFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gymtrace open [--spec S] [--groups F] [--text] FILE...\n\n"+
-			"Loads captures (OTLP JSON lines, NeMo Gym console logs, binary OTLP requests;\n"+
-			"the format is detected per file, - reads stdin).\n\n")
-		fs.PrintDefaults()
+	files, code, done := su.parse(args)
+	if done {
+		return code
 	}
-	files, err := parseInterleaved(fs, args) // flags before, between or after the files, as every command
-	if err != nil {
-		return exitUsage
+	if len(files) == 0 {
+		return su.failUsage("no capture files given")
 	}
 	worth, err := wf.ui()
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
-		return exitUsage
+		return su.fail("%v", err)
 	}
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "gymtrace open: no files given")
-		fs.Usage()
-		return exitUsage
-	}
-	if _, _, err := pinnedVariant(*gymVersion); err != nil {
-		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
-		return exitUsage
-	}
-	specText, specSource, err := gate.FindSpec(*spec, os.Getenv, "")
+	c, err := su.open(files, readOptions{
+		store:   model.Options{MaxSpans: *maxSpans},
+		read:    receiver.ReadOptions{MaxLine: *maxLine},
+		listBad: stderr,
+	})
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
-		return exitUsage
+		return su.fail("%v", err)
 	}
-
-	store := model.NewStore(model.Options{MaxSpans: *maxSpans})
-	defer store.Close()
-	rep, readErr := receiver.ReadFiles(store, files, receiver.ReadOptions{MaxLine: *maxLine})
-	store.Sync()
-	for _, b := range rep.BadSamples {
-		fmt.Fprintln(stderr, b)
-	}
-	if more := rep.BadLines - len(rep.BadSamples); more > 0 {
-		fmt.Fprintf(stderr, "… and %d more bad lines\n", more)
-	}
-	if readErr != nil {
-		fmt.Fprintf(stderr, "gymtrace open: %v\n", readErr)
-		return exitUsage
-	}
-	if rep.Spans == 0 {
-		fmt.Fprintf(stderr, "gymtrace open: no spans found in %s\n", strings.Join(files, ", "))
-		return exitUsage
-	}
+	defer c.store.Close()
+	store, rep, snap, vc, reg := c.store, c.frep, c.snap, c.vc, c.reg
 	if rep.Skipped > 0 || rep.Decode.Rejected > 0 {
 		fmt.Fprintf(stderr, "read %d spans from %d file(s); skipped %d lines without spans", rep.Spans, len(rep.Files), rep.Skipped)
 		if rep.Decode.Rejected > 0 {
@@ -91,27 +64,15 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		}
 		fmt.Fprintln(stderr)
 	}
-
-	snap := store.Snapshot()
-	vc, err := chooseVariant(*gymVersion, snap)
+	specText, specSource, _ := su.setting()
+	res, err := su.applied(reg, specText, specSource)
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
-		return exitUsage
+		return su.fail("%v (%s)", err, vc)
 	}
-	reg, err := loadRegistry(vc, *groups)
-	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
-		return exitUsage
-	}
-	current, err := currentSet(reg, specText, specSource, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace open: %v (%s)\n", err, vc)
-		return exitUsage
-	}
+	current := res.Set
 	if *text || !tty {
 		if err := tui.PlainTree(stdout, gate.NewEngine(reg).Structure(snap).Listed()); err != nil {
-			fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
-			return exitUsage
+			return su.fail("%v", err)
 		}
 		return exitOK
 	}
@@ -126,8 +87,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		Worth:       worth,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
-		return exitUsage
+		return su.fail("%v", err)
 	}
 	return exitOK
 }

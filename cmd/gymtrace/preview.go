@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,47 +10,10 @@ import (
 	"text/tabwriter"
 
 	"github.com/nemo-gym/gymtrace/gate"
-	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
 
 func cmdPreview(args []string) int { return runPreview(args, os.Stdout, os.Stderr) }
-
-// parseInterleaved parses flags given before, between or after the files,
-// so `preview FILE --json` works as well as `preview --json FILE`.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return files, nil
-		}
-		files = append(files, args[0])
-		args = args[1:]
-		if len(args) > 0 && args[0] == "--" {
-			return append(files, args[1:]...), nil
-		}
-	}
-}
-
-// loadCaptures reads files into a new store and returns its snapshot. Files
-// are complete, so everything is applied before the snapshot is taken.
-func loadCaptures(files []string) (*model.Store, *model.Snapshot, receiver.FileReport, error) {
-	store := model.NewStore(model.Options{})
-	rep, err := receiver.ReadFiles(store, files, receiver.ReadOptions{})
-	store.Sync()
-	snap := store.Snapshot()
-	if err == nil && snap.Stats.Stored == 0 {
-		err = fmt.Errorf("no spans in %s", strings.Join(files, ", "))
-		if len(rep.BadSamples) > 0 {
-			err = fmt.Errorf("%w (%d bad, first %s)", err, rep.BadLines, rep.BadSamples[0])
-		}
-	}
-	return store, snap, rep, err
-}
 
 // badLinesJSON is the bad_lines object of --json outputs: every line not
 // read as a span (plain log text, metric and log records, broken records),
@@ -203,65 +165,44 @@ func groupNames(reg *gate.Registry, gs []gate.Group) []string {
 }
 
 func runPreview(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	su := newSetup("preview", stderr, "usage: gymtrace preview --spec SPEC [--current SPEC] [--rollouts N] [--json] FILE...\n\n"+
+		"What a span_groups spec would produce from a capture (best captured with span_groups: all).\n\n")
+	fs := su.fs
 	spec := fs.String("spec", "", "span_groups spec to preview (required), e.g. per_rollout or default,sandbox")
-	current := fs.String("current", "", "the setting in force, shown side by side (default $"+gate.EnvSpanGroups+", else --gym-config, else $"+gate.EnvLensSpanGroups+", else default)")
-	gymConfig := fs.String("gym-config", "", "Gym config YAML to read telemetry.span_groups from")
-	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
-	gymVersion := gymVersionFlag(fs)
+	su.settingFlags("current", "the setting in force, shown side by side")
+	su.variantFlags("the capture; default: detected from the capture, else the newest")
 	rollouts := fs.Int("rollouts", 10000, "project spans and bytes to this many rollouts")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
 	where := whereFlag(fs)
 	wf := addWorthFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gymtrace preview --spec SPEC [--current SPEC] [--rollouts N] [--json] FILE...\n\n"+
-			"What a span_groups spec would produce from a capture (best captured with span_groups: all).\n\n")
-		fs.PrintDefaults()
-	}
-	files, err := parseInterleaved(fs, args)
-	if err != nil {
-		return exitUsage
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "gymtrace preview: "+format+"\n", a...)
-		return exitUsage
+	files, code, done := su.parse(args)
+	if done {
+		return code
 	}
 	if *spec == "" {
-		fs.Usage()
-		return fail("--spec is required")
+		return su.failUsage("--spec is required")
 	}
 	if len(files) == 0 {
-		fs.Usage()
-		return fail("no capture files given")
+		return su.failUsage("no capture files given")
 	}
 	budget, err := wf.check()
 	if err != nil {
-		return fail("%v", err)
+		return su.fail("%v", err)
 	}
 	if *rollouts < 0 {
-		return fail("--rollouts %d: want a count >= 0", *rollouts)
-	}
-	if _, _, err := pinnedVariant(*gymVersion); err != nil {
-		return fail("%v", err)
-	}
-	curSpec, curSource, err := gate.FindSpec(*current, os.Getenv, *gymConfig)
-	if err != nil {
-		return fail("%v", err)
-	}
-	if *current != "" {
-		curSource = "--current"
+		return su.fail("--rollouts %d: want a count >= 0", *rollouts)
 	}
 	// The variant decides what the spec means: --gym-version, else what
 	// the whole capture shows.
-	c, err := openCaptures(files, *gymVersion, *groups)
+	c, err := su.open(files, readOptions{})
 	if err != nil {
-		return fail("%v", err)
+		return su.fail("%v", err)
 	}
 	defer c.store.Close()
+	curSpec, curSource, _ := su.setting()
 	snap, frep, vc, reg := c.snap, c.frep, c.vc, c.reg
 	if snap, err = selectWhere(reg, snap, *where); err != nil {
-		return fail("%v", err)
+		return su.fail("%v", err)
 	}
 	res := reg.Resolve(*spec)
 	curRes := reg.Resolve(curSpec)
@@ -346,8 +287,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
-			fmt.Fprintf(stderr, "gymtrace preview: %v\n", err)
-			return exitUsage
+			return su.fail("%v", err)
 		}
 		return exitOK
 	}

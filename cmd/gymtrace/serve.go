@@ -4,16 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -140,24 +137,21 @@ func (r *runningReceivers) stop() error {
 // serveFlags are the flags of gymtrace serve.
 type serveFlags struct {
 	receiverOptions
-	spec, gymConfig, groups string
-	cpuProfile              string
-	gymVersion              string
-	headless, json          bool
-	worth                   uiWorth
+	cpuProfile     string
+	headless, json bool
+	worth          uiWorth
 }
 
-func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	f := &serveFlags{}
+// parseServeFlags parses serve's line; done is set when serve must stop
+// with code (-h, a bad flag or value).
+func parseServeFlags(args []string, stderr io.Writer) (su *setup, f *serveFlags, code int, done bool) {
+	su = newSetup("serve", stderr, "usage: gymtrace [serve] [flags]\n\nReceives OTLP traces, metrics and logs and shows rollouts as they arrive.\n\n")
+	fs := su.fs
+	f = &serveFlags{}
 	fs.StringVar(&f.GRPCAddr, "grpc-addr", receiver.DefaultGRPCAddr, `OTLP/gRPC listen address ("off" to disable)`)
 	fs.StringVar(&f.HTTPAddr, "http-addr", receiver.DefaultHTTPAddr, `OTLP/HTTP listen address ("off" to disable)`)
-	fs.StringVar(&f.spec, "spec", "", "span_groups spec to preview against (default $"+gate.EnvSpanGroups+", else --gym-config, else $"+gate.EnvLensSpanGroups+", else default)")
-	fs.StringVar(&f.gymConfig, "gym-config", "", "NeMo Gym config file to read telemetry.span_groups from")
-	fs.StringVar(&f.groups, "groups", "", "groups file adding span groups, presets and rules")
-	fs.StringVar(&f.gymVersion, "gym-version", "", "the Gym telemetry variant ("+strings.Join(gate.VariantNames(), ", ")+
-		") or Gym version of the fleet; default: the newest (the summary names the one the capture shows)")
+	su.settingFlags("spec", "span_groups spec to preview against")
+	su.variantFlags("the fleet; default: the newest (the summary names the one the capture shows)")
 	fs.IntVar(&f.MaxSpans, "max-spans", defaultMaxSpans, "keep at most this many spans, evicting the oldest rollouts (0: no bound)")
 	fs.Int64Var(&f.MaxBytes, "max-bytes", defaultMaxBytes(), "keep at most this many bytes of spans, evicting the oldest rollouts (0: no bound; default a quarter of the machine's memory)")
 	fs.StringVar(&f.Record, "record", "", "append every accepted trace request to FILE as OTLP/JSON lines")
@@ -180,82 +174,61 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to FILE")
 	fs.IntVar(&f.Queue, "queue", 256, "batches that may wait for the store; past it senders are told to retry")
 	wf := addWorthFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gymtrace [serve] [flags]\n\nReceives OTLP traces, metrics and logs and shows rollouts as they arrive.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	if code, done := su.parseNoArgs(args); done {
+		return su, nil, code, true
 	}
 	worth, err := wf.ui()
 	if err != nil {
-		return nil, err
+		return su, nil, su.fail("%v", err), true
 	}
 	f.worth = worth
 	if f.json && !f.headless {
 		// --json only makes sense without the TUI.
 		f.headless = true
 	}
-	return f, nil
+	return su, f, exitOK, false
 }
 
 // runServe is gymtrace serve with its inputs injected: it returns when ctx
 // ends (headless) or the user quits (TUI). ready, when set, is called once
 // the receivers listen.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool, ready func(*runningReceivers)) int {
-	f, err := parseServeFlags(args, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
-		return exitUsage
+	su, f, code, done := parseServeFlags(args, stderr)
+	if done {
+		return code
 	}
 	if f.cpuProfile != "" {
 		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
-			fmt.Fprintf(stderr, "gymtrace serve: --cpuprofile: %v\n", err)
-			return exitUsage
+			return su.fail("--cpuprofile: %v", err)
 		}
 		defer stop()
 	}
 	// Nothing has arrived yet to tell the variant from: --gym-version, else
 	// the newest.
-	vc, err := chooseVariant(f.gymVersion, nil)
+	vc, reg, err := su.registry("newest: nothing captured yet")
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
-		return exitUsage
+		return su.fail("%v", err)
 	}
-	reg, err := loadRegistry(vc, f.groups)
+	specText, source, err := su.setting()
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
-		return exitUsage
+		return su.fail("%v", err)
 	}
-	specText, source, err := gate.FindSpec(f.spec, os.Getenv, f.gymConfig)
+	res, err := su.applied(reg, specText, source)
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
-		return exitUsage
+		return su.fail("%v", err)
 	}
-	current, err := currentSet(reg, specText, source, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
-		return exitUsage
-	}
+	current := res.Set
 	f.Warn = stderr
 	rr, err := startReceivers(ctx, f.receiverOptions)
 	if err != nil {
-		fmt.Fprintf(stderr, "gymtrace serve: %v\n", err)
-		return exitUsage
+		return su.fail("%v", err)
 	}
 	if ready != nil {
 		ready(rr)
 	}
 	if f.headless || !tty {
-		return runHeadless(ctx, rr, stdout, stderr, f.json, time.Second, f.gymVersion)
+		return runHeadless(ctx, rr, stdout, stderr, f.json, time.Second, *su.gymVersion)
 	}
 	uiErr := runUI(uiConfig{
 		Store:       rr.Store,

@@ -1,24 +1,15 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
-	"github.com/nemo-gym/gymtrace/receiver"
 )
 
 // SourceGymVersionFlag is the variant source when --gym-version chose it.
 const sourceGymVersionFlag = "--gym-version"
-
-// gymVersionFlag adds --gym-version to fs.
-func gymVersionFlag(fs *flag.FlagSet) *string {
-	return fs.String("gym-version", "", "the Gym telemetry variant ("+strings.Join(gate.VariantNames(), ", ")+
-		") or Gym version that emitted the capture; default: detected from the capture, else the newest")
-}
 
 // variantChoice is the Gym variant in use and what chose it.
 type variantChoice struct {
@@ -70,49 +61,4 @@ func loadRegistry(c variantChoice, groupsFile string) (*gate.Registry, error) {
 		return nil, fmt.Errorf("--groups: %w", err)
 	}
 	return reg, nil
-}
-
-// currentSet resolves the setting in force as Gym does. Names Gym drops are
-// reported on warn; a spec Gym refuses (telemetry off) is an error, since
-// there is nothing to compare against.
-func currentSet(reg *gate.Registry, spec, source string, warn io.Writer) (gate.Set, error) {
-	res := reg.Resolve(spec)
-	if res.Off {
-		return 0, fmt.Errorf("span_groups %q from %s: %s", spec, source, res.Effect())
-	}
-	if len(res.Dropped) > 0 {
-		fmt.Fprintf(warn, "gymtrace: span_groups %q from %s: %s\n", spec, source, res.Effect())
-	}
-	return res.Set, nil
-}
-
-// captures is what every command that reads capture files starts from: the
-// loaded store, what reading reported, and the Gym variant and registry the
-// capture's specs are read with.
-type captures struct {
-	store *model.Store
-	snap  *model.Snapshot
-	frep  receiver.FileReport
-	vc    variantChoice
-	reg   *gate.Registry
-}
-
-// openCaptures checks --gym-version before reading anything, reads files,
-// then picks the variant (--gym-version, else what the capture shows) and
-// its registry, extended by --groups. On error nothing is left open.
-func openCaptures(files []string, gymVersion, groups string) (*captures, error) {
-	if _, _, err := pinnedVariant(gymVersion); err != nil {
-		return nil, err
-	}
-	store, snap, frep, err := loadCaptures(files)
-	if err == nil {
-		c := &captures{store: store, snap: snap, frep: frep}
-		if c.vc, err = chooseVariant(gymVersion, snap); err == nil {
-			if c.reg, err = loadRegistry(c.vc, groups); err == nil {
-				return c, nil
-			}
-		}
-	}
-	store.Close()
-	return nil, err
 }
