@@ -23,6 +23,46 @@ type keyIDs struct {
 	target, urlPath       model.Str
 	host, serverAddr      model.Str
 	rolloutID             model.Str
+
+	// names caches what the structure asks of a span name, by id: a
+	// capture has few distinct names and a million spans.
+	names nameCache
+}
+
+// Facts of a span name (nameCache).
+const (
+	nameKnown   uint8 = 1 << iota // the entry is filled
+	nameRoute                     // isRouteName
+	nameGym                       // starts with "gym."
+	nameRollout                   // is "gym.rollout"
+)
+
+// nameCache is direct-mapped: a slot holds the facts of the last name id
+// that hashed to it.
+type nameCache struct {
+	ids   [1024]model.Str
+	facts [1024]uint8
+}
+
+// name returns the facts of the span name id.
+func (k *keyIDs) name(id model.Str) uint8 {
+	slot := uint32(id) * 0x9e3779b1 >> 22
+	if f := k.names.facts[slot]; f != 0 && k.names.ids[slot] == id {
+		return f
+	}
+	s := k.in.Str(id)
+	f := nameKnown
+	if isRouteName(s) {
+		f |= nameRoute
+	}
+	if strings.HasPrefix(s, "gym.") {
+		f |= nameGym
+	}
+	if s == "gym.rollout" {
+		f |= nameRollout
+	}
+	k.names.ids[slot], k.names.facts[slot] = id, f
+	return f
 }
 
 func lookupKey(in *model.Interner, s string) model.Str {
@@ -38,6 +78,9 @@ func lookupKey(in *model.Interner, s string) model.Str {
 func (k *keyIDs) resolve(in *model.Interner) {
 	if k.in == in && k.n == in.Len() {
 		return
+	}
+	if k.in != in {
+		k.names = nameCache{}
 	}
 	k.in, k.n = in, in.Len()
 	k.urlFull, k.httpURL = lookupKey(in, urlKeys[0]), lookupKey(in, urlKeys[1])
@@ -112,7 +155,7 @@ func (k *keyIDs) isRequestSpan(sp *model.Span) bool {
 	case model.KindServer:
 		return true
 	case model.KindInternal:
-		return isRouteName(k.in.Str(sp.Name)) && sp.Attrs.HasKey(k.target)
+		return k.name(sp.Name)&nameRoute != 0 && sp.Attrs.HasKey(k.target)
 	}
 	return false
 }

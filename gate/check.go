@@ -104,11 +104,15 @@ func splitURL(s string) (host, path string) {
 	if i := strings.IndexAny(rest, "?#"); i >= 0 {
 		rest = rest[:i]
 	}
-	host, path, _ = strings.Cut(rest, "/")
+	// The path keeps its slash from s: no new string per call.
+	host, path = rest, "/"
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		host, path = rest[:i], rest[i:]
+	}
 	if i := strings.LastIndexByte(host, '@'); i >= 0 {
 		host = host[i+1:]
 	}
-	return host, "/" + path
+	return host, path
 }
 
 // rollCheck returns the cached per-rollout check of r.

@@ -253,3 +253,18 @@ func TestCheckPendingNamesNoProcess(t *testing.T) {
 		t.Errorf("past grace: pending %d split %d hops %q; want 0, 2, some", rep.Pending, rep.Split, hopStrings(rep.Hops))
 	}
 }
+
+func TestSplitURL(t *testing.T) {
+	for _, tc := range []struct{ in, host, path string }{
+		{"http://127.0.0.1:8001/ng-rollout/r-1/v1/responses?x=1#f", "127.0.0.1:8001", "/ng-rollout/r-1/v1/responses"},
+		{"http://user:pw@h:9/run", "h:9", "/run"},
+		{"http://h:9", "h:9", "/"},
+		{"http://h:9?q=1", "h:9", "/"},
+		{"https://h/", "h", "/"},
+		{"/run", "", ""},
+	} {
+		if h, p := splitURL(tc.in); h != tc.host || p != tc.path {
+			t.Errorf("splitURL(%q) = %q %q, want %q %q", tc.in, h, p, tc.host, tc.path)
+		}
+	}
+}

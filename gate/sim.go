@@ -107,6 +107,23 @@ type scratch struct {
 	pct   []int
 	fa    []bool
 	fb    []bool
+	// fragUnits' walk
+	unitOf []int32
+	depth  []uint8
+	called []bool
+	leaked []bool
+}
+
+// unitWalk returns fragUnits' per-span slices for n spans, depth and called
+// cleared (the walk sets every unitOf).
+func (sc *scratch) unitWalk(n int) ([]int32, []uint8, []bool) {
+	if cap(sc.unitOf) < n {
+		sc.unitOf, sc.depth, sc.called = make([]int32, n), make([]uint8, n), make([]bool, n)
+	}
+	sc.unitOf, sc.depth, sc.called = sc.unitOf[:n], sc.depth[:n], sc.called[:n]
+	clear(sc.depth)
+	clear(sc.called)
+	return sc.unitOf, sc.depth, sc.called
 }
 
 // flags returns two cleared bool slices of length n, reused across calls.

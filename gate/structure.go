@@ -134,7 +134,7 @@ type unitInfo struct {
 	servers []hostRes // host:port served, from request spans
 	errors  int
 	spans   int
-	calls   int // CLIENT spans other than calls to /run
+	calls   bool // has CLIENT spans other than calls to /run
 	// hostUnit is, for a leaked top, the unit of the span it was parented to.
 	hostUnit int32
 }
@@ -163,11 +163,10 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 	}
 	in, k := e.in, &e.keys
 	n := len(f.Spans)
-	unitOf := make([]int32, n)
-	depth := make([]uint8, n)
-	called := make([]bool, n) // has a CLIENT, SERVER or request child
+	// Per-span walk state, reused across fragments: only units are kept.
+	unitOf, depth, called := e.sc.unitWalk(n) // called: has a CLIENT, SERVER or request child
 	var units []unitInfo
-	leaked := make([]bool, 0)
+	leaked := e.sc.leaked[:0]
 	for i := 0; i < n; i++ {
 		sp := &f.Spans[i]
 		p := sp.Parent
@@ -221,10 +220,11 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 		d := depth[i]
 		switch sp.Kind {
 		case model.KindClient:
-			if called[i] && d > maxAnchorDepth {
-				// Answered and too deep to start a rollout: a call, and
-				// nothing to read from its attributes.
-				u.calls++
+			if called[i] && (d > maxAnchorDepth || (u.idRank >= 1 && u.calls)) {
+				// Answered, and nothing its attributes could change: too
+				// deep to start a rollout, or in a unit already anchored
+				// and known to call out.
+				u.calls = true
 				break
 			}
 			// spanRoute's path of a CLIENT span, with the host from the
@@ -242,7 +242,7 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 					u.idSpan, u.idRank = int32(i), 1
 				}
 			} else {
-				u.calls++
+				u.calls = true
 			}
 		case model.KindServer, model.KindInternal:
 			if sp.Kind == model.KindServer || (int32(i) == u.root && u.leak) || (sp.Kind == model.KindInternal && d == 0 && k.isRequestSpan(sp)) {
@@ -257,14 +257,14 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 						u.idSpan, u.idRank = int32(i), 3
 					}
 				}
-			} else if d <= maxAnchorDepth && u.idRank < 2 && in.Str(sp.Name) == "gym.rollout" {
+			} else if d <= maxAnchorDepth && u.idRank < 2 && k.name(sp.Name)&nameRollout != 0 {
 				u.idSpan, u.idRank = int32(i), 2
 			}
 		}
 		// Rollout ids sit on CLIENT and semantic spans (and in a top's
 		// path): the request spans' long attribute lists are skipped.
 		if u.rid == "" && d <= maxAnchorDepth+1 && sp.Attrs != "" &&
-			(d == 0 || sp.Kind == model.KindClient || strings.HasPrefix(in.Str(sp.Name), "gym.")) {
+			(d == 0 || sp.Kind == model.KindClient || k.name(sp.Name)&nameGym != 0) {
 			u.rid = k.rolloutIDOf(sp)
 		}
 	}
@@ -297,6 +297,7 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 			u.class, u.run = classRun, RunDriver
 		}
 	}
+	e.sc.leaked = leaked
 	fu := &fragUnits{units: units, gen: e.gen}
 	e.units[f.Version] = fu
 	return fu
@@ -729,7 +730,7 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 	type window struct {
 		root       int
 		start, end int64
-		calls      int
+		calls      bool
 	}
 	var wins []window
 	{
@@ -741,7 +742,7 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 			r := find(i)
 			if k, ok := seen[r]; ok {
 				wins[k].start, wins[k].end = min(wins[k].start, us[i].info.start), max(wins[k].end, us[i].info.end)
-				wins[k].calls += us[i].info.calls
+				wins[k].calls = wins[k].calls || us[i].info.calls
 				continue
 			}
 			seen[r] = len(wins)
@@ -749,7 +750,7 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 		}
 		k := 0
 		for _, w := range wins {
-			if w.calls == 0 {
+			if !w.calls {
 				wins[k] = w
 				k++
 			}
