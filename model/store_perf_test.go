@@ -36,10 +36,11 @@ func TestParentsFirst(t *testing.T) {
 		{"self parent", batchOf(1, [2]string{"s", "s"}, [2]string{"t", "s"}), []int32{0, 1}},
 		{"loop of two", batchOf(1, [2]string{"a", "b"}, [2]string{"b", "a"}, [2]string{"c", "a"}), []int32{1, 0, 2}},
 		{"same span id in another trace is not a parent", append(batchOf(1, [2]string{"c", "p"}), batchOf(2, [2]string{"p", ""})...), []int32{0, 1}},
+		{"same span id in two traces, each its own parent", append(append(batchOf(2, [2]string{"p", ""}), batchOf(1, [2]string{"c", "p"})...), batchOf(1, [2]string{"p", ""})...), []int32{0, 2, 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &writer{inBatch: map[spanKey]int32{}}
+			w := &writer{inBatch: map[SpanID]int32{}, inBatchX: map[spanKey]int32{}}
 			got := slices.Clone(w.parentsFirst(tc.spans))
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("parentsFirst = %v, want %v", got, tc.want)
@@ -51,7 +52,7 @@ func TestParentsFirst(t *testing.T) {
 // TestParentsFirstRandom checks the ordering property on shuffled trees:
 // a permutation in which every in-batch parent precedes its children.
 func TestParentsFirstRandom(t *testing.T) {
-	w := &writer{inBatch: map[spanKey]int32{}}
+	w := &writer{inBatch: map[SpanID]int32{}, inBatchX: map[spanKey]int32{}}
 	for seed := int64(0); seed < 200; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		n := 1 + rng.Intn(60)
@@ -203,6 +204,10 @@ func TestStoreNewTraceShortcuts(t *testing.T) {
 		{"same span id in two new traces", [][]Span{append(batchOf(1, [2]string{"x", ""}), batchOf(2, [2]string{"x", ""}, [2]string{"y", "x"})...)}, 3, 0, 2},
 		{"parent in a later batch", [][]Span{batchOf(1, [2]string{"c", "r"}), batchOf(1, [2]string{"r", ""})}, 2, 0, 1},
 		{"duplicate in a later batch", [][]Span{batchOf(1, [2]string{"r", ""}), batchOf(1, [2]string{"r", ""}, [2]string{"c", "r"})}, 2, 1, 1},
+		// Two traces whose orphans wait for the same parent span id: each
+		// parent takes in its own trace's orphan only.
+		{"orphans of two traces wait for one span id", [][]Span{batchOf(1, [2]string{"c", "p"}), batchOf(2, [2]string{"d", "p"}), batchOf(2, [2]string{"p", ""}), batchOf(1, [2]string{"p", ""})}, 4, 0, 2},
+		{"one trace's parent arrives, the other's never", [][]Span{batchOf(1, [2]string{"c", "p"}), batchOf(2, [2]string{"d", "p"}), batchOf(2, [2]string{"p", ""})}, 3, 0, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -78,7 +78,9 @@ type writer struct {
 	// and keying every span by its trace too would cost 16 bytes each.
 	locs    *spanIndex
 	shared  map[spanKey]loc
-	waiting map[spanKey][]uint32 // missing parent -> fragments whose top waits for it
+	// waiting lists the fragments whose top waits for a missing parent, by
+	// the parent's span id (each fragment's trace tells which are meant).
+	waiting map[SpanID][]uint32
 	// frags maps fragment ids, and the waitIDs of fragments merged away,
 	// to live fragments; nfrags counts the live ones.
 	frags    map[uint32]*frag
@@ -106,8 +108,12 @@ type writer struct {
 	// their spans can only duplicate or have parents within the batch, so
 	// the lookups in maps holding every span are skipped.
 	newTrace map[TraceID]bool
-	// Scratch for parentsFirst, reused across batches.
-	inBatch                     map[spanKey]int32
+	// Scratch for parentsFirst, reused across batches: the batch index of
+	// the first span of each span id (keyed by the id alone, the cheaper
+	// hash; inBatchX holds the rare same id of another trace).
+	inBatch                     map[SpanID]int32
+	inBatchX                    map[spanKey]int32
+	batch                       []Span
 	depth, path, count, order32 []int32
 	parentIdx                   []int32 // batch index of each span's parent, or -1
 	// placedF and placedI record where each batch span went, so children
@@ -149,13 +155,14 @@ func (w *writer) init(s *Store) {
 	w.s = s
 	w.locs = newSpanIndex()
 	w.shared = map[spanKey]loc{}
-	w.waiting = map[spanKey][]uint32{}
+	w.waiting = map[SpanID][]uint32{}
 	w.frags = map[uint32]*frag{}
 	w.rolls = map[string]*roll{}
 	w.traces = map[TraceID]int32{}
 	w.perTrace = map[TraceID]int32{}
 	w.newTrace = map[TraceID]bool{}
-	w.inBatch = map[spanKey]int32{}
+	w.inBatch = map[SpanID]int32{}
+	w.inBatchX = map[spanKey]int32{}
 	w.jobName = s.strs.Intern(JobSpanName)
 	w.ridKey = s.strs.Intern(RolloutIDKey)
 	for _, k := range rolloutPathKeys {
@@ -187,15 +194,20 @@ func (w *writer) apply(b Batch) {
 		// A span of a new trace is the first of its id unless an earlier
 		// batch span has the same id, and its parent is either in the
 		// batch or not stored at all.
-		fresh := w.newTrace[sp.TraceID] && w.inBatch[spanKey{sp.TraceID, sp.SpanID}] == i
+		fresh := false
+		if w.newTrace[sp.TraceID] {
+			first, _ := w.batchIndex(sp.TraceID, sp.SpanID)
+			fresh = first == i
+		}
 		noParent := false
 		if fresh {
-			_, inBatch := w.inBatch[spanKey{sp.TraceID, sp.ParentID}]
+			_, inBatch := w.batchIndex(sp.TraceID, sp.ParentID)
 			noParent = !inBatch
 		}
 		w.placedF[i], w.placedI[i] = w.place(sp, fresh, noParent, hint, hintIdx)
 	}
 	clear(w.placedF) // no pointers kept past the batch
+	w.batch = nil
 	ms, mb := w.s.opts.MaxSpans, w.s.opts.MaxBytes
 	if (ms > 0 && w.stored > ms) || (mb > 0 && w.bytes > mb) {
 		// Evict a tenth more than needed, so eviction runs once per tenth
@@ -211,6 +223,26 @@ func (w *writer) apply(b Batch) {
 	}
 }
 
+// batchIndex returns the batch index of the first span (trace, id) of the
+// batch parentsFirst indexed last.
+func (w *writer) batchIndex(trace TraceID, id SpanID) (int32, bool) {
+	i, ok := w.inBatch[id]
+	if !ok {
+		return -1, false
+	}
+	if w.batch[i].TraceID == trace {
+		return i, true
+	}
+	if len(w.inBatchX) == 0 {
+		return -1, false
+	}
+	i, ok = w.inBatchX[spanKey{trace, id}]
+	if !ok {
+		return -1, false
+	}
+	return i, true
+}
+
 // parentsFirst returns the indices of spans in an order where a span whose
 // parent is in the same batch comes after that parent, keeping batch order
 // otherwise. SDKs export spans as they end, children before parents; placed
@@ -219,17 +251,26 @@ func (w *writer) apply(b Batch) {
 func (w *writer) parentsFirst(spans []Span) []int32 {
 	n := len(spans)
 	clear(w.inBatch)
+	clear(w.inBatchX)
+	w.batch = spans
 	for i := range spans {
-		k := spanKey{spans[i].TraceID, spans[i].SpanID}
-		if _, dup := w.inBatch[k]; !dup {
-			w.inBatch[k] = int32(i)
+		sp := &spans[i]
+		first, seen := w.inBatch[sp.SpanID]
+		switch {
+		case !seen:
+			w.inBatch[sp.SpanID] = int32(i)
+		case spans[first].TraceID != sp.TraceID:
+			k := spanKey{sp.TraceID, sp.SpanID}
+			if _, dup := w.inBatchX[k]; !dup {
+				w.inBatchX[k] = int32(i)
+			}
 		}
 	}
 	w.parentIdx = slices.Grow(w.parentIdx[:0], n)[:n]
 	for i := range spans {
 		w.parentIdx[i] = -1
 		if sp := &spans[i]; !sp.ParentID.IsZero() {
-			if p, ok := w.inBatch[spanKey{sp.TraceID, sp.ParentID}]; ok {
+			if p, ok := w.batchIndex(sp.TraceID, sp.ParentID); ok {
 				w.parentIdx[i] = p
 			}
 		}
@@ -420,8 +461,7 @@ func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint3
 		// A true root will gather the whole trace: size it from the batch.
 		f = w.newFrag(sp.TraceID, sp.ParentID.IsZero())
 		if !sp.ParentID.IsZero() {
-			k := spanKey{sp.TraceID, sp.ParentID}
-			w.waiting[k] = append(w.waiting[k], f.id)
+			w.waiting[sp.ParentID] = append(w.waiting[sp.ParentID], f.id)
 			f.waitID = f.id
 		}
 	}
@@ -439,23 +479,31 @@ func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint3
 // takeWaiting removes and returns the fragments waiting for span id of
 // trace.
 func (w *writer) takeWaiting(trace TraceID, id SpanID) []*frag {
-	k := spanKey{trace, id}
-	ws, ok := w.waiting[k]
+	ws, ok := w.waiting[id]
 	if !ok {
 		return nil
 	}
-	delete(w.waiting, k)
 	out := w.takenScratch[:0]
+	rest := ws[:0] // those of other traces stay listed
 	for _, wid := range ws {
 		c := w.frags[wid]
 		if c == nil || c.waitID != wid {
 			continue // evicted
+		}
+		if c.trace != trace {
+			rest = append(rest, wid)
+			continue
 		}
 		c.waitID = 0
 		if wid != c.id {
 			delete(w.frags, wid) // the alias served only this list
 		}
 		out = append(out, c)
+	}
+	if len(rest) == 0 {
+		delete(w.waiting, id)
+	} else {
+		w.waiting[id] = rest
 	}
 	w.takenScratch = out[:0]
 	return out
@@ -466,7 +514,7 @@ func (w *writer) unwait(f *frag) {
 	if f.waitID == 0 {
 		return
 	}
-	k := spanKey{f.trace, f.spans[f.top].ParentID}
+	k := f.spans[f.top].ParentID
 	if ws := remove(w.waiting[k], f.waitID); len(ws) == 0 {
 		delete(w.waiting, k)
 	} else {
