@@ -76,8 +76,8 @@ type writer struct {
 	// locs holds every stored span by span id. An id already held by a
 	// span of another trace goes to shared instead: ids collide rarely,
 	// and keying every span by its trace too would cost 16 bytes each.
-	locs    *spanIndex
-	shared  map[spanKey]loc
+	locs   *spanIndex
+	shared map[spanKey]loc
 	// waiting lists the fragments whose top waits for a missing parent, by
 	// the parent's span id (each fragment's trace tells which are meant).
 	waiting map[SpanID][]uint32
