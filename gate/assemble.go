@@ -82,7 +82,8 @@ func (e *Engine) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			continue
 		}
 		u := &us[p[1]]
-		st.Suspect[id] = append(st.Suspect[id], snap.ServiceName(u.f.Spans[u.info.root].Resource))
+		top := &u.f.Spans[u.info.root]
+		st.Suspect[id] = append(st.Suspect[id], Suspect{Service: snap.ServiceName(top.Resource), Span: DisplayName(e.in, top)})
 	}
 	// Leaks, with the rollout they belong to and the one they were put under.
 	unitAt := map[*model.Fragment][]int{}

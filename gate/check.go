@@ -53,6 +53,7 @@ type clientCall struct {
 	res        model.ResourceID
 	host       string
 	path       string
+	route      string // method and path, as the callee would name the request
 	start, end int64
 }
 
@@ -130,15 +131,8 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		}
 		*list = append(*list, id)
 	}
-	addHop := func(from, to, reason string) {
-		for i := range c.hops {
-			h := &c.hops[i]
-			if h.FromService == from && h.ToService == to && h.Reason == reason {
-				h.Count++
-				return
-			}
-		}
-		c.hops = append(c.hops, BrokenHop{FromService: from, ToService: to, Reason: reason, Count: 1})
+	addHop := func(from, to, span, reason string) {
+		c.hops = addCount(c.hops, BrokenHop{FromService: from, ToService: to, SpanName: span, Reason: reason, Count: 1})
 	}
 	// The entry fragment (earliest true root, or one under the job) is where
 	// the rollout starts; other roots are pieces that failed to join it.
@@ -159,6 +153,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		res  model.ResourceID
 		host string
 		path string
+		name string
 	}
 	var roots []serverRoot
 	for fi, f := range r.Fragments {
@@ -176,7 +171,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 					addRes(&c.joined, ps.Resource)
 					addRes(&c.joined, sp.Resource)
 					if sp.Kind == model.KindServer && ps.Kind != model.KindClient {
-						addHop(snap.ServiceName(ps.Resource), snap.ServiceName(sp.Resource), fmt.Sprintf(reasonParentNotCl, ps.Kind))
+						addHop(snap.ServiceName(ps.Resource), snap.ServiceName(sp.Resource), DisplayName(e.in, sp), fmt.Sprintf(reasonParentNotCl, ps.Kind))
 					}
 				} else if sp.Kind == model.KindClient {
 					hasClientChild[p] = true
@@ -213,7 +208,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			}
 			u, _ := k.url(sp.Attrs)
 			h, p := splitURL(u)
-			c.unanswered = append(c.unanswered, clientCall{res: sp.Resource, host: h, path: p, start: sp.Start, end: sp.End})
+			c.unanswered = append(c.unanswered, clientCall{res: sp.Resource, host: h, path: p, route: clientRoute(k, sp), start: sp.Start, end: sp.End})
 		}
 		top := &f.Spans[0]
 		topSvc := snap.ServiceName(top.Resource)
@@ -224,10 +219,10 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			if top.Kind == model.KindInternal {
 				kind = snap.Str(top.Name)
 			}
-			addHop(unknownService, topSvc, fmt.Sprintf(reasonParentMissing, kind))
+			addHop(unknownService, topSvc, DisplayName(e.in, top), fmt.Sprintf(reasonParentMissing, kind))
 		case fi == entry || len(r.Fragments) < 2:
 		case top.Kind == model.KindServer:
-			sr := serverRoot{res: top.Resource}
+			sr := serverRoot{res: top.Resource, name: DisplayName(e.in, top)}
 			if u, ok := k.url(top.Attrs); ok {
 				sr.host, sr.path = splitURL(u)
 			}
@@ -253,7 +248,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		if paired >= 0 {
 			cc := c.unanswered[paired]
 			c.unanswered = append(c.unanswered[:paired:paired], c.unanswered[paired+1:]...)
-			addHop(snap.ServiceName(cc.res), snap.ServiceName(sr.res), reasonNotInjected)
+			addHop(snap.ServiceName(cc.res), snap.ServiceName(sr.res), sr.name, reasonNotInjected)
 			continue
 		}
 		// Without the caller's CLIENT span, Gym's call graph names it: the
@@ -261,10 +256,10 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		// included, except its own /run, which the driver calls.
 		if agent, ok := e.rolloutProcess(r, rs); ok && (agent != sr.res || !strings.HasSuffix(sr.path, "/run")) {
 			svc := snap.ServiceName(agent)
-			addHop(svc, snap.ServiceName(sr.res), fmt.Sprintf(reasonServerRoot, svc))
+			addHop(svc, snap.ServiceName(sr.res), sr.name, fmt.Sprintf(reasonServerRoot, svc))
 			continue
 		}
-		addHop(unknownService, snap.ServiceName(sr.res), fmt.Sprintf(reasonServerRoot, "the caller"))
+		addHop(unknownService, snap.ServiceName(sr.res), sr.name, fmt.Sprintf(reasonServerRoot, "the caller"))
 	}
 	rs.check = c
 	return c
@@ -277,14 +272,26 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	snap = st.Snap
 	e.gen++
 	e.sync(snap)
-	leaksIn := map[string]map[string]int{} // rollout -> leaking service -> count
+	// rollout -> its leaked request spans, by process and span, in the
+	// structure's order.
+	type leakCount struct {
+		svc, name string
+		n         int
+	}
+	leaksIn := map[string][]leakCount{}
 	for _, l := range st.Leaks {
-		if l.Rollout != "" && l.Rollout != l.Host {
-			if leaksIn[l.Rollout] == nil {
-				leaksIn[l.Rollout] = map[string]int{}
-			}
-			leaksIn[l.Rollout][l.Service]++
+		if l.Rollout == "" || l.Rollout == l.Host {
+			continue
 		}
+		name := l.Name
+		ls := leaksIn[l.Rollout]
+		i := slices.IndexFunc(ls, func(x leakCount) bool { return x.svc == l.Service && x.name == name })
+		if i < 0 {
+			ls = append(ls, leakCount{svc: l.Service, name: name})
+			i = len(ls) - 1
+		}
+		ls[i].n++
+		leaksIn[l.Rollout] = ls
 	}
 	rep := &CheckReport{
 		Structure: st,
@@ -321,7 +328,8 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		hasDriver = false
 		break
 	}
-	agg := map[BrokenHop]int{}
+	agg := map[BrokenHop]int{}         // the hop, counts aside -> spans
+	aggRollouts := map[BrokenHop]int{} // the hop -> judged rollouts showing it
 	for i, r := range snap.Rollouts {
 		c := checks[i]
 		hops := c.hops
@@ -347,7 +355,7 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 			default:
 				continue // not a Gym server this capture has seen: an external call
 			}
-			hops = addCount(hops, BrokenHop{FromService: snap.ServiceName(cc.res), ToService: to, Reason: fmt.Sprintf(reasonNoServerChild, to), Count: 1})
+			hops = addCount(hops, BrokenHop{FromService: snap.ServiceName(cc.res), ToService: to, SpanName: cc.route, Reason: fmt.Sprintf(reasonNoServerChild, to), Count: 1})
 			callees = append(callees, to)
 		}
 		if hasDriver && c.entryTop && c.entry.res != driver {
@@ -356,23 +364,23 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 			if c.entryKnd != model.KindServer {
 				reason = fmt.Sprintf(reasonNewTrace, c.entry.name, to)
 			}
-			hops = addCount(hops, BrokenHop{FromService: from, ToService: to, Reason: reason, Count: 1})
+			hops = addCount(hops, BrokenHop{FromService: from, ToService: to, SpanName: c.entry.name, Reason: reason, Count: 1})
 		}
 		for _, sr := range c.strays {
 			svc := snap.ServiceName(sr.res)
 			if slices.Contains(callees, svc) {
 				continue
 			}
-			hops = addCount(hops, BrokenHop{FromService: unknownService, ToService: svc, Reason: fmt.Sprintf(reasonNewTrace, sr.name, svc), Count: 1})
+			hops = addCount(hops, BrokenHop{FromService: unknownService, ToService: svc, SpanName: sr.name, Reason: fmt.Sprintf(reasonNewTrace, sr.name, svc), Count: 1})
 		}
 		// A rollout is joined when all its spans carry one trace id; an
 		// unattributed fragment that may be its own makes it split too.
 		suspects := st.Suspect[r.ID]
-		for _, svc := range suspects {
-			hops = addCount(hops, BrokenHop{FromService: unknownService, ToService: svc, Reason: fmt.Sprintf(reasonUnattributed, svc), Count: 1})
+		for _, su := range suspects {
+			hops = addCount(hops, BrokenHop{FromService: unknownService, ToService: su.Service, SpanName: su.Span, Reason: fmt.Sprintf(reasonUnattributed, su.Service), Count: 1})
 		}
-		for svc, n := range leaksIn[r.ID] {
-			hops = addCount(hops, BrokenHop{FromService: svc, ToService: svc, Reason: reasonLeak, Count: n})
+		for _, l := range leaksIn[r.ID] {
+			hops = addCount(hops, BrokenHop{FromService: l.svc, ToService: l.svc, SpanName: l.name, Reason: reasonLeak, Count: l.n})
 		}
 		split := r.Traces > 1 || len(suspects) > 0
 		rc := RolloutCheck{Hops: hops}
@@ -392,7 +400,9 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		// emitted nothing, a span that was never exported.
 		if rc.Status != JoinPending {
 			for _, h := range hops {
-				agg[BrokenHop{FromService: h.FromService, ToService: h.ToService, Reason: h.Reason}] += h.Count
+				key := BrokenHop{FromService: h.FromService, ToService: h.ToService, SpanName: h.SpanName, Reason: h.Reason}
+				agg[key] += h.Count
+				aggRollouts[key]++
 			}
 		}
 		rep.ByRollout[r.ID] = rc
@@ -428,7 +438,7 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		}
 	}
 	for h, n := range agg {
-		h.Count = n
+		h.Count, h.Rollouts = n, aggRollouts[h]
 		rep.Hops = append(rep.Hops, h)
 	}
 	sort.Slice(rep.Hops, func(i, j int) bool {
@@ -442,6 +452,9 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		if a.ToService != b.ToService {
 			return a.ToService < b.ToService
 		}
+		if a.SpanName != b.SpanName {
+			return a.SpanName < b.SpanName
+		}
 		return a.Reason < b.Reason
 	})
 	// Intact means no rollout is split: a finding about a process that
@@ -449,6 +462,17 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	rep.Intact = rep.Split == 0
 	e.evict()
 	return rep
+}
+
+// clientRoute is a CLIENT span's request as the callee would name it:
+// method and path ("POST /v1/responses"), any /ng-rollout/{id} prefix
+// stripped so one hop reads the same in every rollout; the span's own name
+// when it carries no URL.
+func clientRoute(k *keyIDs, sp *model.Span) string {
+	if m, p := k.spanRoute(sp); p != "" {
+		return m + " " + p
+	}
+	return k.in.Str(sp.Name)
 }
 
 // learnHosts names the process behind hosts no SERVER span reveals (a
@@ -534,7 +558,7 @@ func serviceSpans(snap *model.Snapshot, id model.ResourceID) int64 {
 
 func addCount(hops []BrokenHop, h BrokenHop) []BrokenHop {
 	for i := range hops {
-		if hops[i].FromService == h.FromService && hops[i].ToService == h.ToService && hops[i].Reason == h.Reason {
+		if sameHop(hops[i], h) {
 			out := append([]BrokenHop(nil), hops...)
 			out[i].Count += h.Count
 			return out

@@ -13,7 +13,7 @@ import (
 func hopStrings(hops []BrokenHop) []string {
 	var out []string
 	for _, h := range hops {
-		out = append(out, fmt.Sprintf("%s -> %s x%d: %s", h.FromService, h.ToService, h.Count, h.Reason))
+		out = append(out, fmt.Sprintf("%s -> %s (%s) x%d: %s", h.FromService, h.ToService, h.SpanName, h.Count, h.Reason))
 	}
 	sort.Strings(out)
 	return out
@@ -44,7 +44,7 @@ func TestCheck(t *testing.T) {
 			name: "model did not extract", mod: func(f *fleet) { f.noServer = map[string]bool{"model": true} },
 			split: n,
 			hops: []string{
-				"nemo-gym/agent -> nemo-gym/model x4: " + fmt.Sprintf(reasonNoServerChild, "nemo-gym/model"),
+				"nemo-gym/agent -> nemo-gym/model (POST /v1/responses) x4: " + fmt.Sprintf(reasonNoServerChild, "nemo-gym/model"),
 			},
 		},
 		{
@@ -59,9 +59,10 @@ func TestCheck(t *testing.T) {
 			},
 			split: n,
 			hops: []string{
-				"? -> nemo-gym/model x4: " + fmt.Sprintf(reasonNewTrace, "gym.model.responses", "nemo-gym/model"),
-				"nemo-gym/agent -> nemo-gym/agent x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
-				"nemo-gym/agent -> nemo-gym/resources x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
+				"? -> nemo-gym/model (gym.model.responses) x4: " + fmt.Sprintf(reasonNewTrace, "gym.model.responses", "nemo-gym/model"),
+				"nemo-gym/agent -> nemo-gym/agent (POST /v1/responses) x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
+				"nemo-gym/agent -> nemo-gym/resources (POST /run_code) x2: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
+				"nemo-gym/agent -> nemo-gym/resources (POST /verify) x2: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
 			},
 		},
 		{
@@ -73,7 +74,8 @@ func TestCheck(t *testing.T) {
 			},
 			split: n,
 			hops: []string{
-				"nemo-gym/agent -> nemo-gym/resources x4: " + reasonNotInjected,
+				"nemo-gym/agent -> nemo-gym/resources (POST /run_code) x2: " + reasonNotInjected,
+				"nemo-gym/agent -> nemo-gym/resources (POST /verify) x2: " + reasonNotInjected,
 			},
 		},
 		{
@@ -86,9 +88,10 @@ func TestCheck(t *testing.T) {
 			},
 			split: n,
 			hops: []string{
-				"nemo-gym/agent -> nemo-gym/agent x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
-				"nemo-gym/agent -> nemo-gym/model x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
-				"nemo-gym/agent -> nemo-gym/resources x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
+				"nemo-gym/agent -> nemo-gym/agent (POST /v1/responses) x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
+				"nemo-gym/agent -> nemo-gym/model (POST /v1/responses) x4: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
+				"nemo-gym/agent -> nemo-gym/resources (POST /run_code) x2: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
+				"nemo-gym/agent -> nemo-gym/resources (POST /verify) x2: " + fmt.Sprintf(reasonServerRoot, "nemo-gym/agent"),
 			},
 		},
 		{
@@ -103,7 +106,7 @@ func TestCheck(t *testing.T) {
 			// apart): joined, with the hop that missed the job reported.
 			joined: n, intact: true,
 			hops: []string{
-				fmt.Sprintf("nemo-gym/rollout_collection -> nemo-gym/agent x%d: ", n) + fmt.Sprintf(reasonServerRoot, "nemo-gym/rollout_collection"),
+				fmt.Sprintf("nemo-gym/rollout_collection -> nemo-gym/agent (POST /run) x%d: ", n) + fmt.Sprintf(reasonServerRoot, "nemo-gym/rollout_collection"),
 			},
 		},
 		{
@@ -115,7 +118,7 @@ func TestCheck(t *testing.T) {
 				f.add(model.SpanID{}, "nemo-gym/judge", "POST /judge", model.KindServer)
 			},
 			joined: n, intact: true,
-			hops: []string{"nemo-gym/judge ->  x1: " + reasonProcessNoJoins},
+			hops: []string{"nemo-gym/judge ->  () x1: " + reasonProcessNoJoins},
 		},
 	}
 	for _, tc := range cases {
@@ -206,7 +209,7 @@ func TestCheckOrphan(t *testing.T) {
 	}
 	snap := f.flush()
 	rep := NewEngine(g1c()).Check(snap, time.Now(), 0)
-	want := []string{"? -> nemo-gym/model x1: " + fmt.Sprintf(reasonParentMissing, "SERVER")}
+	want := []string{"? -> nemo-gym/model (POST /v1/responses) x1: " + fmt.Sprintf(reasonParentMissing, "SERVER")}
 	if got := hopStrings(rep.Hops); !reflect.DeepEqual(got, want) || rep.Split != 0 || rep.Joined != 1 || !rep.Intact {
 		t.Errorf("hops %q split %d joined %d, want %q, 0, 1", got, rep.Split, rep.Joined, want)
 	}
@@ -228,7 +231,11 @@ func TestCheckNamesSilentCallee(t *testing.T) {
 	})
 	snap := f.flush()
 	rep := NewEngine(g1c()).Check(snap, time.Now(), 0)
-	want := []string{"nemo-gym/agent -> nemo-gym/resources x3: " + fmt.Sprintf(reasonNoServerChild, "nemo-gym/resources")}
+	want := []string{
+		"nemo-gym/agent -> nemo-gym/resources (POST /get_weather) x1: " + fmt.Sprintf(reasonNoServerChild, "nemo-gym/resources"),
+		"nemo-gym/agent -> nemo-gym/resources (POST /run_code) x1: " + fmt.Sprintf(reasonNoServerChild, "nemo-gym/resources"),
+		"nemo-gym/agent -> nemo-gym/resources (POST /verify) x1: " + fmt.Sprintf(reasonNoServerChild, "nemo-gym/resources"),
+	}
 	if got := hopStrings(rep.Hops); !reflect.DeepEqual(got, want) {
 		t.Errorf("hops:\n%q\nwant\n%q", got, want)
 	}

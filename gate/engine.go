@@ -149,9 +149,20 @@ type RolloutCheck struct {
 	Hops   []BrokenHop
 }
 
-// BrokenHop is a kind of broken cross-process link, counted.
+// BrokenHop is a kind of broken cross-process link, counted: caller and
+// callee, the hop's span (the request as the callee names it, e.g. "POST
+// /v1/responses"; "" when the finding names none) and the reason.
 type BrokenHop struct {
 	FromService, ToService string
+	SpanName               string
 	Reason                 string
 	Count                  int
+	// Rollouts is, in CheckReport.Hops, how many judged rollouts show the
+	// hop; 0 in a rollout's own list.
+	Rollouts int
+}
+
+// sameHop reports whether a and b are the same hop, counts aside.
+func sameHop(a, b BrokenHop) bool {
+	return a.FromService == b.FromService && a.ToService == b.ToService && a.SpanName == b.SpanName && a.Reason == b.Reason
 }

@@ -62,6 +62,37 @@ func (r *Report) BreakSummary(pending []string) []BreakSum {
 	return out
 }
 
+// HopSummary is the capture's own broken hops in the terms of
+// BreakSummary, one entry per hop (caller, callee, span, reason) in the
+// check's order: Spans is the spans showing it (for a process-level row,
+// the process's spans), Rollouts the judged rollouts it was found in.
+func (c *CheckReport) HopSummary() []BreakSum {
+	if c == nil {
+		return nil
+	}
+	out := make([]BreakSum, 0, len(c.Hops))
+	for _, h := range c.Hops {
+		out = append(out, BreakSum{FromService: h.FromService, ToService: h.ToService, SpanName: h.SpanName,
+			Reason: h.Reason, Rollouts: h.Rollouts, Spans: h.Count})
+	}
+	return out
+}
+
+// HopName is a hop as one phrase, caller to callee and the span: "from →
+// to (span)"; arrow and short say how a view writes it, "(no one)" stands
+// for a process-level row's missing callee.
+func HopName(b BreakSum, arrow string, short func(string) string) string {
+	to := b.ToService
+	if to == "" {
+		to = "(no one)"
+	}
+	s := short(b.FromService) + " " + arrow + " " + short(to)
+	if b.SpanName != "" {
+		s += " (" + b.SpanName + ")"
+	}
+	return s
+}
+
 // SpecWarning says why a spec cannot produce joined traces, or "".
 func SpecWarning(set Set) string {
 	switch {

@@ -64,6 +64,12 @@ type Leak struct {
 	Rollout, Host string
 }
 
+// Suspect is an unattributed fragment a rollout may own: its process and
+// its top span's name.
+type Suspect struct {
+	Service, Span string
+}
+
 // Structure is a snapshot seen as Gym makes it: its rollouts, its run-level
 // traffic and what could not be attributed. Snap is the snapshot with its
 // Rollouts replaced by the structural ones (every other field shared), so
@@ -77,7 +83,7 @@ type Structure struct {
 	Attributed int
 	// Suspect holds the rollouts an unattributed fragment may belong to:
 	// split, as far as the capture can tell.
-	Suspect map[string][]string // rollout id -> services of those fragments
+	Suspect map[string][]Suspect // rollout id -> those fragments
 	// RunSpans and RunTraces count run-level traffic.
 	RunSpans, RunTraces int
 	// RolloutTraces counts the distinct trace ids of rollout spans.
@@ -449,7 +455,7 @@ func (e *Engine) evictUnits() {
 }
 
 func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
-	st := &Structure{src: snap, Suspect: map[string][]string{}}
+	st := &Structure{src: snap, Suspect: map[string][]Suspect{}}
 	var us []gunit
 	for _, j := range snap.Jobs {
 		fu := e.fragUnits(j, true)

@@ -503,7 +503,7 @@ func (g *groupsPanel) summaryLines(w int) []string {
 	ch, bs := captureHops(g.check), aggregateBreaks(side, g.pending)
 	switch {
 	case len(ch) > 0:
-		join += ": in capture " + hopText(ch[0].from, ch[0].to, "", shortReason(ch[0].reason))
+		join += ": in capture " + hopText(ch[0].from, ch[0].to, ch[0].span, shortReason(ch[0].reason))
 	case len(bs) > 0:
 		join += ": " + hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
 		if fix := hopFix(bs[0].reason); fix != "" {

@@ -319,7 +319,8 @@ func TestTmuxBreaksInCapture(t *testing.T) {
 	}
 	s := startTmux(t, dir, bin+" open "+strings.Join(files, " "), 200, 50)
 	scr := s.waitFor("the joining verdict", regexp.MustCompile(`joining\s+✗ 20/20 split\s+✗ 20/20 split`))
-	const hop = "simple_agent → policy_model: CLIENT span has no SERVER child"
+	// The hop is named by caller, callee and the call's span.
+	const hop = "simple_agent → policy_model (POST /v1/responses): CLIENT span has no SERVER child"
 	if !strings.Contains(scr, "✗ split: "+hop) {
 		t.Errorf("the split rollout's waterfall does not name the hop:\n%s", scr)
 	}

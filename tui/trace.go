@@ -79,7 +79,7 @@ func (t *traceView) splitNotes() []traceRow {
 	}
 	var rows []traceRow
 	for _, h := range rc.Hops {
-		text := glyphSplit + " split: " + hopText(h.FromService, h.ToService, "", h.Reason)
+		text := glyphSplit + " split: " + hopText(h.FromService, h.ToService, h.SpanName, h.Reason)
 		if h.Count > 1 {
 			text += fmt.Sprintf(" ×%d", h.Count)
 		}

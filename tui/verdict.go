@@ -2,64 +2,25 @@ package tui
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/nemo-gym/gymtrace/gate"
 )
 
-// captureHop is a join break already in the capture, as the join check
-// (check --json) reports it: the hop, its reason with the likely fix, how
-// many times it broke and how many rollouts it split.
-type captureHop struct {
-	from, to, reason string
-	count, rollouts  int
-}
-
-// captureHops lists the check's broken hops in its order, one line per hop,
-// with the split rollouts each one appears in.
-func captureHops(c *gate.CheckReport) []captureHop {
-	if c == nil {
-		return nil
+// captureHops lists the capture's own broken hops as the join check
+// (check --json) reports them: one line per hop (caller, callee, span,
+// reason), in its order, with its spans and the rollouts it was found in.
+func captureHops(c *gate.CheckReport) []breakSum {
+	var out []breakSum
+	for _, b := range c.HopSummary() {
+		out = append(out, breakSum{from: b.FromService, to: b.ToService, span: b.SpanName, reason: b.Reason, rollouts: b.Rollouts, spans: b.Spans})
 	}
-	type key struct{ from, to, reason string }
-	idx := map[key]int{}
-	var out []captureHop
-	for _, h := range c.Hops {
-		k := key{h.FromService, h.ToService, h.Reason}
-		if i, ok := idx[k]; ok {
-			out[i].count += h.Count
-			continue
-		}
-		idx[k] = len(out)
-		out = append(out, captureHop{from: h.FromService, to: h.ToService, reason: h.Reason, count: h.Count})
-	}
-	for _, rc := range c.ByRollout {
-		if rc.Status != gate.Split {
-			continue
-		}
-		seen := map[int]bool{}
-		for _, h := range rc.Hops {
-			if i, ok := idx[key{h.FromService, h.ToService, h.Reason}]; ok && !seen[i] {
-				seen[i] = true
-				out[i].rollouts++
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].count > out[j].count })
 	return out
 }
 
 // hopText is a hop as one line: caller → callee (span): reason.
 func hopText(from, to, span, reason string) string {
-	if to == "" {
-		to = "(no one)"
-	}
-	s := shortService(from) + " → " + shortService(to)
-	if span != "" {
-		s += " (" + span + ")"
-	}
-	return s + ": " + reason
+	return gate.HopName(gate.BreakSum{FromService: from, ToService: to, SpanName: span}, "→", shortService) + ": " + reason
 }
 
 // hopFix is the fix for a break the previewed spec would cause, from its
@@ -86,9 +47,9 @@ func breakLine(side string, b breakSum) string {
 }
 
 // captureLine is a capture's break as one line with its counts.
-func captureLine(h captureHop) string {
-	return fmt.Sprintf("%s in capture: %s · %s, ×%d", glyphSplit, hopText(h.from, h.to, "", h.reason),
-		countNoun(h.rollouts, "rollout"), h.count)
+func captureLine(h breakSum) string {
+	return fmt.Sprintf("%s in capture: %s · %s, ×%d", glyphSplit, hopText(h.from, h.to, h.span, h.reason),
+		countNoun(h.rollouts, "rollout"), h.spans)
 }
 
 // splitIn returns the rollouts split in the capture itself (the check's

@@ -35,8 +35,10 @@ type checkJSON struct {
 type hopJSON struct {
 	FromService string `json:"from_service"`
 	ToService   string `json:"to_service"`
+	SpanName    string `json:"span_name"`
 	Reason      string `json:"reason"`
 	Count       int    `json:"count"`
+	Rollouts    int    `json:"rollouts"`
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -89,8 +91,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		Spec: specText, SpecSource: source, SpecWarning: warning, variantJSON: vc.json(),
 		trafficJSON: trafficOf(rep.Structure),
 	}
-	for _, h := range rep.Hops {
-		out.BrokenHops = append(out.BrokenHops, hopJSON{h.FromService, h.ToService, h.Reason, h.Count})
+	hops := rep.HopSummary()
+	for _, h := range hops {
+		out.BrokenHops = append(out.BrokenHops, hopJSON{h.FromService, h.ToService, h.SpanName, h.Reason, h.Spans, h.Rollouts})
 	}
 	for id, rc := range rep.ByRollout {
 		if rc.Status == gate.Split {
@@ -119,12 +122,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if out.BadLines.Count > 0 {
 		fmt.Fprintf(stdout, "skipped %d lines that are not spans (%d unreadable)\n", out.BadLines.Count, out.BadLines.Bad)
 	}
-	for _, h := range out.BrokenHops {
-		to := h.ToService
-		if to == "" {
-			to = "(no one)"
-		}
-		fmt.Fprintf(stdout, "  %s -> %s x%d: %s\n", h.FromService, to, h.Count, h.Reason)
+	for _, h := range hops {
+		fmt.Fprintf(stdout, "  %s %s: %s\n", gate.HopName(h, "->", keepName), hopCounts(h), h.Reason)
 	}
 	if len(out.SplitRollouts) > 0 {
 		fmt.Fprintf(stdout, "split rollouts: %s\n", joinMax(out.SplitRollouts, 10))
@@ -134,6 +133,24 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "variant: %s\n", vc)
 	return code
+}
+
+func keepName(s string) string { return s }
+
+// hopCounts is a hop's counts in text reports: spans, and the rollouts it
+// was found in when it names any.
+func hopCounts(b gate.BreakSum) string {
+	if b.Rollouts == 0 {
+		return fmt.Sprintf("x%d", b.Spans)
+	}
+	return fmt.Sprintf("x%d in %d %s", b.Spans, b.Rollouts, plural(b.Rollouts, "rollout", "rollouts"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func joinMax(xs []string, n int) string {

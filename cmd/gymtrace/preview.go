@@ -379,10 +379,10 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 	if len(silent) > 0 {
 		fmt.Fprintf(w, "no spans (these groups never emit spans in Gym): %s\n", strings.Join(groupNames(reg, silent), ", "))
 	}
-	if br := collectBreaks(rep); len(br) > 0 {
+	if br := rep.BreakSummary(nil); len(br) > 0 {
 		fmt.Fprintf(w, "\nbroken joins under the preview:\n")
 		for _, b := range br {
-			fmt.Fprintf(w, "  %s -> %s (%s) x%d: %s\n", b.FromService, b.ToService, b.SpanName, b.Count, b.Reason)
+			fmt.Fprintf(w, "  %s %s: %s\n", gate.HopName(b, "->", keepName), hopCounts(b), b.Reason)
 		}
 	}
 	if refused != nil {
