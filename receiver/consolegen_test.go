@@ -165,16 +165,19 @@ func BenchmarkReadFilesConsole(b *testing.B) {
 	}
 	b.ReportAllocs()
 	var elapsed time.Duration
+	var cpu int64
 	for b.Loop() {
 		st := model.NewStore(model.Options{})
-		start := time.Now()
+		start, c0 := time.Now(), cpuNow()
 		rep, err := ReadFiles(st, []string{path}, ReadOptions{})
 		st.Sync()
 		elapsed += time.Since(start)
+		cpu += cpuNow() - c0
 		if err != nil || rep.Spans != spans || st.Snapshot().Stats.Stored != spans {
 			b.Fatalf("read %d spans (stored %d), %v; want %d", rep.Spans, st.Snapshot().Stats.Stored, err, spans)
 		}
 		st.Close()
 	}
 	b.ReportMetric(float64(spans*b.N)/elapsed.Seconds(), "spans/s")
+	b.ReportMetric(float64(cpu)/float64(spans*b.N)/1e3, "cpu-us/span")
 }

@@ -219,13 +219,15 @@ func BenchmarkConsoleOpen(b *testing.B) {
 	b.ReportAllocs()
 	var total int
 	var elapsed time.Duration
+	var cpu int64
 	for b.Loop() {
 		stream, spans := newConsoleStream(b, *consoleSpans)
 		st := model.NewStore(model.Options{})
-		start := time.Now()
+		start, c0 := time.Now(), cpuNow()
 		rep, err := ReadStream(st, "gym.log", stream, ReadOptions{})
 		st.Sync()
 		elapsed += time.Since(start)
+		cpu += cpuNow() - c0
 		if err != nil || rep.Spans != spans || st.Snapshot().Stats.Stored != spans {
 			b.Fatalf("read %d spans (stored %d), %v; want %d", rep.Spans, st.Snapshot().Stats.Stored, err, spans)
 		}
@@ -233,4 +235,5 @@ func BenchmarkConsoleOpen(b *testing.B) {
 		st.Close()
 	}
 	b.ReportMetric(float64(total)/elapsed.Seconds(), "spans/s")
+	b.ReportMetric(float64(cpu)/float64(total)/1e3, "cpu-us/span")
 }
