@@ -43,6 +43,15 @@ type consoleDecoder struct {
 	keys uint16
 	// dropped counts span attributes cut by MaxAttrs in the current line
 	dropped int
+	// recent holds the last resources' texts: a process repeats its
+	// resource, about half of a span's line, on every line.
+	recent     [8]recentResource
+	recentNext int
+}
+
+type recentResource struct {
+	raw []byte
+	id  model.ResourceID
 }
 
 func newConsoleDecoder(l *model.Local, lim Limits) *consoleDecoder {
@@ -119,7 +128,7 @@ func (c *consoleDecoder) line(b []byte) (model.Span, recordKind, error) {
 			if err != nil {
 				return err
 			}
-			if sp.ParentID, err = model.ParseSpanID(string(v)); err != nil {
+			if !parseHexID(sp.ParentID[:], v) {
 				return fmt.Errorf("bad span id %q", v)
 			}
 			if !sp.ParentID.IsZero() {
@@ -299,6 +308,25 @@ func (c *consoleDecoder) str() ([]byte, error) {
 	return v, err
 }
 
+// parseHexID is model.ParseTraceID and ParseSpanID over bytes: exactly
+// 2*len(dst) hex digits after an optional 0x, without a string per id.
+func parseHexID(dst, v []byte) bool {
+	if len(v) >= 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') {
+		v = v[2:]
+	}
+	if len(v) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, lo := unhex[v[2*i]], unhex[v[2*i+1]]
+		if hi == 0xff || lo == 0xff {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
 // context reads {"trace_id": "0x…", "span_id": "0x…", "trace_state": …}.
 func (c *consoleDecoder) context() (tid model.TraceID, sid model.SpanID, err error) {
 	err = c.s.object(func(key []byte) error {
@@ -308,7 +336,7 @@ func (c *consoleDecoder) context() (tid model.TraceID, sid model.SpanID, err err
 			if err != nil {
 				return err
 			}
-			if tid, err = model.ParseTraceID(string(v)); err != nil {
+			if !parseHexID(tid[:], v) {
 				return at("trace_id", fmt.Errorf("bad trace id %q", v))
 			}
 		case "span_id":
@@ -316,7 +344,7 @@ func (c *consoleDecoder) context() (tid model.TraceID, sid model.SpanID, err err
 			if err != nil {
 				return err
 			}
-			if sid, err = model.ParseSpanID(string(v)); err != nil {
+			if !parseHexID(sid[:], v) {
 				return at("span_id", fmt.Errorf("bad span id %q", v))
 			}
 		default:
@@ -443,7 +471,7 @@ func (c *consoleDecoder) value(depth int) (value, int, error) {
 			return value{}, 0, err
 		}
 		if !isFloat {
-			if i, err := strconv.ParseInt(string(num), 10, 64); err == nil {
+			if i, err := consoleInt(num); err == nil {
 				return value{kind: model.ValInt, i: i}, 1 + protowire.SizeVarint(uint64(i)), nil
 			}
 		}
@@ -454,6 +482,31 @@ func (c *consoleDecoder) value(depth int) (value, int, error) {
 		return value{kind: model.ValDouble, f: f}, 9, nil
 	}
 	return value{}, 0, s.errorf("invalid value")
+}
+
+// consoleInt is strconv.ParseInt(string(num), 10, 64) for a number the
+// scanner has read (JSON's grammar), without the string: up to 18 digits
+// cannot overflow, longer ones go to strconv.
+func consoleInt(num []byte) (int64, error) {
+	d := num
+	neg := len(d) > 0 && d[0] == '-'
+	if neg {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		return strconv.ParseInt(string(num), 10, 64)
+	}
+	var n int64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return strconv.ParseInt(string(num), 10, 64)
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, nil
 }
 
 func parseFloat(num []byte) (float64, error) {
@@ -545,7 +598,7 @@ func (c *consoleDecoder) renderElem(dst []byte, depth int) ([]byte, int, error) 
 		return dst, 0, err
 	}
 	if !isFloat {
-		if i, err := strconv.ParseInt(string(num), 10, 64); err == nil {
+		if i, err := consoleInt(num); err == nil {
 			return strconv.AppendInt(dst, i, 10), 1 + protowire.SizeVarint(uint64(i)), nil
 		}
 	}
@@ -629,14 +682,40 @@ func (c *consoleDecoder) resource() (model.ResourceID, error) {
 	s := &c.s
 	s.ws()
 	start := s.i
+	// A valid JSON value ends where its text ends: the same bytes as a
+	// resource read before are that resource, with nothing to scan.
+	for k := range c.recent {
+		if r := &c.recent[k]; len(r.raw) > 0 && bytes.HasPrefix(s.b[start:], r.raw) {
+			s.i += len(r.raw)
+			return r.id, nil
+		}
+	}
+	repaired := s.repaired
 	if err := s.skip(); err != nil {
 		return 0, at("resource", err)
 	}
 	raw := s.b[start:s.i]
 	d := c.decoder
-	if id, ok := d.res[string(raw)]; ok {
-		return id, nil
+	id, ok := d.res[string(raw)]
+	if !ok {
+		var err error
+		if id, err = c.parseResource(raw); err != nil {
+			return 0, err
+		}
 	}
+	// Text that needed UTF-8 repair counts a repair each time it is read:
+	// only clean text is matched without a scan.
+	if s.repaired == repaired {
+		r := &c.recent[c.recentNext]
+		r.raw, r.id = append(r.raw[:0], raw...), id
+		c.recentNext = (c.recentNext + 1) % len(c.recent)
+	}
+	return id, nil
+}
+
+// parseResource parses a resource's text and interns it.
+func (c *consoleDecoder) parseResource(raw []byte) (model.ResourceID, error) {
+	d := c.decoder
 	// Parse the resource from its own text with a nested scanner.
 	outer := c.s
 	c.s = scan{}
