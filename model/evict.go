@@ -50,10 +50,13 @@ func (w *writer) evict(target int, targetBytes int64) {
 	w.restructure = true
 }
 
+// remove deletes id from ids in place: a waiting list is held only by its
+// map entry, which takes the result.
 func remove(ids []uint32, id uint32) []uint32 {
 	for i, x := range ids {
 		if x == id {
-			return append(ids[:i:i], ids[i+1:]...)
+			n := copy(ids[i:], ids[i+1:])
+			return ids[:i+n]
 		}
 	}
 	return ids
