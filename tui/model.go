@@ -47,6 +47,10 @@ type Options struct {
 	SpanCost    time.Duration
 	Budget      *gate.Budget
 	RolloutRate float64
+	// Redetect, when set, is asked with each new snapshot until it settles
+	// which Gym variant a live capture comes from; it returns the options to
+	// rebuild the interface with when they change (registry, spec, header).
+	Redetect func(*model.Snapshot) (rebuild *Options, settled bool)
 }
 
 // rect is a panel's box on screen, frame included.
@@ -452,6 +456,14 @@ func (m Model) setSnapshot(s *model.Snapshot) (tea.Model, tea.Cmd) {
 	} else if dt := s.Taken.Sub(m.rateAt); dt >= time.Second {
 		m.rate = float64(s.Stats.Accepted-m.rateAccepted) / dt.Seconds()
 		m.rateAccepted, m.rateAt = s.Stats.Accepted, s.Taken
+	}
+	if m.opts.Redetect != nil {
+		if o, settled := m.opts.Redetect(s); settled {
+			m.opts.Redetect = nil
+			if o != nil {
+				return m.rebuild(*o, s)
+			}
+		}
 	}
 	m.snap = s
 	// The rollout list follows the analysis: rollouts are found by

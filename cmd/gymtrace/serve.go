@@ -241,6 +241,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		Title:       "gymtrace serve",
 		Ctx:         ctx,
 		Worth:       f.worth,
+		Redetect:    liveVariant(*su.gymVersion, *su.groups, specText),
 	})
 	stopErr := rr.stopBounded(stderr)
 	if uiErr != nil || stopErr != nil {

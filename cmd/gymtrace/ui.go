@@ -30,6 +30,10 @@ type uiConfig struct {
 	Ctx context.Context
 	// Worth configures the cost and worth view and the budget row.
 	Worth uiWorth
+	// Redetect, when set, settles the Gym variant of a live capture from its
+	// first spans; it returns the registry, spec and label to rebuild the
+	// interface with (nil: keep them) and whether it has settled.
+	Redetect func(*model.Snapshot) (rebuild *uiConfig, settled bool)
 }
 
 // runUI opens the interactive view and returns when the user quits, then
@@ -68,7 +72,7 @@ func runUI(cfg uiConfig) error {
 	if term.IsTerminal(os.Stderr.Fd()) && os.Getenv("TERM") != "dumb" {
 		clip = os.Stderr
 	}
-	m := tui.New(tui.Options{
+	opts := tui.Options{
 		Source:      cfg.Store,
 		Registry:    cfg.Registry,
 		Current:     cfg.Current,
@@ -84,7 +88,20 @@ func runUI(cfg uiConfig) error {
 		SpanCost:    cfg.Worth.SpanCost,
 		Budget:      cfg.Worth.Budget,
 		RolloutRate: cfg.Worth.Rate,
-	})
+	}
+	if cfg.Redetect != nil {
+		base := opts
+		opts.Redetect = func(s *model.Snapshot) (*tui.Options, bool) {
+			nc, settled := cfg.Redetect(s)
+			if nc == nil {
+				return nil, settled
+			}
+			o := base
+			o.Registry, o.Current, o.CurrentSpec, o.Variant = nc.Registry, nc.Current, nc.CurrentSpec, nc.Variant
+			return &o, settled
+		}
+	}
+	m := tui.New(opts)
 	p := tea.NewProgram(m, tea.WithInput(input), tea.WithAltScreen(), tea.WithMouseCellMotion())
 	if cfg.Ctx != nil {
 		ended := make(chan struct{})

@@ -62,3 +62,37 @@ func loadRegistry(c variantChoice, groupsFile string) (*gate.Registry, error) {
 	}
 	return reg, nil
 }
+
+// redetectUpTo is how many spans a live capture may hold without telling
+// its Gym variant before the newest is kept for good (telling reads every
+// span name, so it is not repeated for ever).
+const redetectUpTo = 100_000
+
+// liveVariant settles the variant of a live capture from its first spans,
+// for an interface opened before anything arrived: nil when --gym-version
+// pinned it. A variant the capture shows is taken with its registry and
+// the spec read under it; a spec that variant refuses keeps what is shown.
+func liveVariant(gymVersion, groupsFile, spec string) func(*model.Snapshot) (*uiConfig, bool) {
+	if strings.TrimSpace(gymVersion) != "" {
+		return nil
+	}
+	return func(snap *model.Snapshot) (*uiConfig, bool) {
+		if snap == nil || snap.Stats.Stored == 0 {
+			return nil, false
+		}
+		v, source := gate.DetectVariant(snap)
+		if strings.HasPrefix(source, "newest") {
+			return nil, snap.Stats.Stored >= redetectUpTo
+		}
+		vc := variantChoice{v, source}
+		reg, err := loadRegistry(vc, groupsFile)
+		if err != nil {
+			return nil, true
+		}
+		res := reg.Resolve(spec)
+		if res.Off || res.Set == 0 {
+			return nil, true
+		}
+		return &uiConfig{Registry: reg, Current: res.Set, CurrentSpec: spec, Variant: vc.String()}, true
+	}
+}

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
 )
 
 // realAll is a capture of real Gym (G1) under span_groups all.
@@ -169,5 +172,36 @@ func TestLensEnvFallback(t *testing.T) {
 	}
 	if c.Spec != "per_rollout" || c.SpecSource != "NEMO_LENS_SPAN_GROUPS" {
 		t.Errorf("spec %q from %q, want per_rollout from NEMO_LENS_SPAN_GROUPS", c.Spec, c.SpecSource)
+	}
+}
+
+// A live interface opened with nothing captured settles the variant from
+// the first spans: the real capture's G1, its registry, the spec read under
+// it; nothing before spans arrive, and nothing to do when it was pinned.
+func TestLiveVariantSettlesFromTheCapture(t *testing.T) {
+	if liveVariant("G3", "", "default") != nil {
+		t.Fatal("--gym-version given: the variant must not be re-detected")
+	}
+	redetect := liveVariant("", "", "per_rollout")
+	empty := model.NewStore(model.Options{})
+	defer empty.Close()
+	if c, settled := redetect(empty.Snapshot()); c != nil || settled {
+		t.Fatalf("no spans yet: got %+v, settled %v; want to be asked again", c, settled)
+	}
+	st := model.NewStore(model.Options{})
+	defer st.Close()
+	if _, err := receiver.ReadFiles(st, realAll(t), receiver.ReadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st.Sync()
+	c, settled := redetect(st.Snapshot())
+	if !settled || c == nil {
+		t.Fatalf("a G1 capture did not settle: %+v, %v", c, settled)
+	}
+	if c.Registry.Variant() != "G1" || c.Variant != "Gym G1 (resource nemo.gym.version=0.5.1)" {
+		t.Errorf("settled on %s (%q), want G1 from the resource", c.Registry.Variant(), c.Variant)
+	}
+	if got := c.Registry.Format(c.Current); got != "per_rollout" || c.CurrentSpec != "per_rollout" {
+		t.Errorf("spec under G1 = %q (%q), want per_rollout", got, c.CurrentSpec)
 	}
 }
