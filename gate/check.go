@@ -156,12 +156,18 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		name string
 	}
 	var roots []serverRoot
+	// Spans of one process come in runs: a repeat of the last resource
+	// added is not looked for again.
+	lastRes, haveLast := model.ResourceID(0), false
 	for fi, f := range r.Fragments {
 		// Per span: a child reached through a hop; a CLIENT child in-process.
 		hasChildFrom, hasClientChild := e.sc.flags(len(f.Spans))
 		for i := range f.Spans {
 			sp := &f.Spans[i]
-			addRes(&c.resources, sp.Resource)
+			if !haveLast || sp.Resource != lastRes {
+				addRes(&c.resources, sp.Resource)
+				lastRes, haveLast = sp.Resource, true
+			}
 			if p := sp.Parent; p >= 0 && int(p) < i {
 				ps := &f.Spans[p]
 				if isHop(sp, ps) {
