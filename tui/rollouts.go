@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -464,13 +465,29 @@ func (l *rolloutList) render() {
 	}
 	lines := []string{l.st.Panel.Title.Render(clip(title, l.width))}
 
+	shared, sharedN, longest := "", 0, 0 // the leading text every rollout id shares
 	for _, r := range l.rows {
 		l.idW = max(l.idW, len(r.ID))
+		longest = max(longest, ansi.StringWidth(r.ID))
 		l.spansW = max(l.spansW, len(fmtCount(int64(r.Spans))))
+		if !isApart(r.ID) {
+			if sharedN == 0 {
+				shared = r.ID
+			} else {
+				shared = commonPrefix(shared, r.ID)
+			}
+			sharedN++
+		}
 	}
 	spansW := l.spansW
 	// The id gives way first: the state and join verdicts are never cut.
 	idW := clamp(l.width-(1+1+5+1+7+1+spansW+1+9), 8, min(l.idW, max(l.width/2, 8)))
+	// A cut id must still tell rollouts apart: when they all share their
+	// start (one trace for the whole run, so ~<trace>/ is the same), the
+	// shared part gives way to the span id after it.
+	if sharedN < 2 || longest <= idW || len(shared) < idW-1 {
+		shared = ""
+	}
 	cols := func(gut, id, status, dur, spans, join, svc string) string {
 		line := gut + fit(id, idW) + " " + fit(status, 5) + " " + fitRight(dur, 7) + " " + fitRight(spans, spansW) + " " + fit(join, 9)
 		rest := l.width - (1 + idW + 1 + 5 + 1 + 7 + 1 + spansW + 1 + 9)
@@ -497,7 +514,7 @@ func (l *rolloutList) render() {
 		if i == l.cursor {
 			gut = "›"
 		}
-		line := cols(gut, r.ID, status, fmtDur(r.End-r.Start), fmtCount(int64(r.Spans)), l.joinCell(r.ID), in.services)
+		line := cols(gut, cutShared(r.ID, shared), status, fmtDur(r.End-r.Start), fmtCount(int64(r.Spans)), l.joinCell(r.ID), in.services)
 		if i == l.cursor {
 			line = l.st.List.Selected.Render(fit(line, l.width))
 		}
@@ -529,4 +546,24 @@ func padLinesSlice(lines []string, height int) []string {
 		lines = append(lines, "")
 	}
 	return lines
+}
+
+// commonPrefix returns the longest prefix a and b share.
+func commonPrefix(a, b string) string {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return a[:i]
+		}
+	}
+	return a[:n]
+}
+
+// cutShared shows id without the prefix every listed id shares, marked by
+// "…"; ids that do not have it (run-level rows) are shown whole.
+func cutShared(id, shared string) string {
+	if shared == "" || !strings.HasPrefix(id, shared) {
+		return id
+	}
+	return "…" + id[len(shared):]
 }

@@ -1,0 +1,187 @@
+package tui
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
+)
+
+// realGym holds captures of NeMo Gym's real telemetry code.
+const realGym = "../testdata/real-gym/"
+
+// realFiles returns the console logs of a real-Gym capture.
+func realFiles(tb testing.TB, name string) []string {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join(realGym, name, "console", "*.log.gz"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no console logs under %s: %v", name, err)
+	}
+	return files
+}
+
+// realModel opens a real-Gym capture as gymtrace open does: the variant
+// the capture shows, sized w×h.
+func realModel(tb testing.TB, name string, w, h int, current string) Model {
+	tb.Helper()
+	st := model.NewStore(model.Options{})
+	tb.Cleanup(st.Close)
+	if _, err := receiver.ReadFiles(st, realFiles(tb, name), receiver.ReadOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+	st.Sync()
+	v, _ := gate.DetectVariant(st.Snapshot())
+	reg := v.Registry()
+	cur, err := reg.Parse(current)
+	if err != nil {
+		tb.Fatalf("parse %q: %v", current, err)
+	}
+	m := New(Options{Source: st, Registry: reg, Current: cur, CurrentSpec: current, Title: name,
+		SnippetPath: filepath.Join(tb.TempDir(), SnippetFile)})
+	m.refresh = time.Nanosecond
+	m = send(tb, m, tea.WindowSizeMsg{Width: w, Height: h})
+	return run(tb, m, m.Init())
+}
+
+var (
+	cliOnce sync.Once
+	cliBin  string
+	cliErr  string
+)
+
+// cli builds the real gymtrace binary once per test run.
+func cli(tb testing.TB) string {
+	tb.Helper()
+	cliOnce.Do(func() {
+		dir, err := exec.Command("mktemp", "-d").Output()
+		if err != nil {
+			cliErr = err.Error()
+			return
+		}
+		cliBin = filepath.Join(strings.TrimSpace(string(dir)), "gymtrace")
+		if out, err := exec.Command("go", "build", "-o", cliBin, "github.com/nemo-gym/gymtrace/cmd/gymtrace").CombinedOutput(); err != nil {
+			cliErr = err.Error() + "\n" + string(out)
+		}
+	})
+	if cliErr != "" {
+		tb.Fatalf("go build: %s", cliErr)
+	}
+	return cliBin
+}
+
+// listed returns the rollouts the list shows, run-level rows left out.
+func listed(m Model) []string {
+	var ids []string
+	for _, r := range m.rollouts.rows {
+		if !isApart(r.ID) {
+			ids = append(ids, r.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// The rollout filter typed in the TUI and --where on the command line select
+// the same rollouts of a real capture, for every kind of term.
+func TestRealGymFilterSameAsWhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := cli(t)
+	filters := []string{
+		"status=error",
+		"name=gym.verify status=error",
+		"-status=error",
+		"service=policy_model dur>5ms",
+		"dur>=120ms",
+		"http.status_code>=500",
+		"asgi.event.type~response",
+		"seed_session",
+		"kind=client",
+		`name="POST /verify" dur<6ms`,
+		"error",
+	}
+	for _, capture := range []string{"s41-obs0-iso/all", "s41-obs0-iso/spec-server+rollout+verify", "s41-obs0-iso/broken-model", "s41-obs1-iso/all"} {
+		t.Run(capture, func(t *testing.T) {
+			base := realModel(t, capture, 120, 40, "all")
+			all := listed(base)
+			if len(all) == 0 {
+				t.Fatal("the list shows no rollout")
+			}
+			for _, f := range filters {
+				m := keys(t, realModel(t, capture, 120, 40, "all"), "/")
+				m = typeText(t, m, f)
+				m = keys(t, m, "enter")
+				if m.rollouts.filterErr != "" {
+					t.Fatalf("%q: filter error %s", f, m.rollouts.filterErr)
+				}
+				tuiIDs := listed(m)
+				args := append([]string{"preview", "--json", "--spec", "all", "--where", f}, realFiles(t, capture)...)
+				out, err := exec.Command(bin, args...).Output()
+				if err != nil {
+					t.Fatalf("preview --where %q: %v", f, err)
+				}
+				var p struct {
+					PerRollout []struct {
+						RolloutID string `json:"rollout_id"`
+					} `json:"per_rollout"`
+				}
+				if err := json.Unmarshal(out, &p); err != nil {
+					t.Fatalf("preview --where %q: %v", f, err)
+				}
+				var cliIDs []string
+				for _, r := range p.PerRollout {
+					cliIDs = append(cliIDs, r.RolloutID)
+				}
+				slices.Sort(cliIDs)
+				if !slices.Equal(tuiIDs, cliIDs) {
+					t.Errorf("%q: the TUI lists %d rollouts %v, --where selects %d %v", f, len(tuiIDs), tuiIDs, len(cliIDs), cliIDs)
+				}
+				t.Logf("%q: %d of %d rollouts", f, len(tuiIDs), len(all))
+			}
+		})
+	}
+}
+
+// When every rollout id starts alike (one trace for the whole run, so the
+// structural ids share "~<trace>/"), a list too narrow for the whole id
+// still tells the rollouts apart.
+func TestRealGymNarrowIDsDiffer(t *testing.T) {
+	for _, w := range []int{80, 100, 120} {
+		m := realModel(t, "s41-obs0-iso/all", w, 40, "all")
+		m = keys(t, m, "tab") // the waterfall takes the room, the list narrows
+		seen := map[string]bool{}
+		lines := strings.Split(m.rollouts.view(), "\n")
+		n := 0
+		for _, l := range lines {
+			l = ansi.Strip(l)
+			if !strings.Contains(l, "joined") && !strings.Contains(l, "split") {
+				continue
+			}
+			f := strings.Fields(strings.TrimLeft(l, " ›│┃"))
+			if len(f) == 0 || strings.HasPrefix(f[0], "run:") {
+				continue
+			}
+			n++
+			if seen[f[0]] {
+				t.Errorf("%d columns: two rollouts show as %q:\n%s", w, f[0], m.rollouts.view())
+				break
+			}
+			seen[f[0]] = true
+		}
+		if n < 5 {
+			t.Errorf("%d columns: %d rollout rows seen:\n%s", w, n, m.rollouts.view())
+		}
+	}
+}
