@@ -242,7 +242,6 @@ type demoSummary struct {
 	serveSummary
 	RunTraffic demoRunTraffic `json:"run_traffic"`
 	Spec       string         `json:"spec"`
-	GymVariant string         `json:"gym_variant"`
 	// ProcessSpecs maps a process to its own span_groups, when
 	// --process-spec gave one.
 	ProcessSpecs map[string]string `json:"process_specs,omitempty"`
@@ -264,11 +263,13 @@ type demoFleet struct {
 }
 
 func writeDemoSummary(w io.Writer, sum serveSummary, run demoRunTraffic, fs gymsim.Stats, spec, variant string, procSpecs map[string]string) error {
+	// The fleet's variant is the one its spans are read as; it stays first,
+	// as in every --json output.
+	sum.GymVariant = variant
 	b, err := json.MarshalIndent(demoSummary{
 		serveSummary: sum,
 		RunTraffic:   run,
 		Spec:         spec,
-		GymVariant:   variant,
 		ProcessSpecs: procSpecs,
 		Fleet: demoFleet{
 			RolloutsStarted: fs.Started, RolloutsCompleted: fs.Completed, RolloutsFailed: fs.Failed,

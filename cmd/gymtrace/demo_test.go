@@ -115,6 +115,9 @@ func TestDemoInterrupt(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
 		t.Fatalf("summary: %v\n%s", err, stdout.String())
 	}
+	if want := "{\n  \"gym_variant\": \"G1\",\n  \"gym_variant_source\": "; !strings.HasPrefix(stdout.String(), want) {
+		t.Errorf("summary starts %.80q, want %q first as in every --json output", stdout.String(), want)
+	}
 	if sum.Fleet.RolloutsStarted == 0 || sum.Fleet.RolloutsCompleted != sum.Fleet.RolloutsStarted {
 		t.Fatalf("fleet %+v: every started rollout should finish before exit", sum.Fleet)
 	}
