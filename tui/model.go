@@ -782,9 +782,10 @@ func (m Model) setCopied(msg copiedMsg) Model {
 		m.status, m.statusErr = msg.errText, true
 		return m
 	}
-	// What happened first; the env line, long and printed on exit anyway,
-	// last, where the width cuts it.
-	parts := []string{"copied", msg.clipText}
+	// What happened first (the clipboard's fate, never "copied" when it
+	// was not); the env line, long and printed on exit anyway, last, where
+	// the width cuts it.
+	parts := []string{msg.clipText}
 	if msg.path != "" {
 		m.wrote = msg.path
 		shown := msg.path

@@ -282,7 +282,7 @@ func TestCopyOut(t *testing.T) {
 			t.Errorf("file lacks %q:\n%s", s, data)
 		}
 	}
-	if !strings.Contains(m.status, m.opts.SnippetPath) || !strings.Contains(m.status, "NEMO_GYM_OTEL_SPAN_GROUPS=per_rollout") || !strings.Contains(m.View(), "copied · clipboard not set (no terminal)") {
+	if !strings.Contains(m.status, m.opts.SnippetPath) || !strings.Contains(m.status, "NEMO_GYM_OTEL_SPAN_GROUPS=per_rollout") || !strings.Contains(m.View(), "clipboard not set (no terminal) · wrote ") || strings.Contains(m.View(), "copied") {
 		t.Errorf("status %q does not show the path and env line", m.status)
 	}
 	if s := m.Snippet(); !strings.Contains(s, "\nNEMO_GYM_OTEL_SPAN_GROUPS=per_rollout\n") {

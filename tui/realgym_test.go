@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -182,6 +183,25 @@ func TestRealGymNarrowIDsDiffer(t *testing.T) {
 		}
 		if n < 5 {
 			t.Errorf("%d columns: %d rollout rows seen:\n%s", w, n, m.rollouts.view())
+		}
+	}
+}
+
+// The search's query and hit count stay on screen however long the
+// rollout's id: the rest of the title gives way.
+func TestRealGymSearchStatusShown(t *testing.T) {
+	re := regexp.MustCompile(`/gym\.verify (\d+)/(\d+)`)
+	for _, w := range []int{80, 120, 200} {
+		m := realModel(t, "s41-obs0-iso/all", w, 40, "all")
+		m = keys(t, m, "tab", "/")
+		m = typeText(t, m, "gym.verify")
+		m = keys(t, m, "enter")
+		title := ansi.Strip(strings.Split(m.trace.view(), "\n")[0])
+		if !re.MatchString(title) {
+			t.Errorf("%d columns: the title lacks the search and its hits: %q", w, title)
+		}
+		if ansi.StringWidth(title) > m.trace.width {
+			t.Errorf("%d columns: title %q is wider than the panel (%d)", w, title, m.trace.width)
 		}
 	}
 }

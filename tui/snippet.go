@@ -65,9 +65,9 @@ func copySnippet(text, path, wrote string, clip *os.File) tea.Cmd {
 				break
 			}
 			m.clip = true
-			m.clipText = "clipboard: sent OSC 52 (if the terminal allows it)"
+			m.clipText = "sent to the clipboard by OSC 52 (if the terminal allows it)"
 			if os.Getenv("TMUX") != "" {
-				m.clipText = tmuxClipboard()
+				m.clipText, m.clip = tmuxClipboard()
 			}
 		}
 		return m
@@ -75,17 +75,17 @@ func copySnippet(text, path, wrote string, clip *os.File) tea.Cmd {
 }
 
 // tmuxClipboard says what tmux does with the OSC 52 just sent, from its
-// set-clipboard option.
-func tmuxClipboard() string {
+// set-clipboard option, and whether the clipboard can have been set.
+func tmuxClipboard() (string, bool) {
 	out, err := exec.Command("tmux", "show-options", "-gv", "set-clipboard").Output()
 	switch v := strings.TrimSpace(string(out)); {
 	case err != nil:
-		return "clipboard: sent OSC 52 to tmux (set-clipboard unknown)"
+		return "sent to tmux by OSC 52 (set-clipboard unknown)", true
 	case v == "off" || v == "external":
 		// external: tmux sets the clipboard from its copy mode only.
-		return "clipboard not set (tmux set-clipboard " + v + "; set it on)"
+		return "clipboard not set (tmux set-clipboard " + v + "; set it on)", false
 	default:
-		return "clipboard: sent to tmux and the terminal"
+		return "copied: sent to tmux and the terminal clipboard", true
 	}
 }
 

@@ -118,10 +118,10 @@ func TestTmuxOpen(t *testing.T) {
 	s.tmux("set-option", "-g", "set-clipboard", "external")
 	s.keys("y")
 	snippet := filepath.Join(dir, "gymtrace-span-groups.yaml")
-	s.waitFor("the copy status", regexp.MustCompile(`copied · clipboard not set \(tmux set-clipboard external; set it on\) · wrote gymtrace-span-groups.yaml · NEMO_GYM`))
+	s.waitFor("the copy status", regexp.MustCompile(`(?m)^clipboard not set \(tmux set-clipboard external; set it on\) · wrote gymtrace-span-groups.yaml · NEMO_GYM`))
 	s.tmux("set-option", "-g", "set-clipboard", "on")
 	s.keys("y")
-	s.waitFor("the clipboard status", regexp.MustCompile(`clipboard: sent to tmux and the terminal`))
+	s.waitFor("the clipboard status", regexp.MustCompile(`(?m)^copied: sent to tmux and the terminal clipboard · `))
 	if buf := s.tmux("show-buffer"); !strings.Contains(buf, "NEMO_GYM_OTEL_SPAN_GROUPS=") {
 		t.Errorf("tmux's buffer after y:\n%s", buf)
 	}
@@ -180,7 +180,7 @@ func TestTmuxDemo(t *testing.T) {
 	}
 
 	s.keys("y")
-	s.waitFor("the copy status", regexp.MustCompile(`copied · clipboard \S+.* · wrote gymtrace-span-groups.yaml`))
+	s.waitFor("the copy status", regexp.MustCompile(`(copied: sent to tmux|clipboard not set \(tmux).* · wrote gymtrace-span-groups.yaml`))
 	const spec = "server,rollout,agent,model_call,verify" // G1's per_rollout (the demo fleet's variant), http_client off
 	body, err := os.ReadFile(filepath.Join(dir, "gymtrace-span-groups.yaml"))
 	if err != nil || !strings.Contains(string(body), `span_groups: "`+spec+`"`) {

@@ -743,7 +743,10 @@ func (t *traceView) render() {
 		title += " · " + t.reg.Spec(t.spec)
 	}
 	if q := t.search.query; q != "" {
-		title += " · /" + q + " " + t.search.status()
+		// The search and its hit count are what the user is looking at:
+		// the rest of the title gives way to them.
+		found := " · /" + q + " " + t.search.status()
+		title = clip(title, max(t.width-ansi.StringWidth(found), 12)) + found
 	}
 	lines = append(lines, t.st.Panel.Title.Render(clip(title, t.width)))
 	c := layoutColumns(t.width, t.needName, t.focused)
