@@ -214,7 +214,7 @@ func (r *Recorder) Close() error {
 	close(r.q)
 	<-r.done
 	if s, ok := r.w.(interface{ Sync() error }); ok {
-		if err := s.Sync(); err != nil {
+		if err := s.Sync(); err != nil && !syncUnsupported(err) {
 			r.fail(fmt.Errorf("sync record: %w", err))
 		}
 	}
@@ -603,4 +603,11 @@ func appendRecFloat(dst []byte, f float64) []byte {
 		return append(dst, `"-Infinity"`...)
 	}
 	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+}
+
+// syncUnsupported reports a sync refused because the file cannot be synced
+// (a pipe, a FIFO, a terminal: `--record /dev/stdout | …`): what was written
+// has reached its reader, nothing is lost.
+func syncUnsupported(err error) bool {
+	return errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.ENOTTY)
 }
