@@ -501,17 +501,20 @@ func (g *groupsPanel) summaryLines(w int) []string {
 		side = cur
 	}
 	ch, bs := captureHops(g.check), aggregateBreaks(side, g.pending)
+	// How many hops break comes before the first one's reason, which the
+	// panel's height may cut.
+	sep := ": "
+	if n := len(ch) + len(bs); n > 1 {
+		sep = ", " + countNoun(n, "hop") + "; "
+	}
 	switch {
 	case len(ch) > 0:
-		join += ": in capture " + hopText(ch[0].from, ch[0].to, ch[0].span, shortReason(ch[0].reason))
+		join += sep + "in capture " + hopText(ch[0].from, ch[0].to, ch[0].span, shortReason(ch[0].reason))
 	case len(bs) > 0:
-		join += ": " + hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
+		join += sep + hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
 		if fix := hopFix(bs[0].reason); fix != "" {
 			join += "; fix: " + fix
 		}
-	}
-	if n := len(ch) + len(bs); n > 1 {
-		join += " (+" + countNoun(n-1, "more hop") + ")"
 	}
 	jl := wrap(join, w)
 	if _, split, _ := g.joinCounts(side); split > 0 {

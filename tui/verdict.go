@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/nemo-gym/gymtrace/gate"
@@ -67,16 +68,27 @@ func splitIn(c *gate.CheckReport) map[string]bool {
 	return out
 }
 
-// shortReason keeps a check reason's finding and its likely fix, the
-// parenthesised end, dropping the explanation between: "CLIENT span has no
-// SERVER child (server off in nemo-gym/policy_model?)".
+// shortReason keeps a check reason's finding and its likely fixes, the
+// parenthesised questions, dropping the explanation between: "CLIENT span
+// has no SERVER child (server off in nemo-gym/policy_model?)". A fragment
+// nobody called is said in a few words, so the short what-if keeps it whole.
 func shortReason(reason string) string {
-	head, _, ok := strings.Cut(reason, ": ")
+	head, rest, ok := strings.Cut(reason, ": ")
 	if !ok {
 		return reason
 	}
-	if i := strings.LastIndex(reason, " ("); i >= 0 && strings.HasSuffix(reason, ")") {
-		return head + reason[i:]
+	if strings.HasPrefix(head, "a fragment of ") {
+		head = "no CLIENT span calls it"
 	}
-	return head
+	var fixes []string
+	for _, m := range fixRe.FindAllStringSubmatch(rest, -1) {
+		fixes = append(fixes, m[1])
+	}
+	if len(fixes) == 0 {
+		return head
+	}
+	return head + " (" + strings.ReplaceAll(strings.Join(fixes, " "), "nemo-gym/", "") + ")"
 }
+
+// fixRe finds a reason's likely fixes: "(http_client off?)".
+var fixRe = regexp.MustCompile(`\(([^()]*\?)\)`)
