@@ -124,7 +124,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	}
 	headless := o.headless || o.json || !tty
 
-	rr, err := startDemoReceivers(ctx, o, stderr)
+	held := &heldLog{w: stderr}
+	rr, err := startDemoReceivers(ctx, o, held)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -160,11 +161,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	}
 
 	if !headless {
+		held.hold()
 		uiErr := runUI(uiConfig{
 			Store: rr.Store, Registry: reg, Current: spec, CurrentSpec: o.spec, Variant: vc.String(),
 			Addrs: rr.Addrs, Live: true, Worth: worth,
 			Title: fmt.Sprintf("gymtrace demo (seed %d, Gym %s, %s%s)", o.seed, variant.Name, o.spec, formatProcessSpecs(variant, procSpecs, "; ", "")),
 		})
+		held.release()
 		if err := stopAll(); err != nil {
 			fmt.Fprintf(stderr, "gymtrace demo: shutdown: %v\n", err)
 		}

@@ -219,7 +219,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		return su.fail("%v", err)
 	}
 	current := res.Set
-	f.Warn = stderr
+	held := &heldLog{w: stderr}
+	f.Warn = held
 	rr, err := startReceivers(ctx, f.receiverOptions)
 	if err != nil {
 		return su.fail("%v", err)
@@ -230,6 +231,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 	if f.headless || !tty {
 		return runHeadless(ctx, rr, stdout, stderr, f.json, time.Second, *su.gymVersion)
 	}
+	held.hold()
 	uiErr := runUI(uiConfig{
 		Store:       rr.Store,
 		Registry:    reg,
@@ -243,6 +245,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		Worth:       f.worth,
 		Redetect:    liveVariant(*su.gymVersion, *su.groups, specText),
 	})
+	held.release()
 	stopErr := rr.stopBounded(stderr)
 	if uiErr != nil || stopErr != nil {
 		fmt.Fprintf(stderr, "gymtrace serve: %v\n", errors.Join(uiErr, stopErr))
