@@ -6,7 +6,10 @@ import "unsafe"
 // index entry, its packed attributes and its rarely present parts. Attribute
 // sets shared between spans and interned strings are counted per span and
 // not at all respectively, so the count errs high for spans and the
-// interner has its own bound (Options.MaxStringBytes).
+// interner has its own bound (Options.MaxStringBytes). Counting a shared set
+// once would take a reference count per set on every store and eviction, and
+// would still err low: a shared set lives in an arena freed only when every
+// set in it is (AttrBuilder.Attrs).
 const (
 	spanSize  = int64(unsafe.Sizeof(Span{}))
 	indexCost = 40 // a locs entry with the map's spare room
