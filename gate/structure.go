@@ -3,9 +3,11 @@ package gate
 import (
 	"encoding/hex"
 	"hash/maphash"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nemo-gym/gymtrace/model"
@@ -167,12 +169,20 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 		fu.gen = e.gen
 		return fu
 	}
-	in, k := e.in, &e.keys
+	fu := &fragUnits{units: cutUnits(&e.keys, &e.sc, f, job), gen: e.gen}
+	e.units[f.Version] = fu
+	return fu
+}
+
+// cutUnits is fragUnits' work: a function of the fragment alone (k and sc
+// are caches and scratch), so fragments may be cut on several cores.
+func cutUnits(k *keyIDs, sc *scratch, f *model.Fragment, job bool) []unitInfo {
+	in := k.in
 	n := len(f.Spans)
 	// Per-span walk state, reused across fragments: only units are kept.
-	unitOf, depth, called := e.sc.unitWalk(n) // called: has a CLIENT, SERVER or request child
+	unitOf, depth, called := sc.unitWalk(n) // called: has a CLIENT, SERVER or request child
 	var units []unitInfo
-	leaked := e.sc.leaked[:0]
+	leaked := sc.leaked[:0]
 	for i := 0; i < n; i++ {
 		sp := &f.Spans[i]
 		p := sp.Parent
@@ -303,10 +313,63 @@ func (e *Engine) fragUnits(f *model.Fragment, job bool) *fragUnits {
 			u.class, u.run = classRun, RunDriver
 		}
 	}
-	e.sc.leaked = leaked
-	fu := &fragUnits{units: units, gen: e.gen}
-	e.units[f.Version] = fu
-	return fu
+	sc.leaked = leaked
+	return units
+}
+
+// minParallelUnits is how many uncut fragments make cutting them on more
+// than one core worth a goroutine.
+const minParallelUnits = 512
+
+// cutAll cuts the snapshot's fragments missing from the unit cache on up to
+// two cores and caches them: each fragment's units depend on it alone, so
+// the structure is the same as from the sequential pass.
+func (e *Engine) cutAll(snap *model.Snapshot) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		return
+	}
+	type cut struct {
+		f     *model.Fragment
+		job   bool
+		units []unitInfo
+	}
+	var todo []cut
+	queued := map[uint64]bool{}
+	add := func(f *model.Fragment, job bool) {
+		if _, ok := e.units[f.Version]; !ok && !queued[f.Version] {
+			queued[f.Version] = true
+			todo = append(todo, cut{f: f, job: job})
+		}
+	}
+	for _, j := range snap.Jobs {
+		add(j, true)
+	}
+	for _, r := range snap.Rollouts {
+		for _, f := range r.Fragments {
+			add(f, false)
+		}
+	}
+	if len(todo) < minParallelUnits {
+		return // the sequential pass cuts them
+	}
+	half := len(todo) / 2
+	k2 := e.keys // a name cache of its own
+	var sc2 scratch
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := half; i < len(todo); i++ {
+			todo[i].units = cutUnits(&k2, &sc2, todo[i].f, todo[i].job)
+		}
+	}()
+	for i := 0; i < half; i++ {
+		todo[i].units = cutUnits(&e.keys, &e.sc, todo[i].f, todo[i].job)
+	}
+	wg.Wait()
+	for _, c := range todo {
+		e.units[c.f.Version] = &fragUnits{units: c.units, gen: e.gen}
+	}
 }
 
 // semanticRoute is the route whose handler opens each of Gym's semantic
@@ -456,6 +519,7 @@ func (e *Engine) evictUnits() {
 
 func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 	st := &Structure{src: snap, Suspect: map[string][]Suspect{}}
+	e.cutAll(snap)
 	var us []gunit
 	for _, j := range snap.Jobs {
 		fu := e.fragUnits(j, true)
