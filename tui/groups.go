@@ -413,7 +413,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 	}
 	var texts []string
 	for _, h := range captureHops(g.check) {
-		texts = append(texts, captureLine(h))
+		texts = append(texts, captureLine(h, w-2))
 	}
 	for _, side := range []struct {
 		name string

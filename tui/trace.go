@@ -79,10 +79,13 @@ func (t *traceView) splitNotes() []traceRow {
 	}
 	var rows []traceRow
 	for _, h := range rc.Hops {
-		text := glyphSplit + " split: " + hopText(h.FromService, h.ToService, h.SpanName, h.Reason)
-		if h.Count > 1 {
-			text += fmt.Sprintf(" ×%d", h.Count)
-		}
+		text := fitReason(func(reason string) string {
+			text := glyphSplit + " split: " + hopText(h.FromService, h.ToService, h.SpanName, reason)
+			if h.Count > 1 {
+				text += fmt.Sprintf(" ×%d", h.Count)
+			}
+			return text
+		}, h.Reason, t.width-3)
 		for k, l := range wrap(text, t.width-3) {
 			if k > 0 {
 				l = "  " + l

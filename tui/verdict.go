@@ -47,10 +47,24 @@ func breakLine(side string, b breakSum) string {
 	return text + " · " + countNoun(b.rollouts, "rollout") + ", " + countNoun(b.spans, "span")
 }
 
-// captureLine is a capture's break as one line with its counts.
-func captureLine(h breakSum) string {
-	return fmt.Sprintf("%s in capture: %s · %s, ×%d", glyphSplit, hopText(h.from, h.to, h.span, h.reason),
-		countNoun(h.rollouts, "rollout"), h.spans)
+// captureLine is a capture's break as one line with its counts, its
+// reason shortened when whole it would take more than two lines of width.
+func captureLine(h breakSum, width int) string {
+	line := func(reason string) string {
+		return fmt.Sprintf("%s in capture: %s · %s, ×%d", glyphSplit, hopText(h.from, h.to, h.span, reason),
+			countNoun(h.rollouts, "rollout"), h.spans)
+	}
+	return fitReason(line, h.reason, width)
+}
+
+// fitReason is line(reason) when it wraps into at most two lines of width,
+// else line of the reason's finding and likely fixes: a list of hops stays
+// a list, each still saying what broke and what to turn on.
+func fitReason(line func(reason string) string, reason string, width int) string {
+	if full := line(reason); width <= 0 || len(wrap(full, width)) <= 2 {
+		return full
+	}
+	return line(shortReason(reason))
 }
 
 // splitIn returns the rollouts split in the capture itself (the check's
