@@ -200,7 +200,7 @@ func (j *jsonDecoder) request() error {
 					}
 				}
 			default:
-				if err := s.skip(); err != nil {
+				if err := j.skip(); err != nil {
 					return err
 				}
 			}
@@ -269,11 +269,11 @@ func (j *jsonDecoder) resourceSpans() error {
 			if err := j.once(&seen, 4, "schemaUrl"); err != nil {
 				return err
 			}
-			if _, err := j.strVal(); err != nil {
+			if _, err := j.strNotKept(); err != nil {
 				return jat("schemaUrl", err)
 			}
 		default:
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return err
 			}
 		}
@@ -298,7 +298,7 @@ func (j *jsonDecoder) resource() (model.ResourceID, error) {
 		return 0, s.wrongType("an object")
 	}
 	start := s.i
-	if err := s.skip(); err != nil {
+	if err := j.skip(); err != nil {
 		return 0, err
 	}
 	j.rkey = append(append(j.rkey[:0], 0), s.b[start:s.i]...)
@@ -354,7 +354,7 @@ func (j *jsonDecoder) resource() (model.ResourceID, error) {
 				return 0, jat("droppedAttributesCount", err)
 			}
 		default:
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return 0, err
 			}
 		}
@@ -385,7 +385,10 @@ func (j *jsonDecoder) scopeSpans() error {
 			if err := j.once(&seen, 1, "scope"); err != nil {
 				return err
 			}
-			if err := j.scope(); err != nil {
+			n := s.repaired
+			err := j.scope()
+			s.repaired = n // not kept: see skip
+			if err != nil {
 				return jat("scope", err)
 			}
 		case "spans":
@@ -412,11 +415,11 @@ func (j *jsonDecoder) scopeSpans() error {
 			if err := j.once(&seen, 4, "schemaUrl"); err != nil {
 				return err
 			}
-			if _, err := j.strVal(); err != nil {
+			if _, err := j.strNotKept(); err != nil {
 				return jat("schemaUrl", err)
 			}
 		default:
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return err
 			}
 		}
@@ -467,7 +470,7 @@ func (j *jsonDecoder) scope() error {
 				return jat("droppedAttributesCount", err)
 			}
 		default:
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return err
 			}
 		}
@@ -576,7 +579,7 @@ func (j *jsonDecoder) span(idx int) error {
 			if err := j.once(&seen, sfTraceState, "traceState"); err != nil {
 				return err
 			}
-			v, err := j.strVal()
+			v, err := j.strNotKept()
 			if err != nil {
 				return jat("traceState", err)
 			}
@@ -758,7 +761,7 @@ func (j *jsonDecoder) span(idx int) error {
 				}
 			}
 		default:
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return err
 			}
 		}
@@ -828,7 +831,7 @@ func (j *jsonDecoder) status(ex **model.Extra) (int32, int, error) {
 			}
 			size += optVarint(uint64(int64(code)))
 		default:
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -901,7 +904,7 @@ func (j *jsonDecoder) event(sp *model.Span) (model.Event, int, error) {
 			}
 			size += optVarint(uint64(uint32(v)))
 		default:
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return ev, 0, err
 			}
 		}
@@ -978,7 +981,7 @@ func (j *jsonDecoder) link(sp *model.Span) (model.Link, int, error) {
 			if err := j.once(&seen, 4, "traceState"); err != nil {
 				return ln, 0, err
 			}
-			v, err := j.strVal()
+			v, err := j.strNotKept()
 			if err != nil {
 				return ln, 0, jat("traceState", err)
 			}
@@ -1013,7 +1016,7 @@ func (j *jsonDecoder) link(sp *model.Span) (model.Link, int, error) {
 				size += 1 + 4 // fixed32
 			}
 		default:
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return ln, 0, err
 			}
 		}
@@ -1101,7 +1104,7 @@ func (j *jsonDecoder) keyValue(intern bool) (model.Str, value, int, error) {
 			}
 			hasVal = true
 		default:
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return 0, v, 0, err
 			}
 		}
@@ -1151,7 +1154,7 @@ func (j *jsonDecoder) anyValue(depth int, render bool) (value, int, error) {
 			"doubleValue", "double_value", "arrayValue", "array_value", "kvlistValue", "kvlist_value",
 			"bytesValue", "bytes_value":
 		default:
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return v, 0, err
 			}
 			continue
@@ -1295,7 +1298,7 @@ func (j *jsonDecoder) list(depth int, isMap bool) (int, error) {
 			break
 		}
 		if string(key) != "values" {
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return 0, err
 			}
 			continue
@@ -1386,7 +1389,7 @@ func (j *jsonDecoder) mapEntry(depth int) (int, error) {
 			}
 			valued = true
 		default:
-			if err := s.skip(); err != nil {
+			if err := j.skip(); err != nil {
 				return 0, err
 			}
 		}
@@ -1407,6 +1410,27 @@ func (j *jsonDecoder) mapEntry(depth int) (int, error) {
 // strVal reads a string, or null as the empty string.
 func (j *jsonDecoder) strVal() ([]byte, error) {
 	return j.strInto(&j.s.vscr)
+}
+
+// skip passes over a value the store does not keep (an unknown field, or
+// the resource's text read for its cache key). Strings repaired in it are
+// not counted, as the protobuf decoder, which never reads such parts, does
+// not count them: values_repaired is the same whichever encoding a sender
+// uses. The record repairs them all the same.
+func (j *jsonDecoder) skip() error {
+	n := j.s.repaired
+	err := j.s.skip()
+	j.s.repaired = n
+	return err
+}
+
+// strNotKept is strVal for a string the store does not keep (a trace
+// state, a schema URL): see skip.
+func (j *jsonDecoder) strNotKept() ([]byte, error) {
+	n := j.s.repaired
+	v, err := j.strVal()
+	j.s.repaired = n
+	return v, err
 }
 
 // strInto is strVal unescaping into scr.
