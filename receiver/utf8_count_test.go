@@ -54,7 +54,9 @@ func TestRepairCountedAlikeOverEveryEncoding(t *testing.T) {
 		}},
 		{"scope schema URL", false, func(r *coltrace.ExportTraceServiceRequest) { r.ResourceSpans[0].ScopeSpans[0].SchemaUrl = bad }},
 		{"resource schema URL", false, func(r *coltrace.ExportTraceServiceRequest) { r.ResourceSpans[0].SchemaUrl = bad }},
-		{"trace state", false, func(r *coltrace.ExportTraceServiceRequest) { r.ResourceSpans[0].ScopeSpans[0].Spans[3].TraceState = bad }},
+		{"trace state", false, func(r *coltrace.ExportTraceServiceRequest) {
+			r.ResourceSpans[0].ScopeSpans[0].Spans[3].TraceState = bad
+		}},
 		{"link trace state", false, func(r *coltrace.ExportTraceServiceRequest) {
 			sp := r.ResourceSpans[0].ScopeSpans[0].Spans[3]
 			sp.Links = []*tracepb.Span_Link{{TraceId: sp.TraceId, SpanId: sp.SpanId, TraceState: bad}}
