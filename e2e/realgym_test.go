@@ -48,8 +48,40 @@ type realSummary struct {
 }
 
 type realTruthSpan struct {
-	SpanID  string `json:"span_id"`
-	Rollout *int   `json:"rollout"`
+	SpanID   string `json:"span_id"`
+	ParentID string `json:"parent_span_id"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	Group    string `json:"group"`
+	Rollout  *int   `json:"rollout"`
+}
+
+// readTruth returns every span of a case's truth.
+func readTruth(t *testing.T, dir string) []realTruthSpan {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "truth", "*.jsonl.gz"))
+	var out []realTruthSpan
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(zr)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			var s realTruthSpan
+			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			out = append(out, s)
+		}
+		f.Close()
+	}
+	return out
 }
 
 func realCases(t *testing.T) []string {
@@ -79,30 +111,12 @@ func loadSummary(t *testing.T, dir string) realSummary {
 // truthRollouts maps span ids to the truth's rollout index (-1: run-level).
 func truthRollouts(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "truth", "*.jsonl.gz"))
 	out := map[string]int{}
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			t.Fatal(err)
+	for _, s := range readTruth(t, dir) {
+		out[s.SpanID] = -1
+		if s.Rollout != nil {
+			out[s.SpanID] = *s.Rollout
 		}
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(zr)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
-			var s realTruthSpan
-			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			out[s.SpanID] = -1
-			if s.Rollout != nil {
-				out[s.SpanID] = *s.Rollout
-			}
-		}
-		f.Close()
 	}
 	return out
 }
@@ -304,5 +318,61 @@ func TestRealGymJobStillOpen(t *testing.T) {
 			t.Errorf("%s: job still open gives %d traces, %d/%d joined/split, p50 %d; the finished run %d, %d/%d, %d",
 				spec, a.Traces, a.RolloutsJoined, a.RolloutsSplit, a.P50, b.Traces, b.RolloutsJoined, b.RolloutsSplit, b.P50)
 		}
+	}
+}
+
+// TestRealGymPreviewCarryOver: in a capture with the keep-alive carry-over,
+// a leaked request span sits in the trace its context came from. Without the
+// job span over every rollout, a rollout with a span leaked under another
+// rollout's context is split, whatever the spec; the trace count is the real
+// run's. The split rollouts are told from the truth's own parent links.
+func TestRealGymPreviewCarryOver(t *testing.T) {
+	reg := gate.Default()
+	for _, dir := range realCases(t) {
+		want := loadSummary(t, dir)
+		if want.Meta.Isolate != 0 || filepath.Base(dir) != "spec-per_rollout" {
+			continue
+		}
+		all := filepath.Join(filepath.Dir(dir), "all")
+		name, _ := filepath.Rel(realGym, all)
+		t.Run(name, func(t *testing.T) {
+			truth := readTruth(t, all)
+			rollOf := map[string]int{}
+			for _, s := range truth {
+				rollOf[s.SpanID] = -1
+				if s.Rollout != nil {
+					rollOf[s.SpanID] = *s.Rollout
+				}
+			}
+			carried := map[int]bool{}
+			for _, s := range truth {
+				leaked := s.Group == "server" && s.Kind == "INTERNAL" &&
+					!strings.HasSuffix(s.Name, " http send") && !strings.HasSuffix(s.Name, " http receive")
+				if host, ok := rollOf[s.ParentID]; leaked && s.Rollout != nil && ok && host != *s.Rollout {
+					carried[*s.Rollout] = true
+				}
+			}
+			if len(carried) == 0 {
+				t.Fatal("no rollout has a span carried over from another: not a carry-over capture")
+			}
+			snap := loadCase(t, all)
+			for _, tc := range []struct {
+				spec  string
+				split int
+			}{{"all", 0}, {"per_rollout", len(carried)}} {
+				spec, err := reg.Parse(tc.spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := gate.NewEngine(reg).Preview(snap, spec).Result
+				if r.RolloutsSplit != tc.split || r.RolloutsJoined != want.Rollouts-tc.split {
+					t.Errorf("%s: %d joined, %d split; want %d split (rollouts with a span carried over from another)",
+						tc.spec, r.RolloutsJoined, r.RolloutsSplit, tc.split)
+				}
+				if tc.spec == "per_rollout" && (r.Traces != want.Traces || r.Spans != want.Spans) {
+					t.Errorf("per_rollout: %d spans in %d traces, the real run %d in %d", r.Spans, r.Traces, want.Spans, want.Traces)
+				}
+			}
+		})
 	}
 }

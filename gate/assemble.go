@@ -28,6 +28,29 @@ func (e *Engine) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			grafts[u.graft] = append(grafts[u.graft], i)
 		}
 	}
+	// A leak whose carried context came from another rollout (or from
+	// run-level traffic) sits in that one's trace in the capture, grafted
+	// back or attributed otherwise: without a job span over both it splits
+	// its own rollout under any spec, and adds no trace.
+	unitAt := map[*model.Fragment][]int{}
+	for i := range us {
+		unitAt[us[i].f] = append(unitAt[us[i].f], i)
+	}
+	clear(e.carried)
+	if e.carried == nil {
+		e.carried = map[int]bool{}
+	}
+	for i := range us {
+		u := &us[i]
+		if !u.info.leak || u.info.hostUnit < 0 {
+			continue
+		}
+		for _, j := range unitAt[u.f] {
+			if us[j].ui == u.info.hostUnit && find(j) != find(i) {
+				e.carried[i] = true
+			}
+		}
+	}
 	rollOf := map[int]string{} // union-find root -> rollout id
 	rolls := make([]*model.Rollout, 0, len(order))
 	cache := make(map[string]*model.Rollout, len(order))
@@ -86,10 +109,6 @@ func (e *Engine) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		st.Suspect[id] = append(st.Suspect[id], Suspect{Service: snap.ServiceName(top.Resource), Span: DisplayName(e.in, top)})
 	}
 	// Leaks, with the rollout they belong to and the one they were put under.
-	unitAt := map[*model.Fragment][]int{}
-	for i := range us {
-		unitAt[us[i].f] = append(unitAt[us[i].f], i)
-	}
 	for i := range us {
 		u := &us[i]
 		if !u.info.leak {
@@ -173,7 +192,7 @@ func (e *Engine) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 func (e *Engine) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts map[int][]int) *model.Fragment {
 	u := &us[i]
 	f := u.f
-	if u.info.idx == nil && len(grafts[i]) == 0 {
+	if u.info.idx == nil && len(grafts[i]) == 0 && !e.carried[i] {
 		return e.withVirtualJob(snap, f)
 	}
 	var h maphash.Hash
@@ -182,15 +201,22 @@ func (e *Engine) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 	var add func(j int, parent int32)
 	add = func(j int, parent int32) {
 		g := &us[j]
-		var b [12]byte
+		carried := e.carried[j]
+		var b [13]byte
 		binary.LittleEndian.PutUint64(b[:], g.f.Version)
 		binary.LittleEndian.PutUint32(b[8:], uint32(g.info.root))
+		if carried {
+			b[12] = 1
+		}
 		h.Write(b[:])
 		pos := map[int32]int32{}
 		each := func(k int32) {
 			sp := g.f.Spans[k]
 			if k == g.info.root {
 				sp.Parent = parent
+				if carried {
+					sp.Flags |= model.FlagCarried
+				}
 			} else {
 				sp.Parent = pos[sp.Parent]
 			}

@@ -23,6 +23,7 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 		jobs[j.Spans[0].SpanID] = &j.Spans[0]
 	}
 	var out []model.Span
+	var carried []int // spans of out in another rollout's trace (FlagCarried)
 	usedJob := map[model.SpanID]bool{}
 	var jobOrder []model.SpanID
 	useJob := func(id model.SpanID) {
@@ -57,6 +58,10 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 				switch p := fs.Parent[i]; {
 				case p >= 0:
 					sp.ParentID, sp.TraceID = f.Spans[p].SpanID, trace[p]
+				case fs.Cut[i] && sp.Flags&model.FlagCarried != 0:
+					// It stays under the span it was captured under, in
+					// that span's trace (set once every span is out).
+					carried = append(carried, len(out))
 				case fs.Cut[i]:
 					sp.ParentID, sp.TraceID = model.SpanID{}, derivedTrace(sp.TraceID, sp.SpanID)
 				case jobKept && noKeptAncestor(f, fs, i):
@@ -74,6 +79,7 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 			}
 		}
 	}
+	inCarriedTrace(out, carried)
 	if len(jobOrder) == 0 {
 		return out
 	}
@@ -133,4 +139,50 @@ func derivedTrace(t model.TraceID, s model.SpanID) model.TraceID {
 		t[8+i] ^= s[i] ^ 0x5a
 	}
 	return t
+}
+
+// inCarriedTrace puts each carried span (indexes into out) in the trace its
+// captured parent is exported in, and its descendants with it; one whose
+// parent is not exported starts a trace of its own. A carried span's parent
+// may lie in another carried subtree, exported before or after it, so every
+// span's trace is settled by walking up its parents in out.
+func inCarriedTrace(out []model.Span, carried []int) {
+	if len(carried) == 0 {
+		return
+	}
+	at := make(map[model.SpanID]int, len(out))
+	for i := range out {
+		at[out[i].SpanID] = i
+	}
+	for _, c := range carried {
+		if _, ok := at[out[c].ParentID]; !ok {
+			out[c].ParentID, out[c].TraceID = model.SpanID{}, derivedTrace(out[c].TraceID, out[c].SpanID)
+		}
+	}
+	const (
+		unsettled = iota
+		walking
+		settled
+	)
+	state := make([]uint8, len(out))
+	var path []int
+	for i := range out {
+		// Walk up to a settled span or a top, then give the path its trace.
+		path = path[:0]
+		j := i
+		for state[j] == unsettled {
+			state[j] = walking
+			path = append(path, j)
+			p, ok := at[out[j].ParentID]
+			if !ok {
+				break
+			}
+			j = p
+		}
+		trace := out[j].TraceID // a top's own, or a settled span's; a loop keeps its first
+		for k := len(path) - 1; k >= 0; k-- {
+			out[path[k]].TraceID = trace
+			state[path[k]] = settled
+		}
+	}
 }

@@ -35,6 +35,9 @@ type Engine struct {
 
 	keys keyIDs
 	sc   scratch
+	// carried marks, while a structure is assembled, the leaked units whose
+	// carried context came from another rollout.
+	carried map[int]bool
 }
 
 // NewEngine returns an engine classifying with reg.
@@ -104,9 +107,12 @@ type scratch struct {
 	from  []model.ResourceID
 	comp  []int32 // kept spans: component (>= 0 own root, < 0 a job)
 	sizes []int
-	pct   []int
-	fa    []bool
-	fb    []bool
+	// carriedComps counts the components that live in another rollout's
+	// trace: they split this rollout but add no trace of their own.
+	carriedComps int
+	pct          []int
+	fa           []bool
+	fb           []bool
 	// fragUnits' walk
 	unitOf []int32
 	depth  []uint8
@@ -140,6 +146,9 @@ func (sc *scratch) flags(n int) ([]bool, []bool) {
 const (
 	noKept int32 = -1 // no kept ancestor: a kept descendant becomes a root
 	viaJob int32 = -2 // the nearest kept ancestor is the fragment's job span
+	// viaCarried: the span hangs, through a carried-over context, in
+	// another rollout's trace; its kept descendants are in that trace.
+	viaCarried int32 = -3
 )
 
 // sync resets the caches when snap comes from another store, and refreshes
@@ -272,6 +281,8 @@ func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState,
 	joinable := spec.Has(Server) && spec.Has(HTTPClient)
 	sc := &e.sc
 	sc.sizes = sc.sizes[:0]
+	sc.carriedComps = 0
+	var carriedComp []bool
 	res := &s.res
 	res.ID = r.ID
 	res.Captured = r.Spans
@@ -322,6 +333,16 @@ func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState,
 					x, from, aio = sc.cross[p], sc.from[p], sc.aio[p]
 				}
 			}
+			if sp.Flags&model.FlagCarried != 0 && jobIdx < 0 {
+				// Grafted under the call that made it, but in the capture
+				// it is in the trace its context came from; only a kept
+				// job span over both keeps them one trace.
+				a, x = viaCarried, false
+				from = sp.Resource
+				if p >= 0 && int(p) < i {
+					from = f.Spans[p].Resource // the call it was grafted under
+				}
+			}
 			if !kept {
 				sc.nk[i], sc.cross[i], sc.from[i], sc.aio[i] = a, x, from, aio
 				if fs != nil {
@@ -337,6 +358,15 @@ func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState,
 			switch {
 			case a == noKept:
 				sc.comp[i] = s.newRoot(sc)
+			case a == viaCarried:
+				sc.comp[i] = s.newRoot(sc)
+				s.addBreakReason(snap, from, sp, reasonCarried)
+				carriedComp = append(carriedComp, make([]bool, len(sc.sizes)-len(carriedComp))...)
+				carriedComp[sc.comp[i]] = true
+				sc.carriedComps++
+				if fs != nil {
+					fs.Cut[i] = true
+				}
 			case x && !joinable && !(aio && spec.Has(Server)):
 				sc.comp[i] = s.newRoot(sc)
 				s.addBreak(snap, from, sp, spec)
@@ -361,13 +391,13 @@ func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState,
 			}
 		}
 	}
-	for _, n := range sc.sizes {
-		if n > s.maxComp {
+	for c, n := range sc.sizes {
+		if n > s.maxComp && (c >= len(carriedComp) || !carriedComp[c]) {
 			s.maxComp = n
 		}
 	}
-	s.roots = len(sc.sizes)
-	res.Traces = s.roots
+	s.roots = len(sc.sizes) - sc.carriedComps
+	res.Traces = len(sc.sizes)
 	for _, j := range s.jobs {
 		if j.spans > 0 {
 			res.Traces++
@@ -436,6 +466,9 @@ const (
 	reasonNoClient = "http_client off: no traceparent sent"
 	reasonNoServer = "server off: traceparent not extracted"
 	reasonNeither  = "http_client and server off: no traceparent sent or extracted"
+	// A carried-over context is a break no group mends but job: the span
+	// is in the trace of the request that left its context current.
+	reasonCarried = "request context carried over on a reused keep-alive connection: the span is in another rollout's trace (only job keeps every rollout in one trace)"
 )
 
 func (s *rollSim) addBreak(snap *model.Snapshot, from model.ResourceID, sp *model.Span, spec Set) {
@@ -446,6 +479,10 @@ func (s *rollSim) addBreak(snap *model.Snapshot, from model.ResourceID, sp *mode
 	case spec.Has(HTTPClient):
 		reason = reasonNoServer
 	}
+	s.addBreakReason(snap, from, sp, reason)
+}
+
+func (s *rollSim) addBreakReason(snap *model.Snapshot, from model.ResourceID, sp *model.Span, reason string) {
 	b := Break{FromService: snap.ServiceName(from), ToService: snap.ServiceName(sp.Resource), SpanName: DisplayName(snap.Interner(), sp), Reason: reason}
 	for i := range s.res.Breaks {
 		x := &s.res.Breaks[i]

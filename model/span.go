@@ -110,6 +110,11 @@ const (
 	FlagAttrsCapped
 	// FlagException marks a span with an "exception" event.
 	FlagException
+	// FlagCarried marks a request span whose OTel context was carried over
+	// from another rollout's request (a reused keep-alive connection). The
+	// analysis sets it on its own copies, where it grafts the span back
+	// under the call that made it; stored spans never carry it.
+	FlagCarried
 )
 
 // Span is one received span in compact form. Strings are interned (Str) and

@@ -155,7 +155,7 @@ func TestExportSpec(t *testing.T) {
 		{"s41-obs0-iso/all", "default"},
 		{"s41-obs0-iso/all", "server,rollout,verify"},
 		{"s41-obs0-iso/all", "rollout,verify,model_call"},
-		{"s41-obs0-leak/all", "per_rollout"}, // carry-over spans re-rooted by the structure
+		{"s41-obs0-leak/all", "per_rollout"}, // carry-over spans in the traces their contexts came from
 		{"s41-obs1-iso/all", "rollout,verify"},
 	} {
 		spec := tc.spec
@@ -217,8 +217,12 @@ func TestExportSpec(t *testing.T) {
 						if p := fs.Parent[i]; p >= 0 && got != f.Spans[p].SpanID {
 							t.Errorf("span %s %q: exported under %s, the preview puts it under %s", id, orig.Str(f.Spans[i].Name), got, f.Spans[p].SpanID)
 						}
-						if fs.Cut[i] && !got.IsZero() {
+						carried := f.Spans[i].Flags&model.FlagCarried != 0
+						if fs.Cut[i] && !carried && !got.IsZero() {
 							t.Errorf("span %s %q starts a trace in the preview, exported under %s", id, orig.Str(f.Spans[i].Name), got)
+						}
+						if fs.Cut[i] && carried && got != f.Spans[i].ParentID {
+							t.Errorf("carried-over span %s %q exported under %s, captured under %s", id, orig.Str(f.Spans[i].Name), got, f.Spans[i].ParentID)
 						}
 					}
 				}
