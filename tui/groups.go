@@ -405,8 +405,8 @@ func (g *groupsPanel) compareLines(w int) []string {
 			s, b := r.Project(n)
 			return fmtCount(int64(s)) + " · " + fmtBytes(b)
 		}),
-		row("joining", g.joinCell(cur), g.joinCell(prev)),
 	}...)
+	lines = append(lines, g.joinRows(row, colW-1)...)
 	if b := g.budget; b != nil {
 		lines = append(lines, row("budget", val(cur, func(r *gate.Report) string { return budgetCell(b.Judge(r, g.rate)) }),
 			val(prev, func(r *gate.Report) string { return budgetCell(b.Judge(r, g.rate)) })))
@@ -555,15 +555,39 @@ func groupNames(reg *gate.Registry, gs []gate.Group) string {
 	return strings.Join(names, ", ")
 }
 
-func (g *groupsPanel) joinCell(r *gate.Report) string {
-	if r == nil {
-		return "…"
+// joinRows is the joining row of the comparison, a verdict too long for
+// its column carried on to the next row rather than cut.
+func (g *groupsPanel) joinRows(row func(label, a, b string) string, colW int) []string {
+	cell := func(r *gate.Report) []string {
+		if r == nil {
+			return []string{"…"}
+		}
+		st := g.st.Join.Joined
+		if _, split, _ := g.joinCounts(r); split > 0 {
+			st = g.st.Join.Split
+		}
+		ls := wrap(g.joinText(r), colW)
+		for i := range ls {
+			ls[i] = st.Render(ls[i])
+		}
+		return ls
 	}
-	_, split, _ := g.joinCounts(r)
-	if split == 0 {
-		return g.st.Join.Joined.Render(g.joinText(r))
+	a, b := cell(g.curRep), cell(g.prevRep)
+	var out []string
+	for i := 0; i < max(len(a), len(b)); i++ {
+		label, x, y := "", "", ""
+		if i == 0 {
+			label = "joining"
+		}
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		out = append(out, row(label, x, y))
 	}
-	return g.st.Join.Split.Render(g.joinText(r))
+	return out
 }
 
 // breakSum is one broken hop with the rollouts it breaks and the spans cut

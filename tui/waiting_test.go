@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -90,6 +91,31 @@ func TestPendingNotCalledSplit(t *testing.T) {
 			g = g.SetSize(120, 30).SetReports(rep, rep).SetCheck(eng.Check(snap, t0, tc.grace))
 			if !strings.Contains(g.View(), tc.want) {
 				t.Errorf("joining verdict lacks %q:\n%s", tc.want, g.View())
+			}
+			// Side by side at its narrowest, the verdict is carried on to
+			// the next row, never cut.
+			g = g.SetSize(104, 30)
+			var words []string
+			lines := strings.Split(g.View(), "\n")
+			for i, l := range lines {
+				label := strings.TrimSpace(ansi.Cut(l, 66, 66+16))
+				if label != "joining" {
+					continue
+				}
+				for k := i; k < len(lines); k++ {
+					if k > i && strings.TrimSpace(ansi.Cut(lines[k], 66, 66+16)) != "" {
+						break
+					}
+					cell := strings.Fields(ansi.Cut(lines[k], 66+16, 66+16+11))
+					if len(cell) == 0 {
+						break
+					}
+					words = append(words, cell...)
+				}
+				break
+			}
+			if got := strings.Join(words, " "); got != tc.want {
+				t.Errorf("at 104 columns the current verdict reads %q, want %q:\n%s", got, tc.want, g.View())
 			}
 		})
 	}
