@@ -35,4 +35,19 @@ func TestStalledBodyTimesOut(t *testing.T) {
 	if el := time.Since(t0); el > 5*time.Second {
 		t.Errorf("answered after %v", el)
 	}
+	// A sender that goes away mid-body did nothing wrong either: both are
+	// counted as incomplete bodies, neither as malformed nor internal.
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c2, "POST /v1/traces HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-protobuf\r\nContent-Length: 1000\r\n\r\nabc", addr)
+	c2.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.Stats().RequestsRefused[ReasonIncomplete] < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := srv.Stats().RequestsRefused; got[ReasonIncomplete] != 2 || len(got) != 1 {
+		t.Errorf("refusals %v, want %s=2 alone", got, ReasonIncomplete)
+	}
 }

@@ -164,9 +164,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, held *int64) (
 			return nil, bufs, tooLarge("request body", -1, limit)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, bufs, &httpError{status: http.StatusRequestTimeout, code: codes.DeadlineExceeded, msg: fmt.Sprintf("request body not received within %s", s.cfg.BodyTimeout)}
+			return nil, bufs, &httpError{status: http.StatusRequestTimeout, code: codes.DeadlineExceeded, reason: ReasonIncomplete, msg: fmt.Sprintf("request body not received within %s", s.cfg.BodyTimeout)}
 		}
-		return nil, bufs, &httpError{status: http.StatusBadRequest, code: codes.InvalidArgument, msg: "read request body: " + err.Error()}
+		// The sender went away mid-body: nothing wrong with what it sent.
+		return nil, bufs, &httpError{status: http.StatusBadRequest, code: codes.InvalidArgument, reason: ReasonIncomplete, msg: "read request body: " + err.Error()}
 	}
 	if inflate == nil {
 		return buf.Bytes(), bufs, nil

@@ -25,6 +25,7 @@ const (
 	ReasonAuth        = "unauthenticated"          // missing or wrong bearer token
 	ReasonTooLarge    = "too_large"                // over the size bounds
 	ReasonMalformed   = "malformed"                // undecodable body
+	ReasonIncomplete  = "incomplete_body"          // the body stalled past the body timeout or the client went away
 	ReasonBusy        = "busy"                     // store or record full, or shutting down: retryable
 	ReasonInternal    = "internal"
 )
