@@ -226,3 +226,42 @@ func TestRealGymShortVerdictWhole(t *testing.T) {
 		}
 	}
 }
+
+// Latency by operation at 120×40 shows p50, p90, p99 and max, and two
+// operations never read alike however long their names.
+func TestRealGymStatsColumns(t *testing.T) {
+	m := realModel(t, "s41-obs0-iso/all", 120, 40, "all")
+	m = keys(t, m, "t", "a", "a") // over all rollouts
+	// Every line the view scrolls through, as drawn at this width.
+	body := strings.Split(ansi.Strip(strings.Join(m.stats.lines, "\n")), "\n")
+	head := regexp.MustCompile(`by span name\s+spans\s+p50\s+p90\s+p99\s+max\s+self`)
+	if !head.MatchString(strings.Join(body, "\n")) {
+		t.Fatalf("no p50/p90/p99/max/self columns:\n%s", strings.Join(body, "\n"))
+	}
+	seen := map[string]bool{}
+	in := false
+	for _, l := range body {
+		switch {
+		case strings.Contains(l, "by span name"):
+			in, seen = true, map[string]bool{}
+			continue
+		case strings.Contains(l, "by group"), strings.TrimSpace(l) == "":
+			in = false
+		}
+		if !in || strings.Contains(l, "Statistics") {
+			continue
+		}
+		name := strings.TrimSpace(ansi.Cut(l, 0, 1+22))
+		if seen[name] && name != "" {
+			t.Errorf("two operations read %q:\n%s", name, strings.Join(body, "\n"))
+		}
+		seen[name] = true
+	}
+	told := false
+	for name := range seen {
+		told = told || strings.HasPrefix(name, "POST /v1") && strings.HasSuffix(name, " receive")
+	}
+	if !told {
+		t.Errorf("the model call's receive span is not told apart: %v", seen)
+	}
+}

@@ -2,6 +2,9 @@ package tui
 
 import (
 	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -122,12 +125,12 @@ var statCols = []struct {
 	head string
 	val  func(gate.LatencyRow) string
 }{
-	{"spans", func(r gate.LatencyRow) string { return fmt.Sprint(r.Count) }},
+	{"spans", func(r gate.LatencyRow) string { return fmtCount(int64(r.Count)) }},
 	{"p50", func(r gate.LatencyRow) string { return fmtDur(r.P50) }},
+	{"p90", func(r gate.LatencyRow) string { return fmtDur(r.P90) }},
 	{"p99", func(r gate.LatencyRow) string { return fmtDur(r.P99) }},
 	{"max", func(r gate.LatencyRow) string { return fmtDur(r.Max) }},
 	{"self", func(r gate.LatencyRow) string { return fmtDur(r.Self) }},
-	{"p90", func(r gate.LatencyRow) string { return fmtDur(r.P90) }},
 	{"total", func(r gate.LatencyRow) string { return fmtDur(r.Total) }},
 }
 
@@ -137,7 +140,8 @@ func (s *statsView) layout() {
 		s.resize(s.width, s.height)
 		return
 	}
-	const numW, errW, minKey = 8, 4, 22
+	// Figures are at most 7 cells ("999.9k", "59.99s", "12m05s").
+	const numW, errW, minKey = 7, 4, 22
 	n := len(statCols)
 	for n > 1 && s.width-1-n*(1+numW)-(1+errW) < minKey {
 		n--
@@ -145,7 +149,7 @@ func (s *statsView) layout() {
 	cols := statCols[:n]
 	keyW := max(s.width-1-n*(1+numW)-(1+errW), 8)
 	row := func(k string, vals []string, errs string) string {
-		line := " " + fit(k, keyW)
+		line := " " + fitMiddle(k, keyW)
 		for _, v := range vals {
 			line += " " + fitRight(v, numW)
 		}
@@ -187,3 +191,28 @@ func (s *statsView) layout() {
 // selfTimes returns each span's duration minus the time covered by its
 // children (clipped to the span), as Jaeger's trace statistics define it.
 func selfTimes(f *model.Fragment) []int64 { return gate.SelfTimes(f, nil) }
+
+// fitMiddle is fit that cuts out of the middle: operation names differ at
+// their end ("POST /v1/responses http receive" and "… http send"), so both
+// ends stay.
+func fitMiddle(s string, width int) string {
+	w := ansi.StringWidth(s)
+	if w <= width || width < 9 {
+		return fit(s, width)
+	}
+	// The tail starts at a word when one fits in half the width; the head
+	// keeps the rest, where names differ next ("POST /seed_session …").
+	tail := (width - 1) / 2
+	for i := len(s) - 1; i > 0; i-- {
+		if s[i] != ' ' {
+			continue
+		}
+		tw := ansi.StringWidth(s[i:])
+		if tw > (width-1)/2 {
+			break
+		}
+		tail = tw
+	}
+	head := width - 1 - tail
+	return fit(strings.TrimRight(ansi.Truncate(s, head, ""), " ")+"…"+ansi.Cut(s, w-tail, w), width)
+}
