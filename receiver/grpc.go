@@ -109,11 +109,31 @@ func (s *Server) newGRPCServer() *grpc.Server {
 			Timeout:               20 * time.Second,
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		// A call gRPC has no handler for (a profiles exporter, a typo in a
+		// service name) would be refused unseen; it is counted and logged
+		// as an unknown path is over HTTP.
+		grpc.UnknownServiceHandler(s.grpcUnknown),
 	)
 	for _, sig := range []signal{signalTraces, signalMetrics, signalLogs} {
 		g.RegisterService(serviceDesc(sig), s)
 	}
 	return g
+}
+
+// grpcUnknown answers a call of a service or method gymtrace does not
+// serve.
+func (s *Server) grpcUnknown(_ any, stream grpc.ServerStream) error {
+	s.requests.Add(1)
+	s.failed.Add(1)
+	method, _ := grpc.MethodFromServerStream(stream)
+	from := "unknown"
+	if p, ok := peer.FromContext(stream.Context()); ok && p.Addr != nil {
+		from = p.Addr.String()
+	}
+	msg := fmt.Sprintf("no OTLP service at %q: use %s/Export, %s/Export or %s/Export", method,
+		serviceDesc(signalTraces).ServiceName, serviceDesc(signalMetrics).ServiceName, serviceDesc(signalLogs).ServiceName)
+	s.refuse(ReasonPath, from, "grpc "+method, msg)
+	return grpcstatus.Error(codes.Unimplemented, msg)
 }
 
 // serviceDesc describes the OTLP collector service of one signal by hand, so
