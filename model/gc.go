@@ -9,12 +9,12 @@ import (
 // The collector's target while the store is small and once it is large.
 // GOGC=100 lets the heap reach twice the live data before a collection; a
 // store of a million spans (~200 MB live) would then peak near 400 MB.
-// Above leanAbove the target drops to leanPercent: the heap peaks 20%
+// Above leanAbove the target drops to leanPercent: the heap peaks 15%
 // above the live data, for some more collector work (measured in
 // BENCHMARKS.md), while small stores keep the default.
 const (
 	leanAbove   = 64 << 20
-	leanPercent = 20
+	leanPercent = 15
 	fullPercent = 100
 )
 
