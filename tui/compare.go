@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/charmbracelet/x/ansi"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -86,14 +87,14 @@ func (c *compareView) diffLines(d *gate.Diff, la, lb string) []string {
 	default:
 		out = append(out, clip(" same spans and tree; errors differ", w))
 	}
-	keyW := max(w-1-(1+4+1+4+1+4+1+4+1+9+1+9), 12)
+	keyW := max(w-1-(1+4+1+4+1+4+1+4+1+7+1+7), 12)
 	row := func(k, na, nb, ea, eb, ta, tb string) string {
-		return clip(" "+fit(k, keyW)+" "+fitRight(na, 4)+" "+fitRight(nb, 4)+" "+fitRight(ea, 4)+" "+fitRight(eb, 4)+" "+fitRight(ta, 9)+" "+fitRight(tb, 9), w)
+		return clip(" "+fit(k, keyW)+" "+fitRight(na, 4)+" "+fitRight(nb, 4)+" "+fitRight(ea, 4)+" "+fitRight(eb, 4)+" "+fitRight(ta, 7)+" "+fitRight(tb, 7), w)
 	}
 	if len(d.Changed) > 0 {
 		out = append(out, "", c.st.Panel.Column.Render(row("changed operations", "A n", "B n", "A !", "B !", "A total", "B total")))
 		for _, o := range d.Changed {
-			out = append(out, row(shortService(o.Service)+" "+o.Name, itoa(o.CountA), itoa(o.CountB), itoa(o.ErrorsA), itoa(o.ErrorsB), fmtDur(o.TotalNSA), fmtDur(o.TotalNSB)))
+			out = append(out, row(opKey(o.Name, shortService(o.Service), keyW), itoa(o.CountA), itoa(o.CountB), itoa(o.ErrorsA), itoa(o.ErrorsB), fmtDur(o.TotalNSA), fmtDur(o.TotalNSB)))
 		}
 	}
 	list := func(title string, ss []gate.DiffSpan, err bool) {
@@ -171,4 +172,19 @@ func (m *Model) toggleMark() {
 	}
 	m.rollouts.marked = m.marked
 	m.rollouts.render()
+}
+
+// opKey is an operation as "name [service]" in width cells. Names differ
+// more than services and at both ends, so the service is cut first, to a
+// third of the width, then the name in its middle.
+func opKey(name, service string, width int) string {
+	full := name + " [" + service + "]"
+	if ansi.StringWidth(full) <= width {
+		return full
+	}
+	svc := "[" + service + "]"
+	if sw := max(width/3, 5); ansi.StringWidth(svc) > sw {
+		svc = "[" + ansi.Truncate(service, sw-3, "…") + "]"
+	}
+	return fitMiddle(name, width-1-ansi.StringWidth(svc)) + " " + svc
 }

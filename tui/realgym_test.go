@@ -265,3 +265,34 @@ func TestRealGymStatsColumns(t *testing.T) {
 		t.Errorf("the model call's receive span is not told apart: %v", seen)
 	}
 }
+
+// Comparing two rollouts of a real run at 120×40: every changed operation
+// reads differently, its route and span kind kept.
+func TestRealGymCompareRowsDiffer(t *testing.T) {
+	m := realModel(t, "s41-obs0-iso/all", 120, 40, "all")
+	m = keys(t, m, "m", "down", "down", "c")
+	body := strings.Split(ansi.Strip(strings.Join(m.compare.lines, "\n")), "\n")
+	seen := map[string]bool{}
+	in, rows := false, 0
+	for _, l := range body {
+		if strings.Contains(l, "changed operations") {
+			in = true
+			continue
+		}
+		if !in {
+			continue
+		}
+		if strings.TrimSpace(l) == "" {
+			break
+		}
+		key := strings.TrimSpace(ansi.Cut(l, 0, m.compare.width-(1+4+1+4+1+4+1+4+1+7+1+7)))
+		if seen[key] {
+			t.Errorf("two changed operations read %q:\n%s", key, strings.Join(body, "\n"))
+		}
+		seen[key] = true
+		rows++
+	}
+	if rows < 5 {
+		t.Errorf("%d changed operations:\n%s", rows, strings.Join(body, "\n"))
+	}
+}
