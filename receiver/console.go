@@ -329,6 +329,9 @@ func parseHexID(dst, v []byte) bool {
 
 // context reads {"trace_id": "0x…", "span_id": "0x…", "trace_state": …}.
 func (c *consoleDecoder) context() (tid model.TraceID, sid model.SpanID, err error) {
+	if c.sdkContext(&tid, &sid) {
+		return tid, sid, nil
+	}
 	err = c.s.object(func(key []byte) error {
 		switch string(key) {
 		case "trace_id":
@@ -356,6 +359,39 @@ func (c *consoleDecoder) context() (tid model.TraceID, sid model.SpanID, err err
 		return tid, sid, at("context", err)
 	}
 	return tid, sid, nil
+}
+
+// The Python SDK writes every span context alike: the ids in its own form
+// are read straight; anything else (other spacing, order or trace state)
+// goes through the object walk, which would read the same.
+const (
+	sdkTraceID = `{"trace_id": "0x`
+	sdkSpanID  = `", "span_id": "0x`
+	sdkCtxEnd  = `", "trace_state": "[]"}`
+)
+
+// sdkContext reads a context written as the SDK writes it, if it is one.
+func (c *consoleDecoder) sdkContext(tid *model.TraceID, sid *model.SpanID) bool {
+	s := &c.s
+	s.ws()
+	b := s.b[s.i:]
+	const n = len(sdkTraceID) + 32 + len(sdkSpanID) + 16 + len(sdkCtxEnd)
+	if len(b) < n || string(b[:len(sdkTraceID)]) != sdkTraceID {
+		return false
+	}
+	b = b[len(sdkTraceID):]
+	var t model.TraceID
+	var p model.SpanID
+	if !parseHexID(t[:], b[:32]) || string(b[32:32+len(sdkSpanID)]) != sdkSpanID {
+		return false
+	}
+	b = b[32+len(sdkSpanID):]
+	if !parseHexID(p[:], b[:16]) || string(b[16:16+len(sdkCtxEnd)]) != sdkCtxEnd {
+		return false
+	}
+	*tid, *sid = t, p
+	s.i += n
+	return true
 }
 
 func (c *consoleDecoder) status() (model.StatusCode, []byte, error) {

@@ -5,6 +5,7 @@ import (
 	"github.com/nemo-gym/gymtrace/model"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -94,5 +95,32 @@ func TestConsoleInt(t *testing.T) {
 		if got != want || (err == nil) != (werr == nil) {
 			t.Errorf("consoleInt(%q) = %d %v, strconv: %d %v", s, got, err, want, werr)
 		}
+	}
+}
+
+// TestSDKContext reads contexts in the SDK's form and in others; both
+// paths must give the same ids, and a bad id in the SDK's form the walk's
+// error.
+func TestSDKContext(t *testing.T) {
+	const tid, sid = "243fcc768c47930834e6ed7fbc6634f7", "5ca30d27c1578b1c"
+	for _, ctx := range []string{
+		`{"trace_id": "0x` + tid + `", "span_id": "0x` + sid + `", "trace_state": "[]"}`,
+		`{"trace_id": "0x` + tid + `", "span_id": "0x` + sid + `", "trace_state": "[a=b]"}`,
+		`{"span_id": "0x` + sid + `", "trace_id": "0x` + tid + `"}`,
+		`{"trace_id":"0x` + tid + `","span_id":"0x` + sid + `","trace_state":"[]"}`,
+	} {
+		line := `{"name": "x", "context": ` + ctx + `, "kind": "SpanKind.INTERNAL"}`
+		cd := newConsoleDecoder(model.NewLocal(model.NewInterner()), Limits{})
+		sp, kind, err := cd.line([]byte(line))
+		cd.release()
+		if err != nil || kind != recSpan || sp.TraceID.String() != tid || sp.SpanID.String() != sid {
+			t.Errorf("%s: read %v %v, kind %v, %v", ctx, sp.TraceID, sp.SpanID, kind, err)
+		}
+	}
+	bad := `{"name": "x", "context": {"trace_id": "0x` + tid[:31] + `g", "span_id": "0x` + sid + `", "trace_state": "[]"}}`
+	cd := newConsoleDecoder(model.NewLocal(model.NewInterner()), Limits{})
+	defer cd.release()
+	if _, _, err := cd.line([]byte(bad)); err == nil || !strings.Contains(err.Error(), "bad trace id") {
+		t.Errorf("bad trace id read without the walk's error: %v", err)
 	}
 }
