@@ -26,6 +26,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 // process alive and deaf to signals.
 var shutdownDeadline = 20 * time.Second
 
+// stopNotice is how long a stop may take before it says what it waits for.
+const stopNotice = time.Second
+
 // errAbandoned means the stop was given up: see the message printed.
 var errAbandoned = errors.New("shutdown abandoned")
 
@@ -40,14 +43,31 @@ func (r *runningReceivers) stopBounded(stderr io.Writer) error {
 	go func() { done <- r.stop() }()
 	t := time.NewTimer(shutdownDeadline)
 	defer t.Stop()
+	// A stop that takes long says why and how to cut it short, so a user
+	// whose Ctrl-C seems ignored knows what is going on.
+	notice := time.NewTimer(stopNotice)
+	defer notice.Stop()
 	var why string
-	select {
-	case err := <-done:
-		return err
-	case s := <-sig:
-		why = "second signal (" + s.String() + ")"
-	case <-t.C:
-		why = fmt.Sprintf("still stopping after %s", shutdownDeadline)
+wait:
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-notice.C:
+			if st := r.Server.Stats(); st.UnwrittenRequests > 0 {
+				fmt.Fprintf(stderr, "gymtrace: stopping: %d acknowledged spans still to be written to the record; signal again to exit now (or it will in %s)\n",
+					st.UnwrittenSpans, (shutdownDeadline - stopNotice).Round(time.Second))
+			} else {
+				fmt.Fprintf(stderr, "gymtrace: stopping: requests still in flight; signal again to exit now (or it will in %s)\n",
+					(shutdownDeadline - stopNotice).Round(time.Second))
+			}
+		case s := <-sig:
+			why = "second signal (" + s.String() + ")"
+			break wait
+		case <-t.C:
+			why = fmt.Sprintf("still stopping after %s", shutdownDeadline)
+			break wait
+		}
 	}
 	st := r.Server.Stats()
 	if st.UnwrittenRequests > 0 {

@@ -248,11 +248,15 @@ func TestServeStuckRecordWriter(t *testing.T) {
 		resp.Body.Close()
 	}
 	sb.cmd.Process.Signal(syscall.SIGTERM)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
 	select {
 	case err := <-sb.exited:
 		t.Fatalf("serve exited (%v) while its record writer was blocked: %s", err, sb.stderr.String())
 	default:
+	}
+	// The wait is explained while it lasts, not only at the end.
+	if out := sb.stderr.String(); !strings.Contains(out, "acknowledged spans still to be written to the record; signal again to exit now") {
+		t.Errorf("a stop held by the record writer does not say so:\n%s", out)
 	}
 	sb.cmd.Process.Signal(syscall.SIGTERM)
 	sb.wait(t, 10*time.Second)
