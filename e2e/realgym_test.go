@@ -62,26 +62,37 @@ func readTruth(t *testing.T, dir string) []realTruthSpan {
 	files, _ := filepath.Glob(filepath.Join(dir, "truth", "*.jsonl.gz"))
 	var out []realTruthSpan
 	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(zr)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
+		eachGzLine(t, name, func(line string) {
 			var s realTruthSpan
-			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			if err := json.Unmarshal([]byte(line), &s); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
 			out = append(out, s)
-		}
-		f.Close()
+		})
 	}
 	return out
+}
+
+// eachGzLine calls fn with each line of a gzipped file.
+func eachGzLine(t *testing.T, name string, fn func(line string)) {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		fn(sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
 }
 
 func realCases(t *testing.T) []string {
@@ -277,25 +288,14 @@ func TestRealGymJobStillOpen(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(dir, "console", "*.log.gz"))
 	dropped := 0
 	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var kept strings.Builder
-		sc := bufio.NewScanner(zr)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), `"name": "gym.job"`) {
+		eachGzLine(t, name, func(line string) {
+			if strings.Contains(line, `"name": "gym.job"`) {
 				dropped++
-				continue
+				return
 			}
-			kept.WriteString(sc.Text() + "\n")
-		}
-		f.Close()
+			kept.WriteString(line + "\n")
+		})
 		if _, err := receiver.ReadStream(st, filepath.Base(name), strings.NewReader(kept.String()), receiver.ReadOptions{}); err != nil {
 			t.Fatal(err)
 		}
