@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/charmbracelet/lipgloss"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/cursor"
@@ -408,8 +409,18 @@ func (g *groupsPanel) compareLines(w int) []string {
 	}...)
 	lines = append(lines, g.joinRows(row, colW-1)...)
 	if b := g.budget; b != nil {
-		lines = append(lines, row("budget", val(cur, func(r *gate.Report) string { return budgetCell(b.Judge(r, g.rate)) }),
-			val(prev, func(r *gate.Report) string { return budgetCell(b.Judge(r, g.rate)) })))
+		cell := func(r *gate.Report) []string {
+			if r == nil {
+				return []string{"…"}
+			}
+			v := b.Judge(r, g.rate)
+			st := g.st.Join.Joined
+			if !v.Fits {
+				st = g.st.Join.Split
+			}
+			return styled(wrap(budgetCell(v), colW-1), st)
+		}
+		lines = append(lines, wrapRows(row, "budget", cell(cur), cell(prev))...)
 	}
 	var texts []string
 	for _, h := range captureHops(g.check) {
@@ -566,18 +577,26 @@ func (g *groupsPanel) joinRows(row func(label, a, b string) string, colW int) []
 		if _, split, _ := g.joinCounts(r); split > 0 {
 			st = g.st.Join.Split
 		}
-		ls := wrap(g.joinText(r), colW)
-		for i := range ls {
-			ls[i] = st.Render(ls[i])
-		}
-		return ls
+		return styled(wrap(g.joinText(r), colW), st)
 	}
-	a, b := cell(g.curRep), cell(g.prevRep)
+	return wrapRows(row, "joining", cell(g.curRep), cell(g.prevRep))
+}
+
+// styled renders each line in st.
+func styled(ls []string, st lipgloss.Style) []string {
+	for i := range ls {
+		ls[i] = st.Render(ls[i])
+	}
+	return ls
+}
+
+// wrapRows lays two wrapped cells side by side under one label.
+func wrapRows(row func(label, a, b string) string, label string, a, b []string) []string {
 	var out []string
 	for i := 0; i < max(len(a), len(b)); i++ {
-		label, x, y := "", "", ""
+		l, x, y := "", "", ""
 		if i == 0 {
-			label = "joining"
+			l = label
 		}
 		if i < len(a) {
 			x = a[i]
@@ -585,7 +604,7 @@ func (g *groupsPanel) joinRows(row func(label, a, b string) string, colW int) []
 		if i < len(b) {
 			y = b[i]
 		}
-		out = append(out, row(label, x, y))
+		out = append(out, row(l, x, y))
 	}
 	return out
 }

@@ -296,3 +296,51 @@ func TestRealGymCompareRowsDiffer(t *testing.T) {
 		t.Errorf("%d changed operations:\n%s", rows, strings.Join(body, "\n"))
 	}
 }
+
+// At 120×40 a budget verdict longer than its column goes on to the next
+// row: none is cut.
+func TestRealGymBudgetUncut(t *testing.T) {
+	st := model.NewStore(model.Options{})
+	t.Cleanup(st.Close)
+	if _, err := receiver.ReadFiles(st, realFiles(t, "s41-obs0-iso/all"), receiver.ReadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st.Sync()
+	v, _ := gate.DetectVariant(st.Snapshot())
+	reg := v.Registry()
+	cur, _ := reg.Parse("default")
+	budget, err := gate.ParseBudget("30spans/rollout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Source: st, Registry: reg, Current: cur, CurrentSpec: "default", Budget: &budget,
+		SnippetPath: filepath.Join(t.TempDir(), SnippetFile)})
+	m.refresh = time.Nanosecond
+	m = send(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	m = run(t, m, m.Init())
+	lines := strings.Split(ansi.Strip(m.View()), "\n")
+	// The groups panel's comparison: a 16-cell label, then two 18-cell
+	// columns, after the border and the 64-cell group list.
+	const cellAt, cellW = 1 + 64 + 2 + 16, 18
+	var words []string
+	for i, l := range lines {
+		if strings.TrimSpace(ansi.Cut(l, cellAt-16, cellAt)) != "budget" {
+			continue
+		}
+		for k := i; k < len(lines); k++ {
+			if k > i && strings.TrimSpace(ansi.Cut(lines[k], cellAt-16, cellAt)) != "" {
+				break
+			}
+			cell := strings.Fields(ansi.Cut(lines[k], cellAt, cellAt+cellW))
+			if len(cell) == 0 {
+				break
+			}
+			words = append(words, cell...)
+		}
+		break
+	}
+	want := regexp.MustCompile(`^misses by \d+(\.\d)? \(\d+(\.\d)? of 30spans/rollout\)$`)
+	if got := strings.Join(words, " "); !want.MatchString(got) {
+		t.Errorf("the current spec's budget verdict reads %q:\n%s", got, strings.Join(lines, "\n"))
+	}
+}
