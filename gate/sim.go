@@ -468,7 +468,7 @@ const (
 	reasonNeither  = "http_client and server off: no traceparent sent or extracted"
 	// A carried-over context is a break no group mends but job: the span
 	// is in the trace of the request that left its context current.
-	reasonCarried = "request context carried over on a reused keep-alive connection: the span is in another rollout's trace (only job keeps every rollout in one trace)"
+	reasonCarried = "request context carried over on a reused keep-alive connection: the span is in another rollout's trace, and only the job span keeps both in one (job on?)"
 )
 
 func (s *rollSim) addBreak(snap *model.Snapshot, from model.ResourceID, sp *model.Span, spec Set) {
