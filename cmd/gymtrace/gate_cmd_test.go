@@ -234,6 +234,14 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(badGroups, []byte("groups:\n  - name: Bad\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	metricsOnly := filepath.Join(t.TempDir(), "metrics.jsonl")
+	if err := os.WriteFile(metricsOnly, []byte(`{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"m","gauge":{"dataPoints":[{"asInt":"1","timeUnixNano":"1"}]}}]}]}]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blank := filepath.Join(t.TempDir(), "blank.log")
+	if err := os.WriteFile(blank, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name   string
 		fn     func([]string, *bytes.Buffer, *bytes.Buffer) int
@@ -246,6 +254,10 @@ func TestExitCodes(t *testing.T) {
 		{"preview unknown variant", previewCmd, []string{"--gym-version", "G9", "--spec", "all", gateCaptures + "all.console.jsonl"}, exitUsage, `--gym-version: unknown Gym variant "G9"`},
 		{"preview missing file", previewCmd, []string{"--spec", "all", "testdata/nope.jsonl"}, exitUsage, "nope.jsonl"},
 		{"preview no spans", previewCmd, []string{"--spec", "all", empty}, exitUsage, "no spans in"},
+		// What a file without spans held instead, so the user knows which mistake it is.
+		{"check plain text", checkCmd, []string{empty}, exitUsage, "empty.jsonl: no line is a span record (1 read, first " + empty + ":1: not JSON (plain text)); a NeMo Gym server log holds spans only with telemetry on"},
+		{"check metrics only", checkCmd, []string{metricsOnly}, exitUsage, "metrics.jsonl: only metrics and logs (metric points: 1, log records: 0)"},
+		{"check empty file", checkCmd, []string{blank}, exitUsage, "blank.log: the file is empty"},
 		{"preview bad flag", previewCmd, []string{"--bogus"}, exitUsage, "flag provided but not defined"},
 		{"check without files", checkCmd, nil, exitUsage, "no capture files given"},
 		{"check unknown variant", checkCmd, []string{"--gym-version", "0.6", gateCaptures + "all.console.jsonl"}, exitUsage, `--gym-version: unknown Gym variant "0.6"`},

@@ -258,10 +258,33 @@ func loadCapturesWith(files []string, o readOptions) (*model.Store, *model.Snaps
 	}
 	snap := store.Snapshot()
 	if err == nil && snap.Stats.Stored == 0 {
-		err = fmt.Errorf("no spans in %s", strings.Join(files, ", "))
-		if len(rep.BadSamples) > 0 {
-			err = fmt.Errorf("%w (%d bad, first %s)", err, rep.BadLines, rep.BadSamples[0])
-		}
+		err = noSpans(files, rep)
 	}
 	return store, snap, rep, err
+}
+
+// noSpans says why files gave no span: what they held instead, so a wrong
+// file or a log written with telemetry off is told apart from a bug.
+func noSpans(files []string, rep receiver.FileReport) error {
+	err := fmt.Errorf("no spans in %s", strings.Join(files, ", "))
+	lines := 0
+	for _, f := range rep.Files {
+		lines += f.Lines
+	}
+	switch {
+	case len(rep.BadSamples) > 0:
+		return fmt.Errorf("%w (%d bad, first %s)", err, rep.BadLines, rep.BadSamples[0])
+	case rep.MetricPoints > 0 || rep.LogRecords > 0:
+		return fmt.Errorf("%w: only metrics and logs (metric points: %d, log records: %d); spans come from a trace exporter",
+			err, rep.MetricPoints, rep.LogRecords)
+	case rep.Skipped > 0:
+		return fmt.Errorf("%w: no line is a span record (%d read, first %s); a NeMo Gym server log holds spans only with telemetry on and its console exporter",
+			err, rep.Skipped, rep.SkippedSamples[0])
+	case lines == 0:
+		if len(files) == 1 {
+			return fmt.Errorf("%w: the file is empty", err)
+		}
+		return fmt.Errorf("%w: the files are empty", err)
+	}
+	return err
 }
