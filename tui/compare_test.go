@@ -2,8 +2,10 @@ package tui
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +131,15 @@ func TestWorthView(t *testing.T) {
 	for _, want := range []string{"CPU at 1ms per enabled span; judged against default", "server", "http_client", "keeps 6/0", "model_call", "budget 10spans/rollout: misses by"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("cost and worth view lacks %q:\n%s", want, text)
+		}
+	}
+	// CPU per second at the capture's rate, beside CPU per rollout.
+	if !regexp.MustCompile(`group\s+on\s+spans/r\s+bytes/r\s+cpu ms\s+ms/s\s+wall`).MatchString(text) {
+		t.Errorf("cost and worth view has no CPU per second column:\n%s", text)
+	}
+	for _, g := range m.worth.rows {
+		if m.reg.Name(g.Group) == "server" && !regexp.MustCompile(`(?m)^ server\s+on\s+\S+\s+\S+ \S+\s+\S+\s+`+regexp.QuoteMeta(fmt.Sprintf("%.2f", g.CPUMSPerSecond))+`\s`).MatchString(text) {
+			t.Errorf("server's CPU per second %.2f is not shown:\n%s", g.CPUMSPerSecond, text)
 		}
 	}
 	// A new previewed spec is judged anew.

@@ -93,11 +93,11 @@ func (w *worthView) layout() {
 	}
 	lines = append(lines, clip(fmt.Sprintf(" CPU at %v per enabled span; judged against %s", w.spanCost, w.reg.Format(w.rowsSpec)), width))
 	keyW := 12
-	row := func(g, on, spans, bytes, cpu, wall, p50, p99, errs, joins string) string {
-		return clip(" "+fit(g, keyW)+" "+fit(on, 3)+" "+fitRight(spans, 7)+" "+fitRight(bytes, 8)+" "+fitRight(cpu, 7)+" "+
+	row := func(g, on, spans, bytes, cpu, cpuSec, wall, p50, p99, errs, joins string) string {
+		return clip(" "+fit(g, keyW)+" "+fit(on, 3)+" "+fitRight(spans, 7)+" "+fitRight(bytes, 8)+" "+fitRight(cpu, 7)+" "+fitRight(cpuSec, 7)+" "+
 			fitRight(wall, 6)+" "+fitRight(p50, 8)+" "+fitRight(p99, 8)+" "+fitRight(errs, 5)+" "+fit(joins, 12), width)
 	}
-	lines = append(lines, w.st.Panel.Column.Render(row("group", "on", "spans/r", "bytes/r", "cpu ms", "wall", "p50", "p99", "err", "joins")))
+	lines = append(lines, w.st.Panel.Column.Render(row("group", "on", "spans/r", "bytes/r", "cpu ms", "ms/s", "wall", "p50", "p99", "err", "joins")))
 	if !w.have {
 		lines = append(lines, w.st.List.Dim.Render(clip("  computing…", width)))
 	}
@@ -118,10 +118,10 @@ func (w *worthView) layout() {
 			errs = w.st.Tree.Error.Render(itoa(g.ErrorSpans))
 		}
 		lines = append(lines, row(w.reg.Name(g.Group), on, fmt.Sprintf("%.1f", g.SpansPerRollout), fmtBytes(int64(g.BytesPerRollout)),
-			fmt.Sprintf("%.2f", g.CPUMSPerRollout), fmt.Sprintf("%.0f%%", 100*g.WallShare), fmtDur(g.P50), fmtDur(g.P99), errs, joins))
+			fmt.Sprintf("%.2f", g.CPUMSPerRollout), fmt.Sprintf("%.2f", g.CPUMSPerSecond), fmt.Sprintf("%.0f%%", 100*g.WallShare), fmtDur(g.P50), fmtDur(g.P99), errs, joins))
 	}
-	lines = append(lines, "", w.st.List.Dim.Render(clip(" spans/r, bytes/r, cpu ms: per rollout when on · wall: share of a rollout's time its spans cover", width)),
-		w.st.List.Dim.Render(clip(" joins: rollouts joined with the group / without it", width)))
+	lines = append(lines, "", w.st.List.Dim.Render(clip(" spans/r, bytes/r, cpu ms: per rollout when on · ms/s: CPU ms per second at the capture's rate", width)),
+		w.st.List.Dim.Render(clip(" wall: share of a rollout's time its spans cover · joins: rollouts joined with the group / without it", width)))
 	w.setLines(lines)
 }
 
