@@ -14,6 +14,6 @@ func (m Model) rebuild(o Options, s *model.Snapshot) (tea.Model, tea.Cmd) {
 	n := New(o)
 	n.width, n.height = m.width, m.height
 	n.layout()
-	n.status = "Gym variant: " + o.Variant
+	n.status = "variant from the capture: " + o.Variant
 	return n.setSnapshot(s)
 }

@@ -55,6 +55,9 @@ func TestRedetectRebuildsForTheCapturedVariant(t *testing.T) {
 	if m.reg.Variant() != g1.Name || m.opts.Redetect != nil {
 		t.Fatalf("not rebuilt for G1 (registry of %s; redetect still set: %v)", m.reg.Variant(), m.opts.Redetect != nil)
 	}
+	if !strings.Contains(v, "variant from the capture: Gym G1") {
+		t.Errorf("the status line does not say the variant changed:\n%s", v)
+	}
 	if m.width != 120 || m.height != 40 {
 		t.Fatalf("size lost in the rebuild: %dx%d", m.width, m.height)
 	}
