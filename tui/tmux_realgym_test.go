@@ -1,0 +1,69 @@
+package tui_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// realConsole returns the absolute paths of a real-Gym capture's console logs.
+func realConsole(t *testing.T, name string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "real-gym", name, "console", "*.log.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no console logs for %s: %v", name, err)
+	}
+	for i, f := range files {
+		if files[i], err = filepath.Abs(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return strings.Join(files, " ")
+}
+
+// TestTmuxRealGymSizes opens real Gym's logs as a person at a small and a
+// common terminal would: at 80×24 a capture taken with http_client off
+// shows how many hops break and the first one's finding and fixes whole;
+// at 120×40 with the waterfall focused, the narrowed rollout list still
+// tells the rollouts of one run trace apart, and the search keeps its hit
+// count in view.
+func TestTmuxRealGymSizes(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+
+	s := startTmux(t, dir, bin+" open "+realConsole(t, "s41-obs0-iso/spec-server+rollout+verify"), 80, 24)
+	scr := s.waitFor("the short what-if", regexp.MustCompile(`joining ✗ 20/20 split \(both\), 9 hops; in capture`))
+	if !strings.Contains(scr, "no CLIENT span calls it (http_client off? server off?)") {
+		t.Errorf("the first broken hop's finding and fixes are cut at 80×24:\n%s", scr)
+	}
+	s.keys("q")
+	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
+
+	// The same terminal, grown to 120×40, opens a capture with job on.
+	s.tmux("resize-window", "-t", "gt", "-x", "120", "-y", "40")
+	s.tmux("respawn-pane", "-k", "-t", "gt", "-c", dir, bin+" open "+realConsole(t, "s41-obs0-iso/all")+"; echo GYMTRACE-EXITED; sleep 600")
+	s.waitFor("the join check", regexp.MustCompile(`✓ joined`))
+	s.keys("Tab")
+	scr = s.waitFor("the focused waterfall", regexp.MustCompile(`(?m)^│›…[0-9a-f]+`))
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^│[ ›★](…[0-9a-f]+…?) `).FindAllStringSubmatch(scr, -1) {
+		if seen[m[1]] {
+			t.Errorf("two rollouts read %q in the narrowed list:\n%s", m[1], scr)
+		}
+		seen[m[1]] = true
+	}
+	if len(seen) < 10 {
+		t.Errorf("%d rollouts told apart in the narrowed list:\n%s", len(seen), scr)
+	}
+	s.keys("/")
+	s.tmux("send-keys", "-t", "gt", "-l", "gym.verify")
+	s.keys("Enter")
+	s.waitFor("the search's hit count in the title", regexp.MustCompile(`Trace .* · /gym\.verify 1/1`))
+	s.keys("q")
+	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
+}
