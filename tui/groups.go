@@ -423,7 +423,12 @@ func (g *groupsPanel) compareLines(w int) []string {
 		lines = append(lines, wrapRows(row, "budget", cell(cur), cell(prev))...)
 	}
 	var texts []string
-	for _, h := range captureHops(g.check) {
+	hops := captureHops(g.check)
+	if len(hops) > 1 {
+		// The list may run past the panel's foot: say how long it is.
+		texts = append(texts, fmt.Sprintf("%d hops broken in the capture (pgdn for all):", len(hops)))
+	}
+	for _, h := range hops {
 		texts = append(texts, captureLine(h, w-2))
 	}
 	for _, side := range []struct {

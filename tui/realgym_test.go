@@ -344,3 +344,16 @@ func TestRealGymBudgetUncut(t *testing.T) {
 		t.Errorf("the current spec's budget verdict reads %q:\n%s", got, strings.Join(lines, "\n"))
 	}
 }
+
+// Side by side at 120×40, the joining verdict of a capture with many broken
+// hops says how many there are before listing them, and pgdn reaches them.
+func TestRealGymHopCount(t *testing.T) {
+	m := realModel(t, "s41-obs0-iso/spec-server+rollout+verify", 120, 40, "default")
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "9 hops broken in the capture (pgdn for all):") {
+		t.Errorf("no hop count at 120×40:\n%s", v)
+	}
+	m = keys(t, m, "tab", "tab", "pgdown", "pgdown", "pgdown")
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "/v1/responses): SERVER span has no parent") {
+		t.Errorf("pgdn does not reach the last hop:\n%s", v)
+	}
+}
