@@ -423,13 +423,17 @@ func (g *groupsPanel) compareLines(w int) []string {
 		lines = append(lines, wrapRows(row, "budget", cell(cur), cell(prev))...)
 	}
 	var texts []string
-	hops := captureHops(g.check)
-	if len(hops) > 1 {
+	breaks, leaks := splitHops(captureHops(g.check))
+	if len(breaks) > 1 {
 		// The list may run past the panel's foot: say how long it is.
-		texts = append(texts, fmt.Sprintf("%d hops broken in the capture (pgdn for all):", len(hops)))
+		texts = append(texts, fmt.Sprintf("%d hops broken in the capture (pgdn for all):", len(breaks)))
 	}
-	for _, h := range hops {
+	for _, h := range breaks {
 		texts = append(texts, captureLine(h, w-2))
+	}
+	var notes []string
+	for _, h := range leaks {
+		notes = append(notes, captureLine(h, w-2))
 	}
 	for _, side := range []struct {
 		name string
@@ -445,6 +449,14 @@ func (g *groupsPanel) compareLines(w int) []string {
 				l = "  " + l
 			}
 			lines = append(lines, g.st.Join.Split.Render(l))
+		}
+	}
+	for _, text := range notes {
+		for k, l := range wrap(text, w-2) {
+			if k > 0 {
+				l = "  " + l
+			}
+			lines = append(lines, g.st.Groups.Note.Render(l))
 		}
 	}
 	// Why a spec cannot join at all, as check prints it.
@@ -516,7 +528,8 @@ func (g *groupsPanel) summaryLines(w int) []string {
 	if _, split, _ := g.joinCounts(prev); split == 0 {
 		side = cur
 	}
-	ch, bs := captureHops(g.check), aggregateBreaks(side, g.pending)
+	ch, _ := splitHops(captureHops(g.check))
+	bs := aggregateBreaks(side, g.pending)
 	// How many hops break comes before the first one's reason, which the
 	// panel's height may cut.
 	sep := ": "

@@ -357,3 +357,33 @@ func TestRealGymHopCount(t *testing.T) {
 		t.Errorf("pgdn does not reach the last hop:\n%s", v)
 	}
 }
+
+// A capture whose only findings are context leaks (real Gym reusing a
+// keep-alive connection) joins: the leaks are said as leaks, never as ✗
+// broken hops beside a ✓ verdict.
+func TestRealGymLeaksAreNotBreaks(t *testing.T) {
+	m := realModel(t, "s41-obs0-leak/all", 120, 40, "default")
+	v := ansi.Strip(m.View())
+	if !regexp.MustCompile(`joining\s+✓ intact 20/20\s+✓ intact 20/20`).MatchString(v) {
+		t.Errorf("no intact verdict:\n%s", v)
+	}
+	if strings.Contains(v, "✗") || strings.Contains(v, "hops broken") {
+		t.Errorf("a leak shown as a join break:\n%s", v)
+	}
+	if !strings.Contains(v, "context leak in capture: simple_agent →") {
+		t.Errorf("the leak is not named:\n%s", v)
+	}
+	m = keys(t, m, "tab", "tab", "pgdown", "pgdown")
+	v = ansi.Strip(m.View())
+	if strings.Contains(v, "✗") || strings.Contains(v, "hops broken") {
+		t.Errorf("a leak shown as a join break:\n%s", v)
+	}
+	flat := strings.Join(strings.Fields(strings.NewReplacer("│", " ", "┃", " ").Replace(v)), " ")
+	if !strings.Contains(flat, "a server-side context leak, not a span_groups setting") {
+		t.Errorf("the leak's note is dropped:\n%s", v)
+	}
+	m = realModel(t, "s41-obs0-leak/all", 80, 24, "default")
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "joining ✓ intact 20/20 (both)") || strings.Contains(v, "in capture") {
+		t.Errorf("80×24 verdict of a leaking capture:\n%s", v)
+	}
+}

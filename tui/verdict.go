@@ -49,12 +49,29 @@ func breakLine(side string, b breakSum) string {
 
 // captureLine is a capture's break as one line with its counts, its
 // reason shortened when whole it would take more than two lines of width.
+// A context leak is no join break: it is said as a leak, without ✗.
 func captureLine(h breakSum, width int) string {
+	what := glyphSplit + " in capture"
+	if gate.IsContextLeak(h.reason) {
+		what = "context leak in capture"
+	}
 	line := func(reason string) string {
-		return fmt.Sprintf("%s in capture: %s · %s, ×%d", glyphSplit, hopText(h.from, h.to, h.span, reason),
+		return fmt.Sprintf("%s: %s · %s, ×%d", what, hopText(h.from, h.to, h.span, reason),
 			countNoun(h.rollouts, "rollout"), h.spans)
 	}
 	return fitReason(line, h.reason, width)
+}
+
+// splitHops separates a capture's broken hops from its context leaks.
+func splitHops(hs []breakSum) (breaks, leaks []breakSum) {
+	for _, h := range hs {
+		if gate.IsContextLeak(h.reason) {
+			leaks = append(leaks, h)
+		} else {
+			breaks = append(breaks, h)
+		}
+	}
+	return breaks, leaks
 }
 
 // fitReason is line(reason) when it wraps into at most two lines of width,
@@ -83,7 +100,7 @@ func splitIn(c *gate.CheckReport) map[string]bool {
 }
 
 // shortReason keeps a check reason's finding and its likely fixes, the
-// parenthesised questions, dropping the explanation between: "CLIENT span
+// parenthesised ends, dropping the explanation between: "CLIENT span
 // has no SERVER child (server off in nemo-gym/policy_model?)". A fragment
 // nobody called is said in a few words, so the short what-if keeps it whole.
 func shortReason(reason string) string {
@@ -104,5 +121,6 @@ func shortReason(reason string) string {
 	return head + " (" + strings.ReplaceAll(strings.Join(fixes, " "), "nemo-gym/", "") + ")"
 }
 
-// fixRe finds a reason's likely fixes: "(http_client off?)".
-var fixRe = regexp.MustCompile(`\(([^()]*\?)\)`)
+// fixRe finds a reason's likely fixes and notes: "(http_client off?)",
+// "(a server-side context leak, not a span_groups setting)".
+var fixRe = regexp.MustCompile(`\(([^()]*)\)`)
