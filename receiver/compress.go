@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -202,8 +203,10 @@ func inflateError(enc string, err error, limit int64) *httpError {
 }
 
 // The gRPC compressors the Collector's gRPC receiver registers beside gzip:
-// zstd and (framed) snappy. gRPC bounds the decompressed message by
-// MaxRecvMsgSize itself.
+// zstd and (framed) snappy; and deflate, which the Collector lacks but the
+// OTel Python SDK's gRPC exporter offers (OTEL_EXPORTER_OTLP_COMPRESSION=
+// deflate). gRPC bounds the decompressed
+// message by MaxRecvMsgSize itself.
 func init() {
 	if encoding.GetCompressor("zstd") == nil {
 		encoding.RegisterCompressor(grpcZstd{})
@@ -211,6 +214,29 @@ func init() {
 	if encoding.GetCompressor("snappy") == nil {
 		encoding.RegisterCompressor(grpcSnappy{})
 	}
+	if encoding.GetCompressor("deflate") == nil {
+		encoding.RegisterCompressor(grpcDeflate{})
+	}
+}
+
+// grpcDeflate is gRPC's "deflate": a zlib stream (RFC 1950), as gRPC core
+// (under Python's grpcio) writes it; a raw deflate stream is taken too, as
+// over HTTP.
+type grpcDeflate struct{}
+
+func (grpcDeflate) Name() string { return "deflate" }
+
+func (grpcDeflate) Compress(w io.Writer) (io.WriteCloser, error) {
+	return zlib.NewWriter(w), nil
+}
+
+func (grpcDeflate) Decompress(r io.Reader) (io.Reader, error) {
+	br := bufio.NewReader(r)
+	head, _ := br.Peek(2)
+	if !isZlibHeader(head) {
+		return flate.NewReader(br), nil
+	}
+	return zlib.NewReader(br)
 }
 
 type grpcZstd struct{}

@@ -197,7 +197,7 @@ func (w grpcEncodingWatch) HandleRPC(_ context.Context, st stats.RPCStats) {
 		from = h.RemoteAddr.String()
 	}
 	w.s.refuse(ReasonEncoding, from, fmt.Sprintf("grpc %s grpc-encoding %q", h.FullMethod, h.Compression),
-		"no decompressor for it: use gzip, zstd or snappy")
+		"no decompressor for it: use gzip, zstd, snappy or deflate")
 }
 
 func (grpcEncodingWatch) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
