@@ -209,7 +209,8 @@ func spansJSON(ss []gate.DiffSpan) []diffSpanJSON {
 
 func writeDiffText(w io.Writer, d diffJSON) {
 	side := func(s diffSideJSON) string {
-		t := fmt.Sprintf("%s: %d spans, %d errors, %d traces, %.2fms", s.RolloutID, s.Spans, s.Errors, s.Traces, s.DurationMS)
+		t := fmt.Sprintf("%s: %d %s, %d %s, %d %s, %.2fms", s.RolloutID, s.Spans, plural(s.Spans, "span", "spans"),
+			s.Errors, plural(s.Errors, "error", "errors"), s.Traces, plural(s.Traces, "trace", "traces"), s.DurationMS)
 		if s.Spec != "" {
 			t += " under " + s.Spec
 		}

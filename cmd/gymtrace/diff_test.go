@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -134,5 +135,9 @@ func TestDiffUsage(t *testing.T) {
 	code, out, _ := runGateCmd(t, diffCmd, "s3-r0002", "s3-r0002", c)
 	if code != exitOK || !strings.Contains(out, "same spans, same tree, same errors") {
 		t.Errorf("text diff of a rollout with itself: exit %d\n%s", code, out)
+	}
+	// One trace is one trace, not "1 traces".
+	if !regexp.MustCompile(`(?m)^A s3-r0002: \d+ spans, \d+ errors?, 1 trace, `).MatchString(out) {
+		t.Errorf("text diff's counts read wrong:\n%s", out)
 	}
 }
