@@ -132,8 +132,19 @@ func (s *Server) grpcUnknown(_ any, stream grpc.ServerStream) error {
 	}
 	msg := fmt.Sprintf("no OTLP service at %q: use %s/Export, %s/Export or %s/Export", method,
 		serviceDesc(signalTraces).ServiceName, serviceDesc(signalMetrics).ServiceName, serviceDesc(signalLogs).ServiceName)
-	s.refuse(ReasonPath, from, "grpc "+method, msg)
+	s.refuse(ReasonPath, from, "grpc "+method+grpcSender(stream.Context()), msg)
 	return grpcstatus.Error(codes.Unimplemented, msg)
+}
+
+// grpcSender names the client of a refused call for the log, as its
+// user-agent tells (an SDK and its version), so the process to fix can be
+// found; "" when it sent none.
+func grpcSender(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if ua := md.Get("user-agent"); len(ua) > 0 {
+		return fmt.Sprintf(" user-agent %q", ua[0])
+	}
+	return ""
 }
 
 // serviceDesc describes the OTLP collector service of one signal by hand, so
@@ -170,7 +181,7 @@ func (s *Server) grpcExport(ctx context.Context, sig signal, dec func(any) error
 			from = p.Addr.String()
 		}
 		st := grpcstatus.Convert(err)
-		s.refuse(grpcReason(st.Code()), from, "grpc "+sig.String()+" Export", st.Message())
+		s.refuse(grpcReason(st.Code()), from, "grpc "+sig.String()+" Export"+grpcSender(ctx), st.Message())
 	}
 	return resp, err
 }
