@@ -44,10 +44,11 @@ func gzipBomb(mb int) []byte {
 // maxAttackRSS is the peak resident set serve may reach under the attack
 // below (100 stalled bodies declaring 16 MB, 32 gzip bombs at once). It
 // measures 440-520 MiB (the inflation budget, 128 MiB, and the garbage the
-// collector has not caught up with); before bodies grew with their data
-// and inflation had a budget, it was 1.6 GB for the stalled bodies and
-// 4.8 GB for the bombs.
-const maxAttackRSS = 640 << 20
+// collector has not caught up with), up to 650 MiB when other tests share
+// the cores and the collector runs late; before bodies grew with their
+// data and inflation had a budget, it was 1.6 GB for the stalled bodies
+// and 4.8 GB for the bombs.
+const maxAttackRSS = 800 << 20
 
 // TestServeMemoryUnderSlowBodiesAndBombs drives the real binary.
 func TestServeMemoryUnderSlowBodiesAndBombs(t *testing.T) {
