@@ -387,3 +387,32 @@ func TestRealGymLeaksAreNotBreaks(t *testing.T) {
 		t.Errorf("80×24 verdict of a leaking capture:\n%s", v)
 	}
 }
+
+// Golden screens of real Gym captures with breaks in them, at the three
+// sizes people use: what a user sees first on opening them.
+func TestRealGymScreens(t *testing.T) {
+	for _, tc := range []struct {
+		name, capture string
+		w, h          int
+		keys          []string
+	}{
+		{"http_client-off-80x24", "s41-obs0-iso/spec-server+rollout+verify", 80, 24, nil},
+		{"http_client-off-120x40", "s41-obs0-iso/spec-server+rollout+verify", 120, 40, nil},
+		{"http_client-off-200x50", "s41-obs0-iso/spec-server+rollout+verify", 200, 50, nil},
+		{"broken-model-120x40", "s41-obs0-iso/broken-model", 120, 40, nil},
+		{"broken-model-waterfall-120x40", "s41-obs0-iso/broken-model", 120, 40, []string{"tab"}},
+		{"leak-120x40", "s41-obs0-leak/all", 120, 40, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := realModel(t, tc.capture, tc.w, tc.h, "default")
+			m = keys(t, m, tc.keys...)
+			got := m.View()
+			for i, l := range strings.Split(got, "\n") {
+				if w := ansi.StringWidth(l); w > tc.w {
+					t.Errorf("line %d is %d cells wide, want ≤ %d", i, w, tc.w)
+				}
+			}
+			golden(t, tc.name, got)
+		})
+	}
+}
