@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -82,6 +83,7 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // gRPC bounds per connection.
 const (
 	grpcMaxStreams     = 64
+	grpcStreamWindow   = 1 << 20
 	grpcMaxHeaderBytes = 64 << 10
 )
 
@@ -96,6 +98,13 @@ func (s *Server) newGRPCServer() *grpc.Server {
 		// metadata; without these bounds one client could hold unlimited
 		// streams, 16 MiB of headers each, for as long as it likes.
 		grpc.MaxConcurrentStreams(grpcMaxStreams),
+		// Streams are served by a pool of goroutines that keep their grown
+		// stacks, not one new goroutine per request; windows fit a few
+		// whole requests so a sender is not held to window updates (static
+		// windows: no BDP probing; a connection buffers 4 MiB at most).
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
+		grpc.InitialWindowSize(grpcStreamWindow),
+		grpc.InitialConnWindowSize(4*grpcStreamWindow),
 		grpc.MaxHeaderListSize(grpcMaxHeaderBytes),
 		grpc.ConnectionTimeout(10*time.Second),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
