@@ -112,7 +112,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	if err != nil {
 		return fail("--gym-version: %v", err)
 	}
-	vc := variantChoice{gv, "--gym-variant: the simulated fleet's"}
+	vc := variantChoice{gv, "--gym-version: the variant the simulated fleet runs"}
 	reg, err := loadRegistry(vc, *groups)
 	if err != nil {
 		return fail("%v", err)
