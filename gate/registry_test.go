@@ -359,43 +359,6 @@ func FuzzGroupsFile(f *testing.F) {
 	})
 }
 
-func TestCurrentSpec(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, src string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	withSpec := write("gym.yaml", "telemetry:\n  enabled: true\n  span_groups: \"per_rollout,sandbox\"\n")
-	withList := write("list.yaml", "telemetry:\n  span_groups: [server, http_client]\n")
-	without := write("none.yaml", "telemetry:\n  enabled: true\n")
-	bad := write("bad.yaml", "telemetry: [\n")
-	cases := []struct {
-		name, flag, env, cfg string
-		spec, source         string
-		err                  bool
-	}{
-		{"flag wins", "all", "default", withSpec, "all", SourceFlag, false},
-		{"env next", "", "verify,default", withSpec, "verify,default", SourceEnv, false},
-		{"config next", "", "", withSpec, "per_rollout,sandbox", withSpec + ": telemetry.span_groups", false},
-		{"config list", "", " ", withList, "", "", true},
-		{"config without it", "", "", without, "default", without + ": telemetry.span_groups unset (Gym's default)", false},
-		{"nothing", "", "", "", "default", SourceDefault, false},
-		{"bad config", "", "", bad, "", "", true},
-		{"missing config", "", "", filepath.Join(dir, "nope.yaml"), "", "", true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			spec, source, err := CurrentSpec(tc.flag, tc.env, tc.cfg)
-			if (err != nil) != tc.err || spec != tc.spec || source != tc.source {
-				t.Errorf("CurrentSpec = %q, %q, %v; want %q, %q, error %v", spec, source, err, tc.spec, tc.source, tc.err)
-			}
-		})
-	}
-}
-
 func TestSnippets(t *testing.T) {
 	cases := []struct{ spec, yaml, env string }{
 		{"default,sandbox", "telemetry:\n  enabled: true\n  span_groups: \"default,sandbox\"\n", "NEMO_GYM_OTEL_SPAN_GROUPS=default,sandbox"},
@@ -409,13 +372,13 @@ func TestSnippets(t *testing.T) {
 		if got := EnvLine(tc.spec); got != tc.env {
 			t.Errorf("EnvLine(%q) = %q, want %q", tc.spec, got, tc.env)
 		}
-		// The YAML snippet is what CurrentSpec reads back.
+		// The YAML snippet is what FindSpec reads back.
 		p := filepath.Join(t.TempDir(), "c.yaml")
 		if err := os.WriteFile(p, []byte(TelemetryYAML(tc.spec)), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if spec, _, err := CurrentSpec("", "", p); err != nil || spec != tc.spec {
-			t.Errorf("CurrentSpec(TelemetryYAML(%q)) = %q, %v", tc.spec, spec, err)
+		if spec, _, err := FindSpec("", func(string) string { return "" }, p); err != nil || spec != tc.spec {
+			t.Errorf("FindSpec(TelemetryYAML(%q)) = %q, %v", tc.spec, spec, err)
 		}
 	}
 }

@@ -24,16 +24,6 @@ const (
 	SourceDefault = "default"
 )
 
-// CurrentSpec is FindSpec with only NEMO_GYM_OTEL_SPAN_GROUPS set, to env.
-func CurrentSpec(flagSpec, env, gymConfigPath string) (spec, source string, err error) {
-	return FindSpec(flagSpec, func(k string) string {
-		if k == EnvSpanGroups {
-			return env
-		}
-		return ""
-	}, gymConfigPath)
-}
-
 // FindSpec finds the span_groups setting in force as Gym does, after the
 // --spec flag (the tool's own override): NEMO_GYM_OTEL_SPAN_GROUPS, then
 // telemetry.span_groups of the Gym config at gymConfigPath (when given),

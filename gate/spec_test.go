@@ -32,6 +32,7 @@ func TestFindSpec(t *testing.T) {
 	boolean := write("bool.yaml", "telemetry:\n  span_groups: on\n")
 	quotedOn := write("quoted.yaml", "telemetry:\n  span_groups: \"on\"\n")
 	notMap := write("notmap.yaml", "telemetry: all\n")
+	bad := write("bad.yaml", "telemetry: [\n")
 
 	env := func(gym, lens string) func(string) string {
 		return func(k string) string {
@@ -50,6 +51,7 @@ func TestFindSpec(t *testing.T) {
 		cfg             string
 		spec, source    string
 		errHas          string // non-empty: an error naming this
+		unreadable      bool   // the error is reading the file, not Gym's refusal
 	}{
 		{name: "flag first", flag: "all", gym: "default", lens: "verify", cfg: set, spec: "all", source: SourceFlag},
 		{name: "gym env over the config", gym: "verify,default", lens: "all", cfg: set, spec: "verify,default", source: SourceEnv},
@@ -71,6 +73,9 @@ func TestFindSpec(t *testing.T) {
 		{name: "a number", cfg: number, errHas: number + ":2: telemetry.span_groups is a number"},
 		{name: "YAML 1.1 boolean", cfg: boolean, errHas: boolean + ":2: telemetry.span_groups is a boolean"},
 		{name: "telemetry not a mapping", cfg: notMap, errHas: notMap + `:1: telemetry is a YAML str: Gym refuses the config (TelemetryConfig: "Input should be a valid dictionary`},
+		// A config that cannot be read is an error too, not a silent default.
+		{name: "a config that is not YAML", cfg: bad, errHas: bad, unreadable: true},
+		{name: "a missing config", cfg: filepath.Join(dir, "nope.yaml"), errHas: "nope.yaml", unreadable: true},
 		// Gym validates the config before it reads any variable.
 		{name: "a bad config fails whatever the env", gym: "default", cfg: list, errHas: list + ":4: telemetry.span_groups is a YAML list"},
 	}
@@ -78,7 +83,7 @@ func TestFindSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec, source, err := FindSpec(tc.flag, env(tc.gym, tc.lens), tc.cfg)
 			if tc.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.errHas) || !errors.Is(err, ErrGymConfig) {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) || errors.Is(err, ErrGymConfig) == tc.unreadable {
 					t.Fatalf("FindSpec = %q, %q, %v; want an error containing %q", spec, source, err, tc.errHas)
 				}
 				return
