@@ -275,31 +275,49 @@ func (w *writer) parentsFirst(spans []Span) []int32 {
 			}
 		}
 	}
-	depth := slices.Grow(w.depth[:0], n)[:n]
+	depth, start := w.depthStarts(w.parentIdx, -1)
+	order := slices.Grow(w.order32[:0], n)[:n]
+	for i, d := range depth {
+		order[start[d]] = int32(i)
+		start[d]++
+	}
+	w.order32 = order
+	return order
+}
+
+// depthStarts gives each span, by its parent index (-1: none), its depth
+// and, per depth, the first position of a stable counting sort by depth.
+// A span without a parent is at depth 0; with top >= 0 only top is, and
+// every other such span (a second root, a parent loop cut where it closes)
+// goes below it at depth 1. Scratch is the writer's; the slices are valid
+// until the next call.
+func (w *writer) depthStarts(parent []int32, top int32) (depth, start []int32) {
+	n := len(parent)
+	depth = slices.Grow(w.depth[:0], n)[:n]
 	for i := range depth {
 		depth[i] = -1 // unknown
 	}
 	maxDepth := int32(0)
-	for i := range spans {
-		// Walk up to a span of known depth or one whose parent is not in the
-		// batch, then number the path on the way down. A parent loop (bad
-		// input) is cut where it closes.
+	for i := range parent {
+		// Walk up to a span of known depth or one without a parent, then
+		// number the path on the way down.
 		path := w.path[:0]
 		j := int32(i)
-		top := false // the walk reached a span whose parent is not in the batch
 		for depth[j] == -1 {
 			depth[j] = -2 // on the path
 			path = append(path, j)
-			p := w.parentIdx[j]
+			p := parent[j]
 			if p < 0 {
-				top = true
 				break
 			}
 			j = p
 		}
-		base := int32(-1)
-		if !top {
-			base = max(depth[j], -1) // -2: the walk closed a loop; start at 0
+		base := depth[j] // known, or -2: j starts the path (a root, or a loop closing)
+		if base < 0 {
+			base = -1
+			if top >= 0 && j != top {
+				base = 0
+			}
 		}
 		for k := len(path) - 1; k >= 0; k-- {
 			base++
@@ -308,22 +326,16 @@ func (w *writer) parentsFirst(spans []Span) []int32 {
 		maxDepth = max(maxDepth, base)
 		w.path = path
 	}
-	// Counting sort by depth keeps batch order within a depth.
-	count := slices.Grow(w.count[:0], int(maxDepth)+2)[:maxDepth+2]
-	clear(count)
+	start = slices.Grow(w.count[:0], int(maxDepth)+2)[:maxDepth+2]
+	clear(start)
 	for _, d := range depth {
-		count[d+1]++
+		start[d+1]++
 	}
-	for d := 1; d < len(count); d++ {
-		count[d] += count[d-1]
+	for d := 1; d < len(start); d++ {
+		start[d] += start[d-1]
 	}
-	order := slices.Grow(w.order32[:0], n)[:n]
-	for i, d := range depth {
-		order[count[d]] = int32(i)
-		count[d]++
-	}
-	w.depth, w.count, w.order32 = depth, count, order
-	return order
+	w.depth, w.count = depth, start
+	return depth, start
 }
 
 // parentAt returns where the parent of batch span i was placed, when it is
