@@ -269,3 +269,42 @@ func TestStoreEvictionReleasesRollouts(t *testing.T) {
 	}
 	t.Fatal("the first rollout was evicted but is still reachable")
 }
+
+// TestDepthStarts: depths by parent index and the counting sort's starts.
+// With a top, only the top is at depth 0: a second root and a cut loop go
+// below it, so a reordered fragment keeps its top first.
+func TestDepthStarts(t *testing.T) {
+	cases := []struct {
+		name   string
+		parent []int32
+		top    int32
+		depth  []int32
+	}{
+		{"chain, children first", []int32{1, 2, -1}, -1, []int32{2, 1, 0}},
+		{"two roots, no top", []int32{-1, 0, -1}, -1, []int32{0, 1, 0}},
+		{"a second root goes below the top", []int32{-1, 2, -1}, 2, []int32{1, 1, 0}},
+		{"a loop is cut where it closes", []int32{1, 0, 0}, -1, []int32{1, 0, 2}},
+		{"a loop below a top", []int32{-1, 2, 1}, 0, []int32{0, 2, 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &writer{}
+			depth, start := w.depthStarts(tc.parent, tc.top)
+			if !slices.Equal(depth, tc.depth) {
+				t.Fatalf("depths %v, want %v", depth, tc.depth)
+			}
+			// start[d] is how many spans are shallower than d.
+			for d := range start[:len(start)-1] {
+				n := int32(0)
+				for _, x := range tc.depth {
+					if x < int32(d) {
+						n++
+					}
+				}
+				if start[d] != n {
+					t.Errorf("start[%d] = %d, want %d", d, start[d], n)
+				}
+			}
+		})
+	}
+}
