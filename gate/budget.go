@@ -77,6 +77,25 @@ type BudgetVerdict struct {
 	RolloutRate float64
 }
 
+// String is the verdict in one sentence, as the CLI and the TUI print it:
+// "budget 50spans/rollout: fits, 44.67 spans/rollout (5.33 to spare)" or
+// "budget 50spans/rollout: misses by 5.33 spans/rollout (55.33 against
+// 50.00)", with the rollout rate for /s and /day budgets.
+func (v BudgetVerdict) String() string {
+	unit := "spans"
+	if v.Budget.Bytes {
+		unit = "bytes"
+	}
+	rate := ""
+	if v.Budget.Per != "rollout" {
+		rate = fmt.Sprintf(" at %.2f rollouts/s", v.RolloutRate)
+	}
+	if v.Fits {
+		return fmt.Sprintf("budget %s: fits, %.2f %s/%s%s (%.2f to spare)", v.Budget, v.Value, unit, v.Budget.Per, rate, v.Headroom)
+	}
+	return fmt.Sprintf("budget %s: misses by %.2f %s/%s%s (%.2f against %.2f)", v.Budget, v.MissesBy, unit, v.Budget.Per, rate, v.Value, v.Budget.Limit)
+}
+
 // Judge says whether the report's spec fits the budget. rate is rollouts
 // per second for /s and /day budgets; 0 takes the capture's own rate
 // (rollouts over its wall time). A spec exactly at the limit fits.

@@ -119,6 +119,20 @@ func TestBudget(t *testing.T) {
 				tt.budget, tt.rate, v.Value, v.Fits, v.MissesBy, v.Headroom, tt.value, tt.fits, tt.missBy, tt.headroom)
 		}
 	}
+	// The sentence every view prints.
+	for _, tt := range []struct{ budget, want string }{
+		{"101 spans/rollout", "budget 101 spans/rollout: fits, 100.00 spans/rollout (1.00 to spare)"},
+		{"9.99KB/rollout", "budget 9.99KB/rollout: misses by 10.00 bytes/rollout (10000.00 against 9990.00)"},
+		{"150spans/s", "budget 150spans/s: fits, 100.00 spans/s at 1.00 rollouts/s (50.00 to spare)"},
+	} {
+		rate := 0.0
+		if strings.HasSuffix(tt.budget, "/s") {
+			rate = 1
+		}
+		if got := mustBudget(t, tt.budget).Judge(rep, rate).String(); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.budget, got, tt.want)
+		}
+	}
 	if v := mustBudget(t, "1spans/rollout").Judge(&Report{}, 0); !v.Fits || v.Value != 0 {
 		t.Errorf("an empty capture: %+v, want 0 and fits", v)
 	}

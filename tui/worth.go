@@ -136,18 +136,11 @@ func (w *worthView) verdict() string {
 // budgetLine renders a budget verdict: fits with what is left, or by how
 // much it misses.
 func budgetLine(st *Styles, v gate.BudgetVerdict, width int) string {
-	unit := "spans"
-	if v.Budget.Bytes {
-		unit = "B"
-	}
-	at := ""
-	if v.Budget.Per != "rollout" {
-		at = fmt.Sprintf(" at %.2f rollouts/s", v.RolloutRate)
-	}
+	style := st.Join.Split
 	if v.Fits {
-		return st.Join.Joined.Render(clip(fmt.Sprintf(" budget %s: fits, %.1f %s/%s%s, %.1f to spare", v.Budget, v.Value, unit, v.Budget.Per, at, v.Headroom), width))
+		style = st.Join.Joined
 	}
-	return st.Join.Split.Render(clip(fmt.Sprintf(" budget %s: misses by %.1f %s/%s%s (%.1f)", v.Budget, v.MissesBy, unit, v.Budget.Per, at, v.Value), width))
+	return style.Render(clip(" "+v.String(), width))
 }
 
 // budgetCell is a verdict in a few characters: fits, or misses by how

@@ -154,19 +154,6 @@ func writeWorthText(w io.Writer, reg *gate.Registry, spec gate.Set, ws []gate.Gr
 	}
 	tw.Flush()
 	if verdict != nil {
-		v := verdict
-		unit := "spans"
-		if v.Budget.Bytes {
-			unit = "bytes"
-		}
-		rate := ""
-		if v.Budget.Per != "rollout" {
-			rate = fmt.Sprintf(" at %.2f rollouts/s", v.RolloutRate)
-		}
-		if v.Fits {
-			fmt.Fprintf(w, "\nbudget %s: fits, %.2f %s/%s%s (%.2f to spare)\n", v.Budget, v.Value, unit, v.Budget.Per, rate, v.Headroom)
-		} else {
-			fmt.Fprintf(w, "\nbudget %s: MISSES by %.2f %s/%s%s (%.2f against %.2f)\n", v.Budget, v.MissesBy, unit, v.Budget.Per, rate, v.Value, v.Budget.Limit)
-		}
+		fmt.Fprintf(w, "\n%s\n", verdict)
 	}
 }
