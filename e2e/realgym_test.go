@@ -1,8 +1,7 @@
 package e2e
 
 import (
-	"bufio"
-	"compress/gzip"
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/internal/testfile"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -62,37 +62,15 @@ func readTruth(t *testing.T, dir string) []realTruthSpan {
 	files, _ := filepath.Glob(filepath.Join(dir, "truth", "*.jsonl.gz"))
 	var out []realTruthSpan
 	for _, name := range files {
-		eachGzLine(t, name, func(line string) {
+		for _, line := range testfile.Lines(t, name) {
 			var s realTruthSpan
-			if err := json.Unmarshal([]byte(line), &s); err != nil {
+			if err := json.Unmarshal(line, &s); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
 			out = append(out, s)
-		})
+		}
 	}
 	return out
-}
-
-// eachGzLine calls fn with each line of a gzipped file.
-func eachGzLine(t *testing.T, name string, fn func(line string)) {
-	t.Helper()
-	f, err := os.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		fn(sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
 }
 
 func realCases(t *testing.T) []string {
@@ -289,13 +267,14 @@ func TestRealGymJobStillOpen(t *testing.T) {
 	dropped := 0
 	for _, name := range files {
 		var kept strings.Builder
-		eachGzLine(t, name, func(line string) {
-			if strings.Contains(line, `"name": "gym.job"`) {
+		for _, line := range testfile.Lines(t, name) {
+			if bytes.Contains(line, []byte(`"name": "gym.job"`)) {
 				dropped++
-				return
+				continue
 			}
-			kept.WriteString(line + "\n")
-		})
+			kept.Write(line)
+			kept.WriteByte('\n')
+		}
 		if _, err := receiver.ReadStream(st, filepath.Base(name), strings.NewReader(kept.String()), receiver.ReadOptions{}); err != nil {
 			t.Fatal(err)
 		}

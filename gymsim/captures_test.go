@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/nemo-gym/gymtrace/internal/testfile"
 )
 
 // captureDir holds the fleet's shared captures, one per variant setting,
@@ -204,15 +206,7 @@ func readTruth(t *testing.T, dir string) []TruthSpan {
 	}
 	var out []TruthSpan
 	for _, name := range files {
-		raw, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		dec := json.NewDecoder(zr)
+		dec := json.NewDecoder(bytes.NewReader(testfile.Gunzip(t, name)))
 		for dec.More() {
 			var l truthLine
 			if err := dec.Decode(&l); err != nil {

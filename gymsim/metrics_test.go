@@ -2,13 +2,11 @@ package gymsim
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -19,6 +17,8 @@ import (
 
 	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/nemo-gym/gymtrace/internal/testfile"
 )
 
 // TestConcurrencyMetric runs the fleet against a loopback OTLP/HTTP sink:
@@ -112,16 +112,7 @@ func TestMetricNamesAsGym(t *testing.T) {
 	want := map[string]bool{}
 	files, _ := filepath.Glob("../testdata/real-gym/s41-obs0-iso/all/console/*.log.gz")
 	for _, name := range files {
-		raw, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(zr)
-		for _, line := range bytes.Split(b, []byte("\n")) {
+		for _, line := range testfile.Lines(t, name) {
 			if !bytes.HasPrefix(line, []byte(`{"resource_metrics"`)) {
 				continue
 			}

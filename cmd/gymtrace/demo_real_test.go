@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +16,8 @@ import (
 
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
+
+	"github.com/nemo-gym/gymtrace/internal/testfile"
 )
 
 // sharedRealGym holds the shared captures of Gym's real telemetry code.
@@ -275,19 +275,7 @@ func readConsoleDir(t *testing.T, dir string) []*capSpan {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.log.gz"))
 	var out []*capSpan
 	for _, name := range files {
-		raw, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range bytes.Split(b, []byte("\n")) {
+		for _, line := range testfile.Lines(t, name) {
 			if !bytes.HasPrefix(line, []byte(`{"name"`)) {
 				continue // metric and log records, plain output
 			}

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nemo-gym/gymtrace/internal/testfile"
 )
 
 // The fixture's README says which rollout fails where; --where must find
@@ -86,15 +86,7 @@ func TestWhereRealGym(t *testing.T) {
 	failed := map[int]bool{}
 	files, _ := filepath.Glob(filepath.Join(dir, "truth", "*.jsonl.gz"))
 	for _, name := range files {
-		fh, err := os.Open(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, err := gzip.NewReader(fh)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec := json.NewDecoder(zr)
+		dec := json.NewDecoder(bytes.NewReader(testfile.Gunzip(t, name)))
 		for dec.More() {
 			var s struct {
 				SpanID  string `json:"span_id"`
@@ -112,7 +104,6 @@ func TestWhereRealGym(t *testing.T) {
 				}
 			}
 		}
-		fh.Close()
 	}
 	if len(failed) == 0 {
 		t.Fatal("the truth has no failed verify")

@@ -1,0 +1,42 @@
+// Package testfile reads the gzipped captures that tests of several
+// packages compare against (real-Gym console logs and truth files).
+package testfile
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"os"
+	"testing"
+)
+
+// Gunzip returns the decompressed content of the gzip file at path,
+// failing the test on any error.
+func Gunzip(tb testing.TB, path string) []byte {
+	tb.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return b
+}
+
+// Lines returns the lines of the gzip file at path, without their
+// newlines; a last empty line is left out.
+func Lines(tb testing.TB, path string) [][]byte {
+	tb.Helper()
+	b := Gunzip(tb, path)
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Split(b, []byte("\n"))
+}
