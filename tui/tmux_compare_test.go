@@ -1,7 +1,6 @@
 package tui_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -13,18 +12,9 @@ import (
 // compares it with another, exports the selected rollout with x and reads
 // the export back, as a person at the terminal would.
 func TestTmuxCompareExport(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
-	}
-	bin := buildBinary(t)
+	bin := tmuxBinary(t)
 	dir := t.TempDir()
-	data, err := os.ReadFile(filepath.Join("testdata", "captures", "all.console.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "all.console.jsonl"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	copyCapture(t, dir, "all.console.jsonl")
 	s := startTmux(t, dir, bin+" open --spec all all.console.jsonl", 140, 45)
 	s.waitFor("the rollout list", regexp.MustCompile(`Rollouts 6 `))
 	s.waitFor("the join check", regexp.MustCompile(`✓ joined`))

@@ -1,7 +1,6 @@
 package tui_test
 
 import (
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -30,10 +29,7 @@ func realConsole(t *testing.T, name string) string {
 // tells the rollouts of one run trace apart, and the search keeps its hit
 // count in view.
 func TestTmuxRealGymSizes(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
-	}
-	bin := buildBinary(t)
+	bin := tmuxBinary(t)
 	dir := t.TempDir()
 
 	s := startTmux(t, dir, bin+" open "+realConsole(t, "s41-obs0-iso/spec-server+rollout+verify"), 80, 24)

@@ -3,7 +3,6 @@ package tui_test
 import (
 	"bytes"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,10 +12,7 @@ import (
 // the terminal: the header counts it and names the reason, the log line
 // does not scribble over the screen, and it is printed once the TUI exits.
 func TestTmuxServeRefusalsKeepScreen(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
-	}
-	bin := buildBinary(t)
+	bin := tmuxBinary(t)
 	s := startTmux(t, t.TempDir(), bin+" serve --grpc-addr off --http-addr 127.0.0.1:0", 160, 40)
 	scr := s.waitFor("the receiver's address", regexp.MustCompile(`http 127\.0\.0\.1:\d+`))
 	addr := regexp.MustCompile(`http (127\.0\.0\.1:\d+)`).FindStringSubmatch(scr)[1]

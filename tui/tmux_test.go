@@ -63,6 +63,15 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// tmuxBinary skips the test without tmux, else builds the binary it drives.
+func tmuxBinary(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
+	}
+	return buildBinary(t)
+}
+
 func startTmux(t *testing.T, dir, command string, w, h int) *tmuxSession {
 	t.Helper()
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("gymtrace-test-%d", os.Getpid())}
@@ -76,18 +85,9 @@ func startTmux(t *testing.T, dir, command string, w, h int) *tmuxSession {
 // previews job off, then per_rollout with http_client off, copies the spec
 // and quits.
 func TestTmuxOpen(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
-	}
-	bin := buildBinary(t)
+	bin := tmuxBinary(t)
 	dir := t.TempDir()
-	data, err := os.ReadFile(filepath.Join("testdata", "captures", "all.console.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "all.console.jsonl"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	copyCapture(t, dir, "all.console.jsonl")
 	s := startTmux(t, dir, bin+" open --spec all all.console.jsonl", 120, 40)
 
 	s.waitFor("the rollout list", regexp.MustCompile(`Rollouts 6 `))
@@ -147,10 +147,7 @@ func TestTmuxOpen(t *testing.T) {
 // job toggled off (traces per rollout change), per_rollout with http_client
 // off (the join break reported), the spec copied out.
 func TestTmuxDemo(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
-	}
-	bin := buildBinary(t)
+	bin := tmuxBinary(t)
 	dir := t.TempDir()
 	// One collection run of 8 rollouts, fast, on free ports.
 	s := startTmux(t, dir, bin+" demo --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --rollouts 8 --run-size 8"+
@@ -215,10 +212,7 @@ func copyCapture(t *testing.T, dir, name string) {
 // f jumps to a failure, a trace id pasted in the rollout filter selects its
 // rollout, and help tells how to leave.
 func TestTmuxFindAndFailures(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
-	}
-	bin := buildBinary(t)
+	bin := tmuxBinary(t)
 	dir := t.TempDir()
 	copyCapture(t, dir, "per_rollout.console.jsonl")
 	s := startTmux(t, dir, "NO_COLOR=1 "+bin+" open per_rollout.console.jsonl", 120, 40)
@@ -277,10 +271,7 @@ func TestTmuxFindAndFailures(t *testing.T) {
 // from the terminal; at 80×24 the help screen still says how to leave, and
 // the footer does on every screen.
 func TestTmuxSmallHelp(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
-	}
-	bin := buildBinary(t)
+	bin := tmuxBinary(t)
 	dir := t.TempDir()
 	copyCapture(t, dir, "per_rollout.console.jsonl")
 	s := startTmux(t, dir, "cat per_rollout.console.jsonl | "+bin+" open -", 80, 24)
@@ -303,10 +294,7 @@ func TestTmuxSmallHelp(t *testing.T) {
 // server did not read traceparent: the split rollouts name the hop and its
 // reason, in the waterfall and in the joining verdict, each hop once.
 func TestTmuxBreaksInCapture(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed; install it to run the end-to-end terminal test")
-	}
-	bin := buildBinary(t)
+	bin := tmuxBinary(t)
 	dir := t.TempDir()
 	var files []string
 	for _, p := range []string{"driver", "agent", "model", "resources"} {
