@@ -31,11 +31,7 @@ func (w *writer) evict(target int, targetBytes int64) {
 			w.evSpans += int64(len(f.spans))
 			w.unwait(f)
 			f.gone = true
-			delete(w.frags, f.id)
-			w.nfrags--
-			if w.traces[f.trace]--; w.traces[f.trace] <= 0 {
-				delete(w.traces, f.trace)
-			}
+			w.dropFrag(f)
 		}
 		r.dead = true
 		delete(w.rolls, r.key)
@@ -48,18 +44,6 @@ func (w *writer) evict(target int, targetBytes int64) {
 	clear(w.order[k:])
 	w.order = w.order[:k]
 	w.restructure = true
-}
-
-// remove deletes id from ids in place: a waiting list is held only by its
-// map entry, which takes the result.
-func remove(ids []uint32, id uint32) []uint32 {
-	for i, x := range ids {
-		if x == id {
-			n := copy(ids[i:], ids[i+1:])
-			return ids[:i+n]
-		}
-	}
-	return ids
 }
 
 func (w *writer) compactOrder() {

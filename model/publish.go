@@ -53,7 +53,7 @@ func (w *writer) publish() *Snapshot {
 	w.prev = snap.Rollouts
 	liveJobs := 0
 	for _, j := range w.jobs {
-		if _, live := w.frags[j.id]; live {
+		if w.fragAt(j.id) == j {
 			snap.Jobs = append(snap.Jobs, w.pubFrag(j))
 			liveJobs++
 		}
@@ -190,8 +190,8 @@ func (w *writer) reorder(f *frag) {
 	for i := range f.spans {
 		parent[i] = f.spans[i].Parent
 	}
-	depth, start := w.depthStarts(parent, f.top)
-	pos := slices.Grow(w.order32[:0], n)[:n] // old index -> new
+	depth, start := w.ds.depthStarts(parent, f.top)
+	pos := slices.Grow(w.pos32[:0], n)[:n] // old index -> new
 	for i, d := range depth {
 		pos[i] = start[d]
 		start[d]++
@@ -209,5 +209,5 @@ func (w *writer) reorder(f *frag) {
 		w.moveLoc(sp.TraceID, sp.SpanID, loc{frag: f.id, idx: uint32(i)}, loc{frag: f.id, idx: uint32(pos[i])})
 	}
 	f.spans, f.top, f.ordered = spans, 0, true
-	w.order32 = pos
+	w.pos32 = pos
 }

@@ -177,7 +177,8 @@ type Link struct {
 // one chunk of a file. Rejected counts spans the decoder refused.
 type Batch struct {
 	Spans  []Span
-	pooled bool // Spans came from NewBatch: the store recycles the array
+	pooled bool       // Spans came from NewBatch: the store recycles the array
+	prep   *batchPrep // set by SubmitWait, which prepares on the caller's goroutine
 }
 
 // NewBatch returns an empty batch with room for n spans. Its array comes

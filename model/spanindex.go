@@ -125,6 +125,38 @@ func (x *spanIndex) set(id SpanID, l loc, is func(loc) bool) {
 	}
 }
 
+// probe returns the slot holding id (found) or the empty slot where id
+// goes, growing the shard first so that fill can use that slot: one walk
+// over the probe sequence instead of one to look and one to insert.
+func (x *spanIndex) probe(id SpanID, is func(loc) bool) (sh *idxShard, i int, tag uint32, found bool) {
+	s, tag := x.hash(id)
+	sh = &x.shards[s]
+	if (sh.n+1)*16 > len(sh.tags)*idxMaxLoad16 {
+		sh.grow()
+	}
+	t := sh.tags
+	for i = home(tag, len(t)); ; {
+		switch t[i] {
+		case tag:
+			if is(sh.locs[i]) {
+				return sh, i, tag, true
+			}
+		case 0:
+			return sh, i, tag, false
+		}
+		if i++; i == len(t) {
+			i = 0
+		}
+	}
+}
+
+// fill puts l in the empty slot i of sh that probe returned.
+func (x *spanIndex) fill(sh *idxShard, i int, tag uint32, l loc) {
+	sh.tags[i], sh.locs[i] = tag, l
+	sh.n++
+	x.n++
+}
+
 // grow rebuilds sh at half full.
 func (sh *idxShard) grow() {
 	size := max(idxMinSlots, (sh.n+1)*2)

@@ -82,6 +82,7 @@ type Store struct {
 	recordMu                         sync.Mutex
 	recordCause                      string // first reason spans were not recorded
 	metricNames                      metricCounts
+	keys                             storeKeys
 
 	w writer
 }
@@ -108,6 +109,7 @@ func NewStore(opts Options) *Store {
 		in:      make(chan item, opts.QueueLen),
 		done:    make(chan struct{}),
 		changed: make(chan struct{}, 1),
+		keys:    newStoreKeys(strs),
 	}
 	s.w.init(s)
 	s.snap.Store(s.w.publish())

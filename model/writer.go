@@ -6,7 +6,6 @@ package model
 import (
 	"encoding/hex"
 	"slices"
-	"strings"
 	"unsafe"
 )
 
@@ -22,8 +21,8 @@ type spanKey struct {
 	id    SpanID
 }
 
-// frag is the writer's mutable fragment. There is one per trace and
-// process, so its fields are ordered by size: 144 bytes, not 176.
+// frag is the writer's mutable fragment. There is one per connected piece
+// of a trace; fields are ordered by size.
 type frag struct {
 	seq   uint64 // creation order
 	trace TraceID
@@ -41,18 +40,19 @@ type frag struct {
 	// parent arrived later kept its array (see merge) and is put in order
 	// when published.
 	top int32
-	// waitID is the id under which the fragment is listed in waiting (its
-	// own, or that of a fragment merged into it), 0 when not listed.
-	waitID  uint32
-	rpos    int32 // index in roll.frags
-	errors  int32
-	ordered bool
-	isJob   bool
-	gone    bool // merged into another fragment or evicted
-	dirty   bool
+	// waitPrev and waitNext link the fragments waiting for one parent id
+	// (see waitList), in the order they began to wait.
+	waitPrev, waitNext uint32
+	rpos               int32 // index in roll.frags
+	errors             int32
+	ordered            bool
+	isJob              bool
+	gone               bool // merged into another fragment or evicted
+	dirty              bool
+	waiting            bool // listed in waiting under its top's parent id
 }
 
-// roll is the writer's rollout; fields ordered by size: 96 bytes, not 112.
+// roll is the writer's rollout; fields ordered by size.
 type roll struct {
 	key       string
 	seq       uint64
@@ -70,6 +70,14 @@ type roll struct {
 	dead      bool
 }
 
+// waitList is the first and last fragment waiting for one parent span id;
+// the fragments between are linked through waitNext.
+type waitList struct{ head, tail uint32 }
+
+// traceCount is what the writer counts per trace id: its live fragments,
+// and how many of them wait for a parent.
+type traceCount struct{ frags, waiting int32 }
+
 // writer is the state owned by the writer goroutine.
 type writer struct {
 	s *Store
@@ -80,17 +88,18 @@ type writer struct {
 	shared map[spanKey]loc
 	// waiting lists the fragments whose top waits for a missing parent, by
 	// the parent's span id (each fragment's trace tells which are meant).
-	waiting map[SpanID][]uint32
-	// frags maps fragment ids, and the waitIDs of fragments merged away,
-	// to live fragments; nfrags counts the live ones.
-	frags    map[uint32]*frag
+	waiting map[SpanID]waitList
+	// tab holds the live fragments by id (nil where none); ids of gone
+	// fragments are reused from free, so the table stays as long as the
+	// most fragments ever held at once.
+	tab      []*frag
+	free     []uint32
 	nfrags   int
 	jobs     []*frag
 	rolls    map[string]*roll
 	order    []*roll // creation order; dead entries are skipped and compacted
-	traces   map[TraceID]int32
+	traces   map[TraceID]traceCount
 	services []int64
-	nextFrag uint32
 	seq      uint64
 	version  uint64
 	pubSeq   uint64
@@ -100,38 +109,23 @@ type writer struct {
 	evSpans  int64
 	evRolls  int64
 	nowNS    int64
-	// perTrace counts the current batch's spans per trace, so a fragment
-	// born from the batch gets its final capacity at once instead of
-	// doubling (which would leave a third of the memory unused).
-	perTrace map[TraceID]int32
-	// newTrace holds the batch's traces that had no span stored before it:
-	// their spans can only duplicate or have parents within the batch, so
-	// the lookups in maps holding every span are skipped.
-	newTrace map[TraceID]bool
-	// Scratch for parentsFirst, reused across batches: the batch index of
-	// the first span of each span id (keyed by the id alone, the cheaper
-	// hash; inBatchX holds the rare same id of another trace).
-	inBatch                     map[SpanID]int32
-	inBatchX                    map[spanKey]int32
-	batch                       []Span
-	depth, path, count, order32 []int32
-	parentIdx                   []int32 // batch index of each span's parent, or -1
+	keys     storeKeys
+	// prep is the batch being applied; own is the writer's own, for
+	// batches queued unprepared.
+	prep *batchPrep
+	own  *batchPrep
+	ds   depthScratch
 	// placedF and placedI record where each batch span went, so children
 	// find parents of the same batch without a lookup.
 	placedF []*frag
 	placedI []uint32
 	// takenScratch backs takeWaiting's result.
 	takenScratch []*frag
+	pos32        []int32
 	// settling holds the fragments published as changed last time; those
 	// that did not change since get their arrays trimmed (see settle).
 	settling []*frag
 	slab     spanSlab
-
-	jobName, ridKey Str
-	pathKeys        []Str
-	// noRID is the last attribute set found to name no rollout: spans of one
-	// operation share one packed set, so most sets are read once in a row.
-	noRID Attrs
 
 	lastMetrics, lastLogs int64
 	lastReqRefused        int64
@@ -155,59 +149,70 @@ func (w *writer) init(s *Store) {
 	w.s = s
 	w.locs = newSpanIndex()
 	w.shared = map[spanKey]loc{}
-	w.waiting = map[SpanID][]uint32{}
-	w.frags = map[uint32]*frag{}
+	w.waiting = map[SpanID]waitList{}
+	w.tab = []*frag{nil} // id 0 is no fragment
 	w.rolls = map[string]*roll{}
-	w.traces = map[TraceID]int32{}
-	w.perTrace = map[TraceID]int32{}
-	w.newTrace = map[TraceID]bool{}
-	w.inBatch = map[SpanID]int32{}
-	w.inBatchX = map[spanKey]int32{}
-	w.jobName = s.strs.Intern(JobSpanName)
-	w.ridKey = s.strs.Intern(RolloutIDKey)
-	for _, k := range rolloutPathKeys {
-		w.pathKeys = append(w.pathKeys, s.strs.Intern(k))
+	w.traces = map[TraceID]traceCount{}
+	w.keys = s.keys
+	w.own = &batchPrep{tr: map[TraceID]int32{}}
+}
+
+// fragAt returns the live fragment with id, or nil.
+func (w *writer) fragAt(id uint32) *frag {
+	if int(id) < len(w.tab) {
+		return w.tab[id]
+	}
+	return nil
+}
+
+// dropFrag forgets f's id, for reuse.
+func (w *writer) dropFrag(f *frag) {
+	if w.tab[f.id] == f {
+		w.tab[f.id] = nil
+		w.free = append(w.free, f.id)
+	}
+	w.nfrags--
+	tc := w.traces[f.trace]
+	if tc.frags--; tc.frags <= 0 {
+		delete(w.traces, f.trace)
+	} else {
+		w.traces[f.trace] = tc
 	}
 }
 
 func (w *writer) apply(b Batch) {
 	w.nowNS = w.s.opts.Now().UnixNano()
-	clear(w.perTrace)
-	clear(w.newTrace)
-	for i := range b.Spans {
-		t := b.Spans[i].TraceID
-		if w.perTrace[t]++; w.perTrace[t] == 1 {
-			if _, known := w.traces[t]; !known {
-				w.newTrace[t] = true
-			}
-		}
+	p := b.prep
+	if p == nil {
+		p = w.own
+		p.prepare(b.Spans, w.s.strs, &w.keys)
 	}
-	order := w.parentsFirst(b.Spans)
+	w.prep = p
+	for t, id := range p.traces {
+		tc, known := w.traces[id]
+		p.tNew[t] = !known
+		p.tWait[t] = tc.waiting > 0
+	}
 	// Every span goes into the index: start its cache misses together.
 	w.locs.prefetch(func(i int) SpanID { return b.Spans[i].SpanID }, len(b.Spans))
 	w.placedF = slices.Grow(w.placedF[:0], len(b.Spans))[:len(b.Spans)]
 	w.placedI = slices.Grow(w.placedI[:0], len(b.Spans))[:len(b.Spans)]
 	clear(w.placedF)
-	for _, i := range order {
-		sp := &b.Spans[i]
-		hint, hintIdx := w.parentAt(i)
+	for _, i := range p.order {
 		// A span of a new trace is the first of its id unless an earlier
 		// batch span has the same id, and its parent is either in the
 		// batch or not stored at all.
-		fresh := false
-		if w.newTrace[sp.TraceID] {
-			first, _ := w.batchIndex(sp.TraceID, sp.SpanID)
-			fresh = first == i
-		}
-		noParent := false
-		if fresh {
-			_, inBatch := w.batchIndex(sp.TraceID, sp.ParentID)
-			noParent = !inBatch
-		}
-		w.placedF[i], w.placedI[i] = w.place(sp, fresh, noParent, hint, hintIdx)
+		fresh := p.tNew[p.tix[i]] && !p.dup[i]
+		w.placedF[i], w.placedI[i] = w.place(&b.Spans[i], i, fresh, fresh && p.parent[i] < 0)
 	}
 	clear(w.placedF) // no pointers kept past the batch
-	w.batch = nil
+	w.prep = nil
+	if b.prep != nil {
+		b.prep.release()
+	} else {
+		clear(p.rid)
+		p.noRID = ""
+	}
 	ms, mb := w.s.opts.MaxSpans, w.s.opts.MaxBytes
 	if (ms > 0 && w.stored > ms) || (mb > 0 && w.bytes > mb) {
 		// Evict a tenth more than needed, so eviction runs once per tenth
@@ -223,127 +228,12 @@ func (w *writer) apply(b Batch) {
 	}
 }
 
-// batchIndex returns the batch index of the first span (trace, id) of the
-// batch parentsFirst indexed last.
-func (w *writer) batchIndex(trace TraceID, id SpanID) (int32, bool) {
-	i, ok := w.inBatch[id]
-	if !ok {
-		return -1, false
-	}
-	if w.batch[i].TraceID == trace {
-		return i, true
-	}
-	if len(w.inBatchX) == 0 {
-		return -1, false
-	}
-	i, ok = w.inBatchX[spanKey{trace, id}]
-	if !ok {
-		return -1, false
-	}
-	return i, true
-}
-
-// parentsFirst returns the indices of spans in an order where a span whose
-// parent is in the same batch comes after that parent, keeping batch order
-// otherwise. SDKs export spans as they end, children before parents; placed
-// in that order every child would start a fragment (and a rollout) of its
-// own, only to be merged when the parent arrives.
-func (w *writer) parentsFirst(spans []Span) []int32 {
-	n := len(spans)
-	clear(w.inBatch)
-	clear(w.inBatchX)
-	w.batch = spans
-	for i := range spans {
-		sp := &spans[i]
-		first, seen := w.inBatch[sp.SpanID]
-		switch {
-		case !seen:
-			w.inBatch[sp.SpanID] = int32(i)
-		case spans[first].TraceID != sp.TraceID:
-			k := spanKey{sp.TraceID, sp.SpanID}
-			if _, dup := w.inBatchX[k]; !dup {
-				w.inBatchX[k] = int32(i)
-			}
-		}
-	}
-	w.parentIdx = slices.Grow(w.parentIdx[:0], n)[:n]
-	for i := range spans {
-		w.parentIdx[i] = -1
-		if sp := &spans[i]; !sp.ParentID.IsZero() {
-			if p, ok := w.batchIndex(sp.TraceID, sp.ParentID); ok {
-				w.parentIdx[i] = p
-			}
-		}
-	}
-	depth, start := w.depthStarts(w.parentIdx, -1)
-	order := slices.Grow(w.order32[:0], n)[:n]
-	for i, d := range depth {
-		order[start[d]] = int32(i)
-		start[d]++
-	}
-	w.order32 = order
-	return order
-}
-
-// depthStarts gives each span, by its parent index (-1: none), its depth
-// and, per depth, the first position of a stable counting sort by depth.
-// A span without a parent is at depth 0; with top >= 0 only top is, and
-// every other such span (a second root, a parent loop cut where it closes)
-// goes below it at depth 1. Scratch is the writer's; the slices are valid
-// until the next call.
-func (w *writer) depthStarts(parent []int32, top int32) (depth, start []int32) {
-	n := len(parent)
-	depth = slices.Grow(w.depth[:0], n)[:n]
-	for i := range depth {
-		depth[i] = -1 // unknown
-	}
-	maxDepth := int32(0)
-	for i := range parent {
-		// Walk up to a span of known depth or one without a parent, then
-		// number the path on the way down.
-		path := w.path[:0]
-		j := int32(i)
-		for depth[j] == -1 {
-			depth[j] = -2 // on the path
-			path = append(path, j)
-			p := parent[j]
-			if p < 0 {
-				break
-			}
-			j = p
-		}
-		base := depth[j] // known, or -2: j starts the path (a root, or a loop closing)
-		if base < 0 {
-			base = -1
-			if top >= 0 && j != top {
-				base = 0
-			}
-		}
-		for k := len(path) - 1; k >= 0; k-- {
-			base++
-			depth[path[k]] = base
-		}
-		maxDepth = max(maxDepth, base)
-		w.path = path
-	}
-	start = slices.Grow(w.count[:0], int(maxDepth)+2)[:maxDepth+2]
-	clear(start)
-	for _, d := range depth {
-		start[d+1]++
-	}
-	for d := 1; d < len(start); d++ {
-		start[d] += start[d-1]
-	}
-	w.depth, w.count = depth, start
-	return depth, start
-}
-
 // parentAt returns where the parent of batch span i was placed, when it is
 // in the batch and still where it was put: most parents arrive in the
 // same batch as their children, and this saves two lookups in maps holding
 // every span.
 func (w *writer) parentAt(i int32) (*frag, uint32) {
-	p := w.parentIdx[i]
+	p := w.prep.parent[i]
 	if p < 0 {
 		return nil, 0
 	}
@@ -357,13 +247,13 @@ func (w *writer) parentAt(i int32) (*frag, uint32) {
 // lookup finds a stored span of the given trace.
 func (w *writer) lookup(trace TraceID, id SpanID) (*frag, uint32, bool) {
 	if l, ok := w.locs.get(id, w.holds(id)); ok {
-		if f := w.frags[l.frag]; f != nil && f.trace == trace {
+		if f := w.fragAt(l.frag); f != nil && f.trace == trace {
 			return f, l.idx, true
 		}
 	}
 	if len(w.shared) > 0 {
 		if l, ok := w.shared[spanKey{trace, id}]; ok {
-			if f := w.frags[l.frag]; f != nil {
+			if f := w.fragAt(l.frag); f != nil {
 				return f, l.idx, true
 			}
 		}
@@ -371,27 +261,29 @@ func (w *writer) lookup(trace TraceID, id SpanID) (*frag, uint32, bool) {
 	return nil, 0, false
 }
 
-// setLoc records where the span (trace, id) now lives.
+// setLoc records where the span (trace, id) now lives: one probe of the
+// index finds the slot that holds id or the empty one it goes to.
 func (w *writer) setLoc(trace TraceID, id SpanID, l loc) {
-	is := w.holds(id)
-	if old, ok := w.locs.get(id, is); ok {
-		if f := w.frags[old.frag]; f != nil && f.trace != trace {
+	sh, i, tag, found := w.locs.probe(id, w.holds(id))
+	if found {
+		if f := w.fragAt(sh.locs[i].frag); f != nil && f.trace != trace {
 			w.shared[spanKey{trace, id}] = l
 			return
 		}
-	} else if len(w.shared) > 0 {
+		sh.locs[i] = l
+		return
+	}
+	if len(w.shared) > 0 {
 		delete(w.shared, spanKey{trace, id})
 	}
-	w.locs.set(id, l, is)
+	w.locs.fill(sh, i, tag, l)
 }
 
 // moveLoc records that the span (trace, id) moved from one place to
 // another within its fragment; the index entry is found by where it was,
 // since the span there may already be another.
 func (w *writer) moveLoc(trace TraceID, id SpanID, from, to loc) {
-	at := func(l loc) bool {
-		return l.idx == from.idx && (l.frag == from.frag || w.frags[l.frag] == w.frags[from.frag])
-	}
+	at := func(l loc) bool { return l == from }
 	if _, ok := w.locs.get(id, at); ok {
 		w.locs.set(id, to, at)
 		return
@@ -403,7 +295,7 @@ func (w *writer) moveLoc(trace TraceID, id SpanID, from, to loc) {
 // index keeps a tag of the id, not the id.
 func (w *writer) holds(id SpanID) func(loc) bool {
 	return func(l loc) bool {
-		f := w.frags[l.frag]
+		f := w.fragAt(l.frag)
 		return f != nil && int(l.idx) < len(f.spans) && f.spans[l.idx].SpanID == id
 	}
 }
@@ -411,7 +303,7 @@ func (w *writer) holds(id SpanID) func(loc) bool {
 // delLoc forgets the span (trace, id) of fragment f.
 func (w *writer) delLoc(trace TraceID, id SpanID, f *frag) {
 	mine := func(l loc) bool {
-		return (l.frag == f.id || w.frags[l.frag] == f) && int(l.idx) < len(f.spans) && f.spans[l.idx].SpanID == id
+		return l.frag == f.id && int(l.idx) < len(f.spans) && f.spans[l.idx].SpanID == id
 	}
 	if w.locs.del(id, mine) {
 		return
@@ -421,17 +313,19 @@ func (w *writer) delLoc(trace TraceID, id SpanID, f *frag) {
 	}
 }
 
-// place stores one span and returns where it went (nil for a duplicate).
-// hint, when not nil, is where the span's parent was placed in this batch.
-// fresh means the span cannot be a duplicate, and noParent that its parent
-// is not stored: the caller knows from the batch, and the lookups are saved.
-func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint32) (*frag, uint32) {
+// place stores batch span i and returns where it went (nil for a
+// duplicate). fresh means the span cannot be a duplicate, and noParent
+// that its parent is not stored: the caller knows from the batch, and the
+// lookups are saved.
+func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) {
 	if !fresh {
 		if _, _, dup := w.lookup(sp.TraceID, sp.SpanID); dup {
 			w.dups++
 			return nil, 0
 		}
 	}
+	p := w.prep
+	t := p.tix[i]
 	w.stored++
 	w.bytes += spanBytes(sp)
 	if int(sp.Resource) >= len(w.services) {
@@ -439,15 +333,17 @@ func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint3
 	}
 	w.services[sp.Resource]++
 
-	if sp.Name == w.jobName {
-		f := w.newFrag(sp.TraceID, false)
+	if sp.Name == w.keys.job {
+		f := w.newFrag(sp.TraceID, 1)
 		f.isJob = true
-		w.appendSpan(f, *sp, -1)
+		w.appendSpan(f, *sp, -1, "")
 		w.jobs = append(w.jobs, f)
 		// Fragments waiting for this span hang under the job: they stay rollouts.
-		for _, c := range w.takeWaiting(sp.TraceID, sp.SpanID) {
-			c.job = sp.SpanID
-			w.touch(c)
+		if p.tWait[t] {
+			for _, c := range w.takeWaiting(sp.TraceID, sp.SpanID) {
+				c.job = sp.SpanID
+				w.touch(c)
+			}
 		}
 		return f, 0
 	}
@@ -455,13 +351,14 @@ func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint3
 	var f *frag
 	parent := int32(-1)
 	if !sp.ParentID.IsZero() {
-		pf, pi, ok := hint, hintIdx, hint != nil
+		pf, pi := w.parentAt(i)
+		ok := pf != nil
 		if !ok && !noParent {
 			pf, pi, ok = w.lookup(sp.TraceID, sp.ParentID)
 		}
 		if ok {
 			if pf.isJob {
-				f = w.newFrag(sp.TraceID, false)
+				f = w.newFrag(sp.TraceID, p.size[i])
 				f.job = sp.ParentID
 				parent = -1
 			} else {
@@ -470,52 +367,81 @@ func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint3
 		}
 	}
 	if f == nil {
-		// A true root will gather the whole trace: size it from the batch.
-		f = w.newFrag(sp.TraceID, sp.ParentID.IsZero())
+		f = w.newFrag(sp.TraceID, p.size[i])
 		if !sp.ParentID.IsZero() {
-			w.waiting[sp.ParentID] = append(w.waiting[sp.ParentID], f.id)
-			f.waitID = f.id
+			w.wait(sp.ParentID, f)
+			p.tWait[t] = true
 		}
 	}
-	idx := w.appendSpan(f, *sp, parent)
+	idx := w.appendSpan(f, *sp, parent, p.rid[i])
 	// Fragments that arrived before this span and wait for it join its fragment.
-	for _, c := range w.takeWaiting(sp.TraceID, sp.SpanID) {
-		if c != f { // a span that names itself as parent waits for nobody
-			f, idx = w.merge(f, c, idx)
+	if p.tWait[t] {
+		for _, c := range w.takeWaiting(sp.TraceID, sp.SpanID) {
+			if c != f { // a span that names itself as parent waits for nobody
+				f, idx = w.merge(f, c, idx)
+			}
 		}
 	}
 	w.assign(f)
 	return f, idx
 }
 
-// takeWaiting removes and returns the fragments waiting for span id of
-// trace.
+// wait lists f, whose top span's parent is id, as waiting for that span.
+func (w *writer) wait(id SpanID, f *frag) {
+	wl := w.waiting[id]
+	f.waitPrev, f.waitNext = wl.tail, 0
+	if wl.tail != 0 {
+		w.tab[wl.tail].waitNext = f.id
+	} else {
+		wl.head = f.id
+	}
+	wl.tail = f.id
+	w.waiting[id] = wl
+	f.waiting = true
+	tc := w.traces[f.trace]
+	tc.waiting++
+	w.traces[f.trace] = tc
+}
+
+// unlink takes f out of wl.
+func (w *writer) unlink(wl *waitList, f *frag) {
+	if f.waitPrev != 0 {
+		w.tab[f.waitPrev].waitNext = f.waitNext
+	} else {
+		wl.head = f.waitNext
+	}
+	if f.waitNext != 0 {
+		w.tab[f.waitNext].waitPrev = f.waitPrev
+	} else {
+		wl.tail = f.waitPrev
+	}
+	f.waitPrev, f.waitNext = 0, 0
+	f.waiting = false
+	tc := w.traces[f.trace]
+	tc.waiting--
+	w.traces[f.trace] = tc
+}
+
+// takeWaiting removes and returns the fragments of trace waiting for span
+// id, in the order they began to wait.
 func (w *writer) takeWaiting(trace TraceID, id SpanID) []*frag {
-	ws, ok := w.waiting[id]
+	wl, ok := w.waiting[id]
 	if !ok {
 		return nil
 	}
 	out := w.takenScratch[:0]
-	rest := ws[:0] // those of other traces stay listed
-	for _, wid := range ws {
-		c := w.frags[wid]
-		if c == nil || c.waitID != wid {
-			continue // evicted
+	for cur := wl.head; cur != 0; {
+		c := w.tab[cur]
+		cur = c.waitNext
+		if c.trace == trace { // those of other traces stay listed
+			w.unlink(&wl, c)
+			out = append(out, c)
 		}
-		if c.trace != trace {
-			rest = append(rest, wid)
-			continue
-		}
-		c.waitID = 0
-		if wid != c.id {
-			delete(w.frags, wid) // the alias served only this list
-		}
-		out = append(out, c)
 	}
-	if len(rest) == 0 {
+	if wl.head == 0 {
 		delete(w.waiting, id)
 	} else {
-		w.waiting[id] = rest
+		w.waiting[id] = wl
 	}
 	w.takenScratch = out[:0]
 	return out
@@ -523,35 +449,40 @@ func (w *writer) takeWaiting(trace TraceID, id SpanID) []*frag {
 
 // unwait takes f off the waiting list of its top's parent.
 func (w *writer) unwait(f *frag) {
-	if f.waitID == 0 {
+	if !f.waiting {
 		return
 	}
 	k := f.spans[f.top].ParentID
-	if ws := remove(w.waiting[k], f.waitID); len(ws) == 0 {
+	wl := w.waiting[k]
+	w.unlink(&wl, f)
+	if wl.head == 0 {
 		delete(w.waiting, k)
 	} else {
-		w.waiting[k] = ws
+		w.waiting[k] = wl
 	}
-	if f.waitID != f.id {
-		delete(w.frags, f.waitID)
-	}
-	f.waitID = 0
 }
 
-func (w *writer) newFrag(trace TraceID, root bool) *frag {
-	w.nextFrag++
+// newFrag starts a fragment with room for size spans.
+func (w *writer) newFrag(trace TraceID, size int32) *frag {
 	w.seq++
-	f := &frag{id: w.nextFrag, seq: w.seq, trace: trace, ordered: true}
-	if n := w.perTrace[trace]; root && n > 1 {
-		f.spans = w.slab.make(int(n))
+	f := &frag{seq: w.seq, trace: trace, ordered: true}
+	if k := len(w.free); k > 0 {
+		f.id = w.free[k-1]
+		w.free = w.free[:k-1]
+		w.tab[f.id] = f
+	} else {
+		f.id = uint32(len(w.tab))
+		w.tab = append(w.tab, f)
 	}
-	w.frags[f.id] = f
+	f.spans = w.slab.make(int(max(size, 1)))
 	w.nfrags++
-	w.traces[trace]++
+	tc := w.traces[trace]
+	tc.frags++
+	w.traces[trace] = tc
 	return f
 }
 
-func (w *writer) appendSpan(f *frag, sp Span, parent int32) uint32 {
+func (w *writer) appendSpan(f *frag, sp Span, parent int32, rid string) uint32 {
 	sp.Parent = parent
 	idx := uint32(len(f.spans))
 	if idx == 0 || sp.Start < f.start {
@@ -566,7 +497,7 @@ func (w *writer) appendSpan(f *frag, sp Span, parent int32) uint32 {
 	f.spans = append(f.spans, sp)
 	w.setLoc(sp.TraceID, sp.SpanID, loc{frag: f.id, idx: idx})
 	if f.rid == "" && !f.isJob {
-		f.rid = w.rolloutID(&sp)
+		f.rid = rid
 	}
 	w.touch(f)
 	return idx
@@ -594,11 +525,24 @@ func (w *writer) merge(f, child *frag, at uint32) (*frag, uint32) {
 			child.rid = f.rid
 		}
 		// f's place on the waiting list of its own parent passes to child.
-		child.waitID = f.waitID
-		if f.waitID != 0 {
-			w.frags[f.waitID] = child
+		if f.waiting {
+			k := f.spans[f.top].ParentID
+			wl := w.waiting[k]
+			child.waitPrev, child.waitNext = f.waitPrev, f.waitNext
+			if f.waitPrev != 0 {
+				w.tab[f.waitPrev].waitNext = child.id
+			} else {
+				wl.head = child.id
+			}
+			if f.waitNext != 0 {
+				w.tab[f.waitNext].waitPrev = child.id
+			} else {
+				wl.tail = child.id
+			}
+			w.waiting[k] = wl
+			child.waiting = true
+			f.waiting, f.waitPrev, f.waitNext = false, 0, 0
 		}
-		f.waitID = 0
 		// So does f's place in its rollout and in the order of rollouts:
 		// the result must not depend on which side kept its array.
 		if child.roll != nil {
@@ -653,13 +597,7 @@ func (w *writer) moveSpans(dst, src *frag) uint32 {
 // which point to the other).
 func (w *writer) retire(c *frag) {
 	c.gone = true
-	if w.frags[c.id] == c {
-		delete(w.frags, c.id)
-	}
-	w.nfrags--
-	if w.traces[c.trace]--; w.traces[c.trace] <= 0 {
-		delete(w.traces, c.trace)
-	}
+	w.dropFrag(c)
 	if r := c.roll; r != nil {
 		w.detach(r, c)
 	}
@@ -762,50 +700,8 @@ func syntheticKey(t TraceID, top SpanID) string {
 	return string(b[:])
 }
 
-var ngRollout = "/ng-rollout/"
-
-// rolloutID returns the rollout id a span names, or "".
-func (w *writer) rolloutID(sp *Span) string {
-	if sp.Attrs == "" || sameAttrs(sp.Attrs, w.noRID) {
-		return ""
-	}
-	id := ""
-	sp.Attrs.eachOf(w.s.strs, w.rolloutKey, func(k Str, v Value) bool {
-		if k == w.ridKey {
-			id = v.String()
-			return false
-		}
-		for _, pk := range w.pathKeys {
-			if k == pk {
-				if i := strings.Index(v.Str, ngRollout); i >= 0 {
-					rest := v.Str[i+len(ngRollout):]
-					if j := strings.IndexAny(rest, "/?#"); j >= 0 {
-						rest = rest[:j]
-					}
-					if rest != "" && id == "" {
-						id = rest
-					}
-				}
-			}
-		}
-		return true
-	})
-	if id == "" {
-		w.noRID = sp.Attrs
-		return ""
-	}
-	// The value may point into a span's packed attributes; the rollout key
-	// must not keep those alive.
-	return strings.Clone(id)
-}
-
 // sameAttrs reports whether a and b are one shared packed set (not merely
 // equal: comparing bytes would cost what it saves).
 func sameAttrs(a, b Attrs) bool {
 	return len(a) == len(b) && unsafe.StringData(string(a)) == unsafe.StringData(string(b))
-}
-
-// rolloutKey reports whether attribute k can name a rollout.
-func (w *writer) rolloutKey(k Str) bool {
-	return k == w.ridKey || slices.Contains(w.pathKeys, k)
 }
