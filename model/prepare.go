@@ -13,14 +13,18 @@ import (
 	"sync"
 )
 
-// batchPrep is a prepared batch. Its slices are indexed by batch position.
+// batchPrep is a prepared batch. prepare lays the batch's spans out anew,
+// grouped: each group is a span whose parent is not in the batch (or is a
+// gym.job span) with its in-batch descendants, parents first, so that a
+// group of a trace the store has not seen becomes a fragment as it lies,
+// without a copy. Its slices are indexed by position in that layout.
 type batchPrep struct {
 	// order places every in-batch parent before its children, keeping
 	// batch order otherwise (SDKs export children first: placed as they
 	// come, each child would start a fragment and a rollout of its own).
 	order []int32
-	// parent is the batch index of the first span with the span's parent
-	// id in its trace, or -1.
+	// parent is the position of the first span with the span's parent id
+	// in its trace, or -1.
 	parent []int32
 	// size is how many batch spans a fragment started by the span would
 	// gather (the span and its in-batch descendants, a gym.job span and
@@ -34,15 +38,34 @@ type batchPrep struct {
 	traces []TraceID
 	// rid is the rollout id the span names, "" for none.
 	rid []string
+	// gid is each span's group; groups describe them.
+	gid    []int32
+	groups []group
+	// simple: no span of the batch repeats another or closes a parent
+	// loop, so the groups of new traces are whole fragments.
+	simple bool
 
 	// The writer's per-trace flags, filled when it applies the batch.
 	tNew, tWait []bool
 
-	ids    idTable
-	tr     map[TraceID]int32
-	ds     depthScratch
-	noRID  Attrs // the last attribute set found to name no rollout
-	hasRID bool  // some span names a rollout id
+	ids   idTable
+	tr    map[TraceID]int32
+	ds    depthScratch
+	noRID Attrs // the last attribute set found to name no rollout
+	// Scratch by batch index, while laying out.
+	tixB, parentB, orderB, gidB, posB []int32
+	dupB                              []bool
+}
+
+// group is a run of the layout that would be one fragment: its first span
+// is the top, and each span's Parent indexes its parent within the run.
+type group struct {
+	start, n    int32
+	errors      int32
+	job         bool // the top is a gym.job span
+	rid         string
+	first, last int64 // earliest start, latest end (0 at least), as a fragment keeps them
+	bytes       int64 // spanBytes of the run
 }
 
 // storeKeys are the interned names the store reads spans by.
@@ -61,16 +84,17 @@ func newStoreKeys(t *Interner) storeKeys {
 
 var prepPool = sync.Pool{New: func() any { return &batchPrep{tr: map[TraceID]int32{}} }}
 
-// prepare computes p for spans.
-func (p *batchPrep) prepare(spans []Span, t *Interner, keys *storeKeys) {
+// prepare computes p for spans and returns them laid out in groups, in an
+// array of their exact number; spans itself is left as it was.
+func (p *batchPrep) prepare(spans []Span, t *Interner, keys *storeKeys) []Span {
 	n := len(spans)
 	p.ids.reset(n)
 	clear(p.tr)
 	p.traces = p.traces[:0]
-	p.tix = grow32(p.tix, n)
-	p.dup = growBool(p.dup, n)
-	p.rid = slices.Grow(p.rid[:0], n)[:n]
-	p.hasRID = false
+	p.simple = true
+	// First by batch index (the ...B slices), then by position.
+	tixB := grow32(p.tixB, n)
+	dupB := growBool(p.dupB, n)
 	for i := range spans {
 		sp := &spans[i]
 		k, ok := p.tr[sp.TraceID]
@@ -79,40 +103,109 @@ func (p *batchPrep) prepare(spans []Span, t *Interner, keys *storeKeys) {
 			p.tr[sp.TraceID] = k
 			p.traces = append(p.traces, sp.TraceID)
 		}
-		p.tix[i] = k
-		p.dup[i] = !p.ids.add(sp.SpanID, k, int32(i))
-		p.rid[i] = ""
-		if sp.Name != keys.job {
-			if p.rid[i] = p.rolloutID(sp, t, keys); p.rid[i] != "" {
-				p.hasRID = true
-			}
+		tixB[i] = k
+		if dupB[i] = !p.ids.add(sp.SpanID, k, int32(i)); dupB[i] {
+			p.simple = false
 		}
 	}
-	p.parent = grow32(p.parent, n)
+	parentB := grow32(p.parentB, n)
 	for i := range spans {
-		p.parent[i] = -1
+		parentB[i] = -1
 		if sp := &spans[i]; !sp.ParentID.IsZero() {
-			p.parent[i] = p.ids.get(sp.ParentID, p.tix[i])
+			parentB[i] = p.ids.get(sp.ParentID, tixB[i])
 		}
 	}
-	depth, start := p.ds.depthStarts(p.parent, -1)
-	p.order = grow32(p.order, n)
+	depth, start := p.ds.depthStarts(parentB, -1)
+	orderB := grow32(p.orderB, n)
 	for i, d := range depth {
-		p.order[start[d]] = int32(i)
+		orderB[start[d]] = int32(i)
 		start[d]++
 	}
+	// Groups, in the order their tops are placed: a span joins its
+	// parent's group unless the parent is not in the batch, either is a
+	// gym.job span, or the parent comes later (a loop cut where it closes).
+	gidB := grow32(p.gidB, n)
+	p.groups = p.groups[:0]
+	for _, i := range orderB {
+		q := parentB[i]
+		if q < 0 || spans[i].Name == keys.job || spans[q].Name == keys.job || depth[q] >= depth[i] {
+			if q >= 0 && depth[q] >= depth[i] {
+				p.simple = false
+			}
+			gidB[i] = int32(len(p.groups))
+			p.groups = append(p.groups, group{job: spans[i].Name == keys.job})
+		} else {
+			gidB[i] = gidB[q]
+		}
+		p.groups[gidB[i]].n++
+	}
+	at := int32(0)
+	for g := range p.groups {
+		p.groups[g].start = at
+		at += p.groups[g].n
+		p.groups[g].n = 0
+	}
+	pos := grow32(p.posB, n)
+	for _, i := range orderB {
+		g := &p.groups[gidB[i]]
+		pos[i] = g.start + g.n
+		g.n++
+	}
+	// The layout, and every per-span slice by position.
+	out := make([]Span, n)
+	p.order = grow32(p.order, n)
+	p.parent = grow32(p.parent, n)
+	p.tix = grow32(p.tix, n)
+	p.dup = growBool(p.dup, n)
+	p.gid = grow32(p.gid, n)
+	p.rid = slices.Grow(p.rid[:0], n)[:n]
+	for k, i := range orderB {
+		j := pos[i]
+		p.order[k] = j
+		g := &p.groups[gidB[i]]
+		sp := &out[j]
+		*sp = spans[i]
+		sp.Parent = -1
+		p.parent[j] = -1
+		if q := parentB[i]; q >= 0 {
+			p.parent[j] = pos[q]
+			if gidB[q] == gidB[i] {
+				sp.Parent = pos[q] - g.start
+			}
+		}
+		p.tix[j] = tixB[i]
+		p.dup[j] = dupB[i]
+		p.gid[j] = gidB[i]
+		p.rid[j] = ""
+		if !g.job {
+			if p.rid[j] = p.rolloutID(sp, t, keys); p.rid[j] != "" && g.rid == "" {
+				g.rid = p.rid[j]
+			}
+		}
+		if j == g.start || sp.Start < g.first {
+			g.first = sp.Start
+		}
+		g.last = max(g.last, sp.End)
+		if sp.Status == StatusError {
+			g.errors++
+		}
+		g.bytes += spanBytes(sp)
+	}
+	// A fragment's room: the span and its descendants in its group.
 	p.size = grow32(p.size, n)
-	for i := range p.size {
-		p.size[i] = 1
+	for j := range p.size {
+		p.size[j] = 1
 	}
 	for k := n - 1; k >= 0; k-- {
-		i := p.order[k]
-		if q := p.parent[i]; q >= 0 && spans[i].Name != keys.job && spans[q].Name != keys.job {
-			p.size[q] += p.size[i]
+		j := p.order[k]
+		if q := p.parent[j]; q >= 0 && p.gid[q] == p.gid[j] {
+			p.size[q] += p.size[j]
 		}
 	}
 	p.tNew = growBool(p.tNew, len(p.traces))
 	p.tWait = growBool(p.tWait, len(p.traces))
+	p.tixB, p.dupB, p.parentB, p.orderB, p.gidB, p.posB = tixB, dupB, parentB, orderB, gidB, pos
+	return out
 }
 
 // release gives p back for another batch; it keeps no span's strings.

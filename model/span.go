@@ -181,6 +181,16 @@ type Batch struct {
 	prep   *batchPrep // set by SubmitWait, which prepares on the caller's goroutine
 }
 
+// relayout replaces the batch's spans with their prepared layout, giving
+// a pooled array back.
+func (b *Batch) relayout(spans []Span) {
+	if b.pooled {
+		spanPool.put(b.Spans)
+		b.pooled = false
+	}
+	b.Spans = spans
+}
+
 // NewBatch returns an empty batch with room for n spans. Its array comes
 // from a pool that the store refills once it has applied the batch (the
 // store copies what it keeps), so a busy receiver reuses span arrays

@@ -264,10 +264,7 @@ func (s *Store) run() {
 				close(it.sync)
 				continue
 			}
-			s.w.apply(it.batch)
-			if it.batch.pooled {
-				spanPool.put(it.batch.Spans)
-			}
+			s.w.apply(it.batch) // gives a pooled array back once laid out
 			dirty = true
 			// Publish at once when idle, at most every PublishEvery under load.
 			if len(s.in) == 0 && time.Since(last) >= every {

@@ -29,7 +29,7 @@ func prepOrder(spans []Span) []int32 {
 	keys := newStoreKeys(t)
 	p := &batchPrep{tr: map[TraceID]int32{}}
 	p.prepare(spans, t, &keys)
-	return p.order
+	return p.orderB // by batch index
 }
 
 func TestParentsFirst(t *testing.T) {

@@ -11,7 +11,7 @@ func (s *Store) SubmitWait(b Batch, wait time.Duration) error {
 	// Receivers call this from many goroutines: what the batch alone
 	// tells is worked out here, on the caller's core, not by the writer.
 	b.prep = prepPool.Get().(*batchPrep)
-	b.prep.prepare(b.Spans, s.strs, &s.keys)
+	b.relayout(b.prep.prepare(b.Spans, s.strs, &s.keys))
 	err := s.submitWait(b, wait)
 	if err != nil {
 		b.prep.release()

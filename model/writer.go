@@ -185,7 +185,7 @@ func (w *writer) apply(b Batch) {
 	p := b.prep
 	if p == nil {
 		p = w.own
-		p.prepare(b.Spans, w.s.strs, &w.keys)
+		b.relayout(p.prepare(b.Spans, w.s.strs, &w.keys))
 	}
 	w.prep = p
 	for t, id := range p.traces {
@@ -193,12 +193,34 @@ func (w *writer) apply(b Batch) {
 		p.tNew[t] = !known
 		p.tWait[t] = tc.waiting > 0
 	}
+	// A group of a trace the store has not seen is a fragment as it lies:
+	// no span of it can be stored already, and its top's parent is not
+	// stored (or is a gym.job span of the batch). When such groups make
+	// most of the batch, fragments keep the batch's array as theirs;
+	// otherwise they copy, so the array's other spans are not held.
+	fast := 0
+	if p.simple {
+		for g := range p.groups {
+			if gr := &p.groups[g]; !gr.job && p.tNew[p.tix[gr.start]] {
+				fast += int(gr.n)
+			}
+		}
+	}
+	alias := 4*fast >= 3*len(b.Spans)
 	// Every span goes into the index: start its cache misses together.
 	w.locs.prefetch(func(i int) SpanID { return b.Spans[i].SpanID }, len(b.Spans))
 	w.placedF = slices.Grow(w.placedF[:0], len(b.Spans))[:len(b.Spans)]
 	w.placedI = slices.Grow(w.placedI[:0], len(b.Spans))[:len(b.Spans)]
 	clear(w.placedF)
 	for _, i := range p.order {
+		if fast > 0 {
+			if gr := &p.groups[p.gid[i]]; !gr.job && p.tNew[p.tix[i]] {
+				if i == gr.start {
+					w.placeGroup(b.Spans, gr, alias)
+				}
+				continue
+			}
+		}
 		// A span of a new trace is the first of its id unless an earlier
 		// batch span has the same id, and its parent is either in the
 		// batch or not stored at all.
@@ -370,7 +392,11 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 		f = w.newFrag(sp.TraceID, p.size[i])
 		if !sp.ParentID.IsZero() {
 			w.wait(sp.ParentID, f)
-			p.tWait[t] = true
+			// Only a span of this batch can come for it before the
+			// batch ends, and only if its parent id is in the batch.
+			if p.parent[i] >= 0 {
+				p.tWait[t] = true
+			}
 		}
 	}
 	idx := w.appendSpan(f, *sp, parent, p.rid[i])
@@ -384,6 +410,45 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 	}
 	w.assign(f)
 	return f, idx
+}
+
+// placeGroup stores a group of a trace new to the store as one fragment
+// (see apply): its spans go into the index, nothing else per span.
+func (w *writer) placeGroup(spans []Span, g *group, alias bool) {
+	run := spans[g.start : g.start+g.n : g.start+g.n]
+	top := &run[0]
+	var f *frag
+	if alias {
+		f = w.newFrag(top.TraceID, 0)
+		f.spans = run
+	} else {
+		f = w.newFrag(top.TraceID, g.n)
+		f.spans = append(f.spans, run...)
+	}
+	f.start, f.end, f.errors = g.first, g.last, g.errors
+	for k := range run {
+		sp := &run[k]
+		w.setLoc(sp.TraceID, sp.SpanID, loc{frag: f.id, idx: uint32(k)})
+		if int(sp.Resource) >= len(w.services) {
+			w.services = append(w.services, make([]int64, int(sp.Resource)+1-len(w.services))...)
+		}
+		w.services[sp.Resource]++
+		w.placedF[g.start+int32(k)], w.placedI[g.start+int32(k)] = f, uint32(k)
+	}
+	w.stored += int(g.n)
+	w.bytes += g.bytes
+	f.rid = g.rid
+	if !top.ParentID.IsZero() {
+		if q := w.prep.parent[g.start]; q >= 0 && w.prep.groups[w.prep.gid[q]].job {
+			f.job = top.ParentID
+		} else {
+			// Its parent is neither in the batch nor stored: it waits,
+			// and nothing else in the batch can be what it waits for.
+			w.wait(top.ParentID, f)
+		}
+	}
+	w.touch(f)
+	w.assign(f)
 }
 
 // wait lists f, whose top span's parent is id, as waiting for that span.
@@ -474,7 +539,9 @@ func (w *writer) newFrag(trace TraceID, size int32) *frag {
 		f.id = uint32(len(w.tab))
 		w.tab = append(w.tab, f)
 	}
-	f.spans = w.slab.make(int(max(size, 1)))
+	if size > 0 {
+		f.spans = w.slab.make(int(size))
+	}
 	w.nfrags++
 	tc := w.traces[trace]
 	tc.frags++
