@@ -20,10 +20,12 @@ func (w *writer) evict(target int, targetBytes int64) {
 			if f == nil {
 				continue
 			}
-			w.locs.prefetch(func(i int) SpanID { return f.spans[i].SpanID }, len(f.spans))
+			indexed := w.recs[f.trec].idx != nil
 			for i := range f.spans {
 				sp := &f.spans[i]
-				w.delLoc(sp.TraceID, sp.SpanID, f)
+				if indexed {
+					w.delLoc(f, sp.SpanID)
+				}
 				w.services[sp.Resource]--
 				w.bytes -= spanBytes(sp)
 			}

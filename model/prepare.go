@@ -45,7 +45,10 @@ type batchPrep struct {
 	// loop, so the groups of new traces are whole fragments.
 	simple bool
 
-	// The writer's per-trace flags, filled when it applies the batch.
+	// The writer's per-trace state, filled when it applies the batch:
+	// the trace's record (0 while it has none), whether the store held
+	// none of it before, whether fragments of it wait for a parent.
+	trec        []uint32
 	tNew, tWait []bool
 
 	ids   idTable
@@ -216,6 +219,8 @@ func (p *batchPrep) release() {
 }
 
 func grow32(s []int32, n int) []int32 { return slices.Grow(s[:0], n)[:n] }
+
+func grow32u(s []uint32, n int) []uint32 { return slices.Grow(s[:0], n)[:n] }
 
 func growBool(s []bool, n int) []bool {
 	s = slices.Grow(s[:0], n)[:n]

@@ -206,7 +206,7 @@ func (w *writer) reorder(f *frag) {
 	}
 	for i := range f.spans {
 		sp := &f.spans[i]
-		w.moveLoc(sp.TraceID, sp.SpanID, loc{frag: f.id, idx: uint32(i)}, loc{frag: f.id, idx: uint32(pos[i])})
+		w.moveLoc(f, sp.SpanID, loc{frag: f.id, idx: uint32(i)}, loc{frag: f.id, idx: uint32(pos[i])})
 	}
 	f.spans, f.top, f.ordered = spans, 0, true
 	w.pos32 = pos

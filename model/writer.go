@@ -5,6 +5,7 @@ package model
 
 import (
 	"encoding/hex"
+	"math/rand/v2"
 	"slices"
 	"unsafe"
 )
@@ -13,12 +14,6 @@ import (
 type loc struct {
 	frag uint32
 	idx  uint32
-}
-
-// spanKey is a span's identity: span ids are unique only within a trace.
-type spanKey struct {
-	trace TraceID
-	id    SpanID
 }
 
 // frag is the writer's mutable fragment. There is one per connected piece
@@ -43,6 +38,9 @@ type frag struct {
 	// waitPrev and waitNext link the fragments waiting for one parent id
 	// (see waitList), in the order they began to wait.
 	waitPrev, waitNext uint32
+	// trec is the fragment's trace record; tPrev and tNext link the
+	// fragments of the trace.
+	trec, tPrev, tNext uint32
 	rpos               int32 // index in roll.frags
 	errors             int32
 	ordered            bool
@@ -74,18 +72,22 @@ type roll struct {
 // the fragments between are linked through waitNext.
 type waitList struct{ head, tail uint32 }
 
-// traceCount is what the writer counts per trace id: its live fragments,
-// and how many of them wait for a parent.
-type traceCount struct{ frags, waiting int32 }
+// traceRec is what the writer keeps per trace id: its live fragments,
+// how many of them wait for a parent, and the index of its spans once one
+// had to be looked up.
+type traceRec struct {
+	idx     *spanIndex
+	id      TraceID
+	frags   int32
+	waiting int32
+	head    uint32 // a fragment of the trace; the others link from it
+}
 
 // writer is the state owned by the writer goroutine.
 type writer struct {
 	s *Store
-	// locs holds every stored span by span id. An id already held by a
-	// span of another trace goes to shared instead: ids collide rarely,
-	// and keying every span by its trace too would cost 16 bytes each.
-	locs   *spanIndex
-	shared map[spanKey]loc
+	// seed keys the span indexes' hash (see spanTag).
+	seed uint64
 	// waiting lists the fragments whose top waits for a missing parent, by
 	// the parent's span id (each fragment's trace tells which are meant).
 	waiting map[SpanID]waitList
@@ -98,9 +100,14 @@ type writer struct {
 	jobs     []*frag
 	rolls    map[string]*roll
 	order    []*roll // creation order; dead entries are skipped and compacted
-	traces   map[TraceID]traceCount
+	// traces maps trace ids to records in recs (0: none); free holds
+	// unused record numbers.
+	traces   map[TraceID]uint32
+	recs     []traceRec
+	recFree  []uint32
 	services []int64
 	seq      uint64
+	sink     uint64 // keeps apply's prefetching loads
 	version  uint64
 	pubSeq   uint64
 	stored   int
@@ -147,12 +154,12 @@ type writer struct {
 
 func (w *writer) init(s *Store) {
 	w.s = s
-	w.locs = newSpanIndex()
-	w.shared = map[spanKey]loc{}
+	w.seed = rand.Uint64()
 	w.waiting = map[SpanID]waitList{}
 	w.tab = []*frag{nil} // id 0 is no fragment
 	w.rolls = map[string]*roll{}
-	w.traces = map[TraceID]traceCount{}
+	w.traces = map[TraceID]uint32{}
+	w.recs = []traceRec{{}} // record 0 is no trace
 	w.keys = s.keys
 	w.own = &batchPrep{tr: map[TraceID]int32{}}
 }
@@ -165,19 +172,47 @@ func (w *writer) fragAt(id uint32) *frag {
 	return nil
 }
 
-// dropFrag forgets f's id, for reuse.
+// dropFrag forgets f's id, for reuse, and takes it from its trace, which
+// is forgotten with its last fragment.
 func (w *writer) dropFrag(f *frag) {
 	if w.tab[f.id] == f {
 		w.tab[f.id] = nil
 		w.free = append(w.free, f.id)
 	}
 	w.nfrags--
-	tc := w.traces[f.trace]
-	if tc.frags--; tc.frags <= 0 {
-		delete(w.traces, f.trace)
+	tr := &w.recs[f.trec]
+	if f.tPrev != 0 {
+		w.tab[f.tPrev].tNext = f.tNext
 	} else {
-		w.traces[f.trace] = tc
+		tr.head = f.tNext
 	}
+	if f.tNext != 0 {
+		w.tab[f.tNext].tPrev = f.tPrev
+	}
+	f.tPrev, f.tNext = 0, 0
+	if tr.frags--; tr.frags <= 0 {
+		delete(w.traces, tr.id)
+		*tr = traceRec{}
+		w.recFree = append(w.recFree, f.trec)
+	}
+}
+
+// traceRecOf returns the record of trace, made if new.
+func (w *writer) traceRecOf(trace TraceID) uint32 {
+	if r, ok := w.traces[trace]; ok {
+		return r
+	}
+	var r uint32
+	if k := len(w.recFree); k > 0 {
+		r = w.recFree[k-1]
+		w.recFree = w.recFree[:k-1]
+	} else {
+		r = uint32(len(w.recs))
+		w.recs = append(w.recs, traceRec{})
+	}
+	w.recs[r] = traceRec{id: trace}
+	w.traces[trace] = r
+	return r
 }
 
 func (w *writer) apply(b Batch) {
@@ -188,10 +223,12 @@ func (w *writer) apply(b Batch) {
 		b.relayout(p.prepare(b.Spans, w.s.strs, &w.keys))
 	}
 	w.prep = p
+	p.trec = grow32u(p.trec, len(p.traces))
 	for t, id := range p.traces {
-		tc, known := w.traces[id]
-		p.tNew[t] = !known
-		p.tWait[t] = tc.waiting > 0
+		r := w.traces[id]
+		p.trec[t] = r
+		p.tNew[t] = r == 0
+		p.tWait[t] = w.recs[r].waiting > 0
 	}
 	// A group of a trace the store has not seen is a fragment as it lies:
 	// no span of it can be stored already, and its top's parent is not
@@ -207,8 +244,15 @@ func (w *writer) apply(b Batch) {
 		}
 	}
 	alias := 4*fast >= 3*len(b.Spans)
-	// Every span goes into the index: start its cache misses together.
-	w.locs.prefetch(func(i int) SpanID { return b.Spans[i].SpanID }, len(b.Spans))
+	// Spans of indexed traces go into their index: start the cache misses
+	// together.
+	var sum uint64
+	for i := range b.Spans {
+		if x := w.recs[p.trec[p.tix[i]]].idx; x != nil {
+			sum += x.touch(spanTag(w.seed, b.Spans[i].SpanID))
+		}
+	}
+	w.sink = sum
 	w.placedF = slices.Grow(w.placedF[:0], len(b.Spans))[:len(b.Spans)]
 	w.placedI = slices.Grow(w.placedI[:0], len(b.Spans))[:len(b.Spans)]
 	clear(w.placedF)
@@ -266,55 +310,63 @@ func (w *writer) parentAt(i int32) (*frag, uint32) {
 	return f, idx
 }
 
-// lookup finds a stored span of the given trace.
-func (w *writer) lookup(trace TraceID, id SpanID) (*frag, uint32, bool) {
-	if l, ok := w.locs.get(id, w.holds(id)); ok {
-		if f := w.fragAt(l.frag); f != nil && f.trace == trace {
-			return f, l.idx, true
-		}
+// lookup finds a stored span of the trace with record r (0: none),
+// building the trace's index when it has none yet.
+func (w *writer) lookup(r uint32, id SpanID) (*frag, uint32, bool) {
+	if r == 0 {
+		return nil, 0, false
 	}
-	if len(w.shared) > 0 {
-		if l, ok := w.shared[spanKey{trace, id}]; ok {
-			if f := w.fragAt(l.frag); f != nil {
-				return f, l.idx, true
-			}
-		}
+	x := w.index(r)
+	if l, ok := x.get(spanTag(w.seed, id), w.holds(id)); ok {
+		return w.tab[l.frag], l.idx, true
 	}
 	return nil, 0, false
 }
 
-// setLoc records where the span (trace, id) now lives: one probe of the
-// index finds the slot that holds id or the empty one it goes to.
-func (w *writer) setLoc(trace TraceID, id SpanID, l loc) {
-	sh, i, tag, found := w.locs.probe(id, w.holds(id))
-	if found {
-		if f := w.fragAt(sh.locs[i].frag); f != nil && f.trace != trace {
-			w.shared[spanKey{trace, id}] = l
-			return
+// index returns the span index of the trace with record r, built from its
+// fragments when this is the first lookup.
+func (w *writer) index(r uint32) *spanIndex {
+	tr := &w.recs[r]
+	if tr.idx != nil {
+		return tr.idx
+	}
+	x := &spanIndex{}
+	for id := tr.head; id != 0; id = w.tab[id].tNext {
+		f := w.tab[id]
+		for k := range f.spans {
+			sid := f.spans[k].SpanID
+			x.set(spanTag(w.seed, sid), loc{frag: f.id, idx: uint32(k)}, w.holds(sid))
 		}
-		sh.locs[i] = l
-		return
 	}
-	if len(w.shared) > 0 {
-		delete(w.shared, spanKey{trace, id})
-	}
-	w.locs.fill(sh, i, tag, l)
+	tr.idx = x
+	return x
 }
 
-// moveLoc records that the span (trace, id) moved from one place to
-// another within its fragment; the index entry is found by where it was,
-// since the span there may already be another.
-func (w *writer) moveLoc(trace TraceID, id SpanID, from, to loc) {
-	at := func(l loc) bool { return l == from }
-	if _, ok := w.locs.get(id, at); ok {
-		w.locs.set(id, to, at)
+// setLoc records where a span of f now lives, when its trace is indexed.
+func (w *writer) setLoc(f *frag, id SpanID, l loc) {
+	x := w.recs[f.trec].idx
+	if x == nil {
 		return
 	}
-	w.shared[spanKey{trace, id}] = to
+	tag := spanTag(w.seed, id)
+	if i, found := x.probe(tag, w.holds(id)); found {
+		x.locs[i] = l
+	} else {
+		x.fill(i, tag, l)
+	}
 }
 
-// holds returns a test of whether a location holds the span id: the
-// index keeps a tag of the id, not the id.
+// moveLoc records that a span of f moved from one place to another within
+// it; the index entry is found by where it was, since the span there may
+// already be another.
+func (w *writer) moveLoc(f *frag, id SpanID, from, to loc) {
+	if x := w.recs[f.trec].idx; x != nil {
+		x.set(spanTag(w.seed, id), to, func(l loc) bool { return l == from })
+	}
+}
+
+// holds returns a test of whether a location holds the span id: an index
+// keeps a tag of the id, not the id.
 func (w *writer) holds(id SpanID) func(loc) bool {
 	return func(l loc) bool {
 		f := w.fragAt(l.frag)
@@ -322,16 +374,12 @@ func (w *writer) holds(id SpanID) func(loc) bool {
 	}
 }
 
-// delLoc forgets the span (trace, id) of fragment f.
-func (w *writer) delLoc(trace TraceID, id SpanID, f *frag) {
-	mine := func(l loc) bool {
-		return l.frag == f.id && int(l.idx) < len(f.spans) && f.spans[l.idx].SpanID == id
-	}
-	if w.locs.del(id, mine) {
-		return
-	}
-	if len(w.shared) > 0 {
-		delete(w.shared, spanKey{trace, id})
+// delLoc forgets the span id of fragment f.
+func (w *writer) delLoc(f *frag, id SpanID) {
+	if x := w.recs[f.trec].idx; x != nil {
+		x.del(spanTag(w.seed, id), func(l loc) bool {
+			return l.frag == f.id && int(l.idx) < len(f.spans) && f.spans[l.idx].SpanID == id
+		})
 	}
 }
 
@@ -340,14 +388,14 @@ func (w *writer) delLoc(trace TraceID, id SpanID, f *frag) {
 // that its parent is not stored: the caller knows from the batch, and the
 // lookups are saved.
 func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) {
+	p := w.prep
+	t := p.tix[i]
 	if !fresh {
-		if _, _, dup := w.lookup(sp.TraceID, sp.SpanID); dup {
+		if _, _, dup := w.lookup(p.trec[t], sp.SpanID); dup {
 			w.dups++
 			return nil, 0
 		}
 	}
-	p := w.prep
-	t := p.tix[i]
 	w.stored++
 	w.bytes += spanBytes(sp)
 	if int(sp.Resource) >= len(w.services) {
@@ -376,7 +424,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 		pf, pi := w.parentAt(i)
 		ok := pf != nil
 		if !ok && !noParent {
-			pf, pi, ok = w.lookup(sp.TraceID, sp.ParentID)
+			pf, pi, ok = w.lookup(p.trec[t], sp.ParentID)
 		}
 		if ok {
 			if pf.isJob {
@@ -426,9 +474,12 @@ func (w *writer) placeGroup(spans []Span, g *group, alias bool) {
 		f.spans = append(f.spans, run...)
 	}
 	f.start, f.end, f.errors = g.first, g.last, g.errors
+	indexed := w.recs[f.trec].idx != nil
 	for k := range run {
 		sp := &run[k]
-		w.setLoc(sp.TraceID, sp.SpanID, loc{frag: f.id, idx: uint32(k)})
+		if indexed {
+			w.setLoc(f, sp.SpanID, loc{frag: f.id, idx: uint32(k)})
+		}
 		if int(sp.Resource) >= len(w.services) {
 			w.services = append(w.services, make([]int64, int(sp.Resource)+1-len(w.services))...)
 		}
@@ -463,9 +514,7 @@ func (w *writer) wait(id SpanID, f *frag) {
 	wl.tail = f.id
 	w.waiting[id] = wl
 	f.waiting = true
-	tc := w.traces[f.trace]
-	tc.waiting++
-	w.traces[f.trace] = tc
+	w.recs[f.trec].waiting++
 }
 
 // unlink takes f out of wl.
@@ -482,9 +531,7 @@ func (w *writer) unlink(wl *waitList, f *frag) {
 	}
 	f.waitPrev, f.waitNext = 0, 0
 	f.waiting = false
-	tc := w.traces[f.trace]
-	tc.waiting--
-	w.traces[f.trace] = tc
+	w.recs[f.trec].waiting--
 }
 
 // takeWaiting removes and returns the fragments of trace waiting for span
@@ -543,9 +590,17 @@ func (w *writer) newFrag(trace TraceID, size int32) *frag {
 		f.spans = w.slab.make(int(size))
 	}
 	w.nfrags++
-	tc := w.traces[trace]
-	tc.frags++
-	w.traces[trace] = tc
+	f.trec = w.traceRecOf(trace)
+	tr := &w.recs[f.trec]
+	tr.frags++
+	if tr.head != 0 {
+		f.tNext = tr.head
+		w.tab[tr.head].tPrev = f.id
+	}
+	tr.head = f.id
+	if p := w.prep; p != nil {
+		p.trec[p.tr[trace]] = f.trec
+	}
 	return f
 }
 
@@ -562,7 +617,7 @@ func (w *writer) appendSpan(f *frag, sp Span, parent int32, rid string) uint32 {
 		f.errors++
 	}
 	f.spans = append(f.spans, sp)
-	w.setLoc(sp.TraceID, sp.SpanID, loc{frag: f.id, idx: idx})
+	w.setLoc(f, sp.SpanID, loc{frag: f.id, idx: idx})
 	if f.rid == "" && !f.isJob {
 		f.rid = rid
 	}
@@ -648,7 +703,7 @@ func (w *writer) moveSpans(dst, src *frag) uint32 {
 			sp.Parent += int32(off)
 		}
 		dst.spans = append(dst.spans, sp)
-		w.setLoc(sp.TraceID, sp.SpanID, loc{frag: dst.id, idx: off + uint32(i)})
+		w.setLoc(dst, sp.SpanID, loc{frag: dst.id, idx: off + uint32(i)})
 	}
 	if src.start < dst.start {
 		dst.start = src.start
