@@ -94,12 +94,12 @@ type writer struct {
 	// tab holds the live fragments by id (nil where none); ids of gone
 	// fragments are reused from free, so the table stays as long as the
 	// most fragments ever held at once.
-	tab      []*frag
-	free     []uint32
-	nfrags   int
-	jobs     []*frag
-	rolls    map[string]*roll
-	order    []*roll // creation order; dead entries are skipped and compacted
+	tab    []*frag
+	free   []uint32
+	nfrags int
+	jobs   []*frag
+	rolls  map[string]*roll
+	order  []*roll // creation order; dead entries are skipped and compacted
 	// traces maps trace ids to records in recs (0: none); free holds
 	// unused record numbers.
 	traces   map[TraceID]uint32
