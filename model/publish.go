@@ -105,6 +105,12 @@ func (w *writer) publish() *Snapshot {
 	return snap
 }
 
+// rollout1 is a published rollout of one fragment with its Fragments array.
+type rollout1 struct {
+	r Rollout
+	f [1]*Fragment
+}
+
 // pubRoll returns the published form of r, building it anew when r changed.
 func (w *writer) pubRoll(r *roll) *Rollout {
 	if !r.dirty && r.pub != nil {
@@ -112,7 +118,6 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 	}
 	w.version++
 	r.version = w.version
-	pr := &Rollout{ID: r.key, Synthetic: r.synthetic, Version: r.version, FirstSeen: time.Unix(0, r.firstSeen), LastSeen: time.Unix(0, r.lastSeen)}
 	frags := r.frags
 	if int(r.live) < len(frags) {
 		frags = make([]*frag, 0, r.live)
@@ -122,12 +127,22 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 			}
 		}
 	}
-	pr.Fragments = make([]*Fragment, len(frags))
-	var traces map[TraceID]bool // only for rollouts split into many fragments
+	var pr *Rollout
+	if len(frags) == 1 {
+		// Most rollouts are one fragment: one allocation for both.
+		one := &rollout1{}
+		pr = &one.r
+		pr.Fragments = one.f[:]
+	} else {
+		pr = &Rollout{Fragments: make([]*Fragment, len(frags))}
+	}
+	pr.ID, pr.Synthetic, pr.Version = r.key, r.synthetic, r.version
+	pr.FirstSeen, pr.LastSeen = time.Unix(0, r.firstSeen), time.Unix(0, r.lastSeen)
+	var traces map[uint32]bool // by trace record; only for rollouts split into many fragments
 	if len(frags) > 16 {
-		traces = make(map[TraceID]bool, len(frags))
+		traces = make(map[uint32]bool, len(frags))
 		for _, f := range frags {
-			traces[f.trace] = true
+			traces[f.trec] = true
 		}
 		pr.Traces = len(traces)
 	}
@@ -148,7 +163,7 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 		// Distinct traces: rollouts have few fragments, so a scan beats a map.
 		seen := false
 		for _, g := range frags[:i] {
-			if g.trace == f.trace {
+			if g.trec == f.trec {
 				seen = true
 				break
 			}
@@ -170,7 +185,7 @@ func (w *writer) pubFrag(f *frag) *Fragment {
 		w.settling = append(w.settling, f)
 		w.version++
 		f.pub = &Fragment{
-			TraceID:   f.trace,
+			TraceID:   f.traceID(),
 			Spans:     f.spans[:len(f.spans):len(f.spans)],
 			TopParent: f.spans[f.top].ParentID,
 			Job:       f.job,

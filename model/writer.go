@@ -20,11 +20,9 @@ type loc struct {
 // of a trace; fields are ordered by size.
 type frag struct {
 	seq   uint64 // creation order
-	trace TraceID
 	spans []Span // append-only: published Fragments share the backing array
 	job   SpanID
 	rid   string
-	synth string // synthetic rollout key, built once when first needed
 	roll  *roll
 	pub   *Fragment
 	start int64
@@ -77,7 +75,6 @@ type waitList struct{ head, tail uint32 }
 // had to be looked up.
 type traceRec struct {
 	idx     *spanIndex
-	id      TraceID
 	frags   int32
 	waiting int32
 	head    uint32 // a fragment of the trace; the others link from it
@@ -164,6 +161,9 @@ func (w *writer) init(s *Store) {
 	w.own = &batchPrep{tr: map[TraceID]int32{}}
 }
 
+// traceID is the trace of f's spans.
+func (f *frag) traceID() TraceID { return f.spans[0].TraceID }
+
 // fragAt returns the live fragment with id, or nil.
 func (w *writer) fragAt(id uint32) *frag {
 	if int(id) < len(w.tab) {
@@ -191,7 +191,7 @@ func (w *writer) dropFrag(f *frag) {
 	}
 	f.tPrev, f.tNext = 0, 0
 	if tr.frags--; tr.frags <= 0 {
-		delete(w.traces, tr.id)
+		delete(w.traces, f.traceID())
 		*tr = traceRec{}
 		w.recFree = append(w.recFree, f.trec)
 	}
@@ -210,7 +210,7 @@ func (w *writer) traceRecOf(trace TraceID) uint32 {
 		r = uint32(len(w.recs))
 		w.recs = append(w.recs, traceRec{})
 	}
-	w.recs[r] = traceRec{id: trace}
+	w.recs[r] = traceRec{}
 	w.traces[trace] = r
 	return r
 }
@@ -410,7 +410,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 		w.jobs = append(w.jobs, f)
 		// Fragments waiting for this span hang under the job: they stay rollouts.
 		if p.tWait[t] {
-			for _, c := range w.takeWaiting(sp.TraceID, sp.SpanID) {
+			for _, c := range w.takeWaiting(f.trec, sp.SpanID) {
 				c.job = sp.SpanID
 				w.touch(c)
 			}
@@ -450,7 +450,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 	idx := w.appendSpan(f, *sp, parent, p.rid[i])
 	// Fragments that arrived before this span and wait for it join its fragment.
 	if p.tWait[t] {
-		for _, c := range w.takeWaiting(sp.TraceID, sp.SpanID) {
+		for _, c := range w.takeWaiting(f.trec, sp.SpanID) {
 			if c != f { // a span that names itself as parent waits for nobody
 				f, idx = w.merge(f, c, idx)
 			}
@@ -534,9 +534,9 @@ func (w *writer) unlink(wl *waitList, f *frag) {
 	w.recs[f.trec].waiting--
 }
 
-// takeWaiting removes and returns the fragments of trace waiting for span
-// id, in the order they began to wait.
-func (w *writer) takeWaiting(trace TraceID, id SpanID) []*frag {
+// takeWaiting removes and returns the fragments of the trace with record
+// trec waiting for span id, in the order they began to wait.
+func (w *writer) takeWaiting(trec uint32, id SpanID) []*frag {
 	wl, ok := w.waiting[id]
 	if !ok {
 		return nil
@@ -545,7 +545,7 @@ func (w *writer) takeWaiting(trace TraceID, id SpanID) []*frag {
 	for cur := wl.head; cur != 0; {
 		c := w.tab[cur]
 		cur = c.waitNext
-		if c.trace == trace { // those of other traces stay listed
+		if c.trec == trec { // those of other traces stay listed
 			w.unlink(&wl, c)
 			out = append(out, c)
 		}
@@ -577,7 +577,7 @@ func (w *writer) unwait(f *frag) {
 // newFrag starts a fragment with room for size spans.
 func (w *writer) newFrag(trace TraceID, size int32) *frag {
 	w.seq++
-	f := &frag{seq: w.seq, trace: trace, ordered: true}
+	f := &frag{seq: w.seq, ordered: true}
 	if k := len(w.free); k > 0 {
 		f.id = w.free[k-1]
 		w.free = w.free[:k-1]
@@ -642,7 +642,6 @@ func (w *writer) merge(f, child *frag, at uint32) (*frag, uint32) {
 		child.top = int32(off) + f.top
 		child.ordered = false
 		child.job = f.job
-		child.synth = f.synth
 		if f.rid != "" {
 			child.rid = f.rid
 		}
@@ -777,11 +776,14 @@ func (w *writer) markDirty(r *roll) {
 // assign puts f in the rollout its id names, moving it if the id changed.
 func (w *writer) assign(f *frag) {
 	key, synthetic := f.rid, false
+	if f.roll != nil && (key == "" && f.roll.synthetic || key != "" && f.roll.key == key) {
+		// Where it is: a fragment without an id is in the rollout of its
+		// synthetic key, which its top span fixes (a merge that keeps the
+		// child's array gives the child the parent's top and rollout).
+		return
+	}
 	if key == "" {
-		if f.synth == "" {
-			f.synth = syntheticKey(f.trace, f.spans[f.top].SpanID)
-		}
-		key, synthetic = f.synth, true
+		key, synthetic = syntheticKey(f.traceID(), f.spans[f.top].SpanID), true
 	}
 	if f.roll != nil && f.roll.key == key {
 		return
