@@ -36,7 +36,7 @@ func (w *writer) evict(target int, targetBytes int64) {
 			w.dropFrag(f)
 		}
 		r.dead = true
-		delete(w.rolls, r.key)
+		w.dropRoll(r)
 		w.evRolls++
 		n++
 	}

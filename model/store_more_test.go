@@ -153,3 +153,39 @@ func TestStoreWriterAndReaders(t *testing.T) {
 		}
 	}
 }
+
+// A rollout id written like a synthetic key names the same rollout as that
+// key, as when both were one text; the parsed form round-trips only for
+// the exact lower-case form.
+func TestSynthKeyText(t *testing.T) {
+	var tr TraceID
+	copy(tr[:], []byte{0x0a, 0x1b, 0x2c, 0x3d, 9, 9})
+	k := synthKeyOf(tr, numID(0xfe))
+	s := k.String()
+	if s != "~0a1b2c3d/00000000000000fe" {
+		t.Fatalf("String() = %q", s)
+	}
+	if got, ok := parseSynthKey(s); !ok || got != k {
+		t.Fatalf("parseSynthKey(%q) = %v, %v", s, got, ok)
+	}
+	for _, bad := range []string{"~0A1B2C3D/00000000000000fe", "~0a1b2c3d-00000000000000fe", "0a1b2c3d/00000000000000fe0", "~0a1b2c3d/00000000000000f"} {
+		if _, ok := parseSynthKey(bad); ok {
+			t.Errorf("parseSynthKey(%q) accepted", bad)
+		}
+	}
+	st := NewStore(Options{})
+	defer st.Close()
+	l := NewLocal(st.Interner())
+	var b AttrBuilder
+	b.String(l, l.Intern([]byte(RolloutIDKey)), []byte(s))
+	root := Span{TraceID: tr, SpanID: numID(0xfe)}                            // synthetic key s
+	other := Span{TraceID: TraceID{1}, SpanID: numID(1), Attrs: b.Attrs()} // rollout id s
+	if err := st.Add(Batch{Spans: []Span{root, other}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Sync()
+	snap := st.Snapshot()
+	if len(snap.Rollouts) != 1 || snap.Rollouts[0].ID != s || len(snap.Rollouts[0].Fragments) != 2 {
+		t.Fatalf("want one rollout %q of two fragments, got %d rollouts", s, len(snap.Rollouts))
+	}
+}

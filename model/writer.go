@@ -95,7 +95,11 @@ type writer struct {
 	free   []uint32
 	nfrags int
 	jobs   []*frag
+	// rolls holds the rollouts by key: those named like synthetic keys
+	// in synth by the parsed key (no string to make or hash), the rest
+	// in rolls.
 	rolls  map[string]*roll
+	synth  map[synthKey]*roll
 	order  []*roll // creation order; dead entries are skipped and compacted
 	// traces maps trace ids to records in recs (0: none); free holds
 	// unused record numbers.
@@ -155,6 +159,7 @@ func (w *writer) init(s *Store) {
 	w.waiting = map[SpanID]waitList{}
 	w.tab = []*frag{nil} // id 0 is no fragment
 	w.rolls = map[string]*roll{}
+	w.synth = map[synthKey]*roll{}
 	w.traces = map[TraceID]uint32{}
 	w.recs = []traceRec{{}} // record 0 is no trace
 	w.keys = s.keys
@@ -740,7 +745,7 @@ func (w *writer) detach(r *roll, c *frag) {
 		r.frags = r.frags[:0]
 		r.dead = true
 		w.restructure = true
-		delete(w.rolls, r.key)
+		w.dropRoll(r)
 		return
 	}
 	if int(r.live) < len(r.frags)/2 {
@@ -775,26 +780,41 @@ func (w *writer) markDirty(r *roll) {
 
 // assign puts f in the rollout its id names, moving it if the id changed.
 func (w *writer) assign(f *frag) {
-	key, synthetic := f.rid, false
+	key := f.rid
 	if f.roll != nil && (key == "" && f.roll.synthetic || key != "" && f.roll.key == key) {
 		// Where it is: a fragment without an id is in the rollout of its
 		// synthetic key, which its top span fixes (a merge that keeps the
 		// child's array gives the child the parent's top and rollout).
 		return
 	}
-	if key == "" {
-		key, synthetic = syntheticKey(f.traceID(), f.spans[f.top].SpanID), true
+	sk, inSynth := synthKey{}, key == ""
+	if inSynth {
+		sk = synthKeyOf(f.traceID(), f.spans[f.top].SpanID)
+	} else {
+		sk, inSynth = parseSynthKey(key)
 	}
-	if f.roll != nil && f.roll.key == key {
+	var r *roll
+	if inSynth {
+		r = w.synth[sk]
+	} else {
+		r = w.rolls[key]
+	}
+	if r != nil && f.roll == r {
 		return
 	}
 	if f.roll != nil {
 		w.detach(f.roll, f)
 	}
-	r := w.rolls[key]
 	if r == nil {
-		r = &roll{key: key, synthetic: synthetic, seq: f.seq, firstSeen: w.nowNS, idx: -1}
-		w.rolls[key] = r
+		r = &roll{key: key, synthetic: f.rid == "", seq: f.seq, firstSeen: w.nowNS, idx: -1}
+		if inSynth {
+			if r.synthetic {
+				r.key = sk.String()
+			}
+			w.synth[sk] = r
+		} else {
+			w.rolls[key] = r
+		}
 		if n := len(w.order); n > 0 && w.order[n-1].seq > r.seq {
 			w.restructure = true // an old fragment started a rollout: re-sort
 		}
@@ -813,15 +833,59 @@ func (w *writer) assign(f *frag) {
 	r.lastSeen = w.nowNS
 }
 
-// syntheticKey names a rollout without an id by its trace and top span,
-// built with one allocation (it is made for every such fragment).
-func syntheticKey(t TraceID, top SpanID) string {
-	var b [1 + 8 + 1 + 16]byte
+// dropRoll forgets r's key.
+func (w *writer) dropRoll(r *roll) {
+	if sk, ok := parseSynthKey(r.key); ok {
+		delete(w.synth, sk)
+	} else {
+		delete(w.rolls, r.key)
+	}
+}
+
+// synthKey names a rollout without an id by its trace and top span. As
+// text (String) it is "~" and the hex of the trace id's first 4 bytes,
+// "/", the hex of the span id; a rollout id of exactly that form shares
+// the map, so both name one rollout as one text would.
+type synthKey struct {
+	t [4]byte
+	s SpanID
+}
+
+func synthKeyOf(t TraceID, top SpanID) synthKey {
+	return synthKey{t: [4]byte(t[:4]), s: top}
+}
+
+// String is the key as text, built with one allocation.
+func (k synthKey) String() string {
+	var b [synthKeyLen]byte
 	b[0] = '~'
-	hex.Encode(b[1:9], t[:4])
+	hex.Encode(b[1:9], k.t[:])
 	b[9] = '/'
-	hex.Encode(b[10:], top[:])
+	hex.Encode(b[10:], k.s[:])
 	return string(b[:])
+}
+
+const synthKeyLen = 1 + 8 + 1 + 16
+
+// parseSynthKey reads a key of String's form (lower-case hex only, so
+// that text and key match one to one).
+func parseSynthKey(s string) (synthKey, bool) {
+	var k synthKey
+	if len(s) != synthKeyLen || s[0] != '~' || s[9] != '/' {
+		return k, false
+	}
+	for i := 1; i < synthKeyLen; i++ {
+		if c := s[i]; i != 9 && !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return k, false
+		}
+	}
+	if _, err := hex.Decode(k.t[:], []byte(s[1:9])); err != nil {
+		return k, false
+	}
+	if _, err := hex.Decode(k.s[:], []byte(s[10:])); err != nil {
+		return k, false
+	}
+	return k, true
 }
 
 // sameAttrs reports whether a and b are one shared packed set (not merely
