@@ -178,7 +178,7 @@ func TestSynthKeyText(t *testing.T) {
 	l := NewLocal(st.Interner())
 	var b AttrBuilder
 	b.String(l, l.Intern([]byte(RolloutIDKey)), []byte(s))
-	root := Span{TraceID: tr, SpanID: numID(0xfe)}                            // synthetic key s
+	root := Span{TraceID: tr, SpanID: numID(0xfe)}                         // synthetic key s
 	other := Span{TraceID: TraceID{1}, SpanID: numID(1), Attrs: b.Attrs()} // rollout id s
 	if err := st.Add(Batch{Spans: []Span{root, other}}); err != nil {
 		t.Fatal(err)

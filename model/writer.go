@@ -98,9 +98,9 @@ type writer struct {
 	// rolls holds the rollouts by key: those named like synthetic keys
 	// in synth by the parsed key (no string to make or hash), the rest
 	// in rolls.
-	rolls  map[string]*roll
-	synth  map[synthKey]*roll
-	order  []*roll // creation order; dead entries are skipped and compacted
+	rolls map[string]*roll
+	synth map[synthKey]*roll
+	order []*roll // creation order; dead entries are skipped and compacted
 	// traces maps trace ids to records in recs (0: none); free holds
 	// unused record numbers.
 	traces   map[TraceID]uint32
