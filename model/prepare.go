@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // batchPrep is a prepared batch. prepare lays the batch's spans out anew,
@@ -54,7 +55,7 @@ type batchPrep struct {
 	ids   idTable
 	tr    map[TraceID]int32
 	ds    depthScratch
-	noRID Attrs // the last attribute set found to name no rollout
+	ridSets [ridSlots]ridSet // recent attribute sets and the rollout id they name
 	// Scratch by batch index, while laying out.
 	tixB, parentB, orderB, gidB, posB []int32
 	dupB                              []bool
@@ -91,20 +92,24 @@ var prepPool = sync.Pool{New: func() any { return &batchPrep{tr: map[TraceID]int
 // array of their exact number; spans itself is left as it was.
 func (p *batchPrep) prepare(spans []Span, t *Interner, keys *storeKeys) []Span {
 	n := len(spans)
-	p.ids.reset(n)
 	clear(p.tr)
 	p.traces = p.traces[:0]
 	p.simple = true
 	// First by batch index (the ...B slices), then by position.
 	tixB := grow32(p.tixB, n)
 	dupB := growBool(p.dupB, n)
+	p.ids.reset(n, tixB)
+	k := int32(-1)
 	for i := range spans {
 		sp := &spans[i]
-		k, ok := p.tr[sp.TraceID]
-		if !ok {
-			k = int32(len(p.traces))
-			p.tr[sp.TraceID] = k
-			p.traces = append(p.traces, sp.TraceID)
+		// Spans of one trace mostly come together.
+		if k < 0 || sp.TraceID != p.traces[k] {
+			var ok bool
+			if k, ok = p.tr[sp.TraceID]; !ok {
+				k = int32(len(p.traces))
+				p.tr[sp.TraceID] = k
+				p.traces = append(p.traces, sp.TraceID)
+			}
 		}
 		tixB[i] = k
 		if dupB[i] = !p.ids.add(sp.SpanID, k, int32(i)); dupB[i] {
@@ -214,9 +219,18 @@ func (p *batchPrep) prepare(spans []Span, t *Interner, keys *storeKeys) []Span {
 // release gives p back for another batch; it keeps no span's strings.
 func (p *batchPrep) release() {
 	clear(p.rid)
-	p.noRID = ""
+	clear(p.ridSets[:])
 	prepPool.Put(p)
 }
+
+// ridSet is an attribute set (shared between spans: equal sets of recent
+// spans are one packed copy) and the rollout id it names.
+type ridSet struct {
+	attrs Attrs
+	id    string
+}
+
+const ridSlots = 64
 
 func grow32(s []int32, n int) []int32 { return slices.Grow(s[:0], n)[:n] }
 
@@ -230,10 +244,16 @@ func growBool(s []bool, n int) []bool {
 
 var ngRollout = "/ng-rollout/"
 
-// rolloutID returns the rollout id a span names, or "".
+// rolloutID returns the rollout id a span names, or "". Spans of one
+// operation share one packed attribute set, so the answer is remembered
+// per set (by its address: comparing bytes would cost what it saves).
 func (p *batchPrep) rolloutID(sp *Span, t *Interner, keys *storeKeys) string {
-	if sp.Attrs == "" || sameAttrs(sp.Attrs, p.noRID) {
+	if sp.Attrs == "" {
 		return ""
+	}
+	c := &p.ridSets[uintptr(unsafe.Pointer(unsafe.StringData(string(sp.Attrs))))>>4%ridSlots]
+	if sameAttrs(sp.Attrs, c.attrs) {
+		return c.id
 	}
 	id := ""
 	want := func(k Str) bool { return k == keys.rid || slices.Contains(keys.paths, k) }
@@ -257,39 +277,41 @@ func (p *batchPrep) rolloutID(sp *Span, t *Interner, keys *storeKeys) string {
 		}
 		return true
 	})
-	if id == "" {
-		p.noRID = sp.Attrs
-		return ""
-	}
 	// The value may point into a span's packed attributes; the rollout key
 	// must not keep those alive.
-	return strings.Clone(id)
+	if id != "" {
+		id = strings.Clone(id)
+	}
+	c.attrs, c.id = sp.Attrs, id
+	return id
 }
 
 // idTable finds a batch span by (trace index, span id): open addressing
-// over the batch, cleared by a generation stamp instead of a sweep.
+// over the batch, cleared by a generation stamp instead of a sweep. A slot
+// is 16 bytes; the trace index is read from the batch's own.
 type idTable struct {
 	slots []idSlot
+	tix   []int32 // trace index by batch index
 	gen   uint32
 	mask  uint32
 }
 
 type idSlot struct {
 	id  uint64
-	gen uint32
-	tix int32
 	at  int32
+	gen uint32
 }
 
-func (t *idTable) reset(n int) {
+func (t *idTable) reset(n int, tix []int32) {
 	size := 16
-	for size < 2*n {
+	for size < n+n/2 {
 		size <<= 1
 	}
 	if len(t.slots) < size || len(t.slots) > 8*size {
 		t.slots = make([]idSlot, size)
 		t.gen = 0
 	}
+	t.tix = tix
 	t.mask = uint32(len(t.slots) - 1)
 	if t.gen++; t.gen == 0 {
 		clear(t.slots)
@@ -298,9 +320,7 @@ func (t *idTable) reset(n int) {
 }
 
 func idHash(id uint64, tix int32) uint32 {
-	k := id ^ uint64(tix)*0x9e3779b97f4a7c15
-	k = (k ^ (k >> 31)) * 0xbf58476d1ce4e5b9
-	return uint32(k >> 32)
+	return uint32(((id ^ uint64(tix)) * 0x9e3779b97f4a7c15) >> 32)
 }
 
 // add records span at under (id, tix) unless one is there: false for a
@@ -310,10 +330,10 @@ func (t *idTable) add(sid SpanID, tix, at int32) bool {
 	for i := idHash(id, tix) & t.mask; ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
 		if s.gen != t.gen {
-			*s = idSlot{id: id, gen: t.gen, tix: tix, at: at}
+			*s = idSlot{id: id, at: at, gen: t.gen}
 			return true
 		}
-		if s.id == id && s.tix == tix {
+		if s.id == id && t.tix[s.at] == tix {
 			return false
 		}
 	}
@@ -327,7 +347,7 @@ func (t *idTable) get(sid SpanID, tix int32) int32 {
 		if s.gen != t.gen {
 			return -1
 		}
-		if s.id == id && s.tix == tix {
+		if s.id == id && t.tix[s.at] == tix {
 			return s.at
 		}
 	}

@@ -282,7 +282,7 @@ func (w *writer) apply(b Batch) {
 		b.prep.release()
 	} else {
 		clear(p.rid)
-		p.noRID = ""
+		clear(p.ridSets[:])
 	}
 	ms, mb := w.s.opts.MaxSpans, w.s.opts.MaxBytes
 	if (ms > 0 && w.stored > ms) || (mb > 0 && w.bytes > mb) {
