@@ -52,9 +52,9 @@ type batchPrep struct {
 	trec        []uint32
 	tNew, tWait []bool
 
-	ids   idTable
-	tr    map[TraceID]int32
-	ds    depthScratch
+	ids     idTable
+	tr      map[TraceID]int32
+	ds      depthScratch
 	ridSets [ridSlots]ridSet // recent attribute sets and the rollout id they name
 	// Scratch by batch index, while laying out.
 	tixB, parentB, orderB, gidB, posB []int32
