@@ -9,8 +9,7 @@ import (
 // evict drops whole rollouts, oldest first, until at most target spans and
 // targetBytes bytes remain.
 func (w *writer) evict(target int, targetBytes int64) {
-	w.compactOrder()
-	sort.SliceStable(w.order, func(i, j int) bool { return w.order[i].seq < w.order[j].seq })
+	w.sortOrder()
 	n := 0
 	for _, r := range w.order {
 		if w.stored <= target && w.bytes <= targetBytes {
@@ -48,7 +47,20 @@ func (w *writer) evict(target int, targetBytes int64) {
 	w.restructure = true
 }
 
+// sortOrder drops dead rollouts from order and sorts it by seq, each only
+// when needed: both walk every rollout.
+func (w *writer) sortOrder() {
+	if w.deadInOrder > 0 {
+		w.compactOrder()
+	}
+	if w.unsorted {
+		sort.SliceStable(w.order, func(i, j int) bool { return w.order[i].seq < w.order[j].seq })
+		w.unsorted = false
+	}
+}
+
 func (w *writer) compactOrder() {
+	w.deadInOrder = 0
 	live := w.order[:0]
 	for _, r := range w.order {
 		if !r.dead {

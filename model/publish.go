@@ -5,7 +5,6 @@ package model
 
 import (
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -20,8 +19,7 @@ func (w *writer) publish() *Snapshot {
 	w.settle()
 	snap := &Snapshot{Seq: w.pubSeq, Taken: w.s.opts.Now(), strings: w.s.strs}
 	if w.restructure || w.prev == nil {
-		w.compactOrder()
-		sort.SliceStable(w.order, func(i, j int) bool { return w.order[i].seq < w.order[j].seq })
+		w.sortOrder()
 		snap.Rollouts = make([]*Rollout, 0, len(w.order))
 		for _, r := range w.order {
 			r.idx = int32(len(snap.Rollouts))

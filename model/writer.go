@@ -101,6 +101,10 @@ type writer struct {
 	rolls map[string]*roll
 	synth map[synthKey]*roll
 	order []*roll // creation order; dead entries are skipped and compacted
+	// deadInOrder counts dead rollouts still in order; unsorted is set
+	// when a rollout entered order out of seq order or its seq fell.
+	deadInOrder int
+	unsorted    bool
 	// traces maps trace ids to records in recs (0: none); free holds
 	// unused record numbers.
 	traces   map[TraceID]uint32
@@ -745,6 +749,7 @@ func (w *writer) detach(r *roll, c *frag) {
 		r.frags = r.frags[:0]
 		r.dead = true
 		w.restructure = true
+		w.deadInOrder++
 		w.dropRoll(r)
 		return
 	}
@@ -817,6 +822,7 @@ func (w *writer) assign(f *frag) {
 		}
 		if n := len(w.order); n > 0 && w.order[n-1].seq > r.seq {
 			w.restructure = true // an old fragment started a rollout: re-sort
+			w.unsorted = true
 		}
 		w.order = append(w.order, r)
 		w.fresh = append(w.fresh, r)
@@ -824,6 +830,7 @@ func (w *writer) assign(f *frag) {
 	if f.seq < r.seq {
 		r.seq = f.seq
 		w.restructure = true
+		w.unsorted = true
 	}
 	f.rpos = int32(len(r.frags))
 	r.frags = append(r.frags, f)
