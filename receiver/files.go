@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -273,7 +274,7 @@ func (fr *fileReader) readLines(br *bufio.Reader) (err error) {
 		fr.stat.Lines++
 		if fr.ahead != nil {
 			if !obj.open() && !tooLong && looksLikeTraces(line) {
-				if lerr := fr.ahead.submit(fr, n, bytes.TrimSpace(line), newline); lerr != nil {
+				if lerr := fr.ahead.submit(fr, n, bytes.TrimSpace(line), newline, &buf); lerr != nil {
 					return lerr
 				}
 				if errors.Is(err, io.EOF) {
@@ -574,22 +575,38 @@ func newDecodeAhead(t *model.Interner, lim Limits) *decodeAhead {
 }
 
 // submit queues line n for decoding, after taking what is done and, when
-// aheadMax lines are out, waiting for the oldest.
-func (a *decodeAhead) submit(fr *fileReader, n int, line []byte, newline bool) error {
+// aheadMax lines are out, waiting for the oldest. A line that lies in
+// *buf (a long one, which the reader gathered there) is taken with the
+// buffer, and *buf replaced; a short one is copied.
+func (a *decodeAhead) submit(fr *fileReader, n int, line []byte, newline bool, buf *[]byte) error {
 	if err := a.drain(fr, aheadMax-1); err != nil {
 		return err
 	}
 	j := &aheadJob{n: n, newline: newline, done: make(chan struct{})}
+	var spare []byte
 	if k := len(a.free); k > 0 {
-		j.line, a.free = a.free[k-1][:0], a.free[:k-1]
+		spare, a.free = a.free[k-1][:0], a.free[:k-1]
 	}
-	j.line = append(j.line, line...)
+	if within(line, *buf) {
+		j.line, *buf = line, spare
+	} else {
+		j.line = append(spare, line...)
+	}
 	for _, p := range a.pending {
 		j.before = append(j.before, p.done)
 	}
 	a.pending = append(a.pending, j)
 	a.jobs <- j // FIFO: every earlier job has started, so none waits for a later one
 	return nil
+}
+
+// within reports whether s lies in b's array.
+func within(s, b []byte) bool {
+	if len(s) == 0 || cap(b) == 0 {
+		return false
+	}
+	p, q := uintptr(unsafe.Pointer(unsafe.SliceData(s))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= q && p < q+uintptr(cap(b))
 }
 
 // drain hands the decoded lines to fr in order until at most keep are
