@@ -58,6 +58,9 @@ type item struct {
 	sync  chan struct{}
 }
 
+// maxPublishEvery bounds the interval between publications under load.
+const maxPublishEvery = time.Second
+
 // Store holds received spans. One goroutine (the writer, started by NewStore)
 // owns all mutable state; Submit, Add, Sync, Snapshot, Changed, Count and
 // CountMetric are safe to call from any goroutine. Readers work on Snapshots.
@@ -227,9 +230,12 @@ func (s *Store) run() {
 	last := time.Time{}
 	// every grows with the cost of a publication, so that with a very large
 	// store the writer spends at most about a tenth of its time publishing,
-	// and with the number of rollouts (a microsecond each), because every
-	// publication copies the rollout list: at 20 per second a list of 200k
-	// rollouts would make as much garbage as the spans themselves.
+	// and with the number of rollouts (a microsecond each), because a
+	// publication may copy the rollout list: at 20 per second a list of
+	// 200k rollouts would make as much garbage as the spans themselves. It
+	// stays under maxPublishEvery: the cost is wall time, which a machine
+	// whose cores other work holds stretches many times over, and what
+	// arrived should show within a second or so.
 	every := s.opts.PublishEvery
 	var gc *gcTuner
 	if s.opts.LeanGC {
@@ -246,7 +252,7 @@ func (s *Store) run() {
 		s.snap.Store(snap)
 		dirty = false
 		last = time.Now()
-		every = max(s.opts.PublishEvery, 10*last.Sub(t0), time.Duration(len(snap.Rollouts))*time.Microsecond)
+		every = max(s.opts.PublishEvery, min(maxPublishEvery, max(10*last.Sub(t0), time.Duration(len(snap.Rollouts))*time.Microsecond)))
 		select {
 		case s.changed <- struct{}{}:
 		default:
