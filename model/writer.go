@@ -99,7 +99,7 @@ type writer struct {
 	// in synth by the parsed key (no string to make or hash), the rest
 	// in rolls.
 	rolls map[string]*roll
-	synth map[synthKey]*roll
+	synth synthTable
 	order []*roll // creation order; dead entries are skipped and compacted
 	// deadInOrder counts dead rollouts still in order; unsorted is set
 	// when a rollout entered order out of seq order or its seq fell.
@@ -167,7 +167,7 @@ func (w *writer) init(s *Store) {
 	w.waiting = map[SpanID]waitList{}
 	w.tab = []*frag{nil} // id 0 is no fragment
 	w.rolls = map[string]*roll{}
-	w.synth = map[synthKey]*roll{}
+	w.synth.seed = rand.Uint64()
 	w.traces = map[TraceID]uint32{}
 	w.recs = []traceRec{{}} // record 0 is no trace
 	w.keys = s.keys
@@ -804,7 +804,7 @@ func (w *writer) assign(f *frag) {
 	}
 	var r *roll
 	if inSynth {
-		r = w.synth[sk]
+		r = w.synth.get(sk)
 	} else {
 		r = w.rolls[key]
 	}
@@ -820,7 +820,7 @@ func (w *writer) assign(f *frag) {
 			if r.synthetic {
 				r.key = sk.String()
 			}
-			w.synth[sk] = r
+			w.synth.put(sk, r)
 		} else {
 			w.rolls[key] = r
 		}
@@ -847,7 +847,7 @@ func (w *writer) assign(f *frag) {
 // dropRoll forgets r's key.
 func (w *writer) dropRoll(r *roll) {
 	if sk, ok := parseSynthKey(r.key); ok {
-		delete(w.synth, sk)
+		w.synth.del(sk)
 	} else {
 		delete(w.rolls, r.key)
 	}
