@@ -31,6 +31,7 @@ const (
 	RunJob                          // gym.job, around the whole run
 	RunStartup                      // start-up trees (gym.startup*, gym.server.startup*)
 	RunDriver                       // another call of the driver's, outside every rollout
+	RunCaller                       // spans above the rollouts of a client that is not Gym's driver (NeMo-RL's training loop)
 )
 
 // String names the kind as the TUI and the JSON output show it.
@@ -46,6 +47,8 @@ func (k RunKind) String() string {
 		return "startup"
 	case RunDriver:
 		return "driver_call"
+	case RunCaller:
+		return "caller"
 	}
 	return "other"
 }
@@ -131,6 +134,10 @@ type unitInfo struct {
 	class   unitClass
 	run     RunKind
 	leak    bool  // the top is a request span carried over onto another's context
+	// cut: the top is a call to /run made under another client's own spans
+	// (NeMo-RL's run_rollouts): a rollout starts there, whatever is above.
+	// caller: units were cut out of this one that way.
+	cut, caller bool
 	idSpan  int32 // the span that names a synthetic rollout id, -1 if none
 	idRank  int8  // how good idSpan is: 3 SERVER /run, 2 gym.rollout, 1 CLIENT /run
 	rid     string
@@ -181,6 +188,7 @@ func cutUnits(k *keyIDs, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 	n := len(f.Spans)
 	// Per-span walk state, reused across fragments: only units are kept.
 	unitOf, depth, called := sc.unitWalk(n) // called: has a CLIENT, SERVER or request child
+	served := sc.served
 	var units []unitInfo
 	leaked := sc.leaked[:0]
 	for i := 0; i < n; i++ {
@@ -190,17 +198,26 @@ func cutUnits(k *keyIDs, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 		if i > 0 && p >= 0 && int(p) < i {
 			parent = &f.Spans[p]
 		}
-		lk := false
+		lk, cut := false, false
 		if sp.Kind == model.KindInternal {
 			lk = k.isLeaked(sp, parent)
 		}
-		if parent == nil || lk {
+		if parent != nil {
+			served[i] = served[p] || sp.Kind == model.KindServer
+			cut = !lk && k.callerCut(sp, parent, served[p])
+		} else {
+			served[i] = sp.Kind == model.KindServer || lk
+		}
+		if parent == nil || lk || cut {
 			unitOf[i] = int32(len(units))
 			hu := int32(-1)
 			if parent != nil {
 				hu = unitOf[p]
 			}
-			units = append(units, unitInfo{root: int32(i), idSpan: -1, start: sp.Start, end: sp.End, leak: lk && parent != nil, hostUnit: hu})
+			if cut {
+				units[hu].caller = true
+			}
+			units = append(units, unitInfo{root: int32(i), idSpan: -1, start: sp.Start, end: sp.End, leak: lk && parent != nil, cut: cut, hostUnit: hu})
 			leaked = append(leaked, lk)
 		} else {
 			unitOf[i] = unitOf[p]
@@ -301,6 +318,8 @@ func cutUnits(k *keyIDs, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 			u.class, u.run = classRun, RunJob
 		case strings.HasPrefix(name, "gym.startup") || strings.HasPrefix(name, "gym.server.startup"):
 			u.class, u.run = classRun, RunStartup
+		case u.caller && u.idRank == 0:
+			u.class, u.run = classRun, RunCaller
 		case u.idRank > 0:
 			u.class = classRollout
 		case u.path == "/aggregate_metrics" || strings.HasSuffix(u.path, "/aggregate_metrics"):
@@ -604,6 +623,8 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 		switch {
 		case info.class == classRun && !info.leak:
 			continue
+		case info.cut:
+			continue // its caller is the span above it
 		case info.class == classRollout && top.Kind == model.KindClient:
 			continue // the driver's own call to /run: it has no caller
 		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !slices.ContainsFunc(clients, func(c cref) bool { return c.c.path == "/run" }):
