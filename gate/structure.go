@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/hex"
 	"hash/maphash"
+	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -485,6 +486,77 @@ func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, pare
 	}
 }
 
+// matchRuns pairs each rollout whose agent side is a root of its own (server
+// off in the agent: no extraction) with the driver's call to /run that
+// started it. Every such rollout has exactly one call, so the pairing is a
+// matching, found whole (augmenting paths, closest candidates first): a
+// greedy pick of the closest pair can leave a rollout whose only candidate
+// another took, which then counts as a rollout of its own beside its call.
+func matchRuns(us []gunit, needs []need, clients []cref, union func(child, parent int)) {
+	var runs []int
+	for n := range needs {
+		if needs[n].unit >= 0 && us[needs[n].unit].info.class == classRollout && len(needs[n].cands) > 0 {
+			runs = append(runs, n)
+		}
+	}
+	if len(runs) == 0 {
+		return
+	}
+	adj := make(map[int][]int, len(runs))
+	for _, n := range runs {
+		info := us[needs[n].unit].info
+		cs := make([]int, 0, len(needs[n].cands))
+		for _, k := range needs[n].cands {
+			if !clients[k].used {
+				cs = append(cs, k)
+			}
+		}
+		sort.SliceStable(cs, func(a, b int) bool {
+			ca, cb := clients[cs[a]].c, clients[cs[b]].c
+			return matchCost(info.start, info.end, ca.start, ca.end) < matchCost(info.start, info.end, cb.start, cb.end)
+		})
+		adj[n] = cs
+	}
+	// Closest pairs first, so that the matching keeps the greedy answer
+	// wherever the greedy answer is whole.
+	sort.SliceStable(runs, func(a, b int) bool {
+		ia, ib := us[needs[runs[a]].unit].info, us[needs[runs[b]].unit].info
+		ga, gb := int64(math.MaxInt64), int64(math.MaxInt64)
+		if c := adj[runs[a]]; len(c) > 0 {
+			ga = matchCost(ia.start, ia.end, clients[c[0]].c.start, clients[c[0]].c.end)
+		}
+		if c := adj[runs[b]]; len(c) > 0 {
+			gb = matchCost(ib.start, ib.end, clients[c[0]].c.start, clients[c[0]].c.end)
+		}
+		return ga < gb
+	})
+	matched := map[int]int{} // client -> need
+	var try func(n int, seen map[int]bool) bool
+	try = func(n int, seen map[int]bool) bool {
+		for _, k := range adj[n] {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if m, ok := matched[k]; !ok || try(m, seen) {
+				matched[k] = n
+				return true
+			}
+		}
+		return false
+	}
+	for _, n := range runs {
+		try(n, map[int]bool{})
+	}
+	for k, n := range matched {
+		clients[k].used = true
+		u := &us[needs[n].unit]
+		u.graft, u.at, u.how = clients[k].unit, clients[k].c.span, attrClient
+		union(needs[n].unit, clients[k].unit)
+		needs[n].unit = -1
+	}
+}
+
 // gunit is one unit in the structure being built.
 type gunit struct {
 	f     *model.Fragment
@@ -714,6 +786,7 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 		gap          int64
 	}
 	matchLeaks(us, needs, clients, union)
+	matchRuns(us, needs, clients, union)
 	var edges []edge
 	for n := range needs {
 		if needs[n].unit < 0 {
