@@ -374,8 +374,7 @@ type serveSummary struct {
 	RolloutsJoined  int              `json:"rollouts_joined"`
 	RolloutsSplit   int              `json:"rollouts_split"`
 	RunSpans        int              `json:"run_level_spans"` // probes, gym.job, /aggregate_metrics, start-up: no rollout's
-	Unattributed    int              `json:"unattributed_fragments"`
-	Job             string           `json:"job"` // unknown, running or ended
+	Job             string           `json:"job"`             // unknown, running or ended
 	Traces          int              `json:"traces"`
 	Services        map[string]int64 `json:"services"` // service.name → stored spans
 	SpansRefused    int64            `json:"spans_refused"`
@@ -416,7 +415,6 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats, t gate.Tally) serveSu
 		RolloutsJoined:  t.Joined,
 		RolloutsSplit:   t.Split,
 		RunSpans:        t.RunSpans,
-		Unattributed:    t.Unattributed,
 		Job:             t.Job.String(),
 		Traces:          s.Stats.Traces,
 		Services:        services,
