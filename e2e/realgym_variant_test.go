@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 )
 
 // TestRealGymDetectsG1: every capture of real Gym's merged telemetry is G1,
@@ -22,7 +22,7 @@ func TestRealGymDetectsG1(t *testing.T) {
 			if snap.Stats.Stored == 0 {
 				t.Fatal("no spans read")
 			}
-			v, source := gate.DetectVariant(snap)
+			v, source := groups.DetectVariant(snap)
 			if v.Name != "G1" || source != "resource nemo.gym.version=0.5.1" {
 				t.Errorf("DetectVariant = %s (%s), want G1 from resource nemo.gym.version=0.5.1", v.Name, source)
 			}
