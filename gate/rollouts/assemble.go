@@ -242,6 +242,14 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 	d := &model.Fragment{TraceID: f.TraceID, Spans: spans, TopParent: spans[0].ParentID}
 	if u.info.root == 0 {
 		d.Job = f.Job
+	} else if u.info.cut {
+		// The caller's span above the rollout plays gym.job's part: kept,
+		// it holds every rollout it called in its one trace.
+		top := &f.Spans[u.info.root]
+		d.Job = top.ParentID
+		if e.Jobs != nil {
+			e.Jobs.CallerJob(d.Job, f, top.Parent)
+		}
 	}
 	d.Version = h.Sum64() | 1<<63
 	return e.withVirtualJob(snap, d)
@@ -254,8 +262,8 @@ func (e *Finder) withVirtualJob(snap *model.Snapshot, f *model.Fragment) *model.
 	if !f.Job.IsZero() || f.TopParent.IsZero() || !e.isDriver(snap, f.Spans[0].Resource) {
 		return f
 	}
-	if e.OnVirtualJob != nil {
-		e.OnVirtualJob(f.TopParent, f.Spans[0].Resource)
+	if e.Jobs != nil {
+		e.Jobs.VirtualJob(f.TopParent, f.Spans[0].Resource)
 	}
 	d := *f
 	d.Job = f.TopParent

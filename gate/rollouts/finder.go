@@ -21,10 +21,22 @@ type Finder struct {
 	// carried context came from another rollout.
 	carried map[int]bool
 
-	// OnVirtualJob, when set, is told of each gym.job span a structure
-	// assumes before it arrived: the missing parent id of a driver's call
-	// at the top of a fragment, and the driver's process.
-	OnVirtualJob func(job model.SpanID, res model.ResourceID)
+	// Jobs, when set, is told of the spans a structure puts in gym.job's
+	// place.
+	Jobs JobSpans
+}
+
+// JobSpans is told of the spans a structure puts in gym.job's place: the
+// parent of every rollout it holds in one trace.
+type JobSpans interface {
+	// VirtualJob is a gym.job span assumed before it arrived: the missing
+	// parent id of a driver's call at the top of a fragment, and the
+	// driver's process.
+	VirtualJob(id model.SpanID, res model.ResourceID)
+	// CallerJob is the span f.Spans[span] (id) of a client that is not Gym's
+	// driver (NeMo-RL's run_rollouts), which the rollouts cut out under it
+	// hang under.
+	CallerJob(id model.SpanID, f *model.Fragment, span int32)
 }
 
 // NewFinder returns a finder with empty caches.
@@ -62,6 +74,7 @@ type scratch struct {
 	unitOf []int32
 	depth  []uint8
 	called []bool
+	served []bool // the span or an ancestor is a request span: inside a server
 	leaked []bool
 }
 
@@ -69,10 +82,11 @@ type scratch struct {
 // cleared (the walk sets every unitOf).
 func (sc *scratch) unitWalk(n int) ([]int32, []uint8, []bool) {
 	if cap(sc.unitOf) < n {
-		sc.unitOf, sc.depth, sc.called = make([]int32, n), make([]uint8, n), make([]bool, n)
+		sc.unitOf, sc.depth, sc.called, sc.served = make([]int32, n), make([]uint8, n), make([]bool, n), make([]bool, n)
 	}
-	sc.unitOf, sc.depth, sc.called = sc.unitOf[:n], sc.depth[:n], sc.called[:n]
+	sc.unitOf, sc.depth, sc.called, sc.served = sc.unitOf[:n], sc.depth[:n], sc.called[:n], sc.served[:n]
 	clear(sc.depth)
 	clear(sc.called)
+	clear(sc.served)
 	return sc.unitOf, sc.depth, sc.called
 }

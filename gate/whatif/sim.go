@@ -38,7 +38,7 @@ type Engine struct {
 // NewEngine returns an engine classifying with reg.
 func NewEngine(reg *groups.Registry) *Engine {
 	e := &Engine{reg: reg, rf: rollouts.NewFinder()}
-	e.rf.OnVirtualJob = e.virtualJob
+	e.rf.Jobs = jobSpans{e}
 	return e
 }
 
@@ -96,6 +96,10 @@ type jobInfo struct {
 	// virtual marks a job span that has not arrived yet: the missing parent
 	// of the driver's calls while the run goes on.
 	virtual bool
+	// caller marks a span of another client's (NeMo-RL's run_rollouts) that
+	// the rollouts hang under: it is in a run-level piece, which counts its
+	// trace.
+	caller bool
 }
 
 // scratch holds per-fragment walk state, reused across fragments.
@@ -157,11 +161,19 @@ func (e *Engine) sync(snap *model.Snapshot) {
 	}
 }
 
-// virtualJob records a gym.job span the structure assumes before it
-// arrived (rollouts.Finder.OnVirtualJob).
-func (e *Engine) virtualJob(id model.SpanID, res model.ResourceID) {
-	if _, ok := e.jobs[id]; !ok {
-		e.jobs[id] = jobInfo{res: res, group: groups.Job, virtual: true}
+// jobSpans records in the engine's job index the spans the structure puts
+// in gym.job's place (rollouts.JobSpans).
+type jobSpans struct{ e *Engine }
+
+func (j jobSpans) VirtualJob(id model.SpanID, res model.ResourceID) {
+	if _, ok := j.e.jobs[id]; !ok {
+		j.e.jobs[id] = jobInfo{res: res, group: groups.Job, virtual: true}
+	}
+}
+
+func (j jobSpans) CallerJob(id model.SpanID, f *model.Fragment, span int32) {
+	if _, ok := j.e.jobs[id]; !ok {
+		j.e.jobs[id] = jobInfo{res: f.Spans[span].Resource, group: j.e.fragInfo(f).groups[span], caller: true}
 	}
 }
 
@@ -299,7 +311,7 @@ func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState,
 		jobIdx := int32(-1)
 		var jobRes model.ResourceID
 		if !f.Job.IsZero() {
-			if j, ok := e.jobs[f.Job]; ok && spec.Has(j.group) {
+			if j, ok := e.jobs[f.Job]; ok && groups.Kept(j.group, spec) {
 				jobRes = j.res
 				jobIdx = int32(s.jobIndex(f.Job))
 			}
@@ -620,8 +632,28 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 			perRes[rc.res] += rc.spans
 		}
 	})
-	for _, n := range jobSpans {
+	// A caller's span the rollouts hang under is in a run-level piece that
+	// counted the trace already: its rollouts add to that piece's trace.
+	callerTrace := map[model.SpanID]int{} // caller span -> piece
+	var pieceSpans []int
+	for _, p := range st.Run {
+		if p.Kind != rollouts.RunCaller {
+			continue
+		}
+		for i := range p.Frag.Spans {
+			callerTrace[p.Frag.Spans[i].SpanID] = len(pieceSpans)
+		}
+		pieceSpans = append(pieceSpans, len(p.Frag.Spans))
+	}
+	for id, n := range jobSpans {
+		if k, ok := callerTrace[id]; ok && e.jobs[id].caller {
+			pieceSpans[k] += n
+			continue
+		}
 		rep.Result.Traces++
+		rep.Result.LargestTrace = max(rep.Result.LargestTrace, n)
+	}
+	for _, n := range pieceSpans {
 		rep.Result.LargestTrace = max(rep.Result.LargestTrace, n)
 	}
 	if end > start {
