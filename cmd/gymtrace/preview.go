@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -98,6 +99,10 @@ type previewResultJSON struct {
 	SpansPerRollout percentiles `json:"spans_per_rollout"`
 	SpansPerSecond  float64     `json:"spans_per_second"`
 	BytesPerSecond  float64     `json:"bytes_per_second"`
+	// SpansLowerBound: the capture lacks spans the spec emits (CaptureGaps),
+	// so spans, bytes and traces count at least this many.
+	SpansLowerBound bool      `json:"spans_lower_bound"`
+	CaptureGaps     []gapJSON `json:"capture_gaps"`
 }
 
 type percentiles struct {
@@ -147,10 +152,22 @@ type previewCurrentJSON struct {
 	Result       previewResultJSON `json:"result"`
 }
 
-func resultJSON(r whatif.Result) previewResultJSON {
+// gapJSON is a group the spec keeps that a process did not emit when the
+// capture was made.
+type gapJSON struct {
+	Service string `json:"service"`
+	Group   string `json:"group"`
+	Cause   string `json:"cause"`
+}
+
+func resultJSON(reg *groups.Registry, r whatif.Result, v whatif.JoinVerdict) previewResultJSON {
+	gaps := []gapJSON{}
+	for _, g := range v.Gaps {
+		gaps = append(gaps, gapJSON{Service: g.Service, Group: reg.Name(g.Group), Cause: g.Cause.Code()})
+	}
 	return previewResultJSON{
 		Spans: r.Spans, Dropped: r.Dropped, Traces: r.Traces, Bytes: r.Bytes, LargestTrace: r.LargestTrace,
-		RolloutsJoined: r.RolloutsJoined, RolloutsSplit: r.RolloutsSplit,
+		RolloutsJoined: v.Joined, RolloutsSplit: v.Split, SpansLowerBound: v.LowerBound(), CaptureGaps: gaps,
 		SpansPerRollout: percentiles{r.P50, r.P99, r.Max},
 		SpansPerSecond:  round2(r.SpansPerSecond), BytesPerSecond: round2(r.BytesPerSecond),
 	}
@@ -217,6 +234,10 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	if res.Off {
 		refused = fmt.Errorf("%w: %s", groups.ErrNotGymSpec, res.Effect())
 	}
+	// One joining verdict with the TUI's: the preview read with what the
+	// capture itself shows broken.
+	chk := eng.Check(snap, time.Now(), 0)
+	curV, repV := whatif.Verdict(cur, chk), whatif.Verdict(rep, chk)
 	worth := eng.Worth(snap, set, *wf.spanCost)
 	var verdict *whatif.BudgetVerdict
 	if budget != nil {
@@ -236,7 +257,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 				Spans: rep.Input.Spans, Rollouts: rep.Input.Rollouts, Traces: rep.Input.Traces,
 				CapturedGroups: reg.Names(rep.Input.Captured), Unclassified: rep.Input.Unclassified,
 			},
-			Result:       resultJSON(rep.Result),
+			Result:       resultJSON(reg, rep.Result, repV),
 			PerGroup:     map[string]groupJSON{},
 			PerRollout:   []rolloutJSON{},
 			NotInCapture: groupNames(reg, rep.NotInCapture),
@@ -244,7 +265,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			Metrics:      map[string]int64{},
 			WallSeconds:  round2(rep.WallSeconds),
 			Current: &previewCurrentJSON{Spec: curSpec, Source: curSource, TelemetryOff: curRes.Off,
-				Dropped: nonNil(curRes.Dropped), Result: resultJSON(cur.Result)},
+				Dropped: nonNil(curRes.Dropped), Result: resultJSON(reg, cur.Result, curV)},
 			Snippets:    map[string]string{},
 			BadLines:    badLines(frep),
 			Breaks:      []breakJSON{},
@@ -273,7 +294,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			out.PerGroup[reg.Name(gc.Group)] = groupJSON{Captured: gc.Captured, Kept: gc.Kept}
 		}
 		for _, r := range rep.PerRollout {
-			rj := rolloutJSON{RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Joined, PerGroup: map[string]int{}}
+			rj := rolloutJSON{RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Spans > 0 && !repV.IsSplit(r.ID), PerGroup: map[string]int{}}
 			for _, gc := range r.Groups {
 				if gc.Kept > 0 {
 					rj.PerGroup[reg.Name(gc.Group)] = gc.Kept
@@ -294,7 +315,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, frep, *rollouts, copySpec, refused)
+	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, curV, repV, frep, *rollouts, copySpec, refused)
 	writeWorthText(stdout, reg, set, worth, *wf.spanCost, verdict)
 	return exitOK
 }
@@ -321,7 +342,7 @@ func collectBreaks(rep *whatif.Report) []breakJSON {
 	return out
 }
 
-func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec string, res groups.Resolution, curSpec, curSource string, cur, rep *whatif.Report, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
+func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec string, res groups.Resolution, curSpec, curSource string, cur, rep *whatif.Report, curV, repV whatif.JoinVerdict, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
 	fmt.Fprintf(w, "variant: %s\n", vc)
 	if e := res.Effect(); e != "" {
 		fmt.Fprintf(w, "%s\n", e)
@@ -340,8 +361,8 @@ func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec 
 	row("spans dropped", c.Dropped, r.Dropped)
 	row("traces", c.Traces, r.Traces)
 	row("largest trace (spans)", c.LargestTrace, r.LargestTrace)
-	row("rollouts joined", c.RolloutsJoined, r.RolloutsJoined)
-	row("rollouts split", c.RolloutsSplit, r.RolloutsSplit)
+	row("rollouts joined", curV.Joined, repV.Joined)
+	row("rollouts split", curV.Split, repV.Split)
 	row("spans/rollout p50", c.P50, r.P50)
 	row("spans/rollout p99", c.P99, r.P99)
 	row("spans/rollout max", c.Max, r.Max)
@@ -352,7 +373,14 @@ func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec 
 	row(fmt.Sprintf("at %d rollouts: spans", projectTo), cs, ps)
 	row(fmt.Sprintf("at %d rollouts: bytes", projectTo), cb, pb)
 	tw.Flush()
-	fmt.Fprintf(w, "(current from %s)\n\n", curSource)
+	fmt.Fprintf(w, "(current from %s)\n", curSource)
+	if repV.LowerBound() {
+		fmt.Fprintf(w, "note: %s:\n", whatif.LowerBoundNote)
+		for _, g := range repV.Gaps {
+			fmt.Fprintf(w, "  %s\n", g.String(reg))
+		}
+	}
+	fmt.Fprintln(w)
 
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "group\tcaptured\tkept now\tkept in preview\n")
@@ -391,6 +419,9 @@ func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec 
 	if refused != nil {
 		fmt.Fprintf(w, "\nno snippet: %v\n", refused)
 		return
+	}
+	if repV.Split > 0 {
+		fmt.Fprintf(w, "\nwarning: this spec splits %d of %d rollouts: their spans land in several traces (see the broken joins above)\n", repV.Split, repV.Split+repV.Joined)
 	}
 	fmt.Fprintf(w, "\nto use it, in the Gym config:\n%s\nor in the environment:\n  %s\n", indent(groups.TelemetryYAML(copySpec)), groups.EnvLine(copySpec))
 }
