@@ -48,7 +48,7 @@ func badLines(rep receiver.FileReport) badLinesJSON {
 	return out
 }
 
-// previewJSON is the documented schema of `preview --json` (README.md, "JSON output").
+// previewJSON is the documented schema of `preview --json` (docs/json.md).
 type previewJSON struct {
 	variantJSON
 	Spec   string   `json:"spec"`
