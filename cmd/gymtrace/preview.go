@@ -75,7 +75,21 @@ type previewJSON struct {
 	Breaks          []breakJSON  `json:"breaks"`
 	Latency         latencyJSON  `json:"latency"`
 	Budget          *budgetJSON  `json:"budget"`
+	// SpansSpread says how far a run under the spec may differ from
+	// result.spans in timing-dependent spans (G3); null when exact.
+	SpansSpread *spreadJSON `json:"spans_spread"`
 	trafficJSON
+}
+
+type spreadJSON struct {
+	Note     string `json:"note"`
+	Requests int    `json:"requests"`
+	Fewer    int    `json:"fewer"`
+	More     int    `json:"more"`
+	Run      int    `json:"run"`
+	SpansMin int    `json:"spans_min"`
+	SpansMax int    `json:"spans_max"`
+	Rollout  int    `json:"rollout"`
 }
 
 type previewInputJSON struct {
@@ -119,6 +133,10 @@ type rolloutJSON struct {
 	Captured  int            `json:"captured"`
 	Joined    bool           `json:"joined"`
 	PerGroup  map[string]int `json:"per_group"`
+	// SpansMin and SpansMax bound the rollout's spans in a run under the
+	// spec when spans_spread is set.
+	SpansMin *int `json:"spans_min,omitempty"`
+	SpansMax *int `json:"spans_max,omitempty"`
 }
 
 type breakJSON struct {
@@ -214,6 +232,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	if res.Off {
 		refused = fmt.Errorf("%w: %s", gate.ErrNotGymSpec, res.Effect())
 	}
+	spread := eng.TimingSpread(snap, rep)
 	worth := eng.Worth(snap, set, *wf.spanCost)
 	var verdict *gate.BudgetVerdict
 	if budget != nil {
@@ -271,6 +290,10 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, r := range rep.PerRollout {
 			rj := rolloutJSON{RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Joined, PerGroup: map[string]int{}}
+			if spread != nil {
+				rr := spread.PerRollout[r.ID]
+				rj.SpansMin, rj.SpansMax = &rr.Min, &rr.Max
+			}
 			for _, gc := range r.Groups {
 				if gc.Kept > 0 {
 					rj.PerGroup[reg.Name(gc.Group)] = gc.Kept
@@ -284,6 +307,10 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		if verdict != nil {
 			out.Budget = budgetOut(*verdict)
 		}
+		if spread != nil {
+			out.SpansSpread = &spreadJSON{Note: spread.Sentence(), Requests: spread.Requests, Fewer: spread.Fewer, More: spread.More,
+				Run: spread.Run, SpansMin: spread.SpansMin, SpansMax: spread.SpansMax, Rollout: spread.Rollout}
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
@@ -291,7 +318,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, frep, *rollouts, copySpec, refused)
+	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, spread, frep, *rollouts, copySpec, refused)
 	writeWorthText(stdout, reg, set, worth, *wf.spanCost, verdict)
 	return exitOK
 }
@@ -318,7 +345,7 @@ func collectBreaks(rep *gate.Report) []breakJSON {
 	return out
 }
 
-func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec string, res gate.Resolution, curSpec, curSource string, cur, rep *gate.Report, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
+func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec string, res gate.Resolution, curSpec, curSource string, cur, rep *gate.Report, spread *gate.Spread, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
 	fmt.Fprintf(w, "variant: %s\n", vc)
 	if e := res.Effect(); e != "" {
 		fmt.Fprintf(w, "%s\n", e)
@@ -349,7 +376,11 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 	row(fmt.Sprintf("at %d rollouts: spans", projectTo), cs, ps)
 	row(fmt.Sprintf("at %d rollouts: bytes", projectTo), cb, pb)
 	tw.Flush()
-	fmt.Fprintf(w, "(current from %s)\n\n", curSource)
+	fmt.Fprintf(w, "(current from %s)\n", curSource)
+	if spread != nil {
+		fmt.Fprintf(w, "%s\n", spread.Sentence())
+	}
+	fmt.Fprintln(w)
 
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "group\tcaptured\tkept now\tkept in preview\n")
