@@ -77,7 +77,21 @@ type previewJSON struct {
 	Breaks          []breakJSON  `json:"breaks"`
 	Latency         latencyJSON  `json:"latency"`
 	Budget          *budgetJSON  `json:"budget"`
+	// SpansSpread says how far a run under the spec may differ from
+	// result.spans in timing-dependent spans (G3); null when exact.
+	SpansSpread *spreadJSON `json:"spans_spread"`
 	trafficJSON
+}
+
+type spreadJSON struct {
+	Note     string `json:"note"`
+	Requests int    `json:"requests"`
+	Fewer    int    `json:"fewer"`
+	More     int    `json:"more"`
+	Run      int    `json:"run"`
+	SpansMin int    `json:"spans_min"`
+	SpansMax int    `json:"spans_max"`
+	Rollout  int    `json:"rollout"`
 }
 
 type previewInputJSON struct {
@@ -125,6 +139,10 @@ type rolloutJSON struct {
 	Captured  int            `json:"captured"`
 	Joined    bool           `json:"joined"`
 	PerGroup  map[string]int `json:"per_group"`
+	// SpansMin and SpansMax bound the rollout's spans in a run under the
+	// spec when spans_spread is set.
+	SpansMin *int `json:"spans_min,omitempty"`
+	SpansMax *int `json:"spans_max,omitempty"`
 }
 
 type breakJSON struct {
@@ -238,6 +256,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	// capture itself shows broken.
 	chk := eng.Check(snap, time.Now(), 0)
 	curV, repV := whatif.Verdict(cur, chk), whatif.Verdict(rep, chk)
+	spread := eng.TimingSpread(snap, rep)
 	worth := eng.Worth(snap, set, *wf.spanCost)
 	var verdict *whatif.BudgetVerdict
 	if budget != nil {
@@ -295,6 +314,10 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, r := range rep.PerRollout {
 			rj := rolloutJSON{RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Spans > 0 && !repV.IsSplit(r.ID), PerGroup: map[string]int{}}
+			if spread != nil {
+				rr := spread.PerRollout[r.ID]
+				rj.SpansMin, rj.SpansMax = &rr.Min, &rr.Max
+			}
 			for _, gc := range r.Groups {
 				if gc.Kept > 0 {
 					rj.PerGroup[reg.Name(gc.Group)] = gc.Kept
@@ -308,6 +331,10 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		if verdict != nil {
 			out.Budget = budgetOut(*verdict)
 		}
+		if spread != nil {
+			out.SpansSpread = &spreadJSON{Note: spread.Sentence(), Requests: spread.Requests, Fewer: spread.Fewer, More: spread.More,
+				Run: spread.Run, SpansMin: spread.SpansMin, SpansMax: spread.SpansMax, Rollout: spread.Rollout}
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
@@ -315,7 +342,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, curV, repV, frep, *rollouts, copySpec, refused)
+	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, curV, repV, spread, frep, *rollouts, copySpec, refused)
 	writeWorthText(stdout, reg, set, worth, *wf.spanCost, verdict)
 	return exitOK
 }
@@ -342,7 +369,7 @@ func collectBreaks(rep *whatif.Report) []breakJSON {
 	return out
 }
 
-func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec string, res groups.Resolution, curSpec, curSource string, cur, rep *whatif.Report, curV, repV whatif.JoinVerdict, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
+func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec string, res groups.Resolution, curSpec, curSource string, cur, rep *whatif.Report, curV, repV whatif.JoinVerdict, spread *whatif.Spread, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
 	fmt.Fprintf(w, "variant: %s\n", vc)
 	if e := res.Effect(); e != "" {
 		fmt.Fprintf(w, "%s\n", e)
@@ -379,6 +406,9 @@ func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec 
 		for _, g := range repV.Gaps {
 			fmt.Fprintf(w, "  %s\n", g.String(reg))
 		}
+	}
+	if spread != nil {
+		fmt.Fprintf(w, "%s\n", spread.Sentence())
 	}
 	fmt.Fprintln(w)
 
