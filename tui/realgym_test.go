@@ -15,6 +15,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/internal/golden"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -412,7 +413,7 @@ func TestRealGymScreens(t *testing.T) {
 					t.Errorf("line %d is %d cells wide, want ≤ %d", i, w, tc.w)
 				}
 			}
-			golden(t, tc.name, got)
+			golden.Check(t, []byte(got))
 		})
 	}
 }

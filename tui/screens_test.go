@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/internal/golden"
 )
 
 func TestScreens(t *testing.T) {
@@ -78,7 +79,7 @@ func TestScreens(t *testing.T) {
 					}
 				}
 			}
-			golden(t, tc.name, got)
+			golden.Check(t, []byte(got))
 		})
 	}
 }
