@@ -554,6 +554,27 @@ func (g *groupsPanel) summaryLines(w int) []string {
 	return append(out, jl...)
 }
 
+// copyWarning says what copying the previewed spec out would break, as
+// the joining verdict on screen says it, or "" when its rollouts join (or
+// the preview is not computed yet for this spec).
+func (g *groupsPanel) copyWarning() string {
+	r := g.prevRep
+	if r == nil || r.Spec != g.preview {
+		return ""
+	}
+	joined, split, pending := g.joinCounts(r)
+	// Only the spec's own breaks count: a rollout split in the capture
+	// itself is no reason to hold back a spec that would join it.
+	why := gate.SpecWarning(g.preview)
+	if bs := aggregateBreaks(r, g.pending); why == "" && len(bs) > 0 {
+		why = hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
+	}
+	if split == 0 || why == "" {
+		return ""
+	}
+	return fmt.Sprintf("this spec splits %d of %d rollouts: %s", split, joined+split+pending, why)
+}
+
 // joinText is joinCell without styling, for running text.
 func (g *groupsPanel) joinText(r *gate.Report) string {
 	joined, split, pending := g.joinCounts(r)

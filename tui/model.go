@@ -182,7 +182,7 @@ func (m Model) Snippet() string {
 	if !m.copied && m.groups.Preview() == m.opts.Current {
 		return ""
 	}
-	text, err := Snippet(m.reg, m.groups.Preview(), false)
+	text, err := Snippet(m.reg, m.groups.Preview(), false, m.groups.copyWarning())
 	if err != nil {
 		return "# no span_groups snippet: " + err.Error() + "\n"
 	}
@@ -331,13 +331,14 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.trace.SetPreview(m.preview, m.groups.Preview())
 		return m, m.afterChange()
 	case key.Matches(km, k.Copy):
-		text, err := Snippet(m.reg, m.groups.Preview(), true)
+		warn := m.groups.copyWarning()
+		text, err := Snippet(m.reg, m.groups.Preview(), true, warn)
 		if err != nil {
 			// Never hand out a spec Gym would refuse or read otherwise.
 			m.status, m.statusErr = "not copied: "+err.Error(), true
 			return m, nil
 		}
-		return m, copySnippet(text, m.opts.SnippetPath, m.wrote, m.opts.Clipboard)
+		return m, copySnippet(text, m.opts.SnippetPath, m.wrote, m.opts.Clipboard, warn)
 	case key.Matches(km, k.Default), key.Matches(km, k.PerRoll), key.Matches(km, k.All):
 		name := map[string]string{"1": "default", "2": "per_rollout", "3": "all"}[km.String()]
 		if set, ok := m.reg.PresetSet(name); ok {
@@ -786,6 +787,10 @@ func (m Model) setCopied(msg copiedMsg) Model {
 	// was not); the env line, long and printed on exit anyway, last, where
 	// the width cuts it.
 	parts := []string{msg.clipText}
+	if msg.warn != "" {
+		// A spec that breaks joins is said first, where no width cuts it.
+		parts = append([]string{glyphSplit + " " + msg.warn}, parts...)
+	}
 	if msg.path != "" {
 		m.wrote = msg.path
 		shown := msg.path
@@ -805,7 +810,7 @@ func (m Model) setCopied(msg copiedMsg) Model {
 	}
 	spec, _ := m.reg.CopyOut(m.groups.Preview())
 	parts = append(parts, gate.EnvLine(spec))
-	m.status, m.statusErr = strings.Join(parts, " · "), msg.errText != ""
+	m.status, m.statusErr = strings.Join(parts, " · "), msg.errText != "" || msg.warn != ""
 	return m
 }
 

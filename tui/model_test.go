@@ -290,13 +290,51 @@ func TestCopyOut(t *testing.T) {
 	}
 }
 
+// TestCopyOutWarnsOfSplits copies out a spec that breaks every join: it is
+// handed out (the user may mean it), but the status says so first, in the
+// error style, and the file and the exit text carry the warning; a spec
+// that joins carries none.
+func TestCopyOutWarnsOfSplits(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 4, false)
+	m := newTestModel(t, b, 80, 24, "default")
+	m = keys(t, m, ":")
+	m = typeText(t, m, "server,rollout,verify")
+	m = keys(t, m, "enter", "y")
+	const warn = "this spec splits 4 of 4 rollouts: the spec lacks http_client"
+	if !m.statusErr || !strings.HasPrefix(m.status, glyphSplit+" "+warn) {
+		t.Errorf("status %q (error %v), want it to start with the warning %q", m.status, m.statusErr, warn)
+	}
+	if !strings.Contains(m.View(), glyphSplit+" this spec splits 4 of 4") {
+		t.Errorf("the 80-column footer cuts the warning:\n%s", m.View())
+	}
+	data, err := os.ReadFile(m.opts.SnippetPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), "# warning: "+warn) || !strings.Contains(string(data), `span_groups: "server,rollout,verify"`) {
+		t.Errorf("file:\n%s\nwant the warning first, then the spec", data)
+	}
+	if s := m.Snippet(); !strings.HasPrefix(s, "# warning: "+warn) {
+		t.Errorf("exit snippet lacks the warning:\n%s", s)
+	}
+
+	m = keys(t, m, "2", "y")
+	if m.statusErr || strings.Contains(m.status, "splits") {
+		t.Errorf("a joining spec copied with status %q (error %v)", m.status, m.statusErr)
+	}
+	if data, _ := os.ReadFile(m.opts.SnippetPath); strings.Contains(string(data), "warning") {
+		t.Errorf("a joining spec's file has a warning:\n%s", data)
+	}
+}
+
 func TestCopyOutOSC52(t *testing.T) {
 	f, err := os.CreateTemp(t.TempDir(), "tty")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("TMUX", "")
-	msg := copySnippet("hello", t.TempDir()+"/s.yaml", "", f)().(copiedMsg)
+	msg := copySnippet("hello", t.TempDir()+"/s.yaml", "", f, "")().(copiedMsg)
 	if !msg.clip || msg.errText != "" {
 		t.Fatalf("copied = %+v", msg)
 	}
@@ -304,7 +342,7 @@ func TestCopyOutOSC52(t *testing.T) {
 	if want := "\x1b]52;c;aGVsbG8=\a"; string(got) != want {
 		t.Errorf("OSC 52 = %q, want %q", got, want)
 	}
-	bad := copySnippet("x", t.TempDir()+"/missing/dir/s.yaml", "", nil)().(copiedMsg)
+	bad := copySnippet("x", t.TempDir()+"/missing/dir/s.yaml", "", nil, "")().(copiedMsg)
 	if !strings.Contains(bad.errText, "no such file or directory") || strings.Contains(bad.errText, "open ") {
 		t.Errorf("error text %q should be the cause only", bad.errText)
 	}

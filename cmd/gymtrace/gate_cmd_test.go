@@ -56,6 +56,23 @@ func TestPreviewText(t *testing.T) {
 	golden.Check(t, []byte(out))
 }
 
+// A spec that breaks joins still gets its snippet, but the text before it
+// says so; one that joins says only how to use it.
+func TestPreviewTextSnippetWarns(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"job,server,rollout,agent,model_call,verify", "\nto use it anyway (it splits 6 of 6 rollouts, as above), in the Gym config:\n"},
+		{"per_rollout", "\nto use it, in the Gym config:\n"},
+	} {
+		code, out, errOut := runGateCmd(t, previewCmd, "--spec", tc.spec, gateCaptures+"all.console.jsonl")
+		if code != exitOK {
+			t.Fatalf("exit %d, stderr %s", code, errOut)
+		}
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("preview --spec %s lacks %q:\n%s", tc.spec, tc.want, out)
+		}
+	}
+}
+
 // Previewing per_rollout over a real Gym `all` capture must predict exactly
 // what Gym really emitted under per_rollout with the same seed, per rollout
 // and per group (observability on, so both captures name rollouts by Gym's

@@ -379,7 +379,8 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 	if len(silent) > 0 {
 		fmt.Fprintf(w, "no spans (these groups never emit spans in Gym): %s\n", strings.Join(groupNames(reg, silent), ", "))
 	}
-	if br := rep.BreakSummary(nil); len(br) > 0 {
+	br := rep.BreakSummary(nil)
+	if len(br) > 0 {
 		fmt.Fprintf(w, "\nbroken joins under the preview:\n")
 		for _, b := range br {
 			fmt.Fprintf(w, "  %s %s: %s\n", gate.HopName(b, "->", keepName), hopCounts(b), b.Reason)
@@ -389,7 +390,12 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 		fmt.Fprintf(w, "\nno snippet: %v\n", refused)
 		return
 	}
-	fmt.Fprintf(w, "\nto use it, in the Gym config:\n%s\nor in the environment:\n  %s\n", indent(gate.TelemetryYAML(copySpec)), gate.EnvLine(copySpec))
+	use := "to use it"
+	if len(br) > 0 {
+		// The snippet follows the broken joins: say it keeps them.
+		use = fmt.Sprintf("to use it anyway (it splits %d of %d rollouts, as above)", r.RolloutsSplit, r.RolloutsJoined+r.RolloutsSplit)
+	}
+	fmt.Fprintf(w, "\n%s, in the Gym config:\n%s\nor in the environment:\n  %s\n", use, indent(gate.TelemetryYAML(copySpec)), gate.EnvLine(copySpec))
 }
 
 func firstSample(rep receiver.FileReport) string {
