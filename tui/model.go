@@ -113,10 +113,11 @@ type Model struct {
 
 	refresh time.Duration // throttle between snapshots; tests shorten it
 
-	rects  [numSlots]rect
-	header string
-	frameW int
-	frameH int
+	rects      [numSlots]rect
+	groupsWant int // the span groups' wantLines at the last layout
+	header     string
+	frameW     int
+	frameH     int
 }
 
 // New builds the root model.
@@ -182,7 +183,8 @@ func (m Model) Snippet() string {
 	if !m.copied && m.groups.Preview() == m.opts.Current {
 		return ""
 	}
-	text, err := Snippet(m.reg, m.groups.Preview(), false, m.groups.copyWarning())
+	_, warn := m.groups.copyWarning()
+	text, err := Snippet(m.reg, m.groups.Preview(), false, warn)
 	if err != nil {
 		return "# no span_groups snippet: " + err.Error() + "\n"
 	}
@@ -331,14 +333,14 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.trace.SetPreview(m.preview, m.groups.Preview())
 		return m, m.afterChange()
 	case key.Matches(km, k.Copy):
-		warn := m.groups.copyWarning()
+		short, warn := m.groups.copyWarning()
 		text, err := Snippet(m.reg, m.groups.Preview(), true, warn)
 		if err != nil {
 			// Never hand out a spec Gym would refuse or read otherwise.
 			m.status, m.statusErr = "not copied: "+err.Error(), true
 			return m, nil
 		}
-		return m, copySnippet(text, m.opts.SnippetPath, m.wrote, m.opts.Clipboard, warn)
+		return m, copySnippet(text, m.opts.SnippetPath, m.wrote, m.opts.Clipboard, short)
 	case key.Matches(km, k.Default), key.Matches(km, k.PerRoll), key.Matches(km, k.All):
 		name := map[string]string{"1": "default", "2": "per_rollout", "3": "all"}[km.String()]
 		if set, ok := m.reg.PresetSet(name); ok {
@@ -407,7 +409,9 @@ func (m *Model) afterChange() tea.Cmd {
 		cmds = append(cmds, m.requestAnalysis())
 	}
 	m.trace.SetFocused(m.focus == slotTrace && m.front(slotTrace) == panel(m.trace))
+	m.groups.groupsPanel = m.groups.SetFocused(m.focus == slotGroups)
 	m.syncPanels()
+	m.fitGroups()
 	m.renderHeader()
 	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()))
 	return tea.Batch(cmds...)
@@ -445,6 +449,7 @@ func (m *Model) setFocus(f slot) {
 		m.closeOverlays(slotTrace)
 	}
 	m.focus = f
+	m.groups.groupsPanel = m.groups.SetFocused(f == slotGroups)
 	m.layout() // the focused panel gets the room
 }
 
@@ -545,6 +550,7 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 		cmd = m.afterChange()
 	}
 	m.syncPanels()
+	m.fitGroups()
 	m.renderHeader()
 	if m.dirty || (m.snap != nil && a.seq != m.snap.Seq) {
 		return m, tea.Batch(cmd, m.requestAnalysis())
@@ -622,21 +628,9 @@ func (m *Model) layout() {
 		m.rects[slotTrace] = rect{left, headerLines, m.width - left, top}
 		m.rects[slotGroups] = rect{0, headerLines + top, m.width, avail - top}
 	} else {
-		// Stacked: the focused panel gets half the height; of the rest the
-		// span groups get the larger share, for the what-if answer.
-		big := avail / 2
-		small := (avail - big) / 2
 		y := headerLines
-		for s := slot(0); s < numSlots; s++ {
-			h := small
-			if s == m.focus {
-				h = big
-			} else if s == slotGroups {
-				h = avail - big - small
-			}
-			if s == numSlots-1 {
-				h = headerLines + avail - y
-			}
+		m.groupsWant = m.groups.wantLines(m.width - m.frameW)
+		for s, h := range stackHeights(avail, m.focus, m.frameH, m.groupsWant) {
 			m.rects[s] = rect{0, y, m.width, h}
 			y += h
 		}
@@ -651,6 +645,79 @@ func (m *Model) layout() {
 		m.helpView.setLines(m.helpLines())
 	}
 	m.renderHeader()
+}
+
+// stackHeights shares avail rows between the stacked panels (frames
+// included). Each panel not focused keeps what it needs to say something:
+// the waterfall its title and a span (only the title on a short screen),
+// the list its title, column header and a row, the groups their figures,
+// verdict and checkboxes. The focused panel gets its share of the rest, and
+// what is left goes mostly to the span groups: the what-if answer.
+//
+// groupsWant caps the span groups when not focused: what they would leave
+// blank goes to the other panel not focused.
+func stackHeights(avail int, focus slot, frameH, groupsWant int) [numSlots]int {
+	need := [numSlots]int{slotRollouts: 3, slotTrace: 2, slotGroups: 5}
+	if avail < 26 {
+		need[slotTrace] = 1
+	}
+	share := [numSlots]int{slotRollouts: 45, slotTrace: 55, slotGroups: 60} // percent, when focused
+	weight := [numSlots]int{slotRollouts: 2, slotTrace: 1, slotGroups: 3}   // of what is left
+	if focus == slotTrace {
+		// The list picks what the waterfall shows: it keeps rows to pick from.
+		share[slotTrace], weight[slotRollouts] = 50, 3
+	}
+	var h [numSlots]int
+	rest := avail
+	for s := range h {
+		if slot(s) != focus {
+			h[s] = need[s] + frameH
+			rest -= h[s]
+		}
+	}
+	if rest < frameH+3 {
+		// Too short for that: the focused panel half, the others a quarter.
+		for s := range h {
+			h[s] = avail / 4
+		}
+		h[focus] = avail - 2*(avail/4)
+		return h
+	}
+	h[focus] = min(rest, max(avail*share[focus]/100, frameH+3))
+	extra := rest - h[focus]
+	// The heavier of the two others first, rounding up.
+	var others []slot
+	for s := slot(0); s < numSlots; s++ {
+		if s != focus {
+			others = append(others, s)
+		}
+	}
+	a, b := others[0], others[1]
+	if weight[b] > weight[a] {
+		a, b = b, a
+	}
+	give := (extra*weight[a] + weight[a] + weight[b] - 1) / (weight[a] + weight[b])
+	h[a] += give
+	h[b] += extra - give
+	if focus != slotGroups && groupsWant > 0 {
+		if spare := h[slotGroups] - max(groupsWant, need[slotGroups]) - frameH; spare > 0 {
+			other := slotTrace
+			if focus == slotTrace {
+				other = slotRollouts
+			}
+			h[slotGroups] -= spare
+			h[other] += spare
+		}
+	}
+	return h
+}
+
+// fitGroups lays the screen out again when the span groups, narrow and
+// not focused, need another number of lines (a verdict gained hops).
+func (m *Model) fitGroups() {
+	if m.width > 0 && m.width < wideWidth && m.groups.wantLines(m.width-m.frameW) != m.groupsWant {
+		m.layout()
+	}
 }
 
 // openHelp renders the help screen for the focused panel and shows it.
@@ -697,7 +764,7 @@ func (m *Model) helpLines() []string {
 	for _, sec := range secs {
 		lines = append(lines, m.st.Panel.Title.Render(sec.title))
 		for _, b := range sec.keys {
-			lines = append(lines, "  "+m.st.App.Title.Render(fit(b.Help().Key, keyW))+" "+b.Help().Desc)
+			lines = append(lines, "  "+m.st.App.Title.Render(fit(b.Help().Key, keyW))+" "+k.explain(b))
 		}
 	}
 	lines = append(lines, m.st.Panel.Title.Render("legend"))
@@ -940,7 +1007,11 @@ func (m *Model) footer() string {
 			bs = append(bs, k.Back)
 		}
 		bs = append(bs, k.NextPanel)
-		bs = append(bs, p.help()...)
+		for _, b := range p.help() {
+			if !k.moves(b) {
+				bs = append(bs, b)
+			}
+		}
 	}
 	return m.help.ShortHelpView(bs)
 }

@@ -21,7 +21,12 @@ func captureHops(c *gate.CheckReport) []breakSum {
 
 // hopText is a hop as one line: caller → callee (span): reason.
 func hopText(from, to, span, reason string) string {
-	return gate.HopName(gate.BreakSum{FromService: from, ToService: to, SpanName: span}, "→", shortService) + ": " + reason
+	return hopName(from, to, span) + ": " + reason
+}
+
+// hopName is a hop as a phrase: caller → callee (span).
+func hopName(from, to, span string) string {
+	return gate.HopName(gate.BreakSum{FromService: from, ToService: to, SpanName: span}, "→", shortService)
 }
 
 // hopFix is the fix for a break the previewed spec would cause, from its
