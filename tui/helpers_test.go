@@ -11,7 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -295,8 +295,8 @@ func typeText(tb testing.TB, m Model, s string) Model {
 
 // testRegistry is the Gym variant the test captures were made as: the
 // simulated fleet's, G1c (G1's groups and the concurrency metric).
-func testRegistry() *gate.Registry {
-	v, err := gate.LookupVariant("G1c")
+func testRegistry() *groups.Registry {
+	v, err := groups.LookupVariant("G1c")
 	if err != nil {
 		panic(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	osc52 "github.com/aymanbagabas/go-osc52/v2"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 )
 
 // SnippetFile is where copy-out writes, in the working directory.
@@ -19,7 +19,7 @@ const SnippetFile = "gymtrace-span-groups.yaml"
 // registry's Gym variant would reject or apply otherwise, and the empty set.
 // warn, when set, heads the text as a comment: a spec that breaks joins is
 // still handed out (the user may want exactly that), but never silently.
-func Snippet(reg *gate.Registry, s gate.Set, file bool, warn string) (string, error) {
+func Snippet(reg *groups.Registry, s groups.Set, file bool, warn string) (string, error) {
 	// The shortest equivalent spec: it may leave out groups no Gym code emits under.
 	spec, err := reg.CopyOut(s)
 	if err != nil {
@@ -28,7 +28,7 @@ func Snippet(reg *gate.Registry, s gate.Set, file bool, warn string) (string, er
 	if eff := reg.Resolve(spec); !eff.Off {
 		s = eff.Set
 	}
-	env := gate.EnvLine(spec) + "\n"
+	env := groups.EnvLine(spec) + "\n"
 	if file {
 		env = "# or, in the environment:\n# " + env
 	}
@@ -36,7 +36,7 @@ func Snippet(reg *gate.Registry, s gate.Set, file bool, warn string) (string, er
 	if warn != "" {
 		head = "# warning: " + warn + "\n"
 	}
-	return head + "# span groups: " + strings.Join(reg.Names(s), ", ") + "\n" + gate.TelemetryYAML(spec) + "\n" + env, nil
+	return head + "# span groups: " + strings.Join(reg.Names(s), ", ") + "\n" + groups.TelemetryYAML(spec) + "\n" + env, nil
 }
 
 // copySnippet writes the snippet to path and, when clip is non-nil, sends

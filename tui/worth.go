@@ -6,7 +6,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -16,30 +17,30 @@ import (
 // judged against the previewed spec, and the budget verdict.
 type worthView struct {
 	pager
-	reg      *gate.Registry
+	reg      *groups.Registry
 	spanCost time.Duration
-	budget   *gate.Budget
+	budget   *whatif.Budget
 	rate     float64
 
-	rows     []gate.GroupWorth
-	rowsSeq  uint64   // snapshot the rows were computed from
-	rowsSpec gate.Set // spec they were judged against
+	rows     []whatif.GroupWorth
+	rowsSeq  uint64     // snapshot the rows were computed from
+	rowsSpec groups.Set // spec they were judged against
 	have     bool
 	running  bool
-	prev     *gate.Report
-	spec     gate.Set
+	prev     *whatif.Report
+	spec     groups.Set
 }
 
 // worthMsg carries computed rows.
 type worthMsg struct {
 	seq  uint64
-	spec gate.Set
-	rows []gate.GroupWorth
+	spec groups.Set
+	rows []whatif.GroupWorth
 }
 
-func newWorthView(st *Styles, keys *KeyMap, reg *gate.Registry, spanCost time.Duration, budget *gate.Budget, rate float64) *worthView {
+func newWorthView(st *Styles, keys *KeyMap, reg *groups.Registry, spanCost time.Duration, budget *whatif.Budget, rate float64) *worthView {
 	if spanCost <= 0 {
-		spanCost = gate.DefaultSpanCost
+		spanCost = whatif.DefaultSpanCost
 	}
 	w := &worthView{pager: newPager(st, keys, "w/esc back"), reg: reg, spanCost: spanCost, budget: budget, rate: rate}
 	w.title = "Cost and worth"
@@ -68,7 +69,7 @@ func (w *worthView) refresh(e *env) {
 
 // request starts a computation when the open view's rows are stale and
 // none runs; eng is used by that command alone.
-func (w *worthView) request(eng *gate.Engine, snap *model.Snapshot, spec gate.Set) tea.Cmd {
+func (w *worthView) request(eng *whatif.Engine, snap *model.Snapshot, spec groups.Set) tea.Cmd {
 	if !w.opened || w.running || snap == nil || (w.have && w.rowsSeq == snap.Seq && w.rowsSpec == spec) {
 		return nil
 	}
@@ -93,22 +94,22 @@ var worthCols = []struct {
 	width int
 	left  bool // aligned left (text), else right (figures)
 	drop  int  // 0: never dropped; lower numbers go first
-	val   func(w *worthView, g gate.GroupWorth) string
+	val   func(w *worthView, g whatif.GroupWorth) string
 }{
-	{"spans/r", 7, false, 0, func(_ *worthView, g gate.GroupWorth) string { return fmt.Sprintf("%.1f", g.SpansPerRollout) }},
-	{"bytes/r", 8, false, 6, func(_ *worthView, g gate.GroupWorth) string { return fmtBytes(int64(g.BytesPerRollout)) }},
-	{"cpu ms", 7, false, 5, func(_ *worthView, g gate.GroupWorth) string { return fmt.Sprintf("%.2f", g.CPUMSPerRollout) }},
-	{"ms/s", 7, false, 3, func(_ *worthView, g gate.GroupWorth) string { return fmt.Sprintf("%.2f", g.CPUMSPerSecond) }},
-	{"wall", 6, false, 4, func(_ *worthView, g gate.GroupWorth) string { return fmt.Sprintf("%.0f%%", 100*g.WallShare) }},
-	{"p50", 8, false, 2, func(_ *worthView, g gate.GroupWorth) string { return fmtDur(g.P50) }},
-	{"p99", 8, false, 1, func(_ *worthView, g gate.GroupWorth) string { return fmtDur(g.P99) }},
-	{"err", 5, false, 0, func(w *worthView, g gate.GroupWorth) string {
+	{"spans/r", 7, false, 0, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.1f", g.SpansPerRollout) }},
+	{"bytes/r", 8, false, 6, func(_ *worthView, g whatif.GroupWorth) string { return fmtBytes(int64(g.BytesPerRollout)) }},
+	{"cpu ms", 7, false, 5, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.2f", g.CPUMSPerRollout) }},
+	{"ms/s", 7, false, 3, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.2f", g.CPUMSPerSecond) }},
+	{"wall", 6, false, 4, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.0f%%", 100*g.WallShare) }},
+	{"p50", 8, false, 2, func(_ *worthView, g whatif.GroupWorth) string { return fmtDur(g.P50) }},
+	{"p99", 8, false, 1, func(_ *worthView, g whatif.GroupWorth) string { return fmtDur(g.P99) }},
+	{"err", 5, false, 0, func(w *worthView, g whatif.GroupWorth) string {
 		if g.ErrorSpans > 0 {
 			return w.st.Tree.Error.Render(itoa(g.ErrorSpans))
 		}
 		return ""
 	}},
-	{"joins", 12, true, 0, func(_ *worthView, g gate.GroupWorth) string {
+	{"joins", 12, true, 0, func(_ *worthView, g whatif.GroupWorth) string {
 		if g.KeepsJoins {
 			return fmt.Sprintf("keeps %d/%d", g.JoinedWith, g.JoinedWithout)
 		}
@@ -167,7 +168,7 @@ func (w *worthView) layout() {
 			continue
 		}
 		on := "off"
-		if g.Group == gate.Unclassified || w.rowsSpec.Has(g.Group) {
+		if g.Group == groups.Unclassified || w.rowsSpec.Has(g.Group) {
 			on = "on"
 		}
 		lines = append(lines, row(w.reg.Name(g.Group), on, func(i int) string { return worthCols[i].val(w, g) }))
@@ -194,7 +195,7 @@ func (w *worthView) verdict() string {
 
 // budgetLine renders a budget verdict: fits with what is left, or by how
 // much it misses.
-func budgetLine(st *Styles, v gate.BudgetVerdict, width int) string {
+func budgetLine(st *Styles, v whatif.BudgetVerdict, width int) string {
 	style := st.Join.Split
 	if v.Fits {
 		style = st.Join.Joined
@@ -204,7 +205,7 @@ func budgetLine(st *Styles, v gate.BudgetVerdict, width int) string {
 
 // budgetCell is a verdict in a few characters: fits, or misses by how
 // much, with the value against the limit.
-func budgetCell(v gate.BudgetVerdict) string {
+func budgetCell(v whatif.BudgetVerdict) string {
 	if v.Fits {
 		return fmt.Sprintf("fits (%s of %s)", fmtRate(v.Value), v.Budget)
 	}

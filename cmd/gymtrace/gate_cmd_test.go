@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/internal/golden"
 )
 
@@ -17,7 +17,7 @@ const gateCaptures = "testdata/captures/"
 
 func runGateCmd(t *testing.T, fn func([]string, *bytes.Buffer, *bytes.Buffer) int, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	t.Setenv(gate.EnvSpanGroups, "")
+	t.Setenv(groups.EnvSpanGroups, "")
 	var o, e bytes.Buffer
 	code = fn(args, &o, &e)
 	return code, o.String(), e.String()
