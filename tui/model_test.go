@@ -616,6 +616,57 @@ func TestSpanSearch(t *testing.T) {
 	}
 }
 
+// The waterfall's search reads the rollout filter's terms on each span, as
+// the rollout filter does on the rollout: a failed rollout's error span is
+// found by status=error, kinds and attribute comparisons hold per span, and
+// a term half typed says why instead of matching nothing silently.
+func TestSpanSearchTerms(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, false)
+	m := newTestModel(t, b, 80, 24, "default")
+	m = keys(t, m, "down", "tab") // r0001 fails its verify
+	search := func(q string) []string {
+		t.Helper()
+		m = keys(t, m, "/")
+		m.trace.search.input.SetValue("")
+		m = typeText(t, m, q)
+		m = keys(t, m, "enter")
+		var names []string
+		for _, h := range m.trace.search.hits {
+			names = append(names, m.snap.Str(m.trace.r.Fragments[h.frag].Spans[h.idx].Name))
+		}
+		return names
+	}
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"status=error", []string{"gym.verify"}},
+		{"error", []string{"gym.verify"}},
+		{"kind=server service=example_tools", []string{"POST /verify"}},
+		{"http.request.method=POST url.full~verify", []string{"HTTP POST"}},
+		{"-kind=internal -kind=client name~verify", []string{"POST /verify"}},
+		{"dur>10s", nil},
+		{"verifier rejected", []string{"gym.verify"}}, // the status message, word by word
+	} {
+		if got := search(tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("/%s hits %q, want %q", tc.q, got, tc.want)
+		}
+	}
+	if got := search("status=error"); len(got) == 1 {
+		if f, i, ok := m.trace.SelectedSpan(); !ok || f.Spans[i].Status != model.StatusError {
+			t.Errorf("/status=error left the cursor off the error span")
+		}
+		if v := m.View(); !strings.Contains(v, "/status=error 1/1") {
+			t.Errorf("the 80×24 title lacks the hit count:\n%s", v)
+		}
+	}
+	search("dur>1")
+	if !strings.Contains(m.trace.search.status(), "no match · bad duration") {
+		t.Errorf("a half-typed term says %q", m.trace.search.status())
+	}
+}
+
 // The spec input opens with the previewed spec; typing replaces it, while a
 // movement key first keeps it for editing.
 func TestSpecInputPrefill(t *testing.T) {
