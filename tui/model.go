@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -888,7 +889,7 @@ func (m *Model) renderHeader() {
 	if m.width <= 0 {
 		return
 	}
-	src := strings.TrimPrefix(m.opts.Title, "gymtrace ")
+	src := shortTitle(strings.TrimPrefix(m.opts.Title, "gymtrace "))
 	if len(m.opts.Addrs) > 0 {
 		src = strings.Join(m.opts.Addrs, " ")
 		if t := strings.TrimPrefix(m.opts.Title, "gymtrace "); t != "" {
@@ -899,10 +900,19 @@ func (m *Model) renderHeader() {
 	if m.opts.Live {
 		mode = "live " + fmtRate(m.rate) + " spans/s"
 	}
-	l1 := m.st.App.Title.Render("gymtrace") + " " + m.st.App.Header.Render(src) + m.st.App.Dim.Render(" · "+mode+" · current "+m.opts.CurrentSpec)
-	if m.opts.Variant != "" {
-		l1 += m.st.App.Dim.Render(" · " + m.opts.Variant)
+	// The spec in force and the variant are what the figures mean: the
+	// source gives way first, then the variant's reason, never those two.
+	tail := " · " + mode + " · current " + m.opts.CurrentSpec
+	variant := m.opts.Variant
+	if variant != "" {
+		names, _, _ := strings.Cut(src, " (in ")
+		if 9+ansi.StringWidth(names)+ansi.StringWidth(tail)+3+ansi.StringWidth(variant) > m.width {
+			variant, _, _ = strings.Cut(variant, " (")
+		}
+		tail += " · " + variant
 	}
+	srcW := max(m.width-9-ansi.StringWidth(tail), 12)
+	l1 := m.st.App.Title.Render("gymtrace") + " " + m.st.App.Header.Render(clip(src, srcW)) + m.st.App.Dim.Render(tail)
 	var parts []string
 	if s := m.snap; s != nil {
 		st := s.Stats
@@ -956,6 +966,33 @@ func (m *Model) renderHeader() {
 	}
 	l2 := m.st.App.Header.Render(strings.Join(parts, " · "))
 	m.header = clip(l1, m.width) + "\n" + clip(l2, m.width)
+}
+
+// shortTitle writes a run of file paths in one directory as their names
+// and the directory after them, so the names come before a cut:
+// "open a/b/driver.log a/b/agent.log" is "open driver.log agent.log (in a/b)".
+func shortTitle(title string) string {
+	words := strings.Fields(title)
+	dir, paths := "", 0
+	for _, w := range words {
+		if !strings.Contains(w, "/") {
+			continue
+		}
+		d := filepath.Dir(w)
+		if paths > 0 && d != dir {
+			return title
+		}
+		dir, paths = d, paths+1
+	}
+	if paths < 2 {
+		return title
+	}
+	for i, w := range words {
+		if strings.Contains(w, "/") {
+			words[i] = filepath.Base(w)
+		}
+	}
+	return strings.Join(words, " ") + " (in " + dir + ")"
 }
 
 // View draws the screen from cached panel renders; it does no other work.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -811,5 +813,37 @@ func TestHeaderNamesVariant(t *testing.T) {
 	m = send(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
 	if v := m.View(); !strings.Contains(strings.SplitN(v, "\n", 2)[0], "Gym G1 (resource nemo.gym.version=0.5.1)") {
 		t.Errorf("header lacks the variant:\n%s", strings.SplitN(v, "\n", 2)[0])
+	}
+}
+
+// TestHeaderKeepsSpecAndVariant opens four long log paths, as `open` is
+// usually given them: the header names the files and keeps the current spec
+// and the variant at every width; the paths' directory gives way first.
+func TestHeaderKeepsSpecAndVariant(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	dir := "/home/someone/experiments/2026-03-01/run-17/nemo-gym/logs"
+	title := "gymtrace open " + dir + "/driver.log.gz " + dir + "/agent.log.gz " + dir + "/model.log.gz " + dir + "/resources.log.gz"
+	for _, w := range []int{80, 120, 200} {
+		reg := testRegistry()
+		cur, _ := reg.Parse("default")
+		m := New(Options{Source: b.st, Registry: reg, Current: cur, CurrentSpec: "default", Title: title,
+			Variant:     "Gym G1c (resource nemo.gym.version=0.5.1 and the concurrency metric)",
+			SnippetPath: filepath.Join(t.TempDir(), SnippetFile)})
+		m.refresh = time.Nanosecond
+		m = send(t, m, tea.WindowSizeMsg{Width: w, Height: 24})
+		m = run(t, m, m.Init())
+		l1 := strings.Split(m.View(), "\n")[0]
+		for _, want := range []string{"open driver.log.gz", "current default", "Gym G1c"} {
+			if !strings.Contains(l1, want) {
+				t.Errorf("%d columns: header %q lacks %q", w, l1, want)
+			}
+		}
+		if ansi.StringWidth(l1) > w {
+			t.Errorf("%d columns: header is %d wide", w, ansi.StringWidth(l1))
+		}
+		if w == 200 && !strings.Contains(l1, "resources.log.gz (in /home/") {
+			t.Errorf("200 columns: header %q lacks every file and their directory", l1)
+		}
 	}
 }
