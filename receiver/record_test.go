@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/internal/golden"
 	"github.com/nemo-gym/gymtrace/model"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -42,7 +43,7 @@ func TestRecordJSON(t *testing.T) {
 			if !json.Valid(line) || bytes.ContainsRune(line, '\n') {
 				t.Fatalf("not one line of valid JSON: %s", line)
 			}
-			golden(t, string(line)+"\n")
+			golden.Check(t, []byte(string(line)+"\n"))
 
 			in, l := newLocal()
 			fromProto, _, err := DecodeProto(l, marshal(t, tt.req), Limits{})

@@ -47,6 +47,10 @@ type groupsPanel struct {
 	// from what was typed (names it drops); cleared by the next change.
 	notice string
 
+	// focused: the panel has the keyboard; narrow, it then lists a row per
+	// group, else a run of checkboxes.
+	focused bool
+
 	cursor, offset int
 	// follow keeps the cursor's group in view; scrolling turns it off so the
 	// comparison below the list can be read in a short panel.
@@ -111,6 +115,15 @@ func (g groupsPanel) SetReports(cur, prev *whatif.Report) groupsPanel {
 		g.prevRep = prev
 	}
 	g.render()
+	return g
+}
+
+// SetFocused tells the panel whether it has the keyboard.
+func (g groupsPanel) SetFocused(on bool) groupsPanel {
+	if on != g.focused {
+		g.focused = on
+		g.render()
+	}
 	return g
 }
 
@@ -485,18 +498,28 @@ func (g *groupsPanel) compareLines(w int) []string {
 	return lines
 }
 
-// summaryLines is the current → preview verdict for a short panel: spans,
-// traces, bytes, the projection and joining with its first broken hop.
-func (g *groupsPanel) summaryLines(w int) []string {
+// summary is the current → preview verdict for a short panel: the
+// figures (spans, traces, bytes, the projection), the joining verdict and
+// its broken hops.
+type summary struct {
+	figs  []string
+	join  string // the verdict, unwrapped: "joining ✓ intact 6/6 → ✗ 6/6 split"
+	hops  []hop
+	split bool // the verdict is a split: drawn as one
+}
+
+// hop is a broken hop as the summary says it: caller → callee (span), and
+// its finding with the likely fix.
+type hop struct{ name, why string }
+
+func (g *groupsPanel) summary(w int) summary {
 	cur, prev := g.curRep, g.prevRep
 	if cur == nil || prev == nil {
-		return []string{clip("current → preview: …", w)}
+		return summary{figs: []string{clip("current → preview: …", w)}}
 	}
 	n := projections[g.proj]
 	cs, cb := cur.Project(n)
 	ps, pb := prev.Project(n)
-	// current→preview, tight: the numbers, then the joining verdict with
-	// its first reason, in as few lines as a short panel has.
 	text := fmt.Sprintf("spans %s→%s · traces %s→%s · %s→%s · ×%s %s→%s",
 		fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
 		fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)),
@@ -509,39 +532,173 @@ func (g *groupsPanel) summaryLines(w int) []string {
 			fmtBytes(cur.Result.Bytes), fmtBytes(prev.Result.Bytes),
 			fmtCount(int64(n)), fmtCount(int64(cs)), fmtCount(int64(ps)))
 	}
-	out := wrap(text, w)
-	join := "joining " + g.joinText(cur) + " → " + g.joinText(prev)
+	out := summary{figs: wrap(text, w)}
+	out.join = "joining " + g.joinText(cur) + " → " + g.joinText(prev)
 	if g.joinText(cur) == g.joinText(prev) {
-		join = "joining " + g.joinText(prev) + " (both)"
+		out.join = "joining " + g.joinText(prev) + " (both)"
 	}
 	side := prev
 	if _, split, _ := g.joinCounts(prev); split == 0 {
 		side = cur
 	}
 	ch, _ := splitHops(captureHops(g.check))
-	bs := aggregateBreaks(side, g.pending)
-	// How many hops break comes before the first one's reason, which the
-	// panel's height may cut.
-	sep := ": "
-	if n := len(ch) + len(bs); n > 1 {
-		sep = ", " + countNoun(n, "hop") + "; "
+	for _, h := range ch {
+		out.hops = append(out.hops, hop{"in capture " + hopName(h.from, h.to, h.span), trimGym(h.short)})
 	}
-	switch {
-	case len(ch) > 0:
-		join += sep + "in capture " + hopText(ch[0].from, ch[0].to, ch[0].span, trimGym(ch[0].short))
-	case len(bs) > 0:
-		join += sep + hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
-		if fix := bs[0].cause.Fix(); fix != "" {
-			join += "; fix: " + fix
+	for _, b := range aggregateBreaks(side, g.pending) {
+		why := b.reason
+		if fix := b.cause.Fix(); fix != "" {
+			why += "; fix: " + fix
+		}
+		out.hops = append(out.hops, hop{hopName(b.from, b.to, b.span), why})
+	}
+	_, split, _ := g.joinCounts(side)
+	out.split = split > 0
+	return out
+}
+
+// lines renders the summary in at most room lines for the verdict and its
+// hops (the figures come on top). Hops of one cause (a group off) share
+// its sentence and fix: said once, then each hop named on a line of its
+// own. Where that does not fit, as many hops as fit are said whole, and
+// where to see all of them is said.
+func (s summary) lines(st *Styles, w, room int, where string) []string {
+	var verdict []string
+	whole := func(h hop) []string {
+		ls := wrap(glyphSplit+" "+h.name+": "+h.why, w-1)
+		for i := range ls {
+			if i == 0 {
+				ls[i] = " " + ls[i]
+			} else {
+				ls[i] = "   " + ls[i]
+			}
+		}
+		return ls
+	}
+	var whys []string
+	byWhy := map[string][]string{}
+	for _, h := range s.hops {
+		if _, ok := byWhy[h.why]; !ok {
+			whys = append(whys, h.why)
+		}
+		byWhy[h.why] = append(byWhy[h.why], h.name)
+	}
+	switch n := len(s.hops); {
+	case n == 0:
+		verdict = wrap(s.join, w)
+	case n == 1:
+		verdict = wrap(s.join+": "+s.hops[0].name+": "+s.hops[0].why, w)
+	default:
+		head := s.join + " · " + countNoun(n, "broken hop") + ":"
+		if len(whys) == 1 {
+			head = s.join + " · " + countNoun(n, "hop") + ", " + whys[0] + ":"
+		}
+		verdict = wrap(head, w)
+		for _, why := range whys {
+			if len(whys) > 1 {
+				for _, l := range wrap(why+":", w-1) {
+					verdict = append(verdict, " "+l)
+				}
+			}
+			for _, name := range byWhy[why] {
+				verdict = append(verdict, clip(" "+glyphSplit+" "+name, w))
+			}
+		}
+		if len(verdict) <= room {
+			break
+		}
+		// Short of room: the count and where to see all, then the hops
+		// whole, as many as fit (at least the first, cut to a line).
+		verdict = wrap(s.join+" · "+countNoun(n, "broken hop")+" (all: "+where+"):", w)
+		for i, h := range s.hops {
+			ls := whole(h)
+			if len(verdict)+len(ls) > room {
+				if i == 0 {
+					verdict = append(verdict, clip(ls[0], w))
+				}
+				break
+			}
+			verdict = append(verdict, ls...)
 		}
 	}
-	jl := wrap(join, w)
-	if _, split, _ := g.joinCounts(side); split > 0 {
-		for i := range jl {
-			jl[i] = g.st.Join.Split.Render(jl[i])
+	out := append([]string(nil), s.figs...)
+	for _, l := range verdict {
+		if s.split {
+			l = st.Join.Split.Render(l)
 		}
+		out = append(out, l)
 	}
-	return append(out, jl...)
+	return out
+}
+
+// wantLines is how many lines the panel has to show when narrow and not
+// focused: the title, the verdict with every hop, the checkboxes. The root
+// gives the room it does not need to the other panels.
+func (g *groupsPanel) wantLines(w int) int {
+	return 1 + len(g.summary(w).lines(g.st, w, 1<<20, "")) + len(g.checklist(w))
+}
+
+// checklist is the groups as one run of checkboxes, wrapped: what an
+// unfocused narrow panel shows of the list, so the groups are on the
+// first screen without a row each.
+func (g *groupsPanel) checklist(w int) []string {
+	var lines []string
+	line, lineW := "", 0
+	for _, gi := range g.reg.Groups() {
+		if !gi.EmitsSpans && !g.preview.Has(gi.Group) && !g.current.Has(gi.Group) {
+			continue // never emits, never set: noise in a short panel
+		}
+		box, name := "[ ]", gi.Name
+		if g.preview.Has(gi.Group) {
+			box = g.st.Groups.On.Render("[x]")
+		}
+		if g.preview.Has(gi.Group) != g.current.Has(gi.Group) {
+			name = g.st.Groups.Changed.Render(name + "*")
+		}
+		item := box + " " + name
+		iw := ansi.StringWidth(item)
+		if lineW > 0 && lineW+2+iw > w {
+			lines = append(lines, line)
+			line, lineW = "", 0
+		}
+		if lineW > 0 {
+			line += "  "
+			lineW += 2
+		}
+		line += item
+		lineW += iw
+	}
+	if lineW > 0 {
+		lines = append(lines, line)
+	}
+	for i := range lines {
+		lines[i] = clip(lines[i], w)
+	}
+	return lines
+}
+
+// copyWarning says what copying the previewed spec out would break, as
+// the joining verdict on screen says it, or "" when its rollouts join (or
+// the preview is not computed yet for this spec).
+// short is the count alone, for the status line; long adds the cause,
+// for the file and the exit text.
+func (g *groupsPanel) copyWarning() (short, long string) {
+	r := g.prevRep
+	if r == nil || r.Spec != g.preview {
+		return "", ""
+	}
+	joined, split, pending := g.joinCounts(r)
+	// Only the spec's own breaks count: a rollout split in the capture
+	// itself is no reason to hold back a spec that would join it.
+	why := whatif.SpecWarning(g.preview)
+	if bs := aggregateBreaks(r, g.pending); why == "" && len(bs) > 0 {
+		why = hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
+	}
+	if split == 0 || why == "" {
+		return "", ""
+	}
+	short = fmt.Sprintf("this spec splits %d of %d rollouts", split, joined+split+pending)
+	return short, short + ": " + why
 }
 
 // joinText is joinCell without styling, for running text.
@@ -689,10 +846,19 @@ func (g *groupsPanel) render() {
 			}
 			lines = append(lines, fit(l, listW)+"  "+r)
 		}
+	} else if !g.focused {
+		// Narrow and not focused: the verdict, as many of its broken hops
+		// as fit, and the groups as one run of checkboxes.
+		sum := g.summary(g.width)
+		check := g.checklist(g.width)
+		room := body - len(sum.figs) - len(check)
+		lines = append(sum.lines(g.st, g.width, room, "tab, then pgdn"), check...)
+		g.offset = 0
 	} else {
 		// Too narrow for side by side: the verdict goes first, so a toggle's
-		// effect is visible without scrolling past every group.
-		lines = g.summaryLines(g.width)
+		// effect is visible without scrolling past every group; all of its
+		// hops are listed below the comparison.
+		lines = g.summary(g.width).lines(g.st, g.width, 5, "pgdn")
 		lead = len(lines)
 		lines = append(lines, g.listLines(g.width)...)
 		lines = append(lines, "")

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -115,10 +116,11 @@ type Model struct {
 
 	refresh time.Duration // throttle between snapshots; tests shorten it
 
-	rects  [numSlots]rect
-	header string
-	frameW int
-	frameH int
+	rects      [numSlots]rect
+	groupsWant int // the span groups' wantLines at the last layout
+	header     string
+	frameW     int
+	frameH     int
 }
 
 // New builds the root model.
@@ -184,7 +186,8 @@ func (m Model) Snippet() string {
 	if !m.copied && m.groups.Preview() == m.opts.Current {
 		return ""
 	}
-	text, err := Snippet(m.reg, m.groups.Preview(), false)
+	_, warn := m.groups.copyWarning()
+	text, err := Snippet(m.reg, m.groups.Preview(), false, warn)
 	if err != nil {
 		return "# no span_groups snippet: " + err.Error() + "\n"
 	}
@@ -333,13 +336,14 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.trace.SetPreview(m.preview, m.groups.Preview())
 		return m, m.afterChange()
 	case key.Matches(km, k.Copy):
-		text, err := Snippet(m.reg, m.groups.Preview(), true)
+		short, warn := m.groups.copyWarning()
+		text, err := Snippet(m.reg, m.groups.Preview(), true, warn)
 		if err != nil {
 			// Never hand out a spec Gym would refuse or read otherwise.
 			m.status, m.statusErr = "not copied: "+err.Error(), true
 			return m, nil
 		}
-		return m, copySnippet(text, m.opts.SnippetPath, m.wrote, m.opts.Clipboard)
+		return m, copySnippet(text, m.opts.SnippetPath, m.wrote, m.opts.Clipboard, short)
 	case key.Matches(km, k.Default), key.Matches(km, k.PerRoll), key.Matches(km, k.All):
 		name := map[string]string{"1": "default", "2": "per_rollout", "3": "all"}[km.String()]
 		if set, ok := m.reg.PresetSet(name); ok {
@@ -408,7 +412,9 @@ func (m *Model) afterChange() tea.Cmd {
 		cmds = append(cmds, m.requestAnalysis())
 	}
 	m.trace.SetFocused(m.focus == slotTrace && m.front(slotTrace) == panel(m.trace))
+	m.groups.groupsPanel = m.groups.SetFocused(m.focus == slotGroups)
 	m.syncPanels()
+	m.fitGroups()
 	m.renderHeader()
 	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()))
 	return tea.Batch(cmds...)
@@ -446,6 +452,7 @@ func (m *Model) setFocus(f slot) {
 		m.closeOverlays(slotTrace)
 	}
 	m.focus = f
+	m.groups.groupsPanel = m.groups.SetFocused(f == slotGroups)
 	m.layout() // the focused panel gets the room
 }
 
@@ -546,6 +553,7 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 		cmd = m.afterChange()
 	}
 	m.syncPanels()
+	m.fitGroups()
 	m.renderHeader()
 	if m.dirty || (m.snap != nil && a.seq != m.snap.Seq) {
 		return m, tea.Batch(cmd, m.requestAnalysis())
@@ -623,21 +631,9 @@ func (m *Model) layout() {
 		m.rects[slotTrace] = rect{left, headerLines, m.width - left, top}
 		m.rects[slotGroups] = rect{0, headerLines + top, m.width, avail - top}
 	} else {
-		// Stacked: the focused panel gets half the height; of the rest the
-		// span groups get the larger share, for the what-if answer.
-		big := avail / 2
-		small := (avail - big) / 2
 		y := headerLines
-		for s := slot(0); s < numSlots; s++ {
-			h := small
-			if s == m.focus {
-				h = big
-			} else if s == slotGroups {
-				h = avail - big - small
-			}
-			if s == numSlots-1 {
-				h = headerLines + avail - y
-			}
+		m.groupsWant = m.groups.wantLines(m.width - m.frameW)
+		for s, h := range stackHeights(avail, m.focus, m.frameH, m.groupsWant) {
 			m.rects[s] = rect{0, y, m.width, h}
 			y += h
 		}
@@ -652,6 +648,79 @@ func (m *Model) layout() {
 		m.helpView.setLines(m.helpLines())
 	}
 	m.renderHeader()
+}
+
+// stackHeights shares avail rows between the stacked panels (frames
+// included). Each panel not focused keeps what it needs to say something:
+// the waterfall its title and a span (only the title on a short screen),
+// the list its title, column header and a row, the groups their figures,
+// verdict and checkboxes. The focused panel gets its share of the rest, and
+// what is left goes mostly to the span groups: the what-if answer.
+//
+// groupsWant caps the span groups when not focused: what they would leave
+// blank goes to the other panel not focused.
+func stackHeights(avail int, focus slot, frameH, groupsWant int) [numSlots]int {
+	need := [numSlots]int{slotRollouts: 3, slotTrace: 2, slotGroups: 5}
+	if avail < 26 {
+		need[slotTrace] = 1
+	}
+	share := [numSlots]int{slotRollouts: 45, slotTrace: 55, slotGroups: 60} // percent, when focused
+	weight := [numSlots]int{slotRollouts: 2, slotTrace: 1, slotGroups: 3}   // of what is left
+	if focus == slotTrace {
+		// The list picks what the waterfall shows: it keeps rows to pick from.
+		share[slotTrace], weight[slotRollouts] = 50, 3
+	}
+	var h [numSlots]int
+	rest := avail
+	for s := range h {
+		if slot(s) != focus {
+			h[s] = need[s] + frameH
+			rest -= h[s]
+		}
+	}
+	if rest < frameH+3 {
+		// Too short for that: the focused panel half, the others a quarter.
+		for s := range h {
+			h[s] = avail / 4
+		}
+		h[focus] = avail - 2*(avail/4)
+		return h
+	}
+	h[focus] = min(rest, max(avail*share[focus]/100, frameH+3))
+	extra := rest - h[focus]
+	// The heavier of the two others first, rounding up.
+	var others []slot
+	for s := slot(0); s < numSlots; s++ {
+		if s != focus {
+			others = append(others, s)
+		}
+	}
+	a, b := others[0], others[1]
+	if weight[b] > weight[a] {
+		a, b = b, a
+	}
+	give := (extra*weight[a] + weight[a] + weight[b] - 1) / (weight[a] + weight[b])
+	h[a] += give
+	h[b] += extra - give
+	if focus != slotGroups && groupsWant > 0 {
+		if spare := h[slotGroups] - max(groupsWant, need[slotGroups]) - frameH; spare > 0 {
+			other := slotTrace
+			if focus == slotTrace {
+				other = slotRollouts
+			}
+			h[slotGroups] -= spare
+			h[other] += spare
+		}
+	}
+	return h
+}
+
+// fitGroups lays the screen out again when the span groups, narrow and
+// not focused, need another number of lines (a verdict gained hops).
+func (m *Model) fitGroups() {
+	if m.width > 0 && m.width < wideWidth && m.groups.wantLines(m.width-m.frameW) != m.groupsWant {
+		m.layout()
+	}
 }
 
 // openHelp renders the help screen for the focused panel and shows it.
@@ -698,7 +767,7 @@ func (m *Model) helpLines() []string {
 	for _, sec := range secs {
 		lines = append(lines, m.st.Panel.Title.Render(sec.title))
 		for _, b := range sec.keys {
-			lines = append(lines, "  "+m.st.App.Title.Render(fit(b.Help().Key, keyW))+" "+b.Help().Desc)
+			lines = append(lines, "  "+m.st.App.Title.Render(fit(b.Help().Key, keyW))+" "+k.explain(b))
 		}
 	}
 	lines = append(lines, m.st.Panel.Title.Render("legend"))
@@ -788,6 +857,10 @@ func (m Model) setCopied(msg copiedMsg) Model {
 	// was not); the env line, long and printed on exit anyway, last, where
 	// the width cuts it.
 	parts := []string{msg.clipText}
+	if msg.warn != "" {
+		// A spec that breaks joins is said first, where no width cuts it.
+		parts = append([]string{glyphSplit + " " + msg.warn}, parts...)
+	}
 	if msg.path != "" {
 		m.wrote = msg.path
 		shown := msg.path
@@ -807,7 +880,7 @@ func (m Model) setCopied(msg copiedMsg) Model {
 	}
 	spec, _ := m.reg.CopyOut(m.groups.Preview())
 	parts = append(parts, groups.EnvLine(spec))
-	m.status, m.statusErr = strings.Join(parts, " · "), msg.errText != ""
+	m.status, m.statusErr = strings.Join(parts, " · "), msg.errText != "" || msg.warn != ""
 	return m
 }
 
@@ -816,7 +889,7 @@ func (m *Model) renderHeader() {
 	if m.width <= 0 {
 		return
 	}
-	src := strings.TrimPrefix(m.opts.Title, "gymtrace ")
+	src := shortTitle(strings.TrimPrefix(m.opts.Title, "gymtrace "))
 	if len(m.opts.Addrs) > 0 {
 		src = strings.Join(m.opts.Addrs, " ")
 		if t := strings.TrimPrefix(m.opts.Title, "gymtrace "); t != "" {
@@ -827,10 +900,19 @@ func (m *Model) renderHeader() {
 	if m.opts.Live {
 		mode = "live " + fmtRate(m.rate) + " spans/s"
 	}
-	l1 := m.st.App.Title.Render("gymtrace") + " " + m.st.App.Header.Render(src) + m.st.App.Dim.Render(" · "+mode+" · current "+m.opts.CurrentSpec)
-	if m.opts.Variant != "" {
-		l1 += m.st.App.Dim.Render(" · " + m.opts.Variant)
+	// The spec in force and the variant are what the figures mean: the
+	// source gives way first, then the variant's reason, never those two.
+	tail := " · " + mode + " · current " + m.opts.CurrentSpec
+	variant := m.opts.Variant
+	if variant != "" {
+		names, _, _ := strings.Cut(src, " (in ")
+		if 9+ansi.StringWidth(names)+ansi.StringWidth(tail)+3+ansi.StringWidth(variant) > m.width {
+			variant, _, _ = strings.Cut(variant, " (")
+		}
+		tail += " · " + variant
 	}
+	srcW := max(m.width-9-ansi.StringWidth(tail), 12)
+	l1 := m.st.App.Title.Render("gymtrace") + " " + m.st.App.Header.Render(clip(src, srcW)) + m.st.App.Dim.Render(tail)
 	var parts []string
 	if s := m.snap; s != nil {
 		st := s.Stats
@@ -886,6 +968,33 @@ func (m *Model) renderHeader() {
 	m.header = clip(l1, m.width) + "\n" + clip(l2, m.width)
 }
 
+// shortTitle writes a run of file paths in one directory as their names
+// and the directory after them, so the names come before a cut:
+// "open a/b/driver.log a/b/agent.log" is "open driver.log agent.log (in a/b)".
+func shortTitle(title string) string {
+	words := strings.Fields(title)
+	dir, paths := "", 0
+	for _, w := range words {
+		if !strings.Contains(w, "/") {
+			continue
+		}
+		d := filepath.Dir(w)
+		if paths > 0 && d != dir {
+			return title
+		}
+		dir, paths = d, paths+1
+	}
+	if paths < 2 {
+		return title
+	}
+	for i, w := range words {
+		if strings.Contains(w, "/") {
+			words[i] = filepath.Base(w)
+		}
+	}
+	return strings.Join(words, " ") + " (in " + dir + ")"
+}
+
 // View draws the screen from cached panel renders; it does no other work.
 func (m Model) View() string {
 	if m.width == 0 {
@@ -937,7 +1046,11 @@ func (m *Model) footer() string {
 			bs = append(bs, k.Back)
 		}
 		bs = append(bs, k.NextPanel)
-		bs = append(bs, p.help()...)
+		for _, b := range p.help() {
+			if !k.moves(b) {
+				bs = append(bs, b)
+			}
+		}
 	}
 	return m.help.ShortHelpView(bs)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -291,13 +293,51 @@ func TestCopyOut(t *testing.T) {
 	}
 }
 
+// TestCopyOutWarnsOfSplits copies out a spec that breaks every join: it is
+// handed out (the user may mean it), but the status says so first, in the
+// error style, and the file and the exit text carry the warning; a spec
+// that joins carries none.
+func TestCopyOutWarnsOfSplits(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 4, false)
+	m := newTestModel(t, b, 80, 24, "default")
+	m = keys(t, m, ":")
+	m = typeText(t, m, "server,rollout,verify")
+	m = keys(t, m, "enter", "y")
+	const warn = "this spec splits 4 of 4 rollouts: the spec lacks http_client"
+	if !m.statusErr || !strings.HasPrefix(m.status, glyphSplit+" this spec splits 4 of 4 rollouts · ") {
+		t.Errorf("status %q (error %v), want it to start with the warning", m.status, m.statusErr)
+	}
+	if !strings.Contains(m.View(), glyphSplit+" this spec splits 4 of 4") {
+		t.Errorf("the 80-column footer cuts the warning:\n%s", m.View())
+	}
+	data, err := os.ReadFile(m.opts.SnippetPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), "# warning: "+warn) || !strings.Contains(string(data), `span_groups: "server,rollout,verify"`) {
+		t.Errorf("file:\n%s\nwant the warning first, then the spec", data)
+	}
+	if s := m.Snippet(); !strings.HasPrefix(s, "# warning: "+warn) {
+		t.Errorf("exit snippet lacks the warning:\n%s", s)
+	}
+
+	m = keys(t, m, "2", "y")
+	if m.statusErr || strings.Contains(m.status, "splits") {
+		t.Errorf("a joining spec copied with status %q (error %v)", m.status, m.statusErr)
+	}
+	if data, _ := os.ReadFile(m.opts.SnippetPath); strings.Contains(string(data), "warning") {
+		t.Errorf("a joining spec's file has a warning:\n%s", data)
+	}
+}
+
 func TestCopyOutOSC52(t *testing.T) {
 	f, err := os.CreateTemp(t.TempDir(), "tty")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("TMUX", "")
-	msg := copySnippet("hello", t.TempDir()+"/s.yaml", "", f)().(copiedMsg)
+	msg := copySnippet("hello", t.TempDir()+"/s.yaml", "", f, "")().(copiedMsg)
 	if !msg.clip || msg.errText != "" {
 		t.Fatalf("copied = %+v", msg)
 	}
@@ -305,7 +345,7 @@ func TestCopyOutOSC52(t *testing.T) {
 	if want := "\x1b]52;c;aGVsbG8=\a"; string(got) != want {
 		t.Errorf("OSC 52 = %q, want %q", got, want)
 	}
-	bad := copySnippet("x", t.TempDir()+"/missing/dir/s.yaml", "", nil)().(copiedMsg)
+	bad := copySnippet("x", t.TempDir()+"/missing/dir/s.yaml", "", nil, "")().(copiedMsg)
 	if !strings.Contains(bad.errText, "no such file or directory") || strings.Contains(bad.errText, "open ") {
 		t.Errorf("error text %q should be the cause only", bad.errText)
 	}
@@ -578,6 +618,57 @@ func TestSpanSearch(t *testing.T) {
 	}
 }
 
+// The waterfall's search reads the rollout filter's terms on each span, as
+// the rollout filter does on the rollout: a failed rollout's error span is
+// found by status=error, kinds and attribute comparisons hold per span, and
+// a term half typed says why instead of matching nothing silently.
+func TestSpanSearchTerms(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, false)
+	m := newTestModel(t, b, 80, 24, "default")
+	m = keys(t, m, "down", "tab") // r0001 fails its verify
+	search := func(q string) []string {
+		t.Helper()
+		m = keys(t, m, "/")
+		m.trace.search.input.SetValue("")
+		m = typeText(t, m, q)
+		m = keys(t, m, "enter")
+		var names []string
+		for _, h := range m.trace.search.hits {
+			names = append(names, m.snap.Str(m.trace.r.Fragments[h.frag].Spans[h.idx].Name))
+		}
+		return names
+	}
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"status=error", []string{"gym.verify"}},
+		{"error", []string{"gym.verify"}},
+		{"kind=server service=example_tools", []string{"POST /verify"}},
+		{"http.request.method=POST url.full~verify", []string{"HTTP POST"}},
+		{"-kind=internal -kind=client name~verify", []string{"POST /verify"}},
+		{"dur>10s", nil},
+		{"verifier rejected", []string{"gym.verify"}}, // the status message, word by word
+	} {
+		if got := search(tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("/%s hits %q, want %q", tc.q, got, tc.want)
+		}
+	}
+	if got := search("status=error"); len(got) == 1 {
+		if f, i, ok := m.trace.SelectedSpan(); !ok || f.Spans[i].Status != model.StatusError {
+			t.Errorf("/status=error left the cursor off the error span")
+		}
+		if v := m.View(); !strings.Contains(v, "/status=error 1/1") {
+			t.Errorf("the 80×24 title lacks the hit count:\n%s", v)
+		}
+	}
+	search("dur>1")
+	if !strings.Contains(m.trace.search.status(), "no match · bad duration") {
+		t.Errorf("a half-typed term says %q", m.trace.search.status())
+	}
+}
+
 // The spec input opens with the previewed spec; typing replaces it, while a
 // movement key first keeps it for editing.
 func TestSpecInputPrefill(t *testing.T) {
@@ -722,5 +813,37 @@ func TestHeaderNamesVariant(t *testing.T) {
 	m = send(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
 	if v := m.View(); !strings.Contains(strings.SplitN(v, "\n", 2)[0], "Gym G1 (resource nemo.gym.version=0.5.1)") {
 		t.Errorf("header lacks the variant:\n%s", strings.SplitN(v, "\n", 2)[0])
+	}
+}
+
+// TestHeaderKeepsSpecAndVariant opens four long log paths, as `open` is
+// usually given them: the header names the files and keeps the current spec
+// and the variant at every width; the paths' directory gives way first.
+func TestHeaderKeepsSpecAndVariant(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	dir := "/home/someone/experiments/2026-03-01/run-17/nemo-gym/logs"
+	title := "gymtrace open " + dir + "/driver.log.gz " + dir + "/agent.log.gz " + dir + "/model.log.gz " + dir + "/resources.log.gz"
+	for _, w := range []int{80, 120, 200} {
+		reg := testRegistry()
+		cur, _ := reg.Parse("default")
+		m := New(Options{Source: b.st, Registry: reg, Current: cur, CurrentSpec: "default", Title: title,
+			Variant:     "Gym G1c (resource nemo.gym.version=0.5.1 and the concurrency metric)",
+			SnippetPath: filepath.Join(t.TempDir(), SnippetFile)})
+		m.refresh = time.Nanosecond
+		m = send(t, m, tea.WindowSizeMsg{Width: w, Height: 24})
+		m = run(t, m, m.Init())
+		l1 := strings.Split(m.View(), "\n")[0]
+		for _, want := range []string{"open driver.log.gz", "current default", "Gym G1c"} {
+			if !strings.Contains(l1, want) {
+				t.Errorf("%d columns: header %q lacks %q", w, l1, want)
+			}
+		}
+		if ansi.StringWidth(l1) > w {
+			t.Errorf("%d columns: header is %d wide", w, ansi.StringWidth(l1))
+		}
+		if w == 200 && !strings.Contains(l1, "resources.log.gz (in /home/") {
+			t.Errorf("200 columns: header %q lacks every file and their directory", l1)
+		}
 	}
 }

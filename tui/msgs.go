@@ -67,6 +67,7 @@ type copiedMsg struct {
 	clip     bool   // OSC 52 sent
 	clipText string // what happened to the clipboard
 	errText  string
+	warn     string // what the copied spec breaks, "" when nothing
 }
 
 // waitForChange blocks until the source publishes, then delivers the latest

@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
+	"github.com/nemo-gym/gymtrace/internal/golden"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -211,7 +212,7 @@ func TestRealGymSearchStatusShown(t *testing.T) {
 // first broken hop, its finding and its likely fix, uncut.
 func TestRealGymShortVerdictWhole(t *testing.T) {
 	for _, tc := range []struct{ capture, want string }{
-		{"s41-obs0-iso/spec-server+rollout+verify", "joining ✓ intact 20/20 (both), 9 hops; in capture ? → policy_model (POST /v1/responses): no CLIENT span calls it (http_client off? server off?)"},
+		{"s41-obs0-iso/spec-server+rollout+verify", "joining ✓ intact 20/20 (both) · 9 broken hops (all: tab, then pgdn): ✗ in capture ? → policy_model (POST /v1/responses): no CLIENT span calls it (http_client off? server off?)"},
 		{"s41-obs0-iso/broken-model", "joining ✓ intact 20/20 (both): in capture simple_agent → policy_model (POST /v1/responses): CLIENT span has no SERVER child (server off in policy_model?)"},
 	} {
 		m := realModel(t, tc.capture, 80, 24, "default")
@@ -413,7 +414,7 @@ func TestRealGymScreens(t *testing.T) {
 					t.Errorf("line %d is %d cells wide, want ≤ %d", i, w, tc.w)
 				}
 			}
-			golden(t, tc.name, got)
+			golden.Check(t, []byte(got))
 		})
 	}
 }

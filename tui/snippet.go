@@ -17,7 +17,9 @@ const SnippetFile = "gymtrace-span-groups.yaml"
 // environment line. In a file the environment line is a comment, so the file
 // stays valid YAML. It refuses (an error for the status bar) a set the
 // registry's Gym variant would reject or apply otherwise, and the empty set.
-func Snippet(reg *groups.Registry, s groups.Set, file bool) (string, error) {
+// warn, when set, heads the text as a comment: a spec that breaks joins is
+// still handed out (the user may want exactly that), but never silently.
+func Snippet(reg *groups.Registry, s groups.Set, file bool, warn string) (string, error) {
 	// The shortest equivalent spec: it may leave out groups no Gym code emits under.
 	spec, err := reg.CopyOut(s)
 	if err != nil {
@@ -30,7 +32,11 @@ func Snippet(reg *groups.Registry, s groups.Set, file bool) (string, error) {
 	if file {
 		env = "# or, in the environment:\n# " + env
 	}
-	return "# span groups: " + strings.Join(reg.Names(s), ", ") + "\n" + groups.TelemetryYAML(spec) + "\n" + env, nil
+	head := ""
+	if warn != "" {
+		head = "# warning: " + warn + "\n"
+	}
+	return head + "# span groups: " + strings.Join(reg.Names(s), ", ") + "\n" + groups.TelemetryYAML(spec) + "\n" + env, nil
 }
 
 // copySnippet writes the snippet to path and, when clip is non-nil, sends
@@ -39,9 +45,9 @@ func Snippet(reg *groups.Registry, s groups.Set, file bool) (string, error) {
 // the terminal, while a DCS passthrough wrapper is dropped unless
 // allow-passthrough is on. A file there already that
 // this run did not write is kept as path.bak, and the status says so.
-func copySnippet(text, path, wrote string, clip *os.File) tea.Cmd {
+func copySnippet(text, path, wrote string, clip *os.File, warn string) tea.Cmd {
 	return func() tea.Msg {
-		m := copiedMsg{path: path}
+		m := copiedMsg{path: path, warn: warn}
 		if old, err := os.ReadFile(path); err == nil && path != wrote && string(old) != text {
 			if err := os.Rename(path, path+".bak"); err != nil {
 				m.errText = "did not replace " + path + ": " + errText(err)

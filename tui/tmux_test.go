@@ -92,7 +92,7 @@ func TestTmuxOpen(t *testing.T) {
 
 	s.waitFor("the rollout list", regexp.MustCompile(`Rollouts 6 `))
 	// The capture names no known Gym version: the newest variant is assumed.
-	s.waitFor("the variant", regexp.MustCompile(`Gym G3 \(newest`))
+	s.waitFor("the variant", regexp.MustCompile(`Gym G3\b`))
 	s.waitFor("the join check", regexp.MustCompile(`✓ joined`))
 	s.keys("j")
 	s.waitFor("the second rollout's trace", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans`))
@@ -118,10 +118,11 @@ func TestTmuxOpen(t *testing.T) {
 	s.tmux("set-option", "-g", "set-clipboard", "external")
 	s.keys("y")
 	snippet := filepath.Join(dir, "gymtrace-span-groups.yaml")
-	s.waitFor("the copy status", regexp.MustCompile(`(?m)^clipboard not set \(tmux set-clipboard external; set it on\) · wrote gymtrace-span-groups.yaml · NEMO_GYM`))
+	// The spec splits every rollout: copied, but said first.
+	s.waitFor("the copy status", regexp.MustCompile(`(?m)^✗ this spec splits 6 of 6 rollouts · clipboard not set \(tmux set-clipboard external; set it on\) · wrote gymtrace-span-g`))
 	s.tmux("set-option", "-g", "set-clipboard", "on")
 	s.keys("y")
-	s.waitFor("the clipboard status", regexp.MustCompile(`(?m)^copied: sent to tmux and the terminal clipboard · `))
+	s.waitFor("the clipboard status", regexp.MustCompile(`(?m)^✗ this spec splits 6 of 6 rollouts · copied: sent to tmux and the terminal clipboard · `))
 	if buf := s.tmux("show-buffer"); !strings.Contains(buf, "NEMO_GYM_OTEL_SPAN_GROUPS=") {
 		t.Errorf("tmux's buffer after y:\n%s", buf)
 	}
@@ -133,10 +134,14 @@ func TestTmuxOpen(t *testing.T) {
 	if !strings.Contains(string(body), `span_groups: "`+spec+`"`) {
 		t.Errorf("snippet file:\n%s\nwant span_groups %q", body, spec)
 	}
+	const warn = "# warning: this spec splits 6 of 6 rollouts: the spec lacks http_client"
+	if !strings.HasPrefix(string(body), warn) {
+		t.Errorf("snippet file:\n%s\nwant it to start with %q", body, warn)
+	}
 
 	s.keys("q")
 	scr = s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
-	for _, want := range []string{"telemetry:", `span_groups: "` + spec + `"`, "NEMO_GYM_OTEL_SPAN_GROUPS=" + spec} {
+	for _, want := range []string{warn, "telemetry:", `span_groups: "` + spec + `"`, "NEMO_GYM_OTEL_SPAN_GROUPS=" + spec} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("after quitting the screen lacks %q:\n%s", want, scr)
 		}
@@ -177,7 +182,7 @@ func TestTmuxDemo(t *testing.T) {
 	}
 
 	s.keys("y")
-	s.waitFor("the copy status", regexp.MustCompile(`(copied: sent to tmux|clipboard not set \(tmux).* · wrote gymtrace-span-groups.yaml`))
+	s.waitFor("the copy status", regexp.MustCompile(`✗ this spec splits 8 of 8 rollouts · (copied: sent to tmux|clipboard not set \(tmux).* · wrote gymtrace-span-g`))
 	const spec = "server,rollout,agent,model_call,verify" // G1's per_rollout (the demo fleet's variant), http_client off
 	body, err := os.ReadFile(filepath.Join(dir, "gymtrace-span-groups.yaml"))
 	if err != nil || !strings.Contains(string(body), `span_groups: "`+spec+`"`) {
@@ -244,6 +249,13 @@ func TestTmuxFindAndFailures(t *testing.T) {
 		t.Errorf("n did not move to another hit: %q then %q", first, row(scr))
 	}
 	// A key right after Escape would read as alt+key: wait for it to act.
+	s.keys("Escape")
+	s.waitFor("the search cleared", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans · 1 trace · [\d.]+\w+\s+┃`))
+	// The search reads filter terms on each span, as the rollout filter does.
+	s.keys("/")
+	s.typeText("status=error")
+	s.keys("Enter")
+	s.waitFor("the error spans found by status=error", regexp.MustCompile(`/status=error \d+/\d+[\s\S]*┃›!`))
 	s.keys("Escape")
 	s.waitFor("the search cleared", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans · 1 trace · [\d.]+\w+\s+┃`))
 	s.keys("g", "j", "f")

@@ -20,7 +20,12 @@ func captureHops(c *whatif.CheckReport) []breakSum {
 
 // hopText is a hop as one line: caller → callee (span): reason.
 func hopText(from, to, span, reason string) string {
-	return whatif.HopName(whatif.BreakSum{FromService: from, ToService: to, SpanName: span}, "→", shortService) + ": " + reason
+	return hopName(from, to, span) + ": " + reason
+}
+
+// hopName is a hop as a phrase: caller → callee (span).
+func hopName(from, to, span string) string {
+	return whatif.HopName(whatif.BreakSum{FromService: from, ToService: to, SpanName: span}, "→", shortService)
 }
 
 // breakLine is a previewed break as one line with its fix and counts.

@@ -86,19 +86,80 @@ func (w *worthView) set(msg worthMsg) {
 	w.layout()
 }
 
+// worthCols are the table's columns after the group and its on/off, in
+// order; drop is the order they give way in on a narrow panel, so the
+// errors only a group shows and the joins it keeps stay longest.
+var worthCols = []struct {
+	head  string
+	width int
+	left  bool // aligned left (text), else right (figures)
+	drop  int  // 0: never dropped; lower numbers go first
+	val   func(w *worthView, g whatif.GroupWorth) string
+}{
+	{"spans/r", 7, false, 0, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.1f", g.SpansPerRollout) }},
+	{"bytes/r", 8, false, 6, func(_ *worthView, g whatif.GroupWorth) string { return fmtBytes(int64(g.BytesPerRollout)) }},
+	{"cpu ms", 7, false, 5, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.2f", g.CPUMSPerRollout) }},
+	{"ms/s", 7, false, 3, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.2f", g.CPUMSPerSecond) }},
+	{"wall", 6, false, 4, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.0f%%", 100*g.WallShare) }},
+	{"p50", 8, false, 2, func(_ *worthView, g whatif.GroupWorth) string { return fmtDur(g.P50) }},
+	{"p99", 8, false, 1, func(_ *worthView, g whatif.GroupWorth) string { return fmtDur(g.P99) }},
+	{"err", 5, false, 0, func(w *worthView, g whatif.GroupWorth) string {
+		if g.ErrorSpans > 0 {
+			return w.st.Tree.Error.Render(itoa(g.ErrorSpans))
+		}
+		return ""
+	}},
+	{"joins", 12, true, 0, func(_ *worthView, g whatif.GroupWorth) string {
+		if g.KeepsJoins {
+			return fmt.Sprintf("keeps %d/%d", g.JoinedWith, g.JoinedWithout)
+		}
+		return ""
+	}},
+}
+
 func (w *worthView) layout() {
 	width := w.width
 	var lines []string
 	if v := w.verdict(); v != "" {
 		lines = append(lines, v, "")
 	}
-	lines = append(lines, clip(fmt.Sprintf(" CPU at %v per enabled span; judged against %s", w.spanCost, w.reg.Format(w.rowsSpec)), width))
-	keyW := 12
-	row := func(g, on, spans, bytes, cpu, cpuSec, wall, p50, p99, errs, joins string) string {
-		return clip(" "+fit(g, keyW)+" "+fit(on, 3)+" "+fitRight(spans, 7)+" "+fitRight(bytes, 8)+" "+fitRight(cpu, 7)+" "+fitRight(cpuSec, 7)+" "+
-			fitRight(wall, 6)+" "+fitRight(p50, 8)+" "+fitRight(p99, 8)+" "+fitRight(errs, 5)+" "+fit(joins, 12), width)
+	for _, l := range wrap(fmt.Sprintf("CPU at %v per enabled span; judged against %s", w.spanCost, w.reg.Format(w.rowsSpec)), width-1) {
+		lines = append(lines, " "+l)
 	}
-	lines = append(lines, w.st.Panel.Column.Render(row("group", "on", "spans/r", "bytes/r", "cpu ms", "ms/s", "wall", "p50", "p99", "err", "joins")))
+	const keyW = 12
+	// Drop columns, lowest drop first, until the row fits.
+	shown := make([]bool, len(worthCols))
+	rowW := 1 + keyW + 1 + 3
+	for i, c := range worthCols {
+		shown[i] = true
+		rowW += 1 + c.width
+	}
+	for d := 1; rowW > width; d++ {
+		found := false
+		for i, c := range worthCols {
+			if c.drop == d && shown[i] {
+				shown[i], rowW, found = false, rowW-1-c.width, true
+			}
+		}
+		if !found && d > len(worthCols) {
+			break
+		}
+	}
+	row := func(g, on string, cells func(i int) string) string {
+		line := " " + fit(g, keyW) + " " + fit(on, 3)
+		for i, c := range worthCols {
+			if !shown[i] {
+				continue
+			}
+			if c.left {
+				line += " " + fit(cells(i), c.width)
+			} else {
+				line += " " + fitRight(cells(i), c.width)
+			}
+		}
+		return clip(line, width)
+	}
+	lines = append(lines, w.st.Panel.Column.Render(row("group", "on", func(i int) string { return worthCols[i].head })))
 	if !w.have {
 		lines = append(lines, w.st.List.Dim.Render(clip("  computing…", width)))
 	}
@@ -110,19 +171,17 @@ func (w *worthView) layout() {
 		if g.Group == groups.Unclassified || w.rowsSpec.Has(g.Group) {
 			on = "on"
 		}
-		joins := ""
-		if g.KeepsJoins {
-			joins = fmt.Sprintf("keeps %d/%d", g.JoinedWith, g.JoinedWithout)
-		}
-		errs := ""
-		if g.ErrorSpans > 0 {
-			errs = w.st.Tree.Error.Render(itoa(g.ErrorSpans))
-		}
-		lines = append(lines, row(w.reg.Name(g.Group), on, fmt.Sprintf("%.1f", g.SpansPerRollout), fmtBytes(int64(g.BytesPerRollout)),
-			fmt.Sprintf("%.2f", g.CPUMSPerRollout), fmt.Sprintf("%.2f", g.CPUMSPerSecond), fmt.Sprintf("%.0f%%", 100*g.WallShare), fmtDur(g.P50), fmtDur(g.P99), errs, joins))
+		lines = append(lines, row(w.reg.Name(g.Group), on, func(i int) string { return worthCols[i].val(w, g) }))
 	}
-	lines = append(lines, "", w.st.List.Dim.Render(clip(" spans/r, bytes/r, cpu ms: per rollout when on · ms/s: CPU ms per second at the capture's rate", width)),
-		w.st.List.Dim.Render(clip(" wall: share of a rollout's time its spans cover · joins: rollouts joined with the group / without it", width)))
+	lines = append(lines, "")
+	for _, note := range []string{
+		"spans/r, bytes/r, cpu ms: per rollout when on · ms/s: CPU ms per second at the capture's rate",
+		"wall: share of a rollout's time its spans cover · joins: rollouts joined with the group / without it",
+	} {
+		for _, l := range wrap(note, width-1) {
+			lines = append(lines, w.st.List.Dim.Render(" "+l))
+		}
+	}
 	w.setLines(lines)
 }
 

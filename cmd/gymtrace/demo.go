@@ -54,7 +54,7 @@ type demoOptions struct {
 
 // runDemo starts the receivers, a simulated fleet exporting real OTLP to
 // them, and the TUI (or the headless status lines). It returns when the user
-// quits, on ctx's end (SIGINT/SIGTERM), or, headless with --rollouts, when
+// quits, on ctx's end (SIGINT/SIGTERM/SIGHUP), or, headless with --rollouts, when
 // every rollout was answered and flushed.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
 	su := newSetup("demo", stderr, "usage: gymtrace demo [flags]\n\nRuns a simulated NeMo Gym fleet exporting real OTLP to the receivers and shows it.\n\n")
@@ -174,6 +174,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		uiErr := runUI(uiConfig{
 			Store: rr.Store, Registry: reg, Current: spec, CurrentSpec: o.spec, Variant: vc.String(),
 			Addrs: rr.Addrs, Live: true, Worth: worth,
+			// SIGHUP (the terminal gone) ends the demo as it ends serve.
+			Ctx:   ctx,
 			Title: fmt.Sprintf("gymtrace demo (seed %d, Gym %s, %s%s)", o.seed, variant.Name, o.spec, formatProcessSpecs(variant, procSpecs, "; ", "")),
 		})
 		held.release()

@@ -440,7 +440,8 @@ func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec 
 	if len(silent) > 0 {
 		fmt.Fprintf(w, "no spans (these groups never emit spans in Gym): %s\n", strings.Join(groupNames(reg, silent), ", "))
 	}
-	if br := rep.BreakSummary(nil); len(br) > 0 {
+	br := rep.BreakSummary(nil)
+	if len(br) > 0 {
 		fmt.Fprintf(w, "\nbroken joins under the preview:\n")
 		for _, b := range br {
 			fmt.Fprintf(w, "  %s %s: %s\n", whatif.HopName(b, "->", keepName), hopCounts(b), b.Reason)
@@ -450,10 +451,12 @@ func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec 
 		fmt.Fprintf(w, "\nno snippet: %v\n", refused)
 		return
 	}
+	use := "to use it"
 	if repV.Split > 0 {
-		fmt.Fprintf(w, "\nwarning: this spec splits %d of %d rollouts: their spans land in several traces (see the broken joins above)\n", repV.Split, repV.Split+repV.Joined)
+		// The snippet follows the broken joins: say it keeps them.
+		use = fmt.Sprintf("to use it anyway (it splits %d of %d rollouts, as above)", repV.Split, repV.Joined+repV.Split)
 	}
-	fmt.Fprintf(w, "\nto use it, in the Gym config:\n%s\nor in the environment:\n  %s\n", indent(groups.TelemetryYAML(copySpec)), groups.EnvLine(copySpec))
+	fmt.Fprintf(w, "\n%s, in the Gym config:\n%s\nor in the environment:\n  %s\n", use, indent(groups.TelemetryYAML(copySpec)), groups.EnvLine(copySpec))
 }
 
 func firstSample(rep receiver.FileReport) string {

@@ -352,6 +352,37 @@ func (f *Filter) MatchSpan(snap *model.Snapshot, sp *model.Span) bool {
 	return true
 }
 
+// HitSpan reports whether sp on its own satisfies every term, as a search
+// inside one rollout's waterfall reads the filter: span terms hold on sp,
+// '-' terms do not, and words (and id terms) are judged by word, the
+// caller's own text search of a span (name, ids, attributes). The word
+// "error" also holds on a span with error status.
+func (f *Filter) HitSpan(snap *model.Snapshot, sp *model.Span, word func(text string) bool) bool {
+	if f.Empty() {
+		return true
+	}
+	hit := func(t *term) bool {
+		switch t.field {
+		case fieldWord:
+			return word(t.key) || t.key == "error" && sp.Status == model.StatusError
+		case fieldID:
+			return word(t.lower)
+		}
+		return t.matchSpan(snap, sp)
+	}
+	for i := range f.pos {
+		if !hit(&f.pos[i]) {
+			return false
+		}
+	}
+	for i := range f.neg {
+		if hit(&f.neg[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // Rollouts returns the rollouts of snap that match, in snapshot order.
 func (f *Filter) Rollouts(snap *model.Snapshot) []*model.Rollout {
 	if f.Empty() {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nemo-gym/gymtrace/model"
 )
 
 func TestFilterOperators(t *testing.T) {
@@ -121,5 +123,49 @@ func TestFilterSplit(t *testing.T) {
 	}
 	if !strings.Contains(Help, "dur>100ms") {
 		t.Error("Help lacks the duration example")
+	}
+}
+
+// TestHitSpan reads a filter as a search inside one rollout: every term on
+// the one span, words through the caller's text search.
+func TestHitSpan(t *testing.T) {
+	snap := filterCapture(t, threeRollouts)
+	var b *model.Rollout
+	for _, r := range snap.Rollouts {
+		if r.ID == "b" {
+			b = r
+		}
+	}
+	if b == nil {
+		t.Fatal("no rollout b")
+	}
+	tests := []struct{ filter, want string }{
+		{"status=error", "POST /get_weather"},
+		{"http.status_code>=500", "POST /get_weather"},
+		{"error", "POST /get_weather"},
+		{"dur>1s kind=internal", "gym.model.responses,gym.rollout"},
+		{"weather", "POST /get_weather"},
+		{"-kind=internal kind!=client", "POST /get_weather,POST /run"},
+		{"status=error model", ""},
+	}
+	for _, tt := range tests {
+		f, err := Parse(tt.filter)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tt.filter, err)
+		}
+		var got []string
+		for _, fr := range b.Fragments {
+			for i := range fr.Spans {
+				sp := &fr.Spans[i]
+				name := snap.Str(sp.Name)
+				if f.HitSpan(snap, sp, func(w string) bool { return strings.Contains(strings.ToLower(name), w) }) {
+					got = append(got, name)
+				}
+			}
+		}
+		slices.Sort(got)
+		if g := strings.Join(got, ","); g != tt.want {
+			t.Errorf("HitSpan(%q) hits %q, want %q", tt.filter, g, tt.want)
+		}
 	}
 }
