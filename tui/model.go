@@ -79,6 +79,8 @@ type Model struct {
 	snap          *model.Snapshot
 	check         *whatif.CheckReport
 	ssnap         *model.Snapshot // snap as the last analysis structured it
+	tally         whatif.Tally    // the last analysis's rollouts, as every face counts them
+	haveTally     bool
 
 	rollouts *rolloutList
 	trace    *traceView
@@ -545,6 +547,7 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 	if a.check != nil && a.check.Structure != nil {
 		ss := a.check.Structure.Snap
 		m.ssnap = ss
+		m.tally, m.haveTally = a.check.Tally(m.opts.Now(), whatif.JobQuiet), true
 		// Refresh the shown rollout with its newest version, even if unchanged id.
 		sel := m.rollouts.Selected()
 		if sel != nil && m.trace.Rollout() != nil && sel.ID == m.trace.Rollout().ID && sel != m.trace.Rollout() {
@@ -922,8 +925,14 @@ func (m *Model) renderHeader() {
 			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("record failed: %s, %s spans not recorded", st.RecordError, fmtCount(st.NotRecorded))))
 		}
 		rolls := "rollouts …"
-		if m.ssnap != nil {
-			rolls = "rollouts " + fmtCount(int64(m.ssnap.Stats.Rollouts))
+		if m.haveTally {
+			rolls = "rollouts " + fmtCount(int64(m.tally.Rollouts))
+			if n := m.tally.InFlight; n > 0 {
+				rolls += " (" + fmtCount(int64(n)) + " in flight)"
+			}
+			if m.opts.Live && m.tally.Job == whatif.JobEnded {
+				rolls += " · run ended"
+			}
 		}
 		parts = append(parts,
 			"spans "+fmtCount(int64(st.Stored)),
