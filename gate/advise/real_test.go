@@ -17,6 +17,9 @@ func realCapture(tb testing.TB, name string) (*gate.Engine, *model.Snapshot) {
 	dir := filepath.Join(realGymDir, name)
 	files, _ := filepath.Glob(filepath.Join(dir, "console", "*"))
 	if len(files) == 0 {
+		files, _ = filepath.Glob(filepath.Join(dir, "otlp", "*"))
+	}
+	if len(files) == 0 {
 		tb.Fatalf("%s: no capture files", dir)
 	}
 	st := model.NewStore(model.Options{})
