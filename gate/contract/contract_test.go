@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
 )
 
 // TestSelfPasses: every real capture holds to itself.
@@ -198,4 +197,3 @@ func TestLooksSecret(t *testing.T) {
 		}
 	}
 }
-
