@@ -242,6 +242,15 @@ func (e *Engine) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 	d := &model.Fragment{TraceID: f.TraceID, Spans: spans, TopParent: spans[0].ParentID}
 	if u.info.root == 0 {
 		d.Job = f.Job
+	} else if u.info.cut {
+		// The caller's span above the rollout plays gym.job's part: kept,
+		// it holds every rollout it called in its one trace.
+		top := &f.Spans[u.info.root]
+		d.Job = top.ParentID
+		if _, ok := e.jobs[d.Job]; !ok {
+			caller := &f.Spans[top.Parent]
+			e.jobs[d.Job] = jobInfo{res: caller.Resource, group: e.fragInfo(f).groups[top.Parent], caller: true}
+		}
 	}
 	d.Version = h.Sum64() | 1<<63
 	return e.withVirtualJob(snap, d)

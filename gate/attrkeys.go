@@ -168,6 +168,24 @@ func (k *keyIDs) isLeaked(sp, parent *model.Span) bool {
 	return parent == nil || parent.Kind != model.KindClient
 }
 
+// callerCut reports whether sp, a child of parent, is where a rollout starts
+// under spans of a client that is not Gym's driver: a call to /run (or the
+// /run request itself) right under an INTERNAL span that is no Gym span and
+// not inside a server. NeMo-RL calls every rollout of a step that way, under
+// one rl.gym.run_rollouts span; Gym's driver calls from gym.job, which the
+// store already keeps apart.
+func (k *keyIDs) callerCut(sp, parent *model.Span, parentServed bool) bool {
+	if parentServed || parent.Kind != model.KindInternal || k.name(parent.Name)&nameGym != 0 {
+		return false
+	}
+	switch sp.Kind {
+	case model.KindClient, model.KindServer:
+		_, path := k.spanRoute(sp)
+		return path == "/run"
+	}
+	return false
+}
+
 // spanRoute is spanRoute by id.
 func (k *keyIDs) spanRoute(sp *model.Span) (method, path string) {
 	name := k.in.Str(sp.Name)

@@ -97,6 +97,10 @@ type jobInfo struct {
 	// virtual marks a job span that has not arrived yet: the missing parent
 	// of the driver's calls while the run goes on.
 	virtual bool
+	// caller marks a span of another client's (NeMo-RL's run_rollouts) that
+	// the rollouts hang under: it is in a run-level piece, which counts its
+	// trace.
+	caller bool
 }
 
 // scratch holds per-fragment walk state, reused across fragments.
@@ -117,6 +121,7 @@ type scratch struct {
 	unitOf []int32
 	depth  []uint8
 	called []bool
+	served []bool // the span or an ancestor is a request span: inside a server
 	leaked []bool
 }
 
@@ -124,11 +129,12 @@ type scratch struct {
 // cleared (the walk sets every unitOf).
 func (sc *scratch) unitWalk(n int) ([]int32, []uint8, []bool) {
 	if cap(sc.unitOf) < n {
-		sc.unitOf, sc.depth, sc.called = make([]int32, n), make([]uint8, n), make([]bool, n)
+		sc.unitOf, sc.depth, sc.called, sc.served = make([]int32, n), make([]uint8, n), make([]bool, n), make([]bool, n)
 	}
-	sc.unitOf, sc.depth, sc.called = sc.unitOf[:n], sc.depth[:n], sc.called[:n]
+	sc.unitOf, sc.depth, sc.called, sc.served = sc.unitOf[:n], sc.depth[:n], sc.called[:n], sc.served[:n]
 	clear(sc.depth)
 	clear(sc.called)
+	clear(sc.served)
 	return sc.unitOf, sc.depth, sc.called
 }
 
@@ -300,7 +306,7 @@ func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState,
 		jobIdx := int32(-1)
 		var jobRes model.ResourceID
 		if !f.Job.IsZero() {
-			if j, ok := e.jobs[f.Job]; ok && spec.Has(j.group) {
+			if j, ok := e.jobs[f.Job]; ok && Kept(j.group, spec) {
 				jobRes = j.res
 				jobIdx = int32(s.jobIndex(f.Job))
 			}
@@ -621,8 +627,28 @@ func (e *Engine) Preview(snap *model.Snapshot, spec Set) *Report {
 			perRes[rc.res] += rc.spans
 		}
 	})
-	for _, n := range jobSpans {
+	// A caller's span the rollouts hang under is in a run-level piece that
+	// counted the trace already: its rollouts add to that piece's trace.
+	callerTrace := map[model.SpanID]int{} // caller span -> piece
+	var pieceSpans []int
+	for _, p := range st.Run {
+		if p.Kind != RunCaller {
+			continue
+		}
+		for i := range p.Frag.Spans {
+			callerTrace[p.Frag.Spans[i].SpanID] = len(pieceSpans)
+		}
+		pieceSpans = append(pieceSpans, len(p.Frag.Spans))
+	}
+	for id, n := range jobSpans {
+		if k, ok := callerTrace[id]; ok && e.jobs[id].caller {
+			pieceSpans[k] += n
+			continue
+		}
 		rep.Result.Traces++
+		rep.Result.LargestTrace = max(rep.Result.LargestTrace, n)
+	}
+	for _, n := range pieceSpans {
 		rep.Result.LargestTrace = max(rep.Result.LargestTrace, n)
 	}
 	if end > start {

@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/hex"
 	"hash/maphash"
+	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -31,6 +32,7 @@ const (
 	RunJob                          // gym.job, around the whole run
 	RunStartup                      // start-up trees (gym.startup*, gym.server.startup*)
 	RunDriver                       // another call of the driver's, outside every rollout
+	RunCaller                       // spans above the rollouts of a client that is not Gym's driver (NeMo-RL's training loop)
 )
 
 // String names the kind as the TUI and the JSON output show it.
@@ -46,6 +48,8 @@ func (k RunKind) String() string {
 		return "startup"
 	case RunDriver:
 		return "driver_call"
+	case RunCaller:
+		return "caller"
 	}
 	return "other"
 }
@@ -131,6 +135,10 @@ type unitInfo struct {
 	class   unitClass
 	run     RunKind
 	leak    bool  // the top is a request span carried over onto another's context
+	// cut: the top is a call to /run made under another client's own spans
+	// (NeMo-RL's run_rollouts): a rollout starts there, whatever is above.
+	// caller: units were cut out of this one that way.
+	cut, caller bool
 	idSpan  int32 // the span that names a synthetic rollout id, -1 if none
 	idRank  int8  // how good idSpan is: 3 SERVER /run, 2 gym.rollout, 1 CLIENT /run
 	rid     string
@@ -181,6 +189,7 @@ func cutUnits(k *keyIDs, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 	n := len(f.Spans)
 	// Per-span walk state, reused across fragments: only units are kept.
 	unitOf, depth, called := sc.unitWalk(n) // called: has a CLIENT, SERVER or request child
+	served := sc.served
 	var units []unitInfo
 	leaked := sc.leaked[:0]
 	for i := 0; i < n; i++ {
@@ -190,17 +199,26 @@ func cutUnits(k *keyIDs, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 		if i > 0 && p >= 0 && int(p) < i {
 			parent = &f.Spans[p]
 		}
-		lk := false
+		lk, cut := false, false
 		if sp.Kind == model.KindInternal {
 			lk = k.isLeaked(sp, parent)
 		}
-		if parent == nil || lk {
+		if parent != nil {
+			served[i] = served[p] || sp.Kind == model.KindServer
+			cut = !lk && k.callerCut(sp, parent, served[p])
+		} else {
+			served[i] = sp.Kind == model.KindServer || lk
+		}
+		if parent == nil || lk || cut {
 			unitOf[i] = int32(len(units))
 			hu := int32(-1)
 			if parent != nil {
 				hu = unitOf[p]
 			}
-			units = append(units, unitInfo{root: int32(i), idSpan: -1, start: sp.Start, end: sp.End, leak: lk && parent != nil, hostUnit: hu})
+			if cut {
+				units[hu].caller = true
+			}
+			units = append(units, unitInfo{root: int32(i), idSpan: -1, start: sp.Start, end: sp.End, leak: lk && parent != nil, cut: cut, hostUnit: hu})
 			leaked = append(leaked, lk)
 		} else {
 			unitOf[i] = unitOf[p]
@@ -301,6 +319,8 @@ func cutUnits(k *keyIDs, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 			u.class, u.run = classRun, RunJob
 		case strings.HasPrefix(name, "gym.startup") || strings.HasPrefix(name, "gym.server.startup"):
 			u.class, u.run = classRun, RunStartup
+		case u.caller && u.idRank == 0:
+			u.class, u.run = classRun, RunCaller
 		case u.idRank > 0:
 			u.class = classRollout
 		case u.path == "/aggregate_metrics" || strings.HasSuffix(u.path, "/aggregate_metrics"):
@@ -466,6 +486,77 @@ func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, pare
 	}
 }
 
+// matchRuns pairs each rollout whose agent side is a root of its own (server
+// off in the agent: no extraction) with the driver's call to /run that
+// started it. Every such rollout has exactly one call, so the pairing is a
+// matching, found whole (augmenting paths, closest candidates first): a
+// greedy pick of the closest pair can leave a rollout whose only candidate
+// another took, which then counts as a rollout of its own beside its call.
+func matchRuns(us []gunit, needs []need, clients []cref, union func(child, parent int)) {
+	var runs []int
+	for n := range needs {
+		if needs[n].unit >= 0 && us[needs[n].unit].info.class == classRollout && len(needs[n].cands) > 0 {
+			runs = append(runs, n)
+		}
+	}
+	if len(runs) == 0 {
+		return
+	}
+	adj := make(map[int][]int, len(runs))
+	for _, n := range runs {
+		info := us[needs[n].unit].info
+		cs := make([]int, 0, len(needs[n].cands))
+		for _, k := range needs[n].cands {
+			if !clients[k].used {
+				cs = append(cs, k)
+			}
+		}
+		sort.SliceStable(cs, func(a, b int) bool {
+			ca, cb := clients[cs[a]].c, clients[cs[b]].c
+			return matchCost(info.start, info.end, ca.start, ca.end) < matchCost(info.start, info.end, cb.start, cb.end)
+		})
+		adj[n] = cs
+	}
+	// Closest pairs first, so that the matching keeps the greedy answer
+	// wherever the greedy answer is whole.
+	sort.SliceStable(runs, func(a, b int) bool {
+		ia, ib := us[needs[runs[a]].unit].info, us[needs[runs[b]].unit].info
+		ga, gb := int64(math.MaxInt64), int64(math.MaxInt64)
+		if c := adj[runs[a]]; len(c) > 0 {
+			ga = matchCost(ia.start, ia.end, clients[c[0]].c.start, clients[c[0]].c.end)
+		}
+		if c := adj[runs[b]]; len(c) > 0 {
+			gb = matchCost(ib.start, ib.end, clients[c[0]].c.start, clients[c[0]].c.end)
+		}
+		return ga < gb
+	})
+	matched := map[int]int{} // client -> need
+	var try func(n int, seen map[int]bool) bool
+	try = func(n int, seen map[int]bool) bool {
+		for _, k := range adj[n] {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if m, ok := matched[k]; !ok || try(m, seen) {
+				matched[k] = n
+				return true
+			}
+		}
+		return false
+	}
+	for _, n := range runs {
+		try(n, map[int]bool{})
+	}
+	for k, n := range matched {
+		clients[k].used = true
+		u := &us[needs[n].unit]
+		u.graft, u.at, u.how = clients[k].unit, clients[k].c.span, attrClient
+		union(needs[n].unit, clients[k].unit)
+		needs[n].unit = -1
+	}
+}
+
 // gunit is one unit in the structure being built.
 type gunit struct {
 	f     *model.Fragment
@@ -604,6 +695,8 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 		switch {
 		case info.class == classRun && !info.leak:
 			continue
+		case info.cut:
+			continue // its caller is the span above it
 		case info.class == classRollout && top.Kind == model.KindClient:
 			continue // the driver's own call to /run: it has no caller
 		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !slices.ContainsFunc(clients, func(c cref) bool { return c.c.path == "/run" }):
@@ -693,6 +786,7 @@ func (e *Engine) buildStructure(snap *model.Snapshot) *Structure {
 		gap          int64
 	}
 	matchLeaks(us, needs, clients, union)
+	matchRuns(us, needs, clients, union)
 	var edges []edge
 	for n := range needs {
 		if needs[n].unit < 0 {
