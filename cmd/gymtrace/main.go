@@ -31,10 +31,11 @@ var commands = map[string]command{
 	"groups":    {cmdGroups, "list span groups, presets and classification rules"},
 	"diff":      {cmdDiff, "compare two rollouts span by span (also across captures, or under two specs)"},
 	"recommend": {cmdRecommend, "search the span_groups specs that fit a budget, joins intact, for the one that keeps most"},
+	"path":      {cmdPath, "a rollout's critical path: the spans that own its wall time, and which process holds it"},
 	"export":    {cmdExport, "write rollouts of a capture (optionally as under a spec) as OTLP/JSON lines"},
 }
 
-var order = []string{"serve", "demo", "open", "preview", "recommend", "check", "diff", "export", "groups"}
+var order = []string{"serve", "demo", "open", "preview", "recommend", "check", "diff", "path", "export", "groups"}
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: gymtrace [command] [flags]\n\ncommands:\n")
