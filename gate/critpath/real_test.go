@@ -45,4 +45,3 @@ func realCapture(tb testing.TB, name string) (*gate.Engine, *model.Snapshot) {
 	tb.Helper()
 	return readFiles(tb, caseFiles(tb, name))
 }
-
