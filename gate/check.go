@@ -390,8 +390,12 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		}
 		split := r.Traces > 1 || len(suspects) > 0
 		rc := RolloutCheck{Hops: hops}
+		flying := grace > 0 && inFlight(r)
+		if flying {
+			rep.InFlight++
+		}
 		switch {
-		case grace > 0 && now.Sub(r.LastSeen) < grace:
+		case flying || (grace > 0 && now.Sub(r.LastSeen) < grace):
 			rc.Status = JoinPending
 			rep.Pending++
 		case split:

@@ -139,8 +139,11 @@ type CheckReport struct {
 	Spans, Rollouts, Traces int
 	Intact                  bool
 	Joined, Split, Pending  int
-	Hops                    []BrokenHop
-	ByRollout               map[string]RolloutCheck
+	// InFlight counts, live (a grace window set), the rollouts whose root
+	// has not arrived: pending whatever their age.
+	InFlight  int
+	Hops      []BrokenHop
+	ByRollout map[string]RolloutCheck
 }
 
 // RolloutCheck is one rollout's join status and what broke.

@@ -130,27 +130,27 @@ const (
 // unitInfo is what one fragment's walk learns about one of its units; cached
 // per fragment version.
 type unitInfo struct {
-	root    int32   // index of the unit's top span in the fragment
-	idx     []int32 // the unit's spans in index order; nil: the whole fragment
-	class   unitClass
-	run     RunKind
-	leak    bool  // the top is a request span carried over onto another's context
+	root  int32   // index of the unit's top span in the fragment
+	idx   []int32 // the unit's spans in index order; nil: the whole fragment
+	class unitClass
+	run   RunKind
+	leak  bool // the top is a request span carried over onto another's context
 	// cut: the top is a call to /run made under another client's own spans
 	// (NeMo-RL's run_rollouts): a rollout starts there, whatever is above.
 	// caller: units were cut out of this one that way.
 	cut, caller bool
-	idSpan  int32 // the span that names a synthetic rollout id, -1 if none
-	idRank  int8  // how good idSpan is: 3 SERVER /run, 2 gym.rollout, 1 CLIENT /run
-	rid     string
-	path    string // the top's request path, when it is a request span
-	host    string // host:port the top served, when it says
-	start   int64
-	end     int64
-	clients []danglingClient
-	servers []hostRes // host:port served, from request spans
-	errors  int
-	spans   int
-	calls   bool // has CLIENT spans other than calls to /run
+	idSpan      int32 // the span that names a synthetic rollout id, -1 if none
+	idRank      int8  // how good idSpan is: 3 SERVER /run, 2 gym.rollout, 1 CLIENT /run
+	rid         string
+	path        string // the top's request path, when it is a request span
+	host        string // host:port the top served, when it says
+	start       int64
+	end         int64
+	clients     []danglingClient
+	servers     []hostRes // host:port served, from request spans
+	errors      int
+	spans       int
+	calls       bool // has CLIENT spans other than calls to /run
 	// hostUnit is, for a leaked top, the unit of the span it was parented to.
 	hostUnit int32
 }

@@ -180,6 +180,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	finished := fleet.Done()
+	tl := newTallier(reg)
 loop:
 	for {
 		select {
@@ -191,23 +192,21 @@ loop:
 			}
 			finished = nil
 		case <-tick.C:
-			fmt.Fprintln(stderr, statusLine(rr.Store.Snapshot(), rr.Server.Stats()))
+			snap := rr.Store.Snapshot()
+			fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live(snap, time.Now())))
 		}
 	}
 	err = stopAll()
 	snap := rr.Store.Snapshot()
-	fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats()))
+	tally := tl.final(snap)
+	fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tally))
 	if err != nil {
 		fmt.Fprintf(stderr, "gymtrace demo: shutdown: %v\n", err)
 	}
 	if o.json {
-		sum := newServeSummary(snap, rr.Server.Stats())
+		sum := newServeSummary(snap, rr.Server.Stats(), tally)
 		sum.variantJSON = vc.json()
-		// Rollouts as found by structure: the run-level traffic (health
-		// probes, /aggregate_metrics, gym.job) is counted apart.
-		st := gate.NewEngine(reg).Structure(snap)
-		sum.Rollouts = len(st.Snap.Rollouts)
-		run := demoRunTraffic{Spans: st.RunSpans, Traces: st.RunTraces}
+		run := demoRunTraffic{Spans: tally.RunSpans, Traces: tally.RunTraces}
 		if err := writeDemoSummary(stdout, sum, run, fleet.Stats(), o.spec, variant.Name, procSpecs); err != nil {
 			return fail("%v", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -229,7 +230,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		ready(rr)
 	}
 	if f.headless || !tty {
-		return runHeadless(ctx, rr, stdout, stderr, f.json, time.Second, *su.gymVersion)
+		return runHeadless(ctx, rr, reg, stdout, stderr, f.json, time.Second, *su.gymVersion)
 	}
 	held.hold()
 	uiErr := runUI(uiConfig{
@@ -256,11 +257,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 
 // runHeadless prints a status line every tick until ctx ends, then stops
 // the receivers (flushing --record) and, with jsonOut, prints the summary.
-func runHeadless(ctx context.Context, rr *runningReceivers, stdout, stderr io.Writer, jsonOut bool, every time.Duration, gymVersion string) int {
+func runHeadless(ctx context.Context, rr *runningReceivers, reg *gate.Registry, stdout, stderr io.Writer, jsonOut bool, every time.Duration, gymVersion string) int {
 	fmt.Fprintf(stderr, "gymtrace: receiving OTLP on %s\n", joinAddrs(rr.Addrs))
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	failed := rr.Server.RecordFailed()
+	tl := newTallier(reg)
 loop:
 	for {
 		select {
@@ -272,7 +274,8 @@ loop:
 			failed = nil
 			fmt.Fprintf(stderr, "gymtrace: record failed: %v; spans are still received and kept in memory, but not recorded\n", rr.Server.Stats().RecordError)
 		case <-tick.C:
-			fmt.Fprintln(stderr, statusLine(rr.Store.Snapshot(), rr.Server.Stats()))
+			snap := rr.Store.Snapshot()
+			fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live(snap, time.Now())))
 		}
 	}
 	// Stop first: the summary must count every acknowledged span, and the
@@ -284,11 +287,12 @@ loop:
 		fmt.Fprintf(stderr, "gymtrace serve: %v\n", stopErr)
 		code = exitUsage
 	}
+	tally := tl.final(snap)
 	if !jsonOut {
-		fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats()))
+		fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tally))
 		return code
 	}
-	sum := newServeSummary(snap, rr.Server.Stats())
+	sum := newServeSummary(snap, rr.Server.Stats(), tally)
 	// By now the capture can tell the variant.
 	if vc, err := chooseVariant(gymVersion, snap); err == nil {
 		sum.variantJSON = vc.json()
@@ -318,11 +322,19 @@ func joinAddrs(addrs []string) string {
 // with a retryable status (senders retry them), and the requests refused
 // whole, by reason. A failed record adds record_failed (the cause) and
 // not_recorded.
-func statusLine(s *model.Snapshot, st receiver.Stats) string {
+//
+// Rollouts are t's, found by gate's structure rules as everywhere else; a
+// live line adds in_flight (rollouts whose root has not arrived) and, once an
+// end-of-run span is in, job=running or job=ended.
+func statusLine(s *model.Snapshot, st receiver.Stats, t gate.Tally) string {
 	line := fmt.Sprintf("spans=%d rollouts=%d traces=%d dropped=%d refused=%d requests_refused=%d",
-		s.Stats.Accepted, s.Stats.Rollouts, s.Stats.Traces, dropped(s, st), refused(s, st), total(st.RequestsRefused))
+		s.Stats.Accepted, t.Rollouts, s.Stats.Traces, dropped(s, st), refused(s, st), total(st.RequestsRefused))
 	if len(st.RequestsRefused) > 0 {
 		line += " (" + receiver.FormatRefusals(st.RequestsRefused) + ")"
+	}
+	line += fmt.Sprintf(" in_flight=%d joined=%d split=%d pending=%d", t.InFlight, t.Joined, t.Split, t.Pending)
+	if t.Job != gate.JobUnknown {
+		line += " job=" + t.Job.String()
 	}
 	if st.RecordError != nil || st.RecordLost > 0 {
 		line += fmt.Sprintf(" record_failed=%q not_recorded=%d", receiver.RecordCause(st.RecordError), st.RecordLost)
@@ -358,7 +370,12 @@ type serveSummary struct {
 	StringBytes     int64            `json:"string_bytes"`    // interned names, keys and short values
 	StringsDropped  int64            `json:"strings_dropped"` // not interned: the string table was full
 	SpansDropped    int64            `json:"spans_dropped"`   // lost: evicted + rejected
-	Rollouts        int              `json:"rollouts"`
+	Rollouts        int              `json:"rollouts"`        // found by structure, as check counts them
+	RolloutsJoined  int              `json:"rollouts_joined"`
+	RolloutsSplit   int              `json:"rollouts_split"`
+	RunSpans        int              `json:"run_level_spans"` // probes, gym.job, /aggregate_metrics, start-up: no rollout's
+	Unattributed    int              `json:"unattributed_fragments"`
+	Job             string           `json:"job"` // unknown, running or ended
 	Traces          int              `json:"traces"`
 	Services        map[string]int64 `json:"services"` // service.name → stored spans
 	SpansRefused    int64            `json:"spans_refused"`
@@ -381,7 +398,7 @@ type serveSummary struct {
 	RecordError      string `json:"record_error,omitempty"`
 }
 
-func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
+func newServeSummary(s *model.Snapshot, st receiver.Stats, t gate.Tally) serveSummary {
 	services := map[string]int64{}
 	for id, n := range s.Services {
 		if n > 0 {
@@ -395,7 +412,12 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
 		StringBytes:     s.Stats.StringBytes,
 		StringsDropped:  s.Stats.StringsDropped,
 		SpansDropped:    dropped(s, st),
-		Rollouts:        s.Stats.Rollouts,
+		Rollouts:        t.Rollouts,
+		RolloutsJoined:  t.Joined,
+		RolloutsSplit:   t.Split,
+		RunSpans:        t.RunSpans,
+		Unattributed:    t.Unattributed,
+		Job:             t.Job.String(),
 		Traces:          s.Stats.Traces,
 		Services:        services,
 		SpansRefused:    refused(s, st),
