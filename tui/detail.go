@@ -7,7 +7,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -46,7 +47,7 @@ func (d *detailView) open(e *env) bool {
 func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fragment, i int, group string) {
 	sp := &f.Spans[i]
 	t := snap.Interner()
-	d.title = "Span " + gate.DisplayName(snap.Interner(), sp)
+	d.title = "Span " + rollouts.DisplayName(snap.Interner(), sp)
 	d.rolloutID = r.ID
 	d.vp.GotoTop()
 	var b []string
@@ -170,7 +171,7 @@ func (d *detailView) layout() {
 }
 
 // groupName is the registry name of a span's classified group, or "".
-func groupName(reg *gate.Registry, g gate.Group, ok bool) string {
+func groupName(reg *groups.Registry, g groups.Group, ok bool) string {
 	if !ok {
 		return ""
 	}

@@ -10,7 +10,8 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 // projections are the rollout counts + and - step through.
@@ -21,19 +22,19 @@ var projections = []int{1_000, 10_000, 100_000, 1_000_000}
 type groupsPanel struct {
 	st   *Styles
 	keys *KeyMap
-	reg  *gate.Registry
+	reg  *groups.Registry
 	// budget, when set, is judged against both specs at rate rollouts/s.
-	budget *gate.Budget
+	budget *whatif.Budget
 	rate   float64
 
 	width, height int
 	pending       []string // rollouts the join check still waits for
-	check         *gate.CheckReport
-	current       gate.Set
+	check         *whatif.CheckReport
+	current       groups.Set
 	currentSpec   string
-	preview       gate.Set
-	curRep        *gate.Report
-	prevRep       *gate.Report
+	preview       groups.Set
+	curRep        *whatif.Report
+	prevRep       *whatif.Report
 	proj          int // index into projections
 
 	input     textinput.Model
@@ -53,7 +54,7 @@ type groupsPanel struct {
 	out    string
 }
 
-func newGroupsPanel(st *Styles, keys *KeyMap, reg *gate.Registry, current gate.Set, currentSpec string) groupsPanel {
+func newGroupsPanel(st *Styles, keys *KeyMap, reg *groups.Registry, current groups.Set, currentSpec string) groupsPanel {
 	in := textinput.New()
 	// A static cursor: no blink ticks while typing.
 	in.Cursor.SetMode(cursor.CursorStatic)
@@ -67,10 +68,10 @@ func newGroupsPanel(st *Styles, keys *KeyMap, reg *gate.Registry, current gate.S
 }
 
 // Preview returns the previewed spec.
-func (g groupsPanel) Preview() gate.Set { return g.preview }
+func (g groupsPanel) Preview() groups.Set { return g.preview }
 
 // SetPreview replaces the previewed spec.
-func (g groupsPanel) SetPreview(s gate.Set) groupsPanel {
+func (g groupsPanel) SetPreview(s groups.Set) groupsPanel {
 	g.preview = s
 	g.render()
 	return g
@@ -79,14 +80,14 @@ func (g groupsPanel) SetPreview(s gate.Set) groupsPanel {
 // SetCheck records which rollouts are still arriving: a preview cannot call
 // them split yet (their parents may simply not have been exported), so the
 // joining verdict counts them apart.
-func (g groupsPanel) SetCheck(c *gate.CheckReport) groupsPanel {
+func (g groupsPanel) SetCheck(c *whatif.CheckReport) groupsPanel {
 	if c == nil {
 		return g
 	}
 	g.check = c
 	g.pending = g.pending[:0:0]
 	for id, rc := range c.ByRollout {
-		if rc.Status == gate.JoinPending {
+		if rc.Status == whatif.JoinPending {
 			g.pending = append(g.pending, id)
 		}
 	}
@@ -97,7 +98,7 @@ func (g groupsPanel) SetCheck(c *gate.CheckReport) groupsPanel {
 // joinCounts returns a report's joined, split and pending rollouts, pending
 // being the split ones the join check still waits for. A rollout split in
 // the capture itself (the join check's verdict) stays split under any spec.
-func (g *groupsPanel) joinCounts(r *gate.Report) (joined, split, pending int) {
+func (g *groupsPanel) joinCounts(r *whatif.Report) (joined, split, pending int) {
 	joined, split = r.Result.RolloutsJoined, r.Result.RolloutsSplit
 	broken := splitIn(g.check)
 	if (split == 0 || len(g.pending) == 0) && len(broken) == 0 {
@@ -121,7 +122,7 @@ func (g *groupsPanel) joinCounts(r *gate.Report) (joined, split, pending int) {
 }
 
 // SetReports installs fresh reports; nil keeps the previous one.
-func (g groupsPanel) SetReports(cur, prev *gate.Report) groupsPanel {
+func (g groupsPanel) SetReports(cur, prev *whatif.Report) groupsPanel {
 	if cur != nil {
 		g.curRep = cur
 	}
@@ -257,7 +258,7 @@ func (g groupsPanel) Click(y int) groupsPanel {
 	return g
 }
 
-func (g *groupsPanel) countsFor(rep *gate.Report, grp gate.Group) (captured, kept int, ok bool) {
+func (g *groupsPanel) countsFor(rep *whatif.Report, grp groups.Group) (captured, kept int, ok bool) {
 	if rep == nil {
 		return 0, 0, false
 	}
@@ -279,7 +280,7 @@ func (g *groupsPanel) listLines(w int) []string {
 		return clip(gut+box+" "+fit(name, nameW)+fitRight(capd, 9)+fitRight(cur, 9)+fitRight(prev, 9)+" "+note, w)
 	}
 	lines := []string{g.st.Panel.Column.Render(row(" ", "   ", "group", "captured", "current", "preview", ""))}
-	var captured gate.Set
+	var captured groups.Set
 	haveCap := g.prevRep != nil
 	if haveCap {
 		captured = g.prevRep.Input.Captured
@@ -335,8 +336,8 @@ func (g *groupsPanel) listLines(w int) []string {
 		}
 		lines = append(lines, line)
 	}
-	if _, _, ok := g.countsFor(g.prevRep, gate.Unclassified); ok {
-		c, _, _ := g.countsFor(g.prevRep, gate.Unclassified)
+	if _, _, ok := g.countsFor(g.prevRep, groups.Unclassified); ok {
+		c, _, _ := g.countsFor(g.prevRep, groups.Unclassified)
 		if c > 0 {
 			lines = append(lines, row(" ", "   ", "unclassified", fmt.Sprint(c), fmt.Sprint(c), fmt.Sprint(c), g.st.Groups.Note.Render("always kept")))
 		}
@@ -347,8 +348,8 @@ func (g *groupsPanel) listLines(w int) []string {
 // metricPoints returns the points captured of the metric grp gates, as the
 // preview or else the current report saw them (a report holds them only for
 // groups of its spec); 0 when neither did.
-func (g *groupsPanel) metricPoints(grp gate.Group) int64 {
-	for _, r := range []*gate.Report{g.prevRep, g.curRep} {
+func (g *groupsPanel) metricPoints(grp groups.Group) int64 {
+	for _, r := range []*whatif.Report{g.prevRep, g.curRep} {
 		if r != nil && r.MetricsSeen[grp] > 0 {
 			return r.MetricsSeen[grp]
 		}
@@ -367,13 +368,13 @@ func (g *groupsPanel) compareLines(w int) []string {
 		return clip(fit(label, labelW-1)+" "+fit(a, colW-1)+" "+fit(b, colW-1), w)
 	}
 	cur, prev := g.curRep, g.prevRep
-	val := func(r *gate.Report, f func(*gate.Report) string) string {
+	val := func(r *whatif.Report, f func(*whatif.Report) string) string {
 		if r == nil {
 			return "…"
 		}
 		return f(r)
 	}
-	both := func(label string, f func(*gate.Report) string) string {
+	both := func(label string, f func(*whatif.Report) string) string {
 		return row(label, val(cur, f), val(prev, f))
 	}
 	n := projections[g.proj]
@@ -390,26 +391,26 @@ func (g *groupsPanel) compareLines(w int) []string {
 	}
 	lines := append([]string{g.st.Panel.Column.Render(row("", "current", "preview"))}, specRows...)
 	lines = append(lines, []string{
-		both("spans", func(r *gate.Report) string {
+		both("spans", func(r *whatif.Report) string {
 			return fmt.Sprintf("%s (-%s)", fmtCount(int64(r.Result.Spans)), fmtCount(int64(r.Result.Dropped)))
 		}),
-		both("p50/p99/max", func(r *gate.Report) string {
+		both("p50/p99/max", func(r *whatif.Report) string {
 			return fmt.Sprintf("%d / %d / %d", r.Result.P50, r.Result.P99, r.Result.Max)
 		}),
-		both("traces", func(r *gate.Report) string { return fmtCount(int64(r.Result.Traces)) }),
-		both("largest trace", func(r *gate.Report) string { return fmtCount(int64(r.Result.LargestTrace)) + " spans" }),
-		both("bytes", func(r *gate.Report) string { return fmtBytes(r.Result.Bytes) }),
-		both("rate", func(r *gate.Report) string {
+		both("traces", func(r *whatif.Report) string { return fmtCount(int64(r.Result.Traces)) }),
+		both("largest trace", func(r *whatif.Report) string { return fmtCount(int64(r.Result.LargestTrace)) + " spans" }),
+		both("bytes", func(r *whatif.Report) string { return fmtBytes(r.Result.Bytes) }),
+		both("rate", func(r *whatif.Report) string {
 			return fmtRate(r.Result.SpansPerSecond) + "/s " + fmtBytes(int64(r.Result.BytesPerSecond)) + "/s"
 		}),
-		both("× "+fmtCount(int64(n))+" rollouts", func(r *gate.Report) string {
+		both("× "+fmtCount(int64(n))+" rollouts", func(r *whatif.Report) string {
 			s, b := r.Project(n)
 			return fmtCount(int64(s)) + " · " + fmtBytes(b)
 		}),
 	}...)
 	lines = append(lines, g.joinRows(row, colW-1)...)
 	if b := g.budget; b != nil {
-		cell := func(r *gate.Report) []string {
+		cell := func(r *whatif.Report) []string {
 			if r == nil {
 				return []string{"…"}
 			}
@@ -437,7 +438,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 	}
 	for _, side := range []struct {
 		name string
-		rep  *gate.Report
+		rep  *whatif.Report
 	}{{"current", cur}, {"preview", prev}} {
 		for _, b := range aggregateBreaks(side.rep, g.pending) {
 			texts = append(texts, breakLine(side.name, b))
@@ -460,7 +461,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 		}
 	}
 	// Why a spec cannot join at all, as check prints it.
-	cw, pw := gate.SpecWarning(g.current), gate.SpecWarning(g.preview)
+	cw, pw := whatif.SpecWarning(g.current), whatif.SpecWarning(g.preview)
 	for _, n := range []struct{ side, text string }{{"current", cw}, {"preview", pw}} {
 		if n.text == "" || (n.side == "preview" && pw == cw) {
 			continue
@@ -475,7 +476,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 				lines = append(lines, g.st.Groups.Note.Render(l))
 			}
 		}
-		var silent []gate.Group
+		var silent []groups.Group
 		for _, grp := range prev.NoSpans {
 			if n := prev.MetricsSeen[grp]; n > 0 {
 				text := fmt.Sprintf("%s: metric %s, %s points", g.reg.Name(grp), g.reg.Info(grp).Metric, fmtCount(n))
@@ -555,7 +556,7 @@ func (g *groupsPanel) summaryLines(w int) []string {
 }
 
 // joinText is joinCell without styling, for running text.
-func (g *groupsPanel) joinText(r *gate.Report) string {
+func (g *groupsPanel) joinText(r *whatif.Report) string {
 	joined, split, pending := g.joinCounts(r)
 	n := joined + split + pending
 	switch {
@@ -576,7 +577,7 @@ func plural(n int) string {
 	return "s"
 }
 
-func groupNames(reg *gate.Registry, gs []gate.Group) string {
+func groupNames(reg *groups.Registry, gs []groups.Group) string {
 	var names []string
 	for _, g := range gs {
 		names = append(names, reg.Name(g))
@@ -587,7 +588,7 @@ func groupNames(reg *gate.Registry, gs []gate.Group) string {
 // joinRows is the joining row of the comparison, a verdict too long for
 // its column carried on to the next row rather than cut.
 func (g *groupsPanel) joinRows(row func(label, a, b string) string, colW int) []string {
-	cell := func(r *gate.Report) []string {
+	cell := func(r *whatif.Report) []string {
 		if r == nil {
 			return []string{"…"}
 		}
@@ -635,7 +636,7 @@ type breakSum struct {
 }
 
 // aggregateBreaks is gate's break summary in the panel's terms.
-func aggregateBreaks(r *gate.Report, pending []string) []breakSum {
+func aggregateBreaks(r *whatif.Report, pending []string) []breakSum {
 	var out []breakSum
 	for _, b := range r.BreakSummary(pending) {
 		out = append(out, breakSum{from: b.FromService, to: b.ToService, span: b.SpanName, reason: b.Reason, rollouts: b.Rollouts, spans: b.Spans})

@@ -13,7 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -324,8 +324,8 @@ func golden(tb testing.TB, name, got string) {
 
 // testRegistry is the Gym variant the test captures were made as: the
 // simulated fleet's, G1c (G1's groups and the concurrency metric).
-func testRegistry() *gate.Registry {
-	v, err := gate.LookupVariant("G1c")
+func testRegistry() *groups.Registry {
+	v, err := groups.LookupVariant("G1c")
 	if err != nil {
 		panic(err)
 	}

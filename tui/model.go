@@ -12,16 +12,18 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
 // Options configure the interface.
 type Options struct {
 	Source      Source
-	Registry    *gate.Registry
-	Current     gate.Set // the span_groups setting in force
-	CurrentSpec string   // as the user wrote it; Registry.Format(Current) when empty
+	Registry    *groups.Registry
+	Current     groups.Set // the span_groups setting in force
+	CurrentSpec string     // as the user wrote it; Registry.Format(Current) when empty
 	// Variant names the Gym variant the registry is for and what chose it
 	// ("Gym G1 (resource nemo.gym.version=0.5.1)"), shown in the header.
 	Variant string
@@ -42,10 +44,10 @@ type Options struct {
 	Export    ExportFunc
 	ExportDir string
 	// SpanCost is the CPU per enabled span of the cost and worth view
-	// (gate.DefaultSpanCost when zero); Budget, when set, is judged against
+	// (whatif.DefaultSpanCost when zero); Budget, when set, is judged against
 	// the previewed spec at RolloutRate rollouts/s (0: the capture's rate).
 	SpanCost    time.Duration
-	Budget      *gate.Budget
+	Budget      *whatif.Budget
 	RolloutRate float64
 	// Redetect, when set, is asked with each new snapshot until it settles
 	// which Gym variant a live capture comes from; it returns the options to
@@ -68,13 +70,13 @@ type Model struct {
 	st   *Styles
 	keys *KeyMap
 	help help.Model
-	reg  *gate.Registry
-	eng  *gate.Engine // previews and checks; used by one command at a time
-	sim  *gate.Engine // per-rollout simulations; likewise
+	reg  *groups.Registry
+	eng  *whatif.Engine // previews and checks; used by one command at a time
+	sim  *whatif.Engine // per-rollout simulations; likewise
 
 	width, height int
 	snap          *model.Snapshot
-	check         *gate.CheckReport
+	check         *whatif.CheckReport
 	ssnap         *model.Snapshot // snap as the last analysis structured it
 
 	rollouts *rolloutList
@@ -84,8 +86,8 @@ type Model struct {
 	stats    *statsView
 	compare  *compareView
 	worth    *worthView
-	worthEng *gate.Engine // the worth view's; used by one command at a time
-	marked   string       // the rollout marked for comparison
+	worthEng *whatif.Engine // the worth view's; used by one command at a time
+	marked   string         // the rollout marked for comparison
 	// panels is every panel, base panels before their overlays: the one
 	// list that keys, sizes, help, the mouse and drawing go through.
 	panels []panel
@@ -145,8 +147,8 @@ func New(o Options) Model {
 		keys:     keys,
 		help:     h,
 		reg:      o.Registry,
-		eng:      gate.NewEngine(o.Registry),
-		sim:      gate.NewEngine(o.Registry),
+		eng:      whatif.NewEngine(o.Registry),
+		sim:      whatif.NewEngine(o.Registry),
 		rollouts: newRolloutList(st, keys),
 		trace:    newTraceView(st, keys, o.Registry),
 		groups:   &groupsSlot{groupsPanel: newGroupsPanel(st, keys, o.Registry, o.Current, o.CurrentSpec)},
@@ -154,7 +156,7 @@ func New(o Options) Model {
 		stats:    newStatsView(st, keys, o.Registry),
 		compare:  newCompareView(st, keys, o.Registry),
 		worth:    newWorthView(st, keys, o.Registry, o.SpanCost, o.Budget, o.RolloutRate),
-		worthEng: gate.NewEngine(o.Registry),
+		worthEng: whatif.NewEngine(o.Registry),
 		helpView: &hv,
 		refresh:  refreshEvery,
 	}
@@ -746,7 +748,7 @@ func (m *Model) helpLines() []string {
 // filterHelp is the rollout filter's syntax, full width.
 func filterHelp(st *Styles, w int) []string {
 	lines := []string{st.Panel.Title.Render("rollout filter (/)")}
-	for _, l := range strings.Split(gate.FilterHelp, "\n") {
+	for _, l := range strings.Split(filter.FilterHelp, "\n") {
 		lines = append(lines, clip("  "+l, w))
 	}
 	return lines
@@ -804,7 +806,7 @@ func (m Model) setCopied(msg copiedMsg) Model {
 		parts = append(parts, msg.errText)
 	}
 	spec, _ := m.reg.CopyOut(m.groups.Preview())
-	parts = append(parts, gate.EnvLine(spec))
+	parts = append(parts, groups.EnvLine(spec))
 	m.status, m.statusErr = strings.Join(parts, " · "), msg.errText != ""
 	return m
 }

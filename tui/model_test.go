@@ -12,7 +12,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -140,7 +141,7 @@ func TestPresetsAndToggle(t *testing.T) {
 	withJob := m.groups.prevRep.Result.Traces
 	// Toggle job off in the groups panel: every rollout becomes its own trace.
 	m = keys(t, m, "tab", "tab", "g", " ")
-	if m.groups.Preview().Has(gate.Job) {
+	if m.groups.Preview().Has(groups.Job) {
 		t.Fatalf("space did not toggle job off")
 	}
 	if got := m.groups.prevRep.Result.Traces; got != 5 || withJob != 1 {
@@ -153,7 +154,7 @@ func TestHTTPClientOffReportsBreak(t *testing.T) {
 	b.capture(t, 3, false)
 	m := newTestModel(t, b, 120, 40, "all")
 	m = keys(t, m, "2", "tab", "tab", "g", "down", "down", " ")
-	if m.groups.Preview().Has(gate.HTTPClient) {
+	if m.groups.Preview().Has(groups.HTTPClient) {
 		t.Fatalf("http_client still on")
 	}
 	rep := m.groups.prevRep
@@ -198,7 +199,7 @@ func TestHTTPClientOffReportsBreak(t *testing.T) {
 // TestSpecInputDrops: from G2 on Gym drops an unknown name and applies the
 // rest; the panel previews the rest and says what was dropped.
 func TestSpecInputDrops(t *testing.T) {
-	v, _ := gate.LookupVariant("G3")
+	v, _ := groups.LookupVariant("G3")
 	b := newBuilder(t)
 	b.capture(t, 2, false)
 	m := newTestModel(t, b, 120, 40, "default")
@@ -316,7 +317,7 @@ func TestStaleAnalysisDropped(t *testing.T) {
 	b.capture(t, 2, false)
 	m := newTestModel(t, b, 120, 40, "default")
 	before := m.groups.prevRep
-	stale := &gate.Report{Spec: 12345}
+	stale := &whatif.Report{Spec: 12345}
 	next, cmd := m.Update(analysisMsg{seq: m.snap.Seq, current: m.opts.Current, preview: 12345, prev: stale})
 	m = next.(Model)
 	if m.groups.prevRep != before {

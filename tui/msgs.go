@@ -4,7 +4,8 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -37,26 +38,26 @@ type clockMsg struct{}
 // was computed from so results for an old spec are dropped.
 type analysisMsg struct {
 	seq     uint64
-	current gate.Set
-	preview gate.Set
-	cur     *gate.Report // nil when the current report was still fresh
-	prev    *gate.Report
-	check   *gate.CheckReport
+	current groups.Set
+	preview groups.Set
+	cur     *whatif.Report // nil when the current report was still fresh
+	prev    *whatif.Report
+	check   *whatif.CheckReport
 }
 
 // simMsg is one rollout simulated under every group (for group tags) and
 // under the previewed spec.
 type simMsg struct {
 	key  simKey
-	all  *gate.RolloutSim
-	prev *gate.RolloutSim
+	all  *whatif.RolloutSim
+	prev *whatif.RolloutSim
 }
 
 // simKey identifies a simulation's inputs; a result for another key is stale.
 type simKey struct {
 	id      string
 	version uint64
-	spec    gate.Set
+	spec    groups.Set
 }
 
 // copiedMsg reports the outcome of a copy-out.
@@ -90,9 +91,9 @@ func tickClock() tea.Cmd {
 
 // analysisJob is what runAnalysis needs, captured by value.
 type analysisJob struct {
-	eng              *gate.Engine
+	eng              *whatif.Engine
 	snap             *model.Snapshot
-	current, preview gate.Set
+	current, preview groups.Set
 	needCurrent      bool
 	now              func() time.Time
 	grace            time.Duration
@@ -115,7 +116,7 @@ func runAnalysis(j analysisJob) tea.Cmd {
 
 // runSimulation simulates one rollout on its own engine, so moving the
 // cursor never waits behind a large preview.
-func runSimulation(eng *gate.Engine, snap *model.Snapshot, r *model.Rollout, spec gate.Set) tea.Cmd {
+func runSimulation(eng *whatif.Engine, snap *model.Snapshot, r *model.Rollout, spec groups.Set) tea.Cmd {
 	key := simKey{id: r.ID, version: r.Version, spec: spec}
 	all := eng.Registry().All()
 	return func() tea.Msg {

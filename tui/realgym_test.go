@@ -14,7 +14,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -42,7 +43,7 @@ func realModel(tb testing.TB, name string, w, h int, current string) Model {
 		tb.Fatal(err)
 	}
 	st.Sync()
-	v, _ := gate.DetectVariant(st.Snapshot())
+	v, _ := groups.DetectVariant(st.Snapshot())
 	reg := v.Registry()
 	cur, err := reg.Parse(current)
 	if err != nil {
@@ -306,10 +307,10 @@ func TestRealGymBudgetUncut(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Sync()
-	v, _ := gate.DetectVariant(st.Snapshot())
+	v, _ := groups.DetectVariant(st.Snapshot())
 	reg := v.Registry()
 	cur, _ := reg.Parse("default")
-	budget, err := gate.ParseBudget("30spans/rollout")
+	budget, err := whatif.ParseBudget("30spans/rollout")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,9 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -67,7 +69,7 @@ type rolloutList struct {
 	snap          *model.Snapshot
 	rows          []*model.Rollout // sorted and filtered
 	info          map[string]*rowInfo
-	join          map[string]gate.RolloutCheck
+	join          map[string]whatif.RolloutCheck
 	haveJoin      bool
 
 	sort    sortMode
@@ -75,18 +77,18 @@ type rolloutList struct {
 	filter  string
 	// compiled is the last filter text that parsed; while a term is half
 	// typed (dur>1) the list keeps it and filterErr says what is wrong.
-	compiled  *gate.Filter
+	compiled  *filter.Filter
 	filterErr string
 	marked    string // the rollout marked for comparison
 	input     textinput.Model
 	filtering bool
 
 	cursor, offset int
-	selected       string          // the cursor's rollout id, kept across refreshes
-	structure      *gate.Structure // the last check's: run-level traffic, unattributed
-	awaiting       int             // spans of fragments still waiting for a parent
-	waiting        int             // spans of hidden waitingOrphan rollouts
-	waitingN       int             // how many rollouts are hidden as waitingOrphan
+	selected       string              // the cursor's rollout id, kept across refreshes
+	structure      *rollouts.Structure // the last check's: run-level traffic, unattributed
+	awaiting       int                 // spans of fragments still waiting for a parent
+	waiting        int                 // spans of hidden waitingOrphan rollouts
+	waitingN       int                 // how many rollouts are hidden as waitingOrphan
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
 
@@ -138,7 +140,7 @@ func (l *rolloutList) SetSnapshot(s *model.Snapshot) {
 }
 
 // SetCheck records the join status of each rollout.
-func (l *rolloutList) SetCheck(c *gate.CheckReport) {
+func (l *rolloutList) SetCheck(c *whatif.CheckReport) {
 	if c != nil {
 		l.join, l.haveJoin = c.ByRollout, true
 		if c.Structure != nil {
@@ -280,8 +282,8 @@ func (l *rolloutList) rebuild() {
 		l.render()
 		return
 	}
-	if f, err := gate.ParseFilter(l.filter); err != nil {
-		var fe *gate.FilterError
+	if f, err := filter.ParseFilter(l.filter); err != nil {
+		var fe *filter.FilterError
 		if errors.As(err, &fe) {
 			l.filterErr = fmt.Sprintf("%q: %s", fe.Term, fe.Reason)
 		} else {
@@ -322,7 +324,7 @@ func (l *rolloutList) rebuild() {
 	// traffic by kind, and the fragments no rollout could be named for.
 	if st := l.structure; st != nil && l.compiled.Empty() {
 		for _, r := range st.Apart() {
-			if r.ID == gate.UnattributedRow && r.Spans <= l.awaiting {
+			if r.ID == rollouts.UnattributedRow && r.Spans <= l.awaiting {
 				continue // all still waiting for a parent: counted in the title
 			}
 			rows = append(rows, r)
@@ -348,7 +350,7 @@ func (l *rolloutList) rebuild() {
 
 // isApart reports whether a row id is one of gate's Apart rows.
 func isApart(id string) bool {
-	return strings.HasPrefix(id, gate.RunRowPrefix) || id == gate.UnattributedRow
+	return strings.HasPrefix(id, rollouts.RunRowPrefix) || id == rollouts.UnattributedRow
 }
 
 // waitingOrphan reports a rollout that is nothing yet but spans exported
@@ -360,7 +362,7 @@ func (l *rolloutList) waitingOrphan(r *model.Rollout) bool {
 	if !r.Synthetic || !l.haveJoin {
 		return false
 	}
-	if c, ok := l.join[r.ID]; !ok || c.Status != gate.JoinPending {
+	if c, ok := l.join[r.ID]; !ok || c.Status != whatif.JoinPending {
 		return false
 	}
 	for _, f := range r.Fragments {
@@ -411,17 +413,17 @@ func (l *rolloutList) joinCell(id string) string {
 	c, ok := l.join[id]
 	if !ok {
 		switch {
-		case strings.HasPrefix(id, gate.RunRowPrefix):
+		case strings.HasPrefix(id, rollouts.RunRowPrefix):
 			return l.st.List.Dim.Render("run-level")
-		case id == gate.UnattributedRow:
+		case id == rollouts.UnattributedRow:
 			return l.st.Join.Split.Render("no owner")
 		}
 		return l.st.List.Dim.Render("?")
 	}
 	switch c.Status {
-	case gate.Joined:
+	case whatif.Joined:
 		return l.st.Join.Joined.Render("✓ joined")
-	case gate.Split:
+	case whatif.Split:
 		return l.st.Join.Split.Render(glyphSplit + " split")
 	}
 	return l.st.Join.Pending.Render("… pending")

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 )
 
 func TestScreens(t *testing.T) {
@@ -50,7 +50,7 @@ func TestScreens(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBuilder(t)
 			b.st.Count(tc.metric, 0)
-			b.st.CountMetric(gate.ConcurrencyMetric, tc.metric)
+			b.st.CountMetric(groups.ConcurrencyMetric, tc.metric)
 			b.capture(t, 6, tc.job)
 			m := newTestModel(t, b, tc.w, tc.h, tc.current)
 			m = keys(t, m, tc.keys...)

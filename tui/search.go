@@ -7,7 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -98,7 +98,7 @@ func (s *spanSearch) find(t *traceView) {
 		traceHit := has(f.TraceID.String())
 		for i := range f.Spans {
 			sp := &f.Spans[i]
-			ok := traceHit || has(t.snap.Str(sp.Name)) || has(gate.DisplayName(t.snap.Interner(), sp)) || has(sp.SpanID.String())
+			ok := traceHit || has(t.snap.Str(sp.Name)) || has(rollouts.DisplayName(t.snap.Interner(), sp)) || has(sp.SpanID.String())
 			if !ok {
 				sp.Attrs.Each(in, func(k string, v model.Value) bool {
 					ok = has(k) || has(v.String())

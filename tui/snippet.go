@@ -7,7 +7,7 @@ import (
 
 	osc52 "github.com/aymanbagabas/go-osc52/v2"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 )
 
 // SnippetFile is where copy-out writes, in the working directory.
@@ -17,7 +17,7 @@ const SnippetFile = "gymtrace-span-groups.yaml"
 // environment line. In a file the environment line is a comment, so the file
 // stays valid YAML. It refuses (an error for the status bar) a set the
 // registry's Gym variant would reject or apply otherwise, and the empty set.
-func Snippet(reg *gate.Registry, s gate.Set, file bool) (string, error) {
+func Snippet(reg *groups.Registry, s groups.Set, file bool) (string, error) {
 	// The shortest equivalent spec: it may leave out groups no Gym code emits under.
 	spec, err := reg.CopyOut(s)
 	if err != nil {
@@ -26,11 +26,11 @@ func Snippet(reg *gate.Registry, s gate.Set, file bool) (string, error) {
 	if eff := reg.Resolve(spec); !eff.Off {
 		s = eff.Set
 	}
-	env := gate.EnvLine(spec) + "\n"
+	env := groups.EnvLine(spec) + "\n"
 	if file {
 		env = "# or, in the environment:\n# " + env
 	}
-	return "# span groups: " + strings.Join(reg.Names(s), ", ") + "\n" + gate.TelemetryYAML(spec) + "\n" + env, nil
+	return "# span groups: " + strings.Join(reg.Names(s), ", ") + "\n" + groups.TelemetryYAML(spec) + "\n" + env, nil
 }
 
 // copySnippet writes the snippet to path and, when clip is non-nil, sends

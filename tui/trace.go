@@ -10,7 +10,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -35,18 +37,18 @@ type traceView struct {
 	basePanel
 	st   *Styles
 	keys *KeyMap
-	reg  *gate.Registry
+	reg  *groups.Registry
 
 	width, height int
 	focused       bool // the name column may take the room it needs
 	snap          *model.Snapshot
 	r             *model.Rollout
-	simAll        *gate.RolloutSim
-	simPrev       *gate.RolloutSim
+	simAll        *whatif.RolloutSim
+	simPrev       *whatif.RolloutSim
 	simKey        simKey
 
 	preview   bool
-	spec      gate.Set // the previewed spec
+	spec      groups.Set // the previewed spec
 	collapsed map[model.SpanID]bool
 
 	rows           []traceRow
@@ -55,7 +57,7 @@ type traceView struct {
 	cursor, offset int
 	search         spanSearch
 	// check is the last join check: a split rollout's hops head its rows.
-	check *gate.CheckReport
+	check *whatif.CheckReport
 	out   string
 }
 
@@ -74,7 +76,7 @@ func (t *traceView) splitNotes() []traceRow {
 		return nil
 	}
 	rc, ok := t.check.ByRollout[t.r.ID]
-	if !ok || rc.Status != gate.Split {
+	if !ok || rc.Status != whatif.Split {
 		return nil
 	}
 	var rows []traceRow
@@ -96,7 +98,7 @@ func (t *traceView) splitNotes() []traceRow {
 	return rows
 }
 
-func newTraceView(st *Styles, keys *KeyMap, reg *gate.Registry) *traceView {
+func newTraceView(st *Styles, keys *KeyMap, reg *groups.Registry) *traceView {
 	return &traceView{st: st, keys: keys, reg: reg, collapsed: map[model.SpanID]bool{}, search: newSpanSearch(st)}
 }
 
@@ -176,7 +178,7 @@ func (t *traceView) SetSim(m simMsg) {
 }
 
 // NeedsSim returns the simulation the view is missing, if any.
-func (t *traceView) NeedsSim(spec gate.Set) (simKey, bool) {
+func (t *traceView) NeedsSim(spec groups.Set) (simKey, bool) {
 	if t.r == nil {
 		return simKey{}, false
 	}
@@ -185,7 +187,7 @@ func (t *traceView) NeedsSim(spec gate.Set) (simKey, bool) {
 }
 
 // SetPreview switches preview mode and the previewed spec.
-func (t *traceView) SetPreview(on bool, spec gate.Set) {
+func (t *traceView) SetPreview(on bool, spec groups.Set) {
 	if on == t.preview && spec == t.spec {
 		return
 	}
@@ -214,11 +216,11 @@ func (t *traceView) selectedRef() (int, int, bool) {
 }
 
 // GroupOf returns the classified group of a span, if a simulation has it.
-func (t *traceView) GroupOf(frag, idx int) (gate.Group, bool) {
+func (t *traceView) GroupOf(frag, idx int) (groups.Group, bool) {
 	return simGroup(t.simAll, frag, idx)
 }
 
-func simGroup(s *gate.RolloutSim, frag, idx int) (gate.Group, bool) {
+func simGroup(s *whatif.RolloutSim, frag, idx int) (groups.Group, bool) {
 	if s == nil || frag >= len(s.Frags) || idx >= len(s.Frags[frag].Group) {
 		return 0, false
 	}
@@ -425,7 +427,7 @@ func (t *traceView) listHeight() int {
 
 // fragSim returns the previewed simulation of fragment fi when preview mode
 // is on and the simulation matches the fragment.
-func (t *traceView) fragSim(fi int) *gate.FragSim {
+func (t *traceView) fragSim(fi int) *whatif.FragSim {
 	if !t.preview || t.simPrev == nil || fi >= len(t.simPrev.Frags) {
 		return nil
 	}
@@ -566,7 +568,7 @@ func (t *traceView) fragNote(fi int, f *model.Fragment) string {
 // cutReason explains why a kept span starts a new trace under the preview.
 func (t *traceView) cutReason(fi, i int) string {
 	sp := &t.r.Fragments[fi].Spans[i]
-	name, svc := gate.DisplayName(t.snap.Interner(), sp), t.snap.ServiceName(sp.Resource)
+	name, svc := rollouts.DisplayName(t.snap.Interner(), sp), t.snap.ServiceName(sp.Resource)
 	if t.simPrev != nil {
 		for _, b := range t.simPrev.Breaks {
 			if b.SpanName == name && b.ToService == svc && b.Reason != "" {
@@ -578,13 +580,13 @@ func (t *traceView) cutReason(fi, i int) string {
 }
 
 // hopReason is the generic reason a cross-process hop breaks under spec.
-func hopReason(reg *gate.Registry, spec gate.Set) string {
+func hopReason(reg *groups.Registry, spec groups.Set) string {
 	switch {
-	case !spec.Has(gate.HTTPClient) && !spec.Has(gate.Server):
+	case !spec.Has(groups.HTTPClient) && !spec.Has(groups.Server):
 		return "http_client and server off: no traceparent sent or read"
-	case !spec.Has(gate.HTTPClient):
+	case !spec.Has(groups.HTTPClient):
 		return "http_client off: no traceparent sent"
-	case !spec.Has(gate.Server):
+	case !spec.Has(groups.Server):
 		return "server off: traceparent not extracted"
 	}
 	return "parent dropped"
@@ -593,7 +595,7 @@ func hopReason(reg *gate.Registry, spec gate.Set) string {
 // nameCell is a span row's name cell: tree glyphs, a collapsed node's
 // glyph, the name and how many spans the fold hides.
 func (t *traceView) nameCell(row *traceRow, sp *model.Span) (glyphs, text string) {
-	text = gate.DisplayName(t.snap.Interner(), sp)
+	text = rollouts.DisplayName(t.snap.Interner(), sp)
 	if row.hidden > 0 {
 		text = glyphFolded + " " + text + " +" + itoa(int(row.hidden))
 	}

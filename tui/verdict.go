@@ -5,13 +5,14 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 // captureHops lists the capture's own broken hops as the join check
 // (check --json) reports them: one line per hop (caller, callee, span,
 // reason), in its order, with its spans and the rollouts it was found in.
-func captureHops(c *gate.CheckReport) []breakSum {
+func captureHops(c *whatif.CheckReport) []breakSum {
 	var out []breakSum
 	for _, b := range c.HopSummary() {
 		out = append(out, breakSum{from: b.FromService, to: b.ToService, span: b.SpanName, reason: b.Reason, rollouts: b.Rollouts, spans: b.Spans})
@@ -21,7 +22,7 @@ func captureHops(c *gate.CheckReport) []breakSum {
 
 // hopText is a hop as one line: caller → callee (span): reason.
 func hopText(from, to, span, reason string) string {
-	return gate.HopName(gate.BreakSum{FromService: from, ToService: to, SpanName: span}, "→", shortService) + ": " + reason
+	return whatif.HopName(whatif.BreakSum{FromService: from, ToService: to, SpanName: span}, "→", shortService) + ": " + reason
 }
 
 // hopFix is the fix for a break the previewed spec would cause, from its
@@ -52,7 +53,7 @@ func breakLine(side string, b breakSum) string {
 // A context leak is no join break: it is said as a leak, without ✗.
 func captureLine(h breakSum, width int) string {
 	what := glyphSplit + " in capture"
-	if gate.IsContextLeak(h.reason) {
+	if rollouts.IsContextLeak(h.reason) {
 		what = "context leak in capture"
 	}
 	line := func(reason string) string {
@@ -65,7 +66,7 @@ func captureLine(h breakSum, width int) string {
 // splitHops separates a capture's broken hops from its context leaks.
 func splitHops(hs []breakSum) (breaks, leaks []breakSum) {
 	for _, h := range hs {
-		if gate.IsContextLeak(h.reason) {
+		if rollouts.IsContextLeak(h.reason) {
 			leaks = append(leaks, h)
 		} else {
 			breaks = append(breaks, h)
@@ -86,13 +87,13 @@ func fitReason(line func(reason string) string, reason string, width int) string
 
 // splitIn returns the rollouts split in the capture itself (the check's
 // verdict), which no spec can join again.
-func splitIn(c *gate.CheckReport) map[string]bool {
+func splitIn(c *whatif.CheckReport) map[string]bool {
 	if c == nil || c.Split == 0 {
 		return nil
 	}
 	out := make(map[string]bool, c.Split)
 	for id, rc := range c.ByRollout {
-		if rc.Status == gate.Split {
+		if rc.Status == whatif.Split {
 			out[id] = true
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -26,7 +26,7 @@ func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
 	}
 	b.st.Sync()
 	snap := b.st.Snapshot()
-	eng := gate.NewEngine(testRegistry())
+	eng := whatif.NewEngine(testRegistry())
 	keys := DefaultKeyMap()
 	st := DefaultStyles(lipgloss.DefaultRenderer())
 
@@ -72,7 +72,7 @@ func TestPendingNotCalledSplit(t *testing.T) {
 	b.st.Sync()
 	snap := b.st.Snapshot()
 	reg := testRegistry()
-	eng := gate.NewEngine(reg)
+	eng := whatif.NewEngine(reg)
 	all := reg.All()
 	rep := eng.Preview(snap, all)
 	if rep.Result.RolloutsSplit != 1 {

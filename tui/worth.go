@@ -6,7 +6,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -16,30 +17,30 @@ import (
 // judged against the previewed spec, and the budget verdict.
 type worthView struct {
 	pager
-	reg      *gate.Registry
+	reg      *groups.Registry
 	spanCost time.Duration
-	budget   *gate.Budget
+	budget   *whatif.Budget
 	rate     float64
 
-	rows     []gate.GroupWorth
-	rowsSeq  uint64   // snapshot the rows were computed from
-	rowsSpec gate.Set // spec they were judged against
+	rows     []whatif.GroupWorth
+	rowsSeq  uint64     // snapshot the rows were computed from
+	rowsSpec groups.Set // spec they were judged against
 	have     bool
 	running  bool
-	prev     *gate.Report
-	spec     gate.Set
+	prev     *whatif.Report
+	spec     groups.Set
 }
 
 // worthMsg carries computed rows.
 type worthMsg struct {
 	seq  uint64
-	spec gate.Set
-	rows []gate.GroupWorth
+	spec groups.Set
+	rows []whatif.GroupWorth
 }
 
-func newWorthView(st *Styles, keys *KeyMap, reg *gate.Registry, spanCost time.Duration, budget *gate.Budget, rate float64) *worthView {
+func newWorthView(st *Styles, keys *KeyMap, reg *groups.Registry, spanCost time.Duration, budget *whatif.Budget, rate float64) *worthView {
 	if spanCost <= 0 {
-		spanCost = gate.DefaultSpanCost
+		spanCost = whatif.DefaultSpanCost
 	}
 	w := &worthView{pager: newPager(st, keys, "w/esc back"), reg: reg, spanCost: spanCost, budget: budget, rate: rate}
 	w.title = "Cost and worth"
@@ -68,7 +69,7 @@ func (w *worthView) refresh(e *env) {
 
 // request starts a computation when the open view's rows are stale and
 // none runs; eng is used by that command alone.
-func (w *worthView) request(eng *gate.Engine, snap *model.Snapshot, spec gate.Set) tea.Cmd {
+func (w *worthView) request(eng *whatif.Engine, snap *model.Snapshot, spec groups.Set) tea.Cmd {
 	if !w.opened || w.running || snap == nil || (w.have && w.rowsSeq == snap.Seq && w.rowsSpec == spec) {
 		return nil
 	}
@@ -106,7 +107,7 @@ func (w *worthView) layout() {
 			continue
 		}
 		on := "off"
-		if g.Group == gate.Unclassified || w.rowsSpec.Has(g.Group) {
+		if g.Group == groups.Unclassified || w.rowsSpec.Has(g.Group) {
 			on = "on"
 		}
 		joins := ""
@@ -135,7 +136,7 @@ func (w *worthView) verdict() string {
 
 // budgetLine renders a budget verdict: fits with what is left, or by how
 // much it misses.
-func budgetLine(st *Styles, v gate.BudgetVerdict, width int) string {
+func budgetLine(st *Styles, v whatif.BudgetVerdict, width int) string {
 	style := st.Join.Split
 	if v.Fits {
 		style = st.Join.Joined
@@ -145,7 +146,7 @@ func budgetLine(st *Styles, v gate.BudgetVerdict, width int) string {
 
 // budgetCell is a verdict in a few characters: fits, or misses by how
 // much, with the value against the limit.
-func budgetCell(v gate.BudgetVerdict) string {
+func budgetCell(v whatif.BudgetVerdict) string {
 	if v.Fits {
 		return fmt.Sprintf("fits (%s of %s)", fmtRate(v.Value), v.Budget)
 	}

@@ -8,7 +8,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 func cmdCheck(args []string) int { return runCheck(args, os.Stdout, os.Stderr) }
@@ -79,16 +80,16 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	res := reg.Resolve(specText)
-	warning := gate.SpecWarning(res.Set)
+	warning := whatif.SpecWarning(res.Set)
 	if e := res.Effect(); e != "" {
 		warning = e
-		if w := gate.SpecWarning(res.Set); w != "" && !res.Off {
+		if w := whatif.SpecWarning(res.Set); w != "" && !res.Off {
 			warning += "; " + w
 		}
 	}
 	// Every rollout of a file arrived at load time, so any grace > 0 keeps
 	// them all pending: files are complete, hence the default of 0.
-	rep := gate.NewEngine(reg).Check(snap, time.Now(), *grace)
+	rep := whatif.NewEngine(reg).Check(snap, time.Now(), *grace)
 
 	out := checkJSON{
 		Spans: rep.Spans, Rollouts: rep.Rollouts, Traces: rep.Traces, Intact: rep.Intact,
@@ -102,7 +103,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		out.BrokenHops = append(out.BrokenHops, hopJSON{h.FromService, h.ToService, h.SpanName, h.Reason, h.Spans, h.Rollouts})
 	}
 	for id, rc := range rep.ByRollout {
-		if rc.Status == gate.Split {
+		if rc.Status == whatif.Split {
 			out.SplitRollouts = append(out.SplitRollouts, id)
 		}
 	}
@@ -129,7 +130,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "skipped %d lines that are not spans (%d unreadable)\n", out.BadLines.Count, out.BadLines.Bad)
 	}
 	for _, h := range hops {
-		fmt.Fprintf(stdout, "  %s %s: %s\n", gate.HopName(h, "->", keepName), hopCounts(h), h.Reason)
+		fmt.Fprintf(stdout, "  %s %s: %s\n", whatif.HopName(h, "->", keepName), hopCounts(h), h.Reason)
 	}
 	if len(out.SplitRollouts) > 0 {
 		fmt.Fprintf(stdout, "split rollouts: %s\n", joinMax(out.SplitRollouts, 10))
@@ -145,7 +146,7 @@ func keepName(s string) string { return s }
 
 // hopCounts is a hop's counts in text reports: spans, and the rollouts it
 // was found in when it names any.
-func hopCounts(b gate.BreakSum) string {
+func hopCounts(b whatif.BreakSum) string {
 	if b.Rollouts == 0 {
 		return fmt.Sprintf("x%d", b.Spans)
 	}
@@ -195,7 +196,7 @@ type leakJSON struct {
 	Cause   string `json:"cause"`
 }
 
-func trafficOf(st *gate.Structure) trafficJSON {
+func trafficOf(st *rollouts.Structure) trafficJSON {
 	if st == nil {
 		return trafficJSON{RunTraffic: runTrafficJSON{Kinds: map[string]int{}}, ContextLeakDetails: []leakJSON{}}
 	}
@@ -207,7 +208,7 @@ func trafficOf(st *gate.Structure) trafficJSON {
 		ContextLeakDetails:    []leakJSON{},
 	}
 	for _, l := range t.Leaks {
-		out.ContextLeakDetails = append(out.ContextLeakDetails, leakJSON{l.Service, l.Name, l.Count, gate.LeakCause})
+		out.ContextLeakDetails = append(out.ContextLeakDetails, leakJSON{l.Service, l.Name, l.Count, rollouts.LeakCause})
 	}
 	return out
 }

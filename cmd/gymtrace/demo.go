@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+
 	"github.com/nemo-gym/gymtrace/gymsim"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -60,7 +61,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	variantUsage := "the Gym telemetry variant (" + strings.Join(gymsim.VariantNames(), ", ") + ") or Gym version the fleet runs; specs are read as it reads them"
 	fs.StringVar(&o.variant, "gym-version", "G1", variantUsage)
 	fs.StringVar(&o.variant, "gym-variant", "G1", variantUsage+" (the same as --gym-version)")
-	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	groupsFile := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	fs.BoolVar(&o.obs, "observability", false, "Gym's observability_enabled: rollout ids on spans and /ng-rollout/{id}/ URL prefixes")
 	fs.BoolVar(&o.aiohttp, "aiohttp", false, "the aiohttp client instrumentation (as NeMo-RL runs it): a second CLIENT span per call that injects traceparent whatever the spec")
 	fs.BoolVar(&o.standalone, "standalone", false, "the driver runs without telemetry (standalone collect_rollouts): no gym.job, each /run a root")
@@ -104,7 +105,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	}
 	// The registry follows the fleet's variant, so the preview reads specs
 	// as the simulated Gym does.
-	gv, err := gate.LookupVariant(o.variant)
+	gv, err := groups.LookupVariant(o.variant)
 	if err != nil {
 		return fail("--gym-version: %v", err)
 	}
@@ -113,7 +114,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		return fail("--gym-version: %v", err)
 	}
 	vc := variantChoice{gv, "--gym-version: the variant the simulated fleet runs"}
-	reg, err := loadRegistry(vc, *groups)
+	reg, err := loadRegistry(vc, *groupsFile)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -310,8 +311,8 @@ func parseProcessSpecs(v *gymsim.Variant, vals []string) (map[string]string, err
 
 // previewSet is the fleet's spec as the preview knows it: the parts the
 // registry knows, unioned; a part Gym would reject or drop is left out.
-func previewSet(reg *gate.Registry, spec string) gate.Set {
-	var set gate.Set
+func previewSet(reg *groups.Registry, spec string) groups.Set {
+	var set groups.Set
 	for _, part := range strings.Split(spec, ",") {
 		if strings.TrimSpace(part) == "" {
 			continue

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -144,14 +145,14 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		}
 		snapB, filesB = s, bFiles
 	}
-	eng := gate.NewEngine(reg)
-	side := func(snap *model.Snapshot, id string, set gate.Set, under bool, which string) (gate.DiffSide, error) {
+	eng := whatif.NewEngine(reg)
+	side := func(snap *model.Snapshot, id string, set groups.Set, under bool, which string) (whatif.DiffSide, error) {
 		r, err := findRollout(eng.Structure(snap).Snap, id)
 		if err != nil {
-			return gate.DiffSide{}, fmt.Errorf("rollout %s %w", which, err)
+			return whatif.DiffSide{}, fmt.Errorf("rollout %s %w", which, err)
 		}
 		if !under {
-			return gate.RolloutSide(snap, r), nil
+			return whatif.RolloutSide(snap, r), nil
 		}
 		return eng.SpecSide(snap, r, set), nil
 	}
@@ -161,13 +162,13 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	// The engine caches per snapshot: B from another capture gets its own.
 	if snapB != snapA {
-		eng = gate.NewEngine(reg)
+		eng = whatif.NewEngine(reg)
 	}
 	b, err := side(snapB, idB, setB, underB, "B")
 	if err != nil {
 		return fail("%v", err)
 	}
-	d := gate.CompareRollouts(a, b)
+	d := whatif.CompareRollouts(a, b)
 	out := diffJSON{
 		variantJSON: vc.json(),
 		A:           sideJSON(d.A, files, *specA), B: sideJSON(d.B, filesB, *specB),
@@ -196,11 +197,11 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func sideJSON(s gate.DiffSummary, files []string, spec string) diffSideJSON {
+func sideJSON(s whatif.DiffSummary, files []string, spec string) diffSideJSON {
 	return diffSideJSON{RolloutID: s.Rollout, Files: files, Spec: spec, Spans: s.Spans, Errors: s.Errors, Traces: s.Traces, DurationMS: ms(s.DurationNS)}
 }
 
-func opJSON(o gate.OpDiff) diffOpJSON {
+func opJSON(o whatif.OpDiff) diffOpJSON {
 	return diffOpJSON{
 		Service: o.Service, Name: o.Name, CountA: o.CountA, CountB: o.CountB, ErrorsA: o.ErrorsA, ErrorsB: o.ErrorsB,
 		TotalMSA: ms(o.TotalNSA), TotalMSB: ms(o.TotalNSB), MaxMSA: ms(o.MaxNSA), MaxMSB: ms(o.MaxNSB),
@@ -208,7 +209,7 @@ func opJSON(o gate.OpDiff) diffOpJSON {
 	}
 }
 
-func spansJSON(ss []gate.DiffSpan) []diffSpanJSON {
+func spansJSON(ss []whatif.DiffSpan) []diffSpanJSON {
 	out := []diffSpanJSON{}
 	for _, s := range ss {
 		out = append(out, diffSpanJSON{Service: s.Service, Name: s.Name, SpanID: s.SpanID.String(), Path: s.Path, Status: s.Status.String(), Message: s.Message})

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 )
 
 // The -update flag may be registered by another test file of this package
@@ -52,7 +52,7 @@ const gateCaptures = "testdata/captures/"
 
 func runGateCmd(t *testing.T, fn func([]string, *bytes.Buffer, *bytes.Buffer) int, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	t.Setenv(gate.EnvSpanGroups, "")
+	t.Setenv(groups.EnvSpanGroups, "")
 	var o, e bytes.Buffer
 	code = fn(args, &o, &e)
 	return code, o.String(), e.String()

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/filter"
 )
 
 // Exit codes shared by every subcommand.
@@ -52,7 +52,7 @@ func main() {
 		name, args = args[0], args[1:]
 	}
 	if name == "help" && len(args) > 0 && args[0] == "filters" {
-		fmt.Println("--where and the TUI's / filter select rollouts:\n" + gate.FilterHelp)
+		fmt.Println("--where and the TUI's / filter select rollouts:\n" + filter.FilterHelp)
 		os.Exit(exitOK)
 	}
 	if name == "help" {

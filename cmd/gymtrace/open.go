@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 	"github.com/nemo-gym/gymtrace/tui"
@@ -71,7 +71,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 	}
 	current := res.Set
 	if *text || !tty {
-		if err := tui.PlainTree(stdout, gate.NewEngine(reg).Structure(snap).Listed()); err != nil {
+		if err := tui.PlainTree(stdout, whatif.NewEngine(reg).Structure(snap).Listed()); err != nil {
 			return su.fail("%v", err)
 		}
 		return exitOK

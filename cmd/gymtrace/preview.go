@@ -9,7 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
 
@@ -144,7 +145,7 @@ type previewCurrentJSON struct {
 	Result       previewResultJSON `json:"result"`
 }
 
-func resultJSON(r gate.Result) previewResultJSON {
+func resultJSON(r whatif.Result) previewResultJSON {
 	return previewResultJSON{
 		Spans: r.Spans, Dropped: r.Dropped, Traces: r.Traces, Bytes: r.Bytes, LargestTrace: r.LargestTrace,
 		RolloutsJoined: r.RolloutsJoined, RolloutsSplit: r.RolloutsSplit,
@@ -155,7 +156,7 @@ func resultJSON(r gate.Result) previewResultJSON {
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
 
-func groupNames(reg *gate.Registry, gs []gate.Group) []string {
+func groupNames(reg *groups.Registry, gs []groups.Group) []string {
 	out := []string{}
 	for _, g := range gs {
 		out = append(out, reg.Name(g))
@@ -207,15 +208,15 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	res := reg.Resolve(*spec)
 	curRes := reg.Resolve(curSpec)
 	set := res.Set
-	eng := gate.NewEngine(reg)
+	eng := whatif.NewEngine(reg)
 	cur := eng.PreviewResolution(snap, curRes)
 	rep := eng.PreviewResolution(snap, res)
 	copySpec, refused := reg.CopyOut(set)
 	if res.Off {
-		refused = fmt.Errorf("%w: %s", gate.ErrNotGymSpec, res.Effect())
+		refused = fmt.Errorf("%w: %s", groups.ErrNotGymSpec, res.Effect())
 	}
 	worth := eng.Worth(snap, set, *wf.spanCost)
-	var verdict *gate.BudgetVerdict
+	var verdict *whatif.BudgetVerdict
 	if budget != nil {
 		v := budget.Judge(rep, *wf.rate)
 		verdict = &v
@@ -250,7 +251,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		if refused != nil {
 			out.SnippetsRefused = refused.Error()
 		} else {
-			out.Snippets["yaml"], out.Snippets["env"] = gate.TelemetryYAML(copySpec), gate.EnvLine(copySpec)
+			out.Snippets["yaml"], out.Snippets["env"] = groups.TelemetryYAML(copySpec), groups.EnvLine(copySpec)
 		}
 		for g, n := range rep.MetricsSeen {
 			out.Metrics[reg.Name(g)] = n
@@ -264,7 +265,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		out.Projection.Rollouts = *rollouts
 		out.Projection.Spans, out.Projection.Bytes = rep.Project(*rollouts)
 		for _, gc := range rep.PerGroup {
-			if gc.Group == gate.Unclassified && gc.Captured == 0 || !shownGroup(reg, gc.Group) {
+			if gc.Group == groups.Unclassified && gc.Captured == 0 || !shownGroup(reg, gc.Group) {
 				continue
 			}
 			out.PerGroup[reg.Name(gc.Group)] = groupJSON{Captured: gc.Captured, Kept: gc.Kept}
@@ -298,8 +299,8 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 
 // shownGroup: a report lists the variant's groups and the pseudo-groups,
 // never the placeholders of built-in groups the variant lacks.
-func shownGroup(reg *gate.Registry, g gate.Group) bool {
-	return g == gate.Unclassified || g == gate.Ungated || reg.Known(g)
+func shownGroup(reg *groups.Registry, g groups.Group) bool {
+	return g == groups.Unclassified || g == groups.Ungated || reg.Known(g)
 }
 
 func nonNil(xs []string) []string {
@@ -310,7 +311,7 @@ func nonNil(xs []string) []string {
 }
 
 // collectBreaks lists the hops the spec cuts as gate sums them for every view.
-func collectBreaks(rep *gate.Report) []breakJSON {
+func collectBreaks(rep *whatif.Report) []breakJSON {
 	out := []breakJSON{}
 	for _, b := range rep.BreakSummary(nil) {
 		out = append(out, breakJSON{FromService: b.FromService, ToService: b.ToService, SpanName: b.SpanName, Reason: b.Reason, Count: b.Spans, Rollouts: b.Rollouts})
@@ -318,7 +319,7 @@ func collectBreaks(rep *gate.Report) []breakJSON {
 	return out
 }
 
-func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec string, res gate.Resolution, curSpec, curSource string, cur, rep *gate.Report, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
+func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec string, res groups.Resolution, curSpec, curSource string, cur, rep *whatif.Report, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
 	fmt.Fprintf(w, "variant: %s\n", vc)
 	if e := res.Effect(); e != "" {
 		fmt.Fprintf(w, "%s\n", e)
@@ -354,7 +355,7 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "group\tcaptured\tkept now\tkept in preview\n")
 	for i, gc := range rep.PerGroup {
-		if gc.Captured == 0 && gc.Group == gate.Unclassified || !shownGroup(reg, gc.Group) {
+		if gc.Captured == 0 && gc.Group == groups.Unclassified || !shownGroup(reg, gc.Group) {
 			continue
 		}
 		if gc.Captured == 0 && !rep.Spec.Has(gc.Group) && !cur.Spec.Has(gc.Group) {
@@ -368,7 +369,7 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 	}
 	// A span-less group whose metric was captured is shown at work, not
 	// listed as emitting nothing.
-	var silent []gate.Group
+	var silent []groups.Group
 	for _, g := range rep.NoSpans {
 		if n, ok := rep.MetricsSeen[g]; ok {
 			fmt.Fprintf(w, "%s: metric %s, %d points\n", reg.Name(g), reg.Info(g).Metric, n)
@@ -382,14 +383,14 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 	if br := rep.BreakSummary(nil); len(br) > 0 {
 		fmt.Fprintf(w, "\nbroken joins under the preview:\n")
 		for _, b := range br {
-			fmt.Fprintf(w, "  %s %s: %s\n", gate.HopName(b, "->", keepName), hopCounts(b), b.Reason)
+			fmt.Fprintf(w, "  %s %s: %s\n", whatif.HopName(b, "->", keepName), hopCounts(b), b.Reason)
 		}
 	}
 	if refused != nil {
 		fmt.Fprintf(w, "\nno snippet: %v\n", refused)
 		return
 	}
-	fmt.Fprintf(w, "\nto use it, in the Gym config:\n%s\nor in the environment:\n  %s\n", indent(gate.TelemetryYAML(copySpec)), gate.EnvLine(copySpec))
+	fmt.Fprintf(w, "\nto use it, in the Gym config:\n%s\nor in the environment:\n  %s\n", indent(groups.TelemetryYAML(copySpec)), groups.EnvLine(copySpec))
 }
 
 func firstSample(rep receiver.FileReport) string {

@@ -11,7 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -257,7 +258,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 
 // runHeadless prints a status line every tick until ctx ends, then stops
 // the receivers (flushing --record) and, with jsonOut, prints the summary.
-func runHeadless(ctx context.Context, rr *runningReceivers, reg *gate.Registry, stdout, stderr io.Writer, jsonOut bool, every time.Duration, gymVersion string) int {
+func runHeadless(ctx context.Context, rr *runningReceivers, reg *groups.Registry, stdout, stderr io.Writer, jsonOut bool, every time.Duration, gymVersion string) int {
 	fmt.Fprintf(stderr, "gymtrace: receiving OTLP on %s\n", joinAddrs(rr.Addrs))
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -326,14 +327,14 @@ func joinAddrs(addrs []string) string {
 // Rollouts are t's, found by gate's structure rules as everywhere else; a
 // live line adds in_flight (rollouts whose root has not arrived) and, once an
 // end-of-run span is in, job=running or job=ended.
-func statusLine(s *model.Snapshot, st receiver.Stats, t gate.Tally) string {
+func statusLine(s *model.Snapshot, st receiver.Stats, t whatif.Tally) string {
 	line := fmt.Sprintf("spans=%d rollouts=%d traces=%d dropped=%d refused=%d requests_refused=%d",
 		s.Stats.Accepted, t.Rollouts, s.Stats.Traces, dropped(s, st), refused(s, st), total(st.RequestsRefused))
 	if len(st.RequestsRefused) > 0 {
 		line += " (" + receiver.FormatRefusals(st.RequestsRefused) + ")"
 	}
 	line += fmt.Sprintf(" in_flight=%d joined=%d split=%d pending=%d", t.InFlight, t.Joined, t.Split, t.Pending)
-	if t.Job != gate.JobUnknown {
+	if t.Job != whatif.JobUnknown {
 		line += " job=" + t.Job.String()
 	}
 	if st.RecordError != nil || st.RecordLost > 0 {
@@ -374,8 +375,7 @@ type serveSummary struct {
 	RolloutsJoined  int              `json:"rollouts_joined"`
 	RolloutsSplit   int              `json:"rollouts_split"`
 	RunSpans        int              `json:"run_level_spans"` // probes, gym.job, /aggregate_metrics, start-up: no rollout's
-	Unattributed    int              `json:"unattributed_fragments"`
-	Job             string           `json:"job"` // unknown, running or ended
+	Job             string           `json:"job"`             // unknown, running or ended
 	Traces          int              `json:"traces"`
 	Services        map[string]int64 `json:"services"` // service.name → stored spans
 	SpansRefused    int64            `json:"spans_refused"`
@@ -398,7 +398,7 @@ type serveSummary struct {
 	RecordError      string `json:"record_error,omitempty"`
 }
 
-func newServeSummary(s *model.Snapshot, st receiver.Stats, t gate.Tally) serveSummary {
+func newServeSummary(s *model.Snapshot, st receiver.Stats, t whatif.Tally) serveSummary {
 	services := map[string]int64{}
 	for id, n := range s.Services {
 		if n > 0 {
@@ -416,7 +416,6 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats, t gate.Tally) serveSu
 		RolloutsJoined:  t.Joined,
 		RolloutsSplit:   t.Split,
 		RunSpans:        t.RunSpans,
-		Unattributed:    t.Unattributed,
 		Job:             t.Job.String(),
 		Traces:          s.Stats.Traces,
 		Services:        services,

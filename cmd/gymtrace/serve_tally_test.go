@@ -17,7 +17,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/internal/testfile"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
@@ -180,7 +181,7 @@ func TestServeCountsRolloutsAsCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			store.Sync()
-			rep := gate.NewEngine(gate.Default()).Check(store.Snapshot(), time.Now(), 0)
+			rep := whatif.NewEngine(groups.Default()).Check(store.Snapshot(), time.Now(), 0)
 			if sum.Rollouts != rep.Rollouts || sum.Rollouts != truth.Rollouts || sum.RolloutsJoined != rep.Joined || sum.RolloutsSplit != rep.Split {
 				t.Errorf("summary rollouts %d (joined %d, split %d); check of the record %d (%d, %d); truth %d",
 					sum.Rollouts, sum.RolloutsJoined, sum.RolloutsSplit, rep.Rollouts, rep.Joined, rep.Split, truth.Rollouts)
