@@ -7,8 +7,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/gate/cohort"
+	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 // cohortJSON is the documented schema of `diff --cohort --json` (README.md,
@@ -60,13 +61,13 @@ func runCohort(su *setup, cohortText, baselineText string, top int, asJSON bool,
 	case top < 0:
 		return su.fail("--top %d: want a count >= 0", top)
 	}
-	cf, err := gate.ParseFilter(cohortText)
+	cf, err := filter.ParseFilter(cohortText)
 	if err != nil {
 		return su.fail("--cohort: %v", err)
 	}
-	var bf *gate.Filter
+	var bf *filter.Filter
 	if baselineText != "" {
-		if bf, err = gate.ParseFilter(baselineText); err != nil {
+		if bf, err = filter.ParseFilter(baselineText); err != nil {
 			return su.fail("--baseline: %v", err)
 		}
 	}
@@ -75,7 +76,7 @@ func runCohort(su *setup, cohortText, baselineText string, top int, asJSON bool,
 		return su.fail("%v", err)
 	}
 	defer c.store.Close()
-	cmp, err := cohort.Compare(gate.NewEngine(c.reg), c.snap, cf, bf)
+	cmp, err := cohort.Compare(whatif.NewEngine(c.reg), c.snap, cf, bf)
 	if err != nil {
 		return su.fail("%v", err)
 	}

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/gate/contract"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 // contractFlags are check's flags for holding a capture to a baseline.
@@ -141,7 +141,7 @@ func profileOut(p *contract.Profile) profileJSON {
 	return out
 }
 
-func hopOut(h gate.BreakSum) hopJSON {
+func hopOut(h whatif.BreakSum) hopJSON {
 	return hopJSON{h.FromService, h.ToService, h.SpanName, h.Reason, h.Spans, h.Rollouts}
 }
 
@@ -197,7 +197,7 @@ func runContract(su *setup, cf contractFlags, files []string, where string, asJS
 		return su.fail("%v", err)
 	}
 	snapB, _ := selectWhere(b.reg, b.snap, where)
-	rep := contract.Compare(contract.Measure(gate.NewEngine(b.reg), snapB), contract.Measure(gate.NewEngine(c.reg), snapC), tol)
+	rep := contract.Compare(contract.Measure(whatif.NewEngine(b.reg), snapB), contract.Measure(whatif.NewEngine(c.reg), snapC), tol)
 	code := exitOK
 	if !rep.Pass() {
 		code = exitBroken
@@ -238,7 +238,7 @@ func runContract(su *setup, cf contractFlags, files []string, where string, asJS
 	if len(rep.Leaks) > 0 {
 		fmt.Fprintf(w, "context leaks (not held against the contract: whether a run shows them depends on timing):\n")
 		for _, h := range rep.Leaks {
-			fmt.Fprintf(w, "  %s %s\n", gate.HopName(h, "->", keepName), hopCounts(h))
+			fmt.Fprintf(w, "  %s %s\n", whatif.HopName(h, "->", keepName), hopCounts(h))
 		}
 	}
 	fmt.Fprintf(w, "tolerance %.0f%%; variant: %s\n", 100*tol, c.vc)

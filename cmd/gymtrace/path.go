@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/gate/critpath"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 func cmdPath(args []string) int { return runPath(args, os.Stdout, os.Stderr) }
@@ -69,7 +69,7 @@ func runPath(args []string, stdout, stderr io.Writer) int {
 		return su.fail("%v", err)
 	}
 	defer c.store.Close()
-	snap := gate.NewEngine(c.reg).Structure(c.snap).Snap
+	snap := whatif.NewEngine(c.reg).Structure(c.snap).Snap
 	r, err := findRollout(snap, id)
 	if err != nil {
 		return su.fail("rollout %v", err)

@@ -7,8 +7,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
 	"github.com/nemo-gym/gymtrace/gate/advise"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 func cmdRecommend(args []string) int { return runRecommend(args, os.Stdout, os.Stderr) }
@@ -106,7 +107,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	opt := advise.Options{Budget: *budget, Rate: *wf.rate, AllowSplits: *allowSplits, RunnersUp: *runnersUp}
 	for _, f := range []struct {
 		name, val string
-		set       *gate.Set
+		set       *groups.Set
 	}{{"must", *must, &opt.Must}, {"never", *never, &opt.Never}} {
 		if strings.TrimSpace(f.val) == "" {
 			continue
@@ -115,7 +116,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 			return su.fail("--%s: %v", f.name, err)
 		}
 	}
-	eng := gate.NewEngine(reg)
+	eng := whatif.NewEngine(reg)
 	a, err := advise.Recommend(eng, snap, opt)
 	if err != nil {
 		return su.fail("--must %q, --never %q: %v", *must, *never, err)
@@ -191,7 +192,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	if spec, err := reg.CopyOut(b.Set); err != nil {
 		fmt.Fprintf(w, "\nno snippet: %v\n", err)
 	} else {
-		fmt.Fprintf(w, "\nto use it, in the Gym config:\n%s\nor in the environment:\n  %s\n", indent(gate.TelemetryYAML(spec)), gate.EnvLine(spec))
+		fmt.Fprintf(w, "\nto use it, in the Gym config:\n%s\nor in the environment:\n  %s\n", indent(groups.TelemetryYAML(spec)), groups.EnvLine(spec))
 	}
 	if len(a.RunnersUp) > 0 {
 		fmt.Fprintf(w, "\nrunners-up:\n")
@@ -209,7 +210,7 @@ func keeps(c *advise.Candidate) string {
 }
 
 // tradeText is what a runner-up has instead of the best's groups.
-func tradeText(reg *gate.Registry, r advise.RunnerUp) string {
+func tradeText(reg *groups.Registry, r advise.RunnerUp) string {
 	var parts []string
 	if r.Lacks != 0 {
 		parts = append(parts, "without "+strings.Join(reg.Names(r.Lacks), ","))
@@ -223,7 +224,7 @@ func tradeText(reg *gate.Registry, r advise.RunnerUp) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-func candidateOut(reg *gate.Registry, c *advise.Candidate) *candidateJSON {
+func candidateOut(reg *groups.Registry, c *advise.Candidate) *candidateJSON {
 	if c == nil {
 		return nil
 	}
@@ -234,7 +235,7 @@ func candidateOut(reg *gate.Registry, c *advise.Candidate) *candidateJSON {
 	}
 	if spec, err := reg.CopyOut(c.Set); err == nil {
 		out.Spec = spec
-		out.Snippets["yaml"], out.Snippets["env"] = gate.TelemetryYAML(spec), gate.EnvLine(spec)
+		out.Snippets["yaml"], out.Snippets["env"] = groups.TelemetryYAML(spec), groups.EnvLine(spec)
 	}
 	return out
 }

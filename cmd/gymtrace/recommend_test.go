@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 )
 
 func recommendCmd(args []string, o, e *bytes.Buffer) int { return runRecommend(args, o, e) }
@@ -57,7 +57,7 @@ func TestRecommendConfirmedByPreview(t *testing.T) {
 			if !fits || split != 0 || joined != r.Rollouts {
 				t.Fatalf("preview of %s: fits %v, %d joined, %d split of %d", r.Best.Spec, fits, joined, split, r.Rollouts)
 			}
-			v, err := gate.LookupVariant(r.GymVariant)
+			v, err := groups.LookupVariant(r.GymVariant)
 			if err != nil {
 				t.Fatal(err)
 			}

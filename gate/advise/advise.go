@@ -8,18 +8,19 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
 // Options are what the search must respect.
 type Options struct {
-	Budget gate.Budget
+	Budget whatif.Budget
 	// Rate is rollouts per second for /s and /day budgets; 0 takes the
 	// capture's own rate, as Budget.Judge does.
 	Rate float64
 	// Must groups are in every candidate; Never groups in none.
-	Must, Never gate.Set
+	Must, Never groups.Set
 	// AllowSplits accepts specs that split rollouts the capture joins.
 	AllowSplits bool
 	// RunnersUp is how many candidates after the best to return.
@@ -28,8 +29,8 @@ type Options struct {
 
 // Candidate is one spec judged against the budget and by what it keeps.
 type Candidate struct {
-	Set     gate.Set
-	Verdict gate.BudgetVerdict
+	Set     groups.Set
+	Verdict whatif.BudgetVerdict
 	// Spans and Bytes are the preview's result over the whole capture.
 	Spans int
 	Bytes int64
@@ -91,7 +92,7 @@ type RunnerUp struct {
 	Short Shortfall
 	// Lacks holds the best's groups it does not have, Adds its groups the
 	// best does not have.
-	Lacks, Adds gate.Set
+	Lacks, Adds groups.Set
 }
 
 // Why says in one phrase why r ranks below best.
@@ -110,7 +111,7 @@ func (r RunnerUp) Why(best *Candidate) string {
 }
 
 // Unit is a budget's unit and period, e.g. "spans/rollout", "bytes/day".
-func Unit(b gate.Budget) string {
+func Unit(b whatif.Budget) string {
 	if b.Bytes {
 		return "bytes/" + b.Per
 	}
@@ -164,7 +165,7 @@ type Advice struct {
 	// budget and are in every candidate; Unjudged groups emit spans but
 	// the capture holds none, so their cost is unknown and they are left
 	// out (capture with span_groups: all to judge them).
-	Searched, Free, Unjudged gate.Set
+	Searched, Free, Unjudged groups.Set
 	// Space is the number of specs the search chose among (2^Searched);
 	// Previewed how many it previewed; Pruned how many it never had to,
 	// because a subset of theirs already missed the budget.
@@ -181,14 +182,14 @@ var ErrConflict = errors.New("a group is both required and excluded")
 
 // search holds one search's state.
 type search struct {
-	eng   *gate.Engine
+	eng   *whatif.Engine
 	snap  *model.Snapshot
 	opt   Options
-	reg   *gate.Registry
+	reg   *groups.Registry
 	base  []bool // per rollout: split as captured
 	rolls []rollSpans
-	seen  map[gate.Set]*Candidate
-	order []gate.Group
+	seen  map[groups.Set]*Candidate
+	order []groups.Group
 }
 
 // rollSpans is one rollout's spans as the worth measures read them.
@@ -198,7 +199,7 @@ type rollSpans struct {
 }
 
 type spanRef struct {
-	group      gate.Group
+	group      groups.Group
 	start, end int64
 	err        bool
 }
@@ -208,13 +209,13 @@ type spanRef struct {
 // added to, with the runners-up. Cost is monotone in the spec (a group
 // only adds spans), so once a spec misses the budget none of its
 // supersets is previewed.
-func Recommend(eng *gate.Engine, snap *model.Snapshot, opt Options) (*Advice, error) {
+func Recommend(eng *whatif.Engine, snap *model.Snapshot, opt Options) (*Advice, error) {
 	reg := eng.Registry()
 	if c := opt.Must & opt.Never; c != 0 {
 		return nil, fmt.Errorf("%w: %s", ErrConflict, strings.Join(reg.Names(c), ", "))
 	}
 	all := eng.Preview(snap, reg.All())
-	s := &search{eng: eng, snap: snap, opt: opt, reg: reg, seen: map[gate.Set]*Candidate{}}
+	s := &search{eng: eng, snap: snap, opt: opt, reg: reg, seen: map[groups.Set]*Candidate{}}
 	for i := range all.PerRollout {
 		s.base = append(s.base, all.PerRollout[i].Split())
 	}
@@ -236,7 +237,7 @@ func Recommend(eng *gate.Engine, snap *model.Snapshot, opt Options) (*Advice, er
 	s.measure(all)
 	// Heavy groups first: a spec over budget is found early and its
 	// supersets never previewed.
-	cost := map[gate.Group]int{}
+	cost := map[groups.Group]int{}
 	for _, gc := range all.PerGroup {
 		cost[gc.Group] = gc.Captured
 	}
@@ -295,7 +296,7 @@ func Recommend(eng *gate.Engine, snap *model.Snapshot, opt Options) (*Advice, er
 // walk previews every superset of s made by adding groups of s.order from
 // index from on, in order, stopping at each that misses the budget. It
 // returns how many specs it skipped that way.
-func (s *search) walk(set gate.Set, from int) int {
+func (s *search) walk(set groups.Set, from int) int {
 	pruned := 0
 	for i := from; i < len(s.order); i++ {
 		t := set.With(s.order[i])
@@ -341,7 +342,7 @@ func (s *search) cheapest() *Candidate {
 }
 
 // eval previews set once and judges it.
-func (s *search) eval(set gate.Set) *Candidate {
+func (s *search) eval(set groups.Set) *Candidate {
 	if c, ok := s.seen[set]; ok {
 		return c
 	}
@@ -359,7 +360,7 @@ func (s *search) eval(set gate.Set) *Candidate {
 }
 
 // measure records each rollout's spans with the group that gates them.
-func (s *search) measure(all *gate.Report) {
+func (s *search) measure(all *whatif.Report) {
 	snap := all.Structure.Snap
 	for _, r := range snap.Rollouts {
 		rs := rollSpans{start: r.Start, end: r.End}
@@ -375,14 +376,14 @@ func (s *search) measure(all *gate.Report) {
 }
 
 // worth measures what set keeps of the rollouts.
-func (s *search) worth(set gate.Set) Worth {
+func (s *search) worth(set groups.Set) Worth {
 	var w Worth
 	var ivs [][2]int64
 	n := 0
 	for _, r := range s.rolls {
 		ivs = ivs[:0]
 		for _, sp := range r.spans {
-			if !gate.Kept(sp.group, set) {
+			if !groups.Kept(sp.group, set) {
 				continue
 			}
 			ivs = append(ivs, [2]int64{max(sp.start, r.start), min(sp.end, r.end)})
@@ -439,7 +440,7 @@ func wallRank(w float64) int64 { return int64(math.Round(w * wallGrain)) }
 
 // better ranks a before b: more wall time, more error spans, more groups,
 // lower cost, then the spec's name.
-func better(a, b *Candidate, reg *gate.Registry) bool {
+func better(a, b *Candidate, reg *groups.Registry) bool {
 	if x, y := wallRank(a.WallShare), wallRank(b.WallShare); x != y {
 		return x > y
 	}

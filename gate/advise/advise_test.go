@@ -6,7 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -22,7 +23,7 @@ var budgets = []string{"1spans/rollout", "10spans/rollout", "45spans/rollout", "
 // judged previews set as `preview --budget` does and says whether it fits
 // and whether it splits a rollout that the capture, under every group,
 // joins: the search's two constraints, recomputed without it.
-func judged(eng *gate.Engine, snap *model.Snapshot, set gate.Set, b gate.Budget) (fits, joins bool, v gate.BudgetVerdict) {
+func judged(eng *whatif.Engine, snap *model.Snapshot, set groups.Set, b whatif.Budget) (fits, joins bool, v whatif.BudgetVerdict) {
 	all := eng.Preview(snap, eng.Registry().All())
 	split := make([]bool, len(all.PerRollout))
 	for i := range all.PerRollout {
@@ -57,9 +58,9 @@ func TestRecommendMaximal(t *testing.T) {
 					t.Fatalf("capture under all leaves %v unjudged", reg.Names(a.Unjudged))
 				}
 				if a.Best == nil {
-					fits, _, v := judged(eng, snap, a.Free|1<<gate.Rollout, b)
+					fits, _, v := judged(eng, snap, a.Free|1<<groups.Rollout, b)
 					if fits {
-						t.Fatalf("no answer (%v) though %s alone fits: %v", a.Outcome, reg.Spec(a.Free|1<<gate.Rollout), v)
+						t.Fatalf("no answer (%v) though %s alone fits: %v", a.Outcome, reg.Spec(a.Free|1<<groups.Rollout), v)
 					}
 					return
 				}
@@ -108,16 +109,16 @@ func TestRecommendAgreesWithExhaustive(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var groups []gate.Group
+				var gs []groups.Group
 				for _, info := range reg.Groups() {
 					if a.Searched.Has(info.Group) {
-						groups = append(groups, info.Group)
+						gs = append(gs, info.Group)
 					}
 				}
-				feasible := map[gate.Set]*Candidate{}
-				for mask := 1; mask < 1<<len(groups); mask++ {
+				feasible := map[groups.Set]*Candidate{}
+				for mask := 1; mask < 1<<len(gs); mask++ {
 					set := a.Free
-					for i, g := range groups {
+					for i, g := range gs {
 						if mask&(1<<i) != 0 {
 							set = set.With(g)
 						}
@@ -126,7 +127,7 @@ func TestRecommendAgreesWithExhaustive(t *testing.T) {
 						continue
 					}
 					if fits, joins, v := judged(eng, snap, set, b); fits && joins {
-						s := &search{eng: eng, snap: snap, opt: opt, reg: reg, order: groups}
+						s := &search{eng: eng, snap: snap, opt: opt, reg: reg, order: gs}
 						all := eng.Preview(snap, reg.All())
 						s.measure(all)
 						feasible[set] = &Candidate{Set: set, Verdict: v, Worth: s.worth(set)}
@@ -135,7 +136,7 @@ func TestRecommendAgreesWithExhaustive(t *testing.T) {
 				var want []*Candidate
 				for set, c := range feasible {
 					maximal := true
-					for _, g := range groups {
+					for _, g := range gs {
 						if !set.Has(g) && feasible[set.With(g)] != nil {
 							maximal = false
 						}
@@ -183,27 +184,27 @@ func TestRecommendConstraints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if free.Best == nil || free.Best.Set.Has(gate.Verify) {
+	if free.Best == nil || free.Best.Set.Has(groups.Verify) {
 		t.Fatalf("without --must the best is %+v; the test wants one without verify", free.Best)
 	}
-	must, err := Recommend(eng, snap, Options{Budget: b, Must: 1 << gate.Verify})
+	must, err := Recommend(eng, snap, Options{Budget: b, Must: 1 << groups.Verify})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if must.Best == nil || !must.Best.Set.Has(gate.Verify) {
+	if must.Best == nil || !must.Best.Set.Has(groups.Verify) {
 		t.Fatalf("--must verify: best %+v", must.Best)
 	}
 	if fits, joins, _ := judged(eng, snap, must.Best.Set, b); !fits || !joins {
 		t.Errorf("--must verify: %s fits %v joins %v", reg.Spec(must.Best.Set), fits, joins)
 	}
-	never, err := Recommend(eng, snap, Options{Budget: mustBudget(t, "1000spans/rollout"), Never: 1<<gate.Sandbox | 1<<gate.Job})
+	never, err := Recommend(eng, snap, Options{Budget: mustBudget(t, "1000spans/rollout"), Never: 1<<groups.Sandbox | 1<<groups.Job})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if never.Best == nil || never.Best.Set.Has(gate.Sandbox) || never.Best.Set.Has(gate.Job) {
+	if never.Best == nil || never.Best.Set.Has(groups.Sandbox) || never.Best.Set.Has(groups.Job) {
 		t.Fatalf("--never sandbox,job: best %+v", never.Best)
 	}
-	if !never.Best.Set.Has(gate.Server) || !never.Best.Set.Has(gate.Verify) {
+	if !never.Best.Set.Has(groups.Server) || !never.Best.Set.Has(groups.Verify) {
 		t.Errorf("--never sandbox,job under a roomy budget: best %s lacks the rest", reg.Spec(never.Best.Set))
 	}
 	splits, err := Recommend(eng, snap, Options{Budget: b, AllowSplits: true})
@@ -213,7 +214,7 @@ func TestRecommendConstraints(t *testing.T) {
 	if splits.Best == nil || better(free.Best, splits.Best, reg) {
 		t.Errorf("--allow-splits: best %+v ranks below the joined best %+v", splits.Best, free.Best)
 	}
-	if _, err := Recommend(eng, snap, Options{Budget: b, Must: 1 << gate.Verify, Never: 1 << gate.Verify}); !errors.Is(err, ErrConflict) {
+	if _, err := Recommend(eng, snap, Options{Budget: b, Must: 1 << groups.Verify, Never: 1 << groups.Verify}); !errors.Is(err, ErrConflict) {
 		t.Errorf("verify both required and excluded: %v, want ErrConflict", err)
 	}
 }
@@ -222,11 +223,11 @@ func TestRecommendConstraints(t *testing.T) {
 // budget there is no answer, and the floor says by how much.
 func TestRecommendMustTooDear(t *testing.T) {
 	eng, snap := realCapture(t, "s41-obs0-iso/all")
-	a, err := Recommend(eng, snap, Options{Budget: mustBudget(t, "10spans/rollout"), Must: 1 << gate.Server})
+	a, err := Recommend(eng, snap, Options{Budget: mustBudget(t, "10spans/rollout"), Must: 1 << groups.Server})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Outcome != MustTooDear || a.Best != nil || a.Floor == nil || a.Floor.Verdict.Fits || !a.Floor.Set.Has(gate.Server) {
+	if a.Outcome != MustTooDear || a.Best != nil || a.Floor == nil || a.Floor.Verdict.Fits || !a.Floor.Set.Has(groups.Server) {
 		t.Fatalf("--must server at 10 spans/rollout: %v best %+v floor %+v", a.Outcome, a.Best, a.Floor)
 	}
 	if a.Previewed != 1 {

@@ -4,7 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -12,7 +13,7 @@ import (
 const realGymDir = "../../testdata/real-gym"
 
 // realCapture reads one case of real Gym's captures with the variant it shows.
-func realCapture(tb testing.TB, name string) (*gate.Engine, *model.Snapshot) {
+func realCapture(tb testing.TB, name string) (*whatif.Engine, *model.Snapshot) {
 	tb.Helper()
 	dir := filepath.Join(realGymDir, name)
 	files, _ := filepath.Glob(filepath.Join(dir, "console", "*"))
@@ -29,13 +30,13 @@ func realCapture(tb testing.TB, name string) (*gate.Engine, *model.Snapshot) {
 	}
 	st.Sync()
 	snap := st.Snapshot()
-	v, _ := gate.DetectVariant(snap)
-	return gate.NewEngine(v.Registry()), snap
+	v, _ := groups.DetectVariant(snap)
+	return whatif.NewEngine(v.Registry()), snap
 }
 
-func mustBudget(tb testing.TB, s string) gate.Budget {
+func mustBudget(tb testing.TB, s string) whatif.Budget {
 	tb.Helper()
-	b, err := gate.ParseBudget(s)
+	b, err := whatif.ParseBudget(s)
 	if err != nil {
 		tb.Fatal(err)
 	}

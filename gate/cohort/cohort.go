@@ -4,8 +4,9 @@
 // rollout, share of the rollout's time or error rate differ most, by an
 // effect size.
 //
-// It reads rollouts as gate finds them by structure and imports gate and
-// model only; never receiver, tui or the OpenTelemetry SDK.
+// It reads rollouts as gate/rollouts finds them by structure and imports
+// model and gate's stage packages only; never receiver, tui or the
+// OpenTelemetry SDK.
 package cohort
 
 import (
@@ -14,7 +15,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -23,7 +26,7 @@ type Kind uint8
 
 // Feature kinds.
 const (
-	SpanName Kind = iota + 1 // a process's span name (gate.DisplayName)
+	SpanName Kind = iota + 1 // a process's span name (rollouts.DisplayName)
 	Group                    // the span group that gates the spans
 	Service                  // a process
 	Attr                     // an attribute value: key=value on the span or its events
@@ -129,7 +132,7 @@ type sample struct {
 // Compare splits the structural rollouts of snap into the cohort (cohort
 // matches) and the baseline (baseline matches; nil: every other rollout)
 // and ranks what differs. An empty side is an error naming the filter.
-func Compare(eng *gate.Engine, snap *model.Snapshot, cohort, baseline *gate.Filter) (*Comparison, error) {
+func Compare(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *filter.Filter) (*Comparison, error) {
 	st := eng.Structure(snap).Snap
 	c := &Comparison{}
 	for _, r := range st.Rollouts {
@@ -183,11 +186,11 @@ func Compare(eng *gate.Engine, snap *model.Snapshot, cohort, baseline *gate.Filt
 			}
 			var self []int64
 			for fi, f := range r.Fragments {
-				self = gate.SelfTimes(f, self)
+				self = whatif.SelfTimes(f, self)
 				for i := range f.Spans {
 					sp := &f.Spans[i]
 					service := snap.ServiceName(sp.Resource)
-					add(Feature{Kind: SpanName, Service: service, Name: gate.DisplayName(in, sp)}, sp, self[i])
+					add(Feature{Kind: SpanName, Service: service, Name: rollouts.DisplayName(in, sp)}, sp, self[i])
 					add(Feature{Kind: Service, Name: service}, sp, self[i])
 					if fi < len(sim.Frags) && i < len(sim.Frags[fi].Group) {
 						add(Feature{Kind: Group, Name: reg.Name(sim.Frags[fi].Group[i])}, sp, self[i])

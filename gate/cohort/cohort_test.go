@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -17,7 +18,7 @@ func TestFailingRollouts(t *testing.T) {
 	for _, name := range []string{"s41-obs0-iso/all", "s52-g3-obs0-iso/all", "s41-obs1-iso/all"} {
 		t.Run(name, func(t *testing.T) {
 			eng, snap := realCapture(t, name)
-			c, err := Compare(eng, snap, gate.MustParseFilter("status=error"), nil)
+			c, err := Compare(eng, snap, filter.MustParseFilter("status=error"), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +48,7 @@ func TestFailingRollouts(t *testing.T) {
 // what the raw spans give, counted here pair by pair.
 func TestEffectRecomputed(t *testing.T) {
 	eng, snap := realCapture(t, "s41-obs0-iso/all")
-	c, err := Compare(eng, snap, gate.MustParseFilter("status=error"), nil)
+	c, err := Compare(eng, snap, filter.MustParseFilter("status=error"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestEffectRecomputed(t *testing.T) {
 		for _, fr := range r.Fragments {
 			for i := range fr.Spans {
 				sp := &fr.Spans[i]
-				if snap.ServiceName(sp.Resource) == f.Service && gate.DisplayName(in, sp) == f.Name {
+				if snap.ServiceName(sp.Resource) == f.Service && rollouts.DisplayName(in, sp) == f.Name {
 					n++
 				}
 			}
@@ -100,11 +101,11 @@ func TestEffectRecomputed(t *testing.T) {
 // every effect around.
 func TestComplement(t *testing.T) {
 	eng, snap := realCapture(t, "s41-obs0-iso/all")
-	ab, err := Compare(eng, snap, gate.MustParseFilter("status=error"), nil)
+	ab, err := Compare(eng, snap, filter.MustParseFilter("status=error"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ba, err := Compare(eng, snap, gate.MustParseFilter("-status=error"), gate.MustParseFilter("status=error"))
+	ba, err := Compare(eng, snap, filter.MustParseFilter("-status=error"), filter.MustParseFilter("status=error"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +133,11 @@ func TestCompareErrors(t *testing.T) {
 		{"name=gym.rollout", "", "matches all 20 rollouts: no other rollout is left"},
 		{"status=error", "service=nosuch", `baseline "service=nosuch" matches none`},
 	} {
-		var bf *gate.Filter
+		var bf *filter.Filter
 		if tc.baseline != "" {
-			bf = gate.MustParseFilter(tc.baseline)
+			bf = filter.MustParseFilter(tc.baseline)
 		}
-		if _, err := Compare(eng, snap, gate.MustParseFilter(tc.cohort), bf); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Compare(eng, snap, filter.MustParseFilter(tc.cohort), bf); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("cohort %q baseline %q: %v, want %q", tc.cohort, tc.baseline, err, tc.want)
 		}
 	}

@@ -4,8 +4,9 @@
 // classified by some group, no orphan spans may appear and no attribute may
 // carry a secret.
 //
-// It builds on gate's join check and what-if engine and imports gate and
-// model only; never receiver, tui or the OpenTelemetry SDK.
+// It builds on the join check and what-if engine of gate/whatif and imports
+// model and gate's stage packages only; never receiver, tui or the
+// OpenTelemetry SDK.
 package contract
 
 import (
@@ -14,7 +15,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -41,7 +44,7 @@ type Profile struct {
 	// capture, as preview's budget reads them.
 	SpansPerRollout, BytesPerRollout float64
 	// Broken are the join check's broken hops.
-	Broken []gate.BreakSum
+	Broken []whatif.BreakSum
 	// Joined counts, per caller, callee and request, the calls whose
 	// SERVER span sits under its CLIENT span.
 	joined map[hopKey]int
@@ -62,7 +65,7 @@ type Secret struct {
 }
 
 // Measure profiles snap with eng.
-func Measure(eng *gate.Engine, snap *model.Snapshot) *Profile {
+func Measure(eng *whatif.Engine, snap *model.Snapshot) *Profile {
 	reg := eng.Registry()
 	rep := eng.Preview(snap, reg.All())
 	p := &Profile{Spans: rep.Result.Spans, Bytes: rep.Result.Bytes, Rollouts: rep.Input.Rollouts,
@@ -109,7 +112,7 @@ func Measure(eng *gate.Engine, snap *model.Snapshot) *Profile {
 			for i := range f.Spans {
 				sp := &f.Spans[i]
 				service := snap.ServiceName(sp.Resource)
-				if fi < len(sim.Frags) && i < len(sim.Frags[fi].Group) && sim.Frags[fi].Group[i] == gate.Unclassified {
+				if fi < len(sim.Frags) && i < len(sim.Frags[fi].Group) && sim.Frags[fi].Group[i] == groups.Unclassified {
 					p.Unclassified[Where{service, in.Str(sp.Name)}]++
 				}
 				if sp.Parent >= 0 && int(sp.Parent) < len(f.Spans) {
@@ -118,7 +121,7 @@ func Measure(eng *gate.Engine, snap *model.Snapshot) *Profile {
 					// caller's CLIENT span: across processes, or the agent
 					// calling itself over HTTP.
 					if parent.Kind == model.KindClient && (parent.Resource != sp.Resource || sp.Kind == model.KindServer) {
-						p.joined[hopKey{snap.ServiceName(parent.Resource), service, gate.DisplayName(in, sp)}]++
+						p.joined[hopKey{snap.ServiceName(parent.Resource), service, rollouts.DisplayName(in, sp)}]++
 					}
 				}
 				scan(sp, service)
@@ -163,7 +166,7 @@ func Measure(eng *gate.Engine, snap *model.Snapshot) *Profile {
 func (p *Profile) BrokenJoins() int {
 	n := 0
 	for _, b := range p.Broken {
-		if !gate.IsContextLeak(b.Reason) {
+		if !rollouts.IsContextLeak(b.Reason) {
 			n++
 		}
 	}
@@ -212,7 +215,7 @@ func (k Kind) String() string {
 // Where and Count for names, orphans and secrets (BaselineCount too).
 type Finding struct {
 	Kind Kind
-	Hop  gate.BreakSum
+	Hop  whatif.BreakSum
 	// JoinedBefore counts the hop's calls that joined in the baseline; 0
 	// when the baseline never made the call.
 	JoinedBefore int
@@ -231,7 +234,7 @@ type Finding struct {
 func (f Finding) String() string {
 	switch f.Kind {
 	case HopBroke:
-		name := gate.HopName(f.Hop, "->", func(s string) string { return s })
+		name := whatif.HopName(f.Hop, "->", func(s string) string { return s })
 		was := "the baseline never made this call"
 		switch {
 		case f.BaselineShare > 0:
@@ -266,9 +269,9 @@ type Report struct {
 	Baseline, Current *Profile
 	Tolerance         float64
 	Findings          []Finding
-	// Leaks are the capture's context leaks (gate.IsContextLeak), shown
+	// Leaks are the capture's context leaks (rollouts.IsContextLeak), shown
 	// beside the findings and never one of them.
-	Leaks []gate.BreakSum
+	Leaks []whatif.BreakSum
 }
 
 // Pass reports whether the capture keeps the contract.
@@ -282,7 +285,7 @@ func Compare(base, cur *Profile, tolerance float64) *Report {
 		tolerance = DefaultTolerance
 	}
 	r := &Report{Baseline: base, Current: cur, Tolerance: tolerance}
-	share := func(p *Profile, b gate.BreakSum) float64 {
+	share := func(p *Profile, b whatif.BreakSum) float64 {
 		if p.Rollouts == 0 {
 			return 0
 		}
@@ -297,7 +300,7 @@ func Compare(base, cur *Profile, tolerance float64) *Report {
 		// A carried-over request context is a server-side leak that gate
 		// grafts back; whether a run shows one depends on timing, so it
 		// is reported, never held against the contract.
-		if gate.IsContextLeak(b.Reason) {
+		if rollouts.IsContextLeak(b.Reason) {
 			r.Leaks = append(r.Leaks, b)
 			continue
 		}

@@ -3,15 +3,16 @@
 // child on the path running), which tile the rollout from its first start
 // to its last end, and which process holds each.
 //
-// It reads a rollout as gate finds it by structure and imports gate and
-// model only; never receiver, tui or the OpenTelemetry SDK.
+// It reads a rollout as gate/rollouts finds it by structure and imports
+// model and gate/rollouts only; never the what-if engine, receiver, tui or
+// the OpenTelemetry SDK.
 package critpath
 
 import (
 	"sort"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -64,7 +65,7 @@ type Segment struct {
 	Start, End int64
 	Span       *model.Span
 	Service    string
-	Name       string // gate.DisplayName of the span
+	Name       string // rollouts.DisplayName of the span
 	Depth      int    // the span's depth in the rollout's tree
 	Holder     Holder
 }
@@ -206,7 +207,7 @@ func Find(snap *model.Snapshot, r *model.Rollout) *Path {
 			return
 		}
 		p.Segments = append(p.Segments, Segment{Start: a, End: b, Span: sp, Service: snap.ServiceName(sp.Resource),
-			Name: gate.DisplayName(in, sp), Depth: nodes[i].depth, Holder: holder(sp.Resource)})
+			Name: rollouts.DisplayName(in, sp), Depth: nodes[i].depth, Holder: holder(sp.Resource)})
 	}
 	// A virtual span over the whole rollout holds the roots: what none of
 	// them covers is a gap.

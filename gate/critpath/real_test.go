@@ -4,7 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -27,7 +28,7 @@ func caseFiles(tb testing.TB, name string) []string {
 }
 
 // readFiles reads capture files with the variant they show.
-func readFiles(tb testing.TB, files []string) (*gate.Engine, *model.Snapshot) {
+func readFiles(tb testing.TB, files []string) (*whatif.Engine, *model.Snapshot) {
 	tb.Helper()
 	st := model.NewStore(model.Options{})
 	tb.Cleanup(st.Close)
@@ -36,12 +37,12 @@ func readFiles(tb testing.TB, files []string) (*gate.Engine, *model.Snapshot) {
 	}
 	st.Sync()
 	snap := st.Snapshot()
-	v, _ := gate.DetectVariant(snap)
-	return gate.NewEngine(v.Registry()), snap
+	v, _ := groups.DetectVariant(snap)
+	return whatif.NewEngine(v.Registry()), snap
 }
 
 // realCapture reads one case of real Gym's captures.
-func realCapture(tb testing.TB, name string) (*gate.Engine, *model.Snapshot) {
+func realCapture(tb testing.TB, name string) (*whatif.Engine, *model.Snapshot) {
 	tb.Helper()
 	return readFiles(tb, caseFiles(tb, name))
 }
