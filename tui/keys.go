@@ -46,6 +46,9 @@ type KeyMap struct {
 	ExportShaped key.Binding
 	Worth        key.Binding
 	Scope        key.Binding
+	Recommend    key.Binding
+	Cohort       key.Binding
+	Path         key.Binding
 }
 
 // DefaultKeyMap returns gymtrace's key bindings.
@@ -95,6 +98,9 @@ func DefaultKeyMap() *KeyMap {
 		ExportShaped: b([]string{"X"}, "X", "export it as under the previewed spec"),
 		Worth:        b([]string{"w"}, "w", "cost and worth per group"),
 		Scope:        b([]string{"a"}, "a", "statistics over: this rollout, the listed ones, all"),
+		Recommend:    b([]string{"r"}, "r", "preview the spec recommended for --budget"),
+		Cohort:       b([]string{"C"}, "C", "compare the filtered rollouts with the others"),
+		Path:         b([]string{"P"}, "P", "critical path on the waterfall"),
 	}
 }
 
@@ -102,5 +108,5 @@ func DefaultKeyMap() *KeyMap {
 func (k *KeyMap) Global() []key.Binding {
 	return []key.Binding{k.Quit, k.Back, k.Help, k.NextPanel, k.PrevPanel, k.Filter, k.Sort,
 		k.Default, k.PerRoll, k.All, k.Spec, k.Preview, k.Detail, k.Stats, k.More, k.Fewer, k.Copy,
-		k.Mark, k.Compare, k.Export, k.ExportShaped, k.Worth}
+		k.Mark, k.Compare, k.Export, k.ExportShaped, k.Worth, k.Recommend, k.Cohort, k.Path}
 }
