@@ -539,10 +539,10 @@ func (g *groupsPanel) summaryLines(w int) []string {
 	}
 	switch {
 	case len(ch) > 0:
-		join += sep + "in capture " + hopText(ch[0].from, ch[0].to, ch[0].span, shortReason(ch[0].reason))
+		join += sep + "in capture " + hopText(ch[0].from, ch[0].to, ch[0].span, trimGym(ch[0].short))
 	case len(bs) > 0:
 		join += sep + hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
-		if fix := hopFix(bs[0].reason); fix != "" {
+		if fix := bs[0].cause.Fix(); fix != "" {
 			join += "; fix: " + fix
 		}
 	}
@@ -632,14 +632,21 @@ func wrapRows(row func(label, a, b string) string, label string, a, b []string) 
 // there, as gate sums them for every view.
 type breakSum struct {
 	from, to, span, reason string
+	cause                  whatif.Cause
+	short                  string // the cause in a few words
 	rollouts, spans        int
+}
+
+// newBreakSum is gate's sum of one hop in the panels' terms.
+func newBreakSum(b whatif.BreakSum) breakSum {
+	return breakSum{from: b.FromService, to: b.ToService, span: b.SpanName, reason: b.Reason, cause: b.Cause, short: b.Short(), rollouts: b.Rollouts, spans: b.Spans}
 }
 
 // aggregateBreaks is gate's break summary in the panel's terms.
 func aggregateBreaks(r *whatif.Report, pending []string) []breakSum {
 	var out []breakSum
 	for _, b := range r.BreakSummary(pending) {
-		out = append(out, breakSum{from: b.FromService, to: b.ToService, span: b.SpanName, reason: b.Reason, rollouts: b.Rollouts, spans: b.Spans})
+		out = append(out, newBreakSum(b))
 	}
 	return out
 }

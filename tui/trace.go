@@ -88,7 +88,7 @@ func (t *traceView) splitNotes() []traceRow {
 				text += fmt.Sprintf(" ×%d", h.Count)
 			}
 			return text
-		}, h.Reason, t.width-3)
+		}, h.Reason, h.Short(), t.width-3)
 		for k, l := range wrap(text, t.width-3) {
 			if k > 0 {
 				l = "  " + l
@@ -533,8 +533,9 @@ func (t *traceView) rebuild() {
 		walk(roots)
 		byStart(cutRoots)
 		for _, i := range cutRoots {
-			note := glyphSplit + " new trace: " + t.cutReason(fi, int(i))
-			if fix := hopFix(t.cutReason(fi, int(i))); fix != "" {
+			reason, cause := t.cutReason(fi, int(i))
+			note := glyphSplit + " new trace: " + reason
+			if fix := cause.Fix(); fix != "" {
 				note += "; fix: " + fix
 			}
 			t.rows = append(t.rows, traceRow{frag: int32(fi), idx: -1, note: note, noteStyle: 1})
@@ -568,30 +569,34 @@ func (t *traceView) fragNote(fi int, f *model.Fragment) string {
 }
 
 // cutReason explains why a kept span starts a new trace under the preview.
-func (t *traceView) cutReason(fi, i int) string {
+func (t *traceView) cutReason(fi, i int) (string, whatif.Cause) {
 	sp := &t.r.Fragments[fi].Spans[i]
 	name, svc := rollouts.DisplayName(t.snap.Interner(), sp), t.snap.ServiceName(sp.Resource)
 	if t.simPrev != nil {
 		for _, b := range t.simPrev.Breaks {
 			if b.SpanName == name && b.ToService == svc && b.Reason != "" {
-				return b.Reason
+				return b.Reason, b.Cause
 			}
 		}
 	}
-	return hopReason(t.reg, t.spec)
+	c := hopCause(t.spec)
+	if c == whatif.CauseNone {
+		return "parent dropped", c
+	}
+	return c.Sentence(), c
 }
 
-// hopReason is the generic reason a cross-process hop breaks under spec.
-func hopReason(reg *groups.Registry, spec groups.Set) string {
+// hopCause is why any cross-process hop breaks under spec.
+func hopCause(spec groups.Set) whatif.Cause {
 	switch {
 	case !spec.Has(groups.HTTPClient) && !spec.Has(groups.Server):
-		return "http_client and server off: no traceparent sent or read"
+		return whatif.CauseNeither
 	case !spec.Has(groups.HTTPClient):
-		return "http_client off: no traceparent sent"
+		return whatif.CauseNoClient
 	case !spec.Has(groups.Server):
-		return "server off: traceparent not extracted"
+		return whatif.CauseNoServer
 	}
-	return "parent dropped"
+	return whatif.CauseNone
 }
 
 // nameCell is a span row's name cell: tree glyphs, a collapsed node's

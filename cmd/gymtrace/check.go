@@ -37,7 +37,9 @@ type hopJSON struct {
 	FromService string `json:"from_service"`
 	ToService   string `json:"to_service"`
 	SpanName    string `json:"span_name"`
+	Cause       string `json:"cause"` // the reason's stable code
 	Reason      string `json:"reason"`
+	Fix         string `json:"fix,omitempty"`
 	Count       int    `json:"count"`
 	Rollouts    int    `json:"rollouts"`
 }
@@ -100,7 +102,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	hops := rep.HopSummary()
 	for _, h := range hops {
-		out.BrokenHops = append(out.BrokenHops, hopJSON{h.FromService, h.ToService, h.SpanName, h.Reason, h.Spans, h.Rollouts})
+		out.BrokenHops = append(out.BrokenHops, hopJSON{h.FromService, h.ToService, h.SpanName, h.Cause.Code(), h.Reason, h.Cause.Fix(), h.Spans, h.Rollouts})
 	}
 	for id, rc := range rep.ByRollout {
 		if rc.Status == whatif.Split {

@@ -126,7 +126,9 @@ type breakJSON struct {
 	FromService string `json:"from_service"`
 	ToService   string `json:"to_service"`
 	SpanName    string `json:"span_name"`
+	Cause       string `json:"cause"` // the reason's stable code
 	Reason      string `json:"reason"`
+	Fix         string `json:"fix,omitempty"`
 	Count       int    `json:"count"`
 	Rollouts    int    `json:"rollouts"`
 }
@@ -314,7 +316,7 @@ func nonNil(xs []string) []string {
 func collectBreaks(rep *whatif.Report) []breakJSON {
 	out := []breakJSON{}
 	for _, b := range rep.BreakSummary(nil) {
-		out = append(out, breakJSON{FromService: b.FromService, ToService: b.ToService, SpanName: b.SpanName, Reason: b.Reason, Count: b.Spans, Rollouts: b.Rollouts})
+		out = append(out, breakJSON{FromService: b.FromService, ToService: b.ToService, SpanName: b.SpanName, Cause: b.Cause.Code(), Reason: b.Reason, Fix: b.Cause.Fix(), Count: b.Spans, Rollouts: b.Rollouts})
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package whatif
 
 import (
-	"fmt"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"slices"
@@ -12,20 +11,8 @@ import (
 	"github.com/nemo-gym/gymtrace/model"
 )
 
-// Join-check reasons. Each names what the capture shows and the likely fix.
-const (
-	reasonServerRoot     = "SERVER span has no parent: the caller sent no traceparent (http_client off in %s?)"
-	reasonNotInjected    = "the caller's CLIENT span exists but the SERVER span has no parent: the caller did not inject traceparent (a call that bypasses Gym's HTTP client?)"
-	reasonParentNotCl    = "SERVER span's parent is a %s span, not a CLIENT span: context crossed processes outside an HTTP client call"
-	reasonParentMissing  = "%s span's parent never arrived" + reasonParentMissingTail
-	reasonNoServerChild  = "CLIENT span has no SERVER child: the callee did not extract traceparent (server off in %s?)"
-	reasonNewTrace       = "%s starts a new trace inside the rollout: the process did not extract traceparent (server off in %s?)"
-	reasonUnattributed   = "a fragment of %s that no CLIENT span can be matched to started during the rollout: its caller sent no traceparent (http_client off?) or the callee read none (server off?)"
-	reasonProcessNoJoins = "process never joins another process's trace: it neither sends nor reads traceparent (server and http_client on in its span_groups?)"
-	unknownService       = "?"
-
-	reasonParentMissingTail = ": the caller's span was not exported (exporter dropped it, or the capture ended first)"
-)
+// unknownService stands for a caller the capture cannot name.
+const unknownService = "?"
 
 // rollCheck is the snapshot-independent part of one rollout's join check,
 // cached by rollout version.
@@ -86,8 +73,8 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		}
 		*list = append(*list, id)
 	}
-	addHop := func(from, to, span, reason string) {
-		c.hops = addCount(c.hops, BrokenHop{FromService: from, ToService: to, SpanName: span, Reason: reason, Count: 1})
+	addHop := func(from, to, span string, cause Cause, args ...string) {
+		c.hops = addCount(c.hops, newHop(from, to, span, cause, args...))
 	}
 	// The entry fragment (earliest true root, or one under the job) is where
 	// the rollout starts; other roots are pieces that failed to join it.
@@ -132,7 +119,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 					addRes(&c.joined, ps.Resource)
 					addRes(&c.joined, sp.Resource)
 					if sp.Kind == model.KindServer && ps.Kind != model.KindClient {
-						addHop(snap.ServiceName(ps.Resource), snap.ServiceName(sp.Resource), rollouts.DisplayName(e.in, sp), fmt.Sprintf(reasonParentNotCl, ps.Kind))
+						addHop(snap.ServiceName(ps.Resource), snap.ServiceName(sp.Resource), rollouts.DisplayName(e.in, sp), CauseParentNotClient, ps.Kind.String())
 					}
 				} else if sp.Kind == model.KindClient {
 					hasClientChild[p] = true
@@ -180,7 +167,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			if top.Kind == model.KindInternal {
 				kind = snap.Str(top.Name)
 			}
-			addHop(unknownService, topSvc, rollouts.DisplayName(e.in, top), fmt.Sprintf(reasonParentMissing, kind))
+			addHop(unknownService, topSvc, rollouts.DisplayName(e.in, top), CauseParentMissing, kind)
 		case fi == entry || len(r.Fragments) < 2:
 		case top.Kind == model.KindServer:
 			sr := serverRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top)}
@@ -209,7 +196,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		if paired >= 0 {
 			cc := c.unanswered[paired]
 			c.unanswered = append(c.unanswered[:paired:paired], c.unanswered[paired+1:]...)
-			addHop(snap.ServiceName(cc.res), snap.ServiceName(sr.res), sr.name, reasonNotInjected)
+			addHop(snap.ServiceName(cc.res), snap.ServiceName(sr.res), sr.name, CauseNotInjected)
 			continue
 		}
 		// Without the caller's CLIENT span, Gym's call graph names it: the
@@ -217,10 +204,10 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		// included, except its own /run, which the driver calls.
 		if agent, ok := e.rolloutProcess(r, rs); ok && (agent != sr.res || !strings.HasSuffix(sr.path, "/run")) {
 			svc := snap.ServiceName(agent)
-			addHop(svc, snap.ServiceName(sr.res), sr.name, fmt.Sprintf(reasonServerRoot, svc))
+			addHop(svc, snap.ServiceName(sr.res), sr.name, CauseServerRoot, svc)
 			continue
 		}
-		addHop(unknownService, snap.ServiceName(sr.res), sr.name, fmt.Sprintf(reasonServerRoot, "the caller"))
+		addHop(unknownService, snap.ServiceName(sr.res), sr.name, CauseServerRoot, "the caller")
 	}
 	rs.check = c
 	return c
@@ -316,32 +303,34 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 			default:
 				continue // not a Gym server this capture has seen: an external call
 			}
-			hops = addCount(hops, BrokenHop{FromService: snap.ServiceName(cc.res), ToService: to, SpanName: cc.route, Reason: fmt.Sprintf(reasonNoServerChild, to), Count: 1})
+			hops = addCount(hops, newHop(snap.ServiceName(cc.res), to, cc.route, CauseNoServerChild, to))
 			callees = append(callees, to)
 		}
 		if hasDriver && c.entryTop && c.entry.res != driver {
 			from, to := snap.ServiceName(driver), snap.ServiceName(c.entry.res)
-			reason := fmt.Sprintf(reasonServerRoot, from)
+			h := newHop(from, to, c.entry.name, CauseServerRoot, from)
 			if c.entryKnd != model.KindServer {
-				reason = fmt.Sprintf(reasonNewTrace, c.entry.name, to)
+				h = newHop(from, to, c.entry.name, CauseNewTrace, c.entry.name, to)
 			}
-			hops = addCount(hops, BrokenHop{FromService: from, ToService: to, SpanName: c.entry.name, Reason: reason, Count: 1})
+			hops = addCount(hops, h)
 		}
 		for _, sr := range c.strays {
 			svc := snap.ServiceName(sr.res)
 			if slices.Contains(callees, svc) {
 				continue
 			}
-			hops = addCount(hops, BrokenHop{FromService: unknownService, ToService: svc, SpanName: sr.name, Reason: fmt.Sprintf(reasonNewTrace, sr.name, svc), Count: 1})
+			hops = addCount(hops, newHop(unknownService, svc, sr.name, CauseNewTrace, sr.name, svc))
 		}
 		// A rollout is joined when all its spans carry one trace id; an
 		// unattributed fragment that may be its own makes it split too.
 		suspects := st.Suspect[r.ID]
 		for _, su := range suspects {
-			hops = addCount(hops, BrokenHop{FromService: unknownService, ToService: su.Service, SpanName: su.Span, Reason: fmt.Sprintf(reasonUnattributed, su.Service), Count: 1})
+			hops = addCount(hops, newHop(unknownService, su.Service, su.Span, CauseUnattributed, su.Service))
 		}
 		for _, l := range leaksIn[r.ID] {
-			hops = addCount(hops, BrokenHop{FromService: l.svc, ToService: l.svc, SpanName: l.name, Reason: rollouts.LeakReason, Count: l.n})
+			lh := newHop(l.svc, l.svc, l.name, CauseLeak)
+			lh.Count = l.n
+			hops = addCount(hops, lh)
 		}
 		split := r.Traces > 1 || len(suspects) > 0
 		rc := RolloutCheck{Hops: hops}
@@ -365,7 +354,8 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		// emitted nothing, a span that was never exported.
 		if rc.Status != JoinPending {
 			for _, h := range hops {
-				key := BrokenHop{FromService: h.FromService, ToService: h.ToService, SpanName: h.SpanName, Reason: h.Reason}
+				key := h
+				key.Count, key.Rollouts = 0, 0
 				agg[key] += h.Count
 				aggRollouts[key]++
 			}
@@ -398,7 +388,9 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	if len(seen) > 1 {
 		for id := range seen {
 			if !joined[id] && !named[snap.ServiceName(id)] {
-				agg[BrokenHop{FromService: snap.ServiceName(id), Reason: reasonProcessNoJoins}] += int(serviceSpans(snap, id))
+				ph := newHop(snap.ServiceName(id), "", "", CauseProcessNoJoins)
+				ph.Count = 0
+				agg[ph] += int(serviceSpans(snap, id))
 			}
 		}
 	}

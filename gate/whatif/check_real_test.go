@@ -42,13 +42,14 @@ func realCheck(t *testing.T, dir string) *CheckReport {
 func TestCheckNamesCaptureHop(t *testing.T) {
 	rep := realCheck(t, filepath.Join(realGymDir, "s41-obs0-iso", "broken-model"))
 	want := BrokenHop{FromService: "nemo-gym/simple_agent", ToService: "nemo-gym/policy_model", SpanName: "POST /v1/responses",
+		Cause: CauseNoServerChild, Args: [2]string{"nemo-gym/policy_model"},
 		Reason: fmt.Sprintf(reasonNoServerChild, "nemo-gym/policy_model"), Count: 43, Rollouts: 20}
 	if len(rep.Hops) != 1 || rep.Hops[0] != want {
 		t.Fatalf("hops %+v, want only %+v", rep.Hops, want)
 	}
 	sum := rep.HopSummary()
 	if len(sum) != 1 || sum[0] != (BreakSum{FromService: want.FromService, ToService: want.ToService, SpanName: want.SpanName,
-		Reason: want.Reason, Rollouts: 20, Spans: 43}) {
+		Reason: want.Reason, Cause: want.Cause, Args: want.Args, Rollouts: 20, Spans: 43}) {
 		t.Errorf("summary %+v", sum)
 	}
 	if got := HopName(sum[0], "->", func(s string) string { return s }); got != "nemo-gym/simple_agent -> nemo-gym/policy_model (POST /v1/responses)" {

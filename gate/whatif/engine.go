@@ -82,7 +82,8 @@ type Break struct {
 	FromService string // the caller's process
 	ToService   string // the callee's process, whose span becomes a new root
 	SpanName    string // the callee's first kept span
-	Reason      string // e.g. "http_client off: no traceparent sent"
+	Cause       Cause
+	Reason      string // Cause's sentence, e.g. "http_client off: no traceparent sent"
 	Count       int    // spans cut at this hop in the rollout
 }
 
@@ -163,11 +164,23 @@ type RolloutCheck struct {
 type BrokenHop struct {
 	FromService, ToService string
 	SpanName               string
-	Reason                 string
+	Cause                  Cause
+	Args                   [2]string // what Cause's words name: processes, kinds, span names
+	Reason                 string    // Cause's sentence with Args
 	Count                  int
 	// Rollouts is, in CheckReport.Hops, how many judged rollouts show the
 	// hop; 0 in a rollout's own list.
 	Rollouts int
+}
+
+// Short is the hop's cause in a few words, for one-line views.
+func (h BrokenHop) Short() string { return h.Cause.Short(h.Args[:]...) }
+
+// newHop is a hop whose reason is cause's sentence with args.
+func newHop(from, to, span string, cause Cause, args ...string) BrokenHop {
+	h := BrokenHop{FromService: from, ToService: to, SpanName: span, Cause: cause, Reason: cause.Sentence(args...), Count: 1}
+	copy(h.Args[:], args)
+	return h
 }
 
 // sameHop reports whether a and b are the same hop, counts aside.

@@ -12,8 +12,13 @@ import (
 // span, the reason), with the rollouts it breaks and the spans cut there.
 type BreakSum struct {
 	FromService, ToService, SpanName, Reason string
+	Cause                                    Cause
+	Args                                     [2]string // what Cause's words name
 	Rollouts, Spans                          int
 }
+
+// Short is the hop's cause in a few words, for one-line views.
+func (b BreakSum) Short() string { return b.Cause.Short(b.Args[:]...) }
 
 // BreakSummary sums the report's per-rollout breaks, one entry per hop,
 // most rollouts first, leaving out the rollouts still arriving (pending):
@@ -26,7 +31,10 @@ func (r *Report) BreakSummary(pending []string) []BreakSum {
 	for _, id := range pending {
 		wait[id] = true
 	}
-	type hop struct{ from, to, span, reason string }
+	type hop struct {
+		from, to, span, reason string
+		cause                  Cause
+	}
 	idx := map[hop]int{}
 	out := []BreakSum{}
 	for _, pr := range r.PerRollout {
@@ -35,12 +43,12 @@ func (r *Report) BreakSummary(pending []string) []BreakSum {
 		}
 		seen := map[hop]bool{}
 		for _, b := range pr.Breaks {
-			h := hop{b.FromService, b.ToService, b.SpanName, b.Reason}
+			h := hop{b.FromService, b.ToService, b.SpanName, b.Reason, b.Cause}
 			i, ok := idx[h]
 			if !ok {
 				i = len(out)
 				idx[h] = i
-				out = append(out, BreakSum{FromService: h.from, ToService: h.to, SpanName: h.span, Reason: h.reason})
+				out = append(out, BreakSum{FromService: h.from, ToService: h.to, SpanName: h.span, Reason: h.reason, Cause: h.cause})
 			}
 			out[i].Spans += b.Count
 			if !seen[h] {
@@ -76,7 +84,7 @@ func (c *CheckReport) HopSummary() []BreakSum {
 	out := make([]BreakSum, 0, len(c.Hops))
 	for _, h := range c.Hops {
 		out = append(out, BreakSum{FromService: h.FromService, ToService: h.ToService, SpanName: h.SpanName,
-			Reason: h.Reason, Rollouts: h.Rollouts, Spans: h.Count})
+			Reason: h.Reason, Cause: h.Cause, Args: h.Args, Rollouts: h.Rollouts, Spans: h.Count})
 	}
 	return out
 }

@@ -371,7 +371,7 @@ func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState,
 				sc.comp[i] = s.newRoot(sc)
 			case a == viaCarried:
 				sc.comp[i] = s.newRoot(sc)
-				s.addBreakReason(snap, from, sp, reasonCarried)
+				s.addBreakCause(snap, from, sp, CauseCarried)
 				carriedComp = append(carriedComp, make([]bool, len(sc.sizes)-len(carriedComp))...)
 				carriedComp[sc.comp[i]] = true
 				sc.carriedComps++
@@ -471,33 +471,22 @@ func (s *rollSim) addRes(r model.ResourceID) {
 	s.perRes = append(s.perRes, resCount{res: r, spans: 1})
 }
 
-// Break reasons: the spec cuts a cross-process edge because one half of
-// propagation is off.
-const (
-	reasonNoClient = "http_client off: no traceparent sent"
-	reasonNoServer = "server off: traceparent not extracted"
-	reasonNeither  = "http_client and server off: no traceparent sent or extracted"
-	// A carried-over context is a break no group mends but job: the span
-	// is in the trace of the request that left its context current.
-	reasonCarried = "request context carried over on a reused keep-alive connection: the span is in another rollout's trace, and only the job span keeps both in one (job on?)"
-)
-
 func (s *rollSim) addBreak(snap *model.Snapshot, from model.ResourceID, sp *model.Span, spec groups.Set) {
-	reason := reasonNeither
+	cause := CauseNeither
 	switch {
 	case spec.Has(groups.Server):
-		reason = reasonNoClient
+		cause = CauseNoClient
 	case spec.Has(groups.HTTPClient):
-		reason = reasonNoServer
+		cause = CauseNoServer
 	}
-	s.addBreakReason(snap, from, sp, reason)
+	s.addBreakCause(snap, from, sp, cause)
 }
 
-func (s *rollSim) addBreakReason(snap *model.Snapshot, from model.ResourceID, sp *model.Span, reason string) {
-	b := Break{FromService: snap.ServiceName(from), ToService: snap.ServiceName(sp.Resource), SpanName: rollouts.DisplayName(snap.Interner(), sp), Reason: reason}
+func (s *rollSim) addBreakCause(snap *model.Snapshot, from model.ResourceID, sp *model.Span, cause Cause) {
+	b := Break{FromService: snap.ServiceName(from), ToService: snap.ServiceName(sp.Resource), SpanName: rollouts.DisplayName(snap.Interner(), sp), Cause: cause, Reason: cause.Sentence()}
 	for i := range s.res.Breaks {
 		x := &s.res.Breaks[i]
-		if x.FromService == b.FromService && x.ToService == b.ToService && x.SpanName == b.SpanName && x.Reason == b.Reason {
+		if x.FromService == b.FromService && x.ToService == b.ToService && x.SpanName == b.SpanName && x.Cause == b.Cause {
 			x.Count++
 			return
 		}
