@@ -142,7 +142,7 @@ func profileOut(p *contract.Profile) profileJSON {
 }
 
 func hopOut(h whatif.BreakSum) hopJSON {
-	return hopJSON{h.FromService, h.ToService, h.SpanName, h.Reason, h.Spans, h.Rollouts}
+	return hopJSON{h.FromService, h.ToService, h.SpanName, h.Cause.Code(), h.Reason, h.Cause.Fix(), h.Spans, h.Rollouts}
 }
 
 func findingOut(f contract.Finding) findingJSON {

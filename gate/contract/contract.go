@@ -166,7 +166,7 @@ func Measure(eng *whatif.Engine, snap *model.Snapshot) *Profile {
 func (p *Profile) BrokenJoins() int {
 	n := 0
 	for _, b := range p.Broken {
-		if !rollouts.IsContextLeak(b.Reason) {
+		if !b.Cause.Leak() {
 			n++
 		}
 	}
@@ -269,7 +269,7 @@ type Report struct {
 	Baseline, Current *Profile
 	Tolerance         float64
 	Findings          []Finding
-	// Leaks are the capture's context leaks (rollouts.IsContextLeak), shown
+	// Leaks are the capture's context leaks (whatif.CauseLeak), shown
 	// beside the findings and never one of them.
 	Leaks []whatif.BreakSum
 }
@@ -300,7 +300,7 @@ func Compare(base, cur *Profile, tolerance float64) *Report {
 		// A carried-over request context is a server-side leak that gate
 		// grafts back; whether a run shows one depends on timing, so it
 		// is reported, never held against the contract.
-		if rollouts.IsContextLeak(b.Reason) {
+		if b.Cause.Leak() {
 			r.Leaks = append(r.Leaks, b)
 			continue
 		}
