@@ -261,3 +261,26 @@ func TestUnion(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRecommend: the search over real captures, at a budget every
+// spec fits (nothing pruned: every spec of the space previewed) and at
+// one that prunes most of it.
+func BenchmarkRecommend(b *testing.B) {
+	for _, name := range []string{"s41-obs0-iso/all", "s52-g3-obs0-iso/all"} {
+		eng, snap := realCapture(b, name)
+		for _, bs := range []string{"1000spans/rollout", "10spans/rollout"} {
+			budget := mustBudget(b, bs)
+			b.Run(name+"/"+bs, func(b *testing.B) {
+				b.ReportAllocs()
+				var a *Advice
+				for i := 0; i < b.N; i++ {
+					var err error
+					if a, err = Recommend(eng, snap, Options{Budget: budget, RunnersUp: 3}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(a.Previewed), "previews/op")
+			})
+		}
+	}
+}
