@@ -177,7 +177,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(w, "in every answer (no spans in Gym, nothing to pay): %s\n", strings.Join(reg.Names(a.Free), ", "))
 	}
 	if a.Unjudged != 0 {
-		fmt.Fprintf(w, "not judged (emit spans, none captured: capture with span_groups: all to judge them): %s\n", strings.Join(reg.Names(a.Unjudged), ", "))
+		fmt.Fprintf(w, "in every answer, not judged (they emit spans, none in the capture: free here, of unknown cost where they emit; capture with span_groups: all to judge them, or --never them): %s\n", strings.Join(reg.Names(a.Unjudged), ", "))
 	}
 	if a.Best == nil {
 		fmt.Fprintf(w, "\nno spec: %s\n", a.Outcome.Text())

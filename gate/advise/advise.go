@@ -161,10 +161,12 @@ type Advice struct {
 	Outcome Outcome
 	// Searched are the groups the search chose among: the variant's groups
 	// with spans in the capture, less Must and Never. Free groups emit no
-	// spans in Gym (a metric at most), cost nothing against a span or byte
-	// budget and are in every candidate; Unjudged groups emit spans but
-	// the capture holds none, so their cost is unknown and they are left
-	// out (capture with span_groups: all to judge them).
+	// spans in Gym (a metric at most) and cost nothing against a span or
+	// byte budget. Unjudged groups emit spans, but the capture holds none:
+	// here they cost nothing either, so a maximal answer has them too, yet
+	// what they cost where they do emit is unknown (capture with
+	// span_groups: all to judge them, or name them in Never). Both are in
+	// every candidate and keep nothing.
 	Searched, Free, Unjudged groups.Set
 	// Space is the number of specs the search chose among (2^Searched);
 	// Previewed how many it previewed; Pruned how many it never had to,
@@ -249,7 +251,7 @@ func Recommend(eng *whatif.Engine, snap *model.Snapshot, opt Options) (*Advice, 
 	sort.SliceStable(s.order, func(i, j int) bool { return cost[s.order[i]] > cost[s.order[j]] })
 	a.Space = 1 << len(s.order)
 
-	root := opt.Must | a.Free
+	root := opt.Must | a.Free | a.Unjudged
 	if root != 0 {
 		if c := s.eval(root); !c.Verdict.Fits {
 			a.Outcome, a.Floor = MustTooDear, c

@@ -117,7 +117,7 @@ func TestRecommendAgreesWithExhaustive(t *testing.T) {
 				}
 				feasible := map[groups.Set]*Candidate{}
 				for mask := 1; mask < 1<<len(gs); mask++ {
-					set := a.Free
+					set := a.Free | a.Unjudged
 					for i, g := range gs {
 						if mask&(1<<i) != 0 {
 							set = set.With(g)
@@ -216,6 +216,38 @@ func TestRecommendConstraints(t *testing.T) {
 	}
 	if _, err := Recommend(eng, snap, Options{Budget: b, Must: 1 << groups.Verify, Never: 1 << groups.Verify}); !errors.Is(err, ErrConflict) {
 		t.Errorf("verify both required and excluded: %v, want ErrConflict", err)
+	}
+}
+
+// TestRecommendUnjudged: over a capture made under default, the groups it
+// holds no span of cost nothing there: the answer has them (maximal as
+// preview judges it), listed as not judged, and --never keeps them out.
+func TestRecommendUnjudged(t *testing.T) {
+	eng, snap := realCapture(t, "s41-obs0-iso/spec-default")
+	reg := eng.Registry()
+	b := mustBudget(t, "50spans/rollout")
+	a, err := Recommend(eng, snap, Options{Budget: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []groups.Group{groups.Agent, groups.ModelCall, groups.Verify, groups.Sandbox} {
+		if !a.Unjudged.Has(g) {
+			t.Errorf("%s is not listed as unjudged: %v", reg.Name(g), reg.Names(a.Unjudged))
+		}
+	}
+	if a.Best == nil || a.Best.Set&a.Unjudged != a.Unjudged {
+		t.Fatalf("best %+v lacks the unjudged %v", a.Best, reg.Names(a.Unjudged))
+	}
+	for _, info := range reg.Groups() {
+		if !a.Best.Set.Has(info.Group) {
+			if fits, joins, _ := judged(eng, snap, a.Best.Set.With(info.Group), b); fits && joins {
+				t.Errorf("best %s is not maximal: %s fits too", reg.Spec(a.Best.Set), info.Name)
+			}
+		}
+	}
+	out, err := Recommend(eng, snap, Options{Budget: b, Never: a.Unjudged})
+	if err != nil || out.Best == nil || out.Best.Set&a.Unjudged != 0 || out.Unjudged != 0 {
+		t.Errorf("--never the unjudged: %v %+v", err, out.Best)
 	}
 }
 
