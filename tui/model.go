@@ -762,7 +762,7 @@ func (m *Model) helpLines() []string {
 // filterHelp is the rollout filter's syntax, full width.
 func filterHelp(st *Styles, w int) []string {
 	lines := []string{st.Panel.Title.Render("rollout filter (/)")}
-	for _, l := range strings.Split(filter.FilterHelp, "\n") {
+	for _, l := range strings.Split(filter.Help, "\n") {
 		lines = append(lines, clip("  "+l, w))
 	}
 	return lines

@@ -282,8 +282,8 @@ func (l *rolloutList) rebuild() {
 		l.render()
 		return
 	}
-	if f, err := filter.ParseFilter(l.filter); err != nil {
-		var fe *filter.FilterError
+	if f, err := filter.Parse(l.filter); err != nil {
+		var fe *filter.Error
 		if errors.As(err, &fe) {
 			l.filterErr = fmt.Sprintf("%q: %s", fe.Term, fe.Reason)
 		} else {

@@ -33,7 +33,7 @@ func TestTmuxRealGymSizes(t *testing.T) {
 	dir := t.TempDir()
 
 	s := startTmux(t, dir, bin+" open "+realConsole(t, "s41-obs0-iso/spec-server+rollout+verify"), 80, 24)
-	scr := s.waitFor("the short what-if", regexp.MustCompile(`joining ✗ 20/20 split \(both\), 9 hops; in capture`))
+	scr := s.waitFor("the short what-if", regexp.MustCompile(`joining ✓ intact 20/20 \(both\), 9 hops; in capture`))
 	if !strings.Contains(scr, "no CLIENT span calls it (http_client off? server off?)") {
 		t.Errorf("the first broken hop's finding and fixes are cut at 80×24:\n%s", scr)
 	}

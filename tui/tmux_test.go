@@ -306,7 +306,7 @@ func TestTmuxBreaksInCapture(t *testing.T) {
 		files = append(files, name)
 	}
 	s := startTmux(t, dir, bin+" open "+strings.Join(files, " "), 200, 50)
-	scr := s.waitFor("the joining verdict", regexp.MustCompile(`joining\s+✗ 20/20 split\s+✗ 20/20 split`))
+	scr := s.waitFor("the joining verdict", regexp.MustCompile(`joining\s+✓ intact 20/20\s+✓ intact 20/20`))
 	// The hop is named by caller, callee and the call's span.
 	const hop = "simple_agent → policy_model (POST /v1/responses): CLIENT span has no SERVER child"
 	if !strings.Contains(scr, "✗ split: "+hop) {

@@ -14,7 +14,7 @@ import (
 
 func cmdCheck(args []string) int { return runCheck(args, os.Stdout, os.Stderr) }
 
-// checkJSON is the documented schema of `check --json` (README.md, "JSON output").
+// checkJSON is the documented schema of `check --json` (docs/json.md).
 type checkJSON struct {
 	variantJSON
 	Spans           int          `json:"spans"`

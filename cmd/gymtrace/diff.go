@@ -15,7 +15,7 @@ import (
 
 func cmdDiff(args []string) int { return runDiff(args, os.Stdout, os.Stderr) }
 
-// diffJSON is the documented schema of `diff --json` (README.md, "JSON output").
+// diffJSON is the documented schema of `diff --json` (docs/json.md).
 type diffJSON struct {
 	variantJSON
 	A               diffSideJSON    `json:"a"`

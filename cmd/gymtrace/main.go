@@ -52,7 +52,7 @@ func main() {
 		name, args = args[0], args[1:]
 	}
 	if name == "help" && len(args) > 0 && args[0] == "filters" {
-		fmt.Println("--where and the TUI's / filter select rollouts:\n" + filter.FilterHelp)
+		fmt.Println("--where and the TUI's / filter select rollouts:\n" + filter.Help)
 		os.Exit(exitOK)
 	}
 	if name == "help" {
