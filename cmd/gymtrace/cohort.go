@@ -61,13 +61,13 @@ func runCohort(su *setup, cohortText, baselineText string, top int, asJSON bool,
 	case top < 0:
 		return su.fail("--top %d: want a count >= 0", top)
 	}
-	cf, err := filter.ParseFilter(cohortText)
+	cf, err := filter.Parse(cohortText)
 	if err != nil {
 		return su.fail("--cohort: %v", err)
 	}
 	var bf *filter.Filter
 	if baselineText != "" {
-		if bf, err = filter.ParseFilter(baselineText); err != nil {
+		if bf, err = filter.Parse(baselineText); err != nil {
 			return su.fail("--baseline: %v", err)
 		}
 	}

@@ -18,7 +18,7 @@ func TestFailingRollouts(t *testing.T) {
 	for _, name := range []string{"s41-obs0-iso/all", "s52-g3-obs0-iso/all", "s41-obs1-iso/all"} {
 		t.Run(name, func(t *testing.T) {
 			eng, snap := realCapture(t, name)
-			c, err := Compare(eng, snap, filter.MustParseFilter("status=error"), nil)
+			c, err := Compare(eng, snap, filter.MustParse("status=error"), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func TestFailingRollouts(t *testing.T) {
 // what the raw spans give, counted here pair by pair.
 func TestEffectRecomputed(t *testing.T) {
 	eng, snap := realCapture(t, "s41-obs0-iso/all")
-	c, err := Compare(eng, snap, filter.MustParseFilter("status=error"), nil)
+	c, err := Compare(eng, snap, filter.MustParse("status=error"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +101,11 @@ func TestEffectRecomputed(t *testing.T) {
 // every effect around.
 func TestComplement(t *testing.T) {
 	eng, snap := realCapture(t, "s41-obs0-iso/all")
-	ab, err := Compare(eng, snap, filter.MustParseFilter("status=error"), nil)
+	ab, err := Compare(eng, snap, filter.MustParse("status=error"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ba, err := Compare(eng, snap, filter.MustParseFilter("-status=error"), filter.MustParseFilter("status=error"))
+	ba, err := Compare(eng, snap, filter.MustParse("-status=error"), filter.MustParse("status=error"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,9 +135,9 @@ func TestCompareErrors(t *testing.T) {
 	} {
 		var bf *filter.Filter
 		if tc.baseline != "" {
-			bf = filter.MustParseFilter(tc.baseline)
+			bf = filter.MustParse(tc.baseline)
 		}
-		if _, err := Compare(eng, snap, filter.MustParseFilter(tc.cohort), bf); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Compare(eng, snap, filter.MustParse(tc.cohort), bf); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("cohort %q baseline %q: %v, want %q", tc.cohort, tc.baseline, err, tc.want)
 		}
 	}
