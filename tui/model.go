@@ -89,6 +89,7 @@ type Model struct {
 	stats    *statsView
 	compare  *compareView
 	worth    *worthView
+	cohort   *cohortView
 	worthEng *whatif.Engine // the worth view's; used by one command at a time
 	marked   string         // the rollout marked for comparison
 	// panels is every panel, base panels before their overlays: the one
@@ -160,11 +161,12 @@ func New(o Options) Model {
 		stats:    newStatsView(st, keys, o.Registry),
 		compare:  newCompareView(st, keys, o.Registry),
 		worth:    newWorthView(st, keys, o.Registry, o.SpanCost, o.Budget, o.RolloutRate),
+		cohort:   newCohortView(st, keys, o.Registry),
 		worthEng: whatif.NewEngine(o.Registry),
 		helpView: &hv,
 		refresh:  refreshEvery,
 	}
-	m.panels = []panel{m.rollouts, m.trace, m.detail, m.stats, m.compare, m.groups, m.worth}
+	m.panels = []panel{m.rollouts, m.trace, m.detail, m.stats, m.compare, m.cohort, m.groups, m.worth}
 	m.groups.budget, m.groups.rate = o.Budget, o.RolloutRate
 	m.frameW, m.frameH = st.Panel.Box.GetFrameSize()
 	m.trace.SetPreview(false, o.Current)
@@ -244,6 +246,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case worthMsg:
 		m.worth.set(msg)
 		return m, m.afterChange()
+	case cohortMsg:
+		m.cohort.set(msg)
+		return m, m.afterChange()
+	case recommendMsg:
+		return m.setRecommend(msg)
 	}
 	return m, nil
 }
@@ -355,6 +362,11 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(km, k.Mark):
 		m.toggleMark()
 		return m, m.afterChange()
+	case key.Matches(km, k.Recommend):
+		return m, m.startRecommend()
+	case key.Matches(km, k.Path):
+		m.trace.TogglePath()
+		return m, nil
 	case key.Matches(km, k.Export):
 		return m, m.startExport(false)
 	case key.Matches(km, k.ExportShaped):
@@ -418,7 +430,8 @@ func (m *Model) afterChange() tea.Cmd {
 	m.syncPanels()
 	m.fitGroups()
 	m.renderHeader()
-	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()))
+	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()),
+		m.cohort.request(m.reg, m.snap, m.rollouts.compiled))
 	return tea.Batch(cmds...)
 }
 
@@ -787,6 +800,7 @@ func (m *Model) helpLines() []string {
 		{glyphTruncated, "truncated: force-closed at shutdown"},
 		{glyphFolded + " +N", "collapsed node and the spans it hides"},
 		{string(glyphEvent), "span event (an exception, say) on its bar"},
+		{string(glyphPath), "the span holds the critical path there (P)"},
 		{glyphMatch, "search hit"},
 		{"·", "time-axis tick"},
 		{"›", "cursor"},
