@@ -42,13 +42,6 @@ func newMemBudget(bytes int64) *memBudget {
 	return &memBudget{cap: max(bytes, 1<<20), wake: make(chan struct{})}
 }
 
-// full reports whether the budget has no room left.
-func (b *memBudget) full() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used >= b.cap
-}
-
 // inUse returns the bytes held now.
 func (b *memBudget) inUse() int64 {
 	b.mu.Lock()
