@@ -14,7 +14,9 @@ import (
 // stored as its kind with the same text whichever the encoding, and the
 // record line reopens to the same values.
 func TestAttributeValueKinds(t *testing.T) {
-	s := func(v string) *commonpb.AnyValue { return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}} }
+	s := func(v string) *commonpb.AnyValue {
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}
+	}
 	arr := func(vs ...*commonpb.AnyValue) *commonpb.AnyValue {
 		return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: vs}}}
 	}
