@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nemo-gym/gymtrace/model"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -82,6 +83,11 @@ func TestRequestSizeLimit64MiB(t *testing.T) {
 	err = cc.Invoke(context.Background(), traceExport, &rawRequest{b: zeros}, &resp, grpc.UseCompressor("gzip"), grpc.MaxCallSendMsgSize(1<<30))
 	if st := grpcstatus.Convert(err); st.Code() != codes.ResourceExhausted {
 		t.Errorf("gzip gRPC message inflating to 70 MiB: %v, want ResourceExhausted", err)
+	}
+	// gRPC answers a message past the bound before the handler that
+	// counts it returns: wait for the count.
+	for t0 := time.Now(); srv.Stats().RequestsRefused[ReasonTooLarge] < 4 && time.Since(t0) < time.Second; {
+		time.Sleep(10 * time.Millisecond)
 	}
 	if got := srv.Stats().RequestsRefused[ReasonTooLarge]; got != 4 {
 		t.Errorf("%d requests counted too large, want 4 (%v)", got, srv.Stats().RequestsRefused)
