@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	grpcstatus "google.golang.org/grpc/status"
-	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -124,11 +123,9 @@ func (s *Server) newGRPCServer() *grpc.Server {
 		// service name) would be refused unseen; it is counted and logged
 		// as an unknown path is over HTTP.
 		grpc.UnknownServiceHandler(s.grpcUnknown),
-		// A new call waits for no memory: while requests in flight hold
-		// the whole bound, new calls are refused as retryable before their
-		// message is read (HTTP requests queue for room instead; a gRPC
-		// message's size is only known once it has arrived).
-		grpc.InTapHandle(s.grpcAdmit),
+		// Stop returns once every handler has: a call cut off by a stop
+		// is counted before the summary is.
+		grpc.WaitForHandlers(true),
 	)
 	for _, sig := range []signal{signalTraces, signalMetrics, signalLogs, signalProfiles} {
 		g.RegisterService(serviceDesc(sig), s)
@@ -192,22 +189,6 @@ func protoVersion(sig signal) string {
 	return "v1"
 }
 
-// grpcAdmit refuses a new call while the memory bound is full.
-func (s *Server) grpcAdmit(ctx context.Context, info *tap.Info) (context.Context, error) {
-	if !s.mem.full() {
-		return ctx, nil
-	}
-	err := s.grpcError(errMemoryFull)
-	s.requests.Add(1)
-	s.failed.Add(1)
-	from := "unknown"
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		from = p.Addr.String()
-	}
-	s.refuse(ReasonBusy, from, "grpc "+info.FullMethodName, busyMessage(errMemoryFull))
-	return ctx, err
-}
-
 // grpcExport answers one Export call. Every error it returns carries a
 // status code: a bare error would reach the sender as Unknown, which OTLP
 // exporters neither retry nor explain.
@@ -243,6 +224,15 @@ func (s *Server) grpcExportInner(ctx context.Context, sig signal, dec func(any) 
 			return nil, grpcstatus.Error(codes.Unauthenticated, "missing or wrong bearer token in the authorization metadata")
 		}
 	}
+	// The message is read by dec, below: room for it is taken first, as
+	// large as the requests of late (its own size is known only once it
+	// has arrived), so calls queue for memory with their messages still
+	// in the sender's flow-control window.
+	res := &reservation{b: s.mem, wait: s.cfg.MemoryWait}
+	defer res.release()
+	if !res.growTo(ctx, handlingFactor*s.grpcSize.Load()) {
+		return nil, s.grpcError(errMemoryFull)
+	}
 	var req rawRequest
 	defer req.free()
 	if err := dec(&req); err != nil {
@@ -255,8 +245,7 @@ func (s *Server) grpcExportInner(ctx context.Context, sig signal, dec func(any) 
 		}
 		return nil, grpcstatus.Errorf(codes.InvalidArgument, "read %s request: %v", sig, err)
 	}
-	res := &reservation{b: s.mem, wait: s.cfg.MemoryWait}
-	defer res.release()
+	s.noteGRPCSize(int64(len(req.b)))
 	if !res.growTo(ctx, handlingFactor*int64(len(req.b))) {
 		return nil, s.grpcError(errMemoryFull)
 	}
@@ -287,6 +276,23 @@ func (s *Server) grpcExportInner(ctx context.Context, sig signal, dec func(any) 
 	}
 	return resp, nil
 }
+
+// noteGRPCSize updates the size gRPC calls reserve before their message
+// is read: it follows a larger request at once and a smaller one slowly,
+// so a burst of large requests after small ones overshoots once at most.
+func (s *Server) noteGRPCSize(n int64) {
+	for {
+		old := s.grpcSize.Load()
+		next := max(n, old-(old-n)/16, minGRPCReserve)
+		if next == old || s.grpcSize.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// minGRPCReserve is the least a gRPC call reserves before its message is
+// read: what its stream's flow-control window lets the sender push.
+const minGRPCReserve = grpcStreamWindow
 
 // grpcRefusal is a status with the refusal reason it counts as, when the
 // code alone does not tell.

@@ -2,8 +2,10 @@ package receiver
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"os"
@@ -34,9 +36,34 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 const maxPooled = 4 << 20
 
 func putBuf(b *bytes.Buffer) {
-	if b != nil && b.Cap() <= maxPooled {
+	switch {
+	case b == nil:
+	case b.Cap() <= maxPooled:
 		b.Reset()
 		bufPool.Put(b)
+	default:
+		putBoundBuf(b.Bytes()[:0])
+		*b = bytes.Buffer{}
+	}
+}
+
+// boundBufs holds, per size, buffers as large as a body's inflation bound
+// (plus one byte): the room a body that inflates past the ordinary room
+// gets at once. A sync.Pool each, so they go once bombs stop.
+var boundBufs sync.Map // int → *sync.Pool of *[]byte
+
+func getBoundBuf(size int) []byte {
+	p, _ := boundBufs.LoadOrStore(size, new(sync.Pool))
+	if b, ok := p.(*sync.Pool).Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, size)
+}
+
+// putBoundBuf keeps b if it has a bound's size; others go.
+func putBoundBuf(b []byte) {
+	if p, ok := boundBufs.Load(cap(b)); ok {
+		p.(*sync.Pool).Put(&b)
 	}
 }
 
@@ -141,9 +168,10 @@ func (s *Server) handleHTTP(w http.ResponseWriter, r *http.Request, f wireFormat
 
 // readBody reads the body within MaxRecvBytes and, when compressed,
 // inflates it within MaxDecompressed, taking room in the memory bound
-// (res) for the bytes it will hold and for handling them: before a byte is
-// read, as the declared size suggests, so senders queue for memory instead
-// of each taking it. The body lives in pooled buffers, returned so the
+// (res) for the bytes it holds as they arrive, then for handling them:
+// when the bound is full the read pauses, so senders queue for memory
+// instead of each taking it, and a body declared and never sent holds
+// only what arrived. The body lives in pooled buffers, returned so the
 // caller can give them back once done with the body.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, res *reservation) (body []byte, bufs []*bytes.Buffer, herr *httpError) {
 	enc := normEncoding(r.Header.Get("Content-Encoding"))
@@ -156,39 +184,20 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, res *reservati
 		return nil, bufs, tooLarge("request body", r.ContentLength, limit)
 	}
 	busy := &httpError{status: http.StatusServiceUnavailable, code: codes.Unavailable, retryAfter: s.cfg.RetryAfter, msg: busyMessage(errMemoryFull)}
-	// What the body will take: its declared size (the bound when it does
-	// not say), and handling it as much again, twice; a compressed body
-	// first takes only its own size and what its inflation needs.
-	size := r.ContentLength
-	if size < 0 {
-		size = limit
-	}
-	want := handlingFactor * size
-	if inflate != nil {
-		want = size
-	}
-	if !res.growTo(r.Context(), want) {
-		return nil, bufs, busy
-	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	bufs = append(bufs, buf)
-	// Room grows with the bytes that arrive, not with what Content-Length
-	// promises: a declared 16 MB with nothing behind it would pin 16 MB per
-	// connection. The read deadline frees a connection that stalls, and a
-	// stop cuts the read off.
-	if r.ContentLength > 0 {
-		buf.Grow(int(min(r.ContentLength, initialBody)))
-	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	read := s.bodies.add(rc)
 	// MaxBytesReader also closes the connection past the limit, so a huge
 	// body is not read to the end just to be thrown away.
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	err := s.readInto(r.Context(), buf, http.MaxBytesReader(w, r.Body, limit), res)
 	cut := s.bodies.done(read)
 	if err != nil {
 		var mb *http.MaxBytesError
 		switch {
+		case errors.Is(err, errMemoryFull):
+			return nil, bufs, busy
 		case errors.As(err, &mb):
 			return nil, bufs, tooLarge("request body", -1, limit)
 		case cut:
@@ -202,15 +211,17 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, res *reservati
 		return nil, bufs, &httpError{status: http.StatusBadRequest, code: codes.InvalidArgument, reason: ReasonIncomplete, msg: "read request body: " + err.Error()}
 	}
 	if inflate == nil {
-		if r.ContentLength < 0 {
-			res.setTo(handlingFactor * int64(buf.Len()))
+		// Room to handle it (decode, record) before it is handled.
+		if !res.growTo(r.Context(), handlingFactor*int64(buf.Len())) {
+			return nil, bufs, busy
 		}
 		return buf.Bytes(), bufs, nil
 	}
 	// A body is first inflated into the room a request of ordinary
 	// compression ratio needs; one that inflates past that (a bomb, mostly)
-	// gives that room back, waits for room up to the bound and is inflated
-	// again: bombs pay, ordinary requests do not, and bombs queue.
+	// gives that room back, is checked against the bound, and only then
+	// waits for room up to the bound and is inflated again: bombs pay in
+	// time, ordinary requests do not pay at all.
 	raw := int64(buf.Len())
 	dlimit := int64(s.cfg.MaxDecompressed)
 	first := min(dlimit, max(4<<20, 32*raw))
@@ -221,17 +232,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, res *reservati
 	bufs = append(bufs, out)
 	err = inflate(buf.Bytes(), out, first)
 	if errors.Is(err, errTooLarge) && first < dlimit {
+		// Checked against the bound first, keeping nothing: a bomb is
+		// refused having cost time, not memory.
 		*out = bytes.Buffer{}
 		res.setTo(raw)
-		if !res.growTo(r.Context(), raw+dlimit) {
-			return nil, bufs, busy
-		}
-		// Room for the bound at once: grown by doubling, the buffer
-		// would take half as much again in copies.
-		out.Grow(int(dlimit) + 1)
-		err = inflate(buf.Bytes(), out, dlimit)
-		if err == nil && !res.growTo(r.Context(), raw+handlingFactor*int64(out.Len())) {
-			return nil, bufs, busy
+		if err = inflate(buf.Bytes(), nil, dlimit); err == nil {
+			if !res.growTo(r.Context(), raw+handlingFactor*dlimit) {
+				return nil, bufs, busy
+			}
+			// Room for the bound at once (grown by doubling, the
+			// buffer would take half as much again in copies).
+			*out = *bytes.NewBuffer(getBoundBuf(int(dlimit) + 1))
+			err = inflate(buf.Bytes(), out, dlimit)
 		}
 	}
 	if err != nil {
@@ -239,6 +251,31 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, res *reservati
 	}
 	res.setTo(raw + handlingFactor*int64(out.Len()))
 	return out.Bytes(), bufs, nil
+}
+
+// readChunk is how much of a body is read per step: room in the memory
+// bound is taken for each step before its bytes are read.
+const readChunk = 256 << 10
+
+// readInto reads src into buf, taking room in res for each chunk before
+// reading it; errMemoryFull when the room did not come in time.
+func (s *Server) readInto(ctx context.Context, buf *bytes.Buffer, src io.Reader, res *reservation) error {
+	for {
+		if buf.Available() < 1<<10 {
+			buf.Grow(min(readChunk, max(buf.Cap(), initialBody)))
+		}
+		if !res.growTo(ctx, int64(buf.Cap())) {
+			return errMemoryFull
+		}
+		n, err := src.Read(buf.AvailableBuffer()[:buf.Available()])
+		buf.Write(buf.AvailableBuffer()[:n])
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 func tooLarge(what string, got, limit int64) *httpError {

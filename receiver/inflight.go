@@ -29,24 +29,23 @@ const (
 	handlingFactor = 3
 )
 
-// memBudget bounds the bytes held by requests in flight. A request larger
-// than the whole budget takes all of it, and so runs alone.
+// memBudget bounds the bytes held by requests in flight. Requests that do
+// not fit wait in turn; the first in line may go past the bound when it
+// cannot fit (one at a time), so a request larger than what the others
+// leave still gets through, and two half-read requests never wait on each
+// other for ever. The bound is thus exceeded by one request at most.
 type memBudget struct {
-	mu   sync.Mutex
-	cap  int64
-	used int64
-	wake chan struct{} // closed and replaced whenever bytes are released
+	mu      sync.Mutex
+	cap     int64
+	used    int64
+	wake    chan struct{} // closed and replaced whenever room or the line changes
+	next    uint64        // the last ticket handed out
+	waiting map[uint64]bool
+	over    *reservation // the one reservation allowed past the bound
 }
 
 func newMemBudget(bytes int64) *memBudget {
-	return &memBudget{cap: max(bytes, 1<<20), wake: make(chan struct{})}
-}
-
-// full reports whether the budget has no room left.
-func (b *memBudget) full() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used >= b.cap
+	return &memBudget{cap: max(bytes, 1<<20), wake: make(chan struct{}), waiting: map[uint64]bool{}}
 }
 
 // inUse returns the bytes held now.
@@ -56,44 +55,80 @@ func (b *memBudget) inUse() int64 {
 	return b.used
 }
 
-// take moves a reservation from held to want bytes (at most the budget),
-// waiting until the growth fits, or only this reservation holds anything,
-// or ctx ends (false: the reservation is unchanged).
-func (b *memBudget) take(ctx context.Context, held, want int64) (int64, bool) {
-	want = min(want, b.cap)
+// take makes r hold want bytes, waiting until the growth fits, or r is
+// first in line and nobody else is past the bound, or ctx ends (false: r
+// is unchanged).
+func (b *memBudget) take(ctx context.Context, r *reservation, want int64) bool {
+	var ticket uint64
 	for {
 		b.mu.Lock()
-		if want <= held {
-			b.used -= held - want
-			b.broadcast()
+		if want <= r.held {
+			b.setLocked(r, want)
 			b.mu.Unlock()
-			return want, true
+			return true
 		}
-		if b.used+want-held <= b.cap || b.used == held {
-			b.used += want - held
+		extra := want - r.held
+		first := len(b.waiting) == 0 || ticket != 0 && ticket == b.firstLocked()
+		if b.used+extra <= b.cap || b.over == r || b.over == nil && first {
+			if b.used+extra > b.cap {
+				b.over = r
+			}
+			b.used += extra
+			r.held = want
+			if ticket != 0 {
+				delete(b.waiting, ticket)
+				b.broadcast() // the line moved
+			}
 			b.mu.Unlock()
-			return want, true
+			return true
+		}
+		if ticket == 0 {
+			b.next++
+			ticket = b.next
+			b.waiting[ticket] = true
 		}
 		wake := b.wake
 		b.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return held, false
+			b.mu.Lock()
+			delete(b.waiting, ticket)
+			b.broadcast()
+			b.mu.Unlock()
+			return false
 		}
 	}
 }
 
-// force moves a reservation to want bytes at once: the memory is already
-// taken, so it is counted, even past the budget, and holds others back.
-func (b *memBudget) force(held, want int64) int64 {
+func (b *memBudget) firstLocked() uint64 {
+	first := uint64(0)
+	for t := range b.waiting {
+		if first == 0 || t < first {
+			first = t
+		}
+	}
+	return first
+}
+
+// set makes r hold want bytes at once: memory already taken is counted,
+// even past the bound, and holds others back until released.
+func (b *memBudget) set(r *reservation, want int64) {
 	b.mu.Lock()
-	b.used += want - held
-	if want < held {
+	b.setLocked(r, want)
+	b.mu.Unlock()
+}
+
+func (b *memBudget) setLocked(r *reservation, want int64) {
+	b.used += want - r.held
+	shrunk := want < r.held
+	r.held = want
+	if b.over == r && (want == 0 || b.used <= b.cap) {
+		b.over = nil
+	}
+	if shrunk {
 		b.broadcast()
 	}
-	b.mu.Unlock()
-	return want
 }
 
 func (b *memBudget) broadcast() {
@@ -101,7 +136,7 @@ func (b *memBudget) broadcast() {
 	b.wake = make(chan struct{})
 }
 
-// reservation is one request's share of a memBudget.
+// reservation is one request's share of a memBudget. One goroutine uses it.
 type reservation struct {
 	b    *memBudget
 	held int64
@@ -116,14 +151,12 @@ func (r *reservation) growTo(ctx context.Context, n int64) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.wait)
 	defer cancel()
-	var ok bool
-	r.held, ok = r.b.take(ctx, r.held, n)
-	return ok
+	return r.b.take(ctx, r, n)
 }
 
 // setTo makes the reservation hold n bytes at once: what the request
 // measures it holds.
-func (r *reservation) setTo(n int64) { r.held = r.b.force(r.held, n) }
+func (r *reservation) setTo(n int64) { r.b.set(r, n) }
 
 // release gives everything back.
 func (r *reservation) release() {

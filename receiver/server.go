@@ -130,15 +130,18 @@ type Server struct {
 	// decode and puts it back, so the hot path interns without locking.
 	locals sync.Pool
 
-	mem     *memBudget // bytes of requests in flight
-	hosts   hostGuard
-	rec     *Recorder
-	grpcSrv *grpc.Server
-	httpSrv *http.Server
-	grpcLn  net.Listener
-	httpLn  net.Listener
-	wg      sync.WaitGroup
-	bodies  bodyReads // HTTP bodies being read, cut off at a stop
+	mem *memBudget // bytes of requests in flight
+	// grpcSize is what a gRPC call reserves before its message is read
+	// (noteGRPCSize).
+	grpcSize atomic.Int64
+	hosts    hostGuard
+	rec      *Recorder
+	grpcSrv  *grpc.Server
+	httpSrv  *http.Server
+	grpcLn   net.Listener
+	httpLn   net.Listener
+	wg       sync.WaitGroup
+	bodies   bodyReads // HTTP bodies being read, cut off at a stop
 	// stopping is set once a stop's grace period is over: a gRPC message
 	// that fails to arrive after it was cut off.
 	stopping atomic.Bool
@@ -214,6 +217,7 @@ func NewServer(cfg Config) (*Server, error) {
 		mem:           newMemBudget(cfg.MaxInflight),
 		hosts:         newHostGuard(cfg.HTTPAddr, cfg.AllowHosts),
 		recordChanged: make(chan struct{}, 1)}
+	s.grpcSize.Store(minGRPCReserve)
 	strs := cfg.Store.Interner()
 	s.locals.New = func() any { return model.NewLocal(strs) }
 	return s, nil
@@ -267,7 +271,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	if s.grpcLn != nil {
 		s.grpcSrv = s.newGRPCServer()
-		ln := &sniffListener{Listener: s.grpcLn, s: s}
+		ln := newSniffListener(s.grpcLn, s)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

@@ -21,7 +21,7 @@ var byteUnits = map[string]float64{
 func parseByteSize(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	i := 0
-	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.' || i == 0 && (t[i] == '-' || t[i] == '+')) {
 		i++
 	}
 	num, unit := t[:i], strings.TrimSpace(t[i:])

@@ -24,12 +24,12 @@ func withListenHint(err error) error {
 	if le.Transport == "OTLP/HTTP" {
 		flagName = "--http-addr"
 	}
-	who := "another process"
+	who := "another process (another gymtrace, or a Collector?)"
 	if p := portOwner(le.Addr); p != "" {
 		who = p
 	}
 	host, _, _ := net.SplitHostPort(le.Addr)
-	return fmt.Errorf("%w\n  %s is held by %s (another gymtrace, or a Collector?): stop it, or pick another port with %s %s (port 0 picks a free one), or %s off",
+	return fmt.Errorf("%w\n  %s is held by %s: stop it, or pick another port with %s %s (port 0 picks a free one), or %s off",
 		err, le.Addr, who, flagName, net.JoinHostPort(host, "0"), flagName)
 }
 
