@@ -723,6 +723,9 @@ func (g *groupsPanel) joinText(r *whatif.Report) string {
 		return fmt.Sprintf("✓ %d/%d +%d pending", joined, n, pending)
 	case split > 0:
 		return fmt.Sprintf("✗ %d/%d split", split, n)
+	case n == 0:
+		// Nothing to judge is no verdict: not a green ✓.
+		return "no rollouts yet"
 	}
 	return fmt.Sprintf("✓ intact %d/%d", joined, n)
 }
@@ -750,8 +753,10 @@ func (g *groupsPanel) joinRows(row func(label, a, b string) string, colW int) []
 			return []string{"…"}
 		}
 		st := g.st.Join.Joined
-		if _, split, _ := g.joinCounts(r); split > 0 {
+		if joined, split, pending := g.joinCounts(r); split > 0 {
 			st = g.st.Join.Split
+		} else if joined+pending == 0 {
+			st = g.st.List.Dim
 		}
 		return styled(wrap(g.joinText(r), colW), st)
 	}

@@ -151,7 +151,7 @@ func New(o Options) Model {
 		reg:      o.Registry,
 		eng:      whatif.NewEngine(o.Registry),
 		sim:      whatif.NewEngine(o.Registry),
-		rollouts: newRolloutList(st, keys),
+		rollouts: newRolloutListFor(st, keys, o.Live, o.Addrs),
 		trace:    newTraceView(st, keys, o.Registry),
 		groups:   &groupsSlot{groupsPanel: newGroupsPanel(st, keys, o.Registry, o.Current, o.CurrentSpec)},
 		detail:   newDetailView(st, keys),
@@ -637,6 +637,11 @@ func (m *Model) layout() {
 			m.rects[s] = rect{0, y, m.width, h}
 			y += h
 		}
+	}
+	// An empty live list too narrow for its how-to hands it to the waterfall.
+	m.trace.hint = nil
+	if hint := emptyLive(m.opts.Addrs); m.opts.Live && len(hint) > 1 && hintWidth(hint)+2 > m.rects[slotRollouts].w-m.frameW {
+		m.trace.hint = hint
 	}
 	for _, p := range m.panels {
 		r := m.rects[p.slot()]

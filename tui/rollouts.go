@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -92,17 +93,27 @@ type rolloutList struct {
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
 
+	// live and addrs shape the empty state: where to send spans.
+	live  bool
+	addrs []string
+
 	out string
 }
 
 func newRolloutList(st *Styles, keys *KeyMap) *rolloutList {
+	return newRolloutListFor(st, keys, false, nil)
+}
+
+// newRolloutListFor is a list of a live capture (spans may still come)
+// received on addrs ("grpc 127.0.0.1:4317"), which its empty state names.
+func newRolloutListFor(st *Styles, keys *KeyMap, live bool, addrs []string) *rolloutList {
 	in := textinput.New()
 	// A static cursor: no blink ticks while typing.
 	in.Cursor.SetMode(cursor.CursorStatic)
 	in.Prompt = "/"
 	in.PromptStyle = st.Input.Prompt
 	in.Placeholder = "id, trace/span id, service, error, name; key=value status=error dur>100ms (? for help)"
-	return &rolloutList{st: st, keys: keys, info: map[string]*rowInfo{}, input: in, idW: 8, spansW: 5}
+	return &rolloutList{st: st, keys: keys, info: map[string]*rowInfo{}, input: in, idW: 8, spansW: 5, live: live, addrs: addrs}
 }
 
 func (l *rolloutList) slot() slot      { return slotRollouts }
@@ -523,11 +534,26 @@ func (l *rolloutList) render() {
 		lines = append(lines, line)
 	}
 	if len(l.rows) == 0 {
-		msg := "waiting for spans…"
-		if l.filter != "" {
-			msg = "no rollout matches " + fmt.Sprintf("%q", l.filter)
+		var msg []string
+		switch {
+		case l.filter != "":
+			msg = []string{"no rollout matches " + fmt.Sprintf("%q", l.filter)}
+		case l.live && l.snap != nil && l.snap.Stats.Stored > 0:
+			msg = []string{"no NeMo Gym rollout yet in " + countNoun(int(l.snap.Stats.Stored), "span")}
+		case l.live:
+			msg = emptyLive(l.addrs)
+			if hintWidth(msg)+2 > l.width {
+				// Too narrow to copy from: the waterfall beside says it.
+				msg = msg[:1]
+			}
+		case l.snap != nil:
+			msg = []string{"no NeMo Gym rollout in the capture"}
+		default:
+			msg = []string{"loading…"}
 		}
-		lines = append(lines, l.st.List.Dim.Render(clip("  "+msg, l.width)))
+		for _, m := range msg {
+			lines = append(lines, l.st.List.Dim.Render(clip("  "+m, l.width)))
+		}
 	}
 	if l.filtering {
 		lines = padLinesSlice(lines, l.height-1)
@@ -537,6 +563,57 @@ func (l *rolloutList) render() {
 		lines = append(lines, clip(l.input.View(), l.width))
 	}
 	l.out = padLines(lines, l.height)
+}
+
+// emptyLive is a live list's empty state: where spans are received and
+// how to point NeMo Gym's exporters at it, lines to copy whole.
+func emptyLive(addrs []string) []string {
+	var grpc, http string
+	for _, a := range addrs {
+		kind, addr, _ := strings.Cut(a, " ")
+		switch kind {
+		case "grpc":
+			grpc = loopback(addr)
+		case "http":
+			http = loopback(addr)
+		}
+	}
+	out := []string{"waiting for spans on " + strings.Join(addrs, " · ")}
+	if grpc == "" && http == "" {
+		return out
+	}
+	out = append(out, "point NeMo Gym at it (telemetry enabled, span_groups all):", "  export NEMO_GYM_OTEL_EXPORTER=otlp")
+	if grpc != "" {
+		out = append(out, "  export OTEL_EXPORTER_OTLP_ENDPOINT=http://"+grpc)
+		if _, port, err := net.SplitHostPort(http); err == nil {
+			out = append(out, "or OTLP/HTTP: OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf, port "+port)
+		}
+	} else {
+		out = append(out, "  export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "  export OTEL_EXPORTER_OTLP_ENDPOINT=http://"+http)
+	}
+	return out
+}
+
+// hintWidth is the widest line of lines.
+func hintWidth(lines []string) int {
+	w := 0
+	for _, l := range lines {
+		w = max(w, ansi.StringWidth(l))
+	}
+	return w
+}
+
+// loopback is addr with an unspecified host (all interfaces) written as
+// the loopback address, which a process on this machine can dial.
+func loopback(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // padLinesSlice is padLines that keeps the slice form.

@@ -58,11 +58,18 @@ type traceView struct {
 	search         spanSearch
 	// check is the last join check: a split rollout's hops head its rows.
 	check *whatif.CheckReport
+	// hint, with no rollout to show, is said instead: how to send spans,
+	// when the list beside is too narrow to say it.
+	hint []string
 	out   string
 }
 
 // refresh picks up a new join check.
 func (t *traceView) refresh(e *env) {
+	if t.r == nil && e.snap != t.snap {
+		t.snap = e.snap // the empty state reads whether spans came
+		t.render()
+	}
 	if e.check != t.check {
 		t.check = e.check
 		t.rebuild()
@@ -735,7 +742,14 @@ func (t *traceView) render() {
 	}
 	var lines []string
 	if t.r == nil {
-		lines = append(lines, t.st.Panel.Title.Render("Trace"), t.st.List.Dim.Render(clip("  no rollout selected", t.width)))
+		lines = append(lines, t.st.Panel.Title.Render("Trace"))
+		msg := []string{"no rollout selected"}
+		if len(t.hint) > 0 && (t.snap == nil || t.snap.Stats.Stored == 0) {
+			msg = t.hint
+		}
+		for _, l := range msg {
+			lines = append(lines, t.st.List.Dim.Render(clip("  "+l, t.width)))
+		}
 		t.out = padLines(lines, t.height)
 		return
 	}
