@@ -847,3 +847,25 @@ func TestHeaderKeepsSpecAndVariant(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterErrorWhole types a filter term with a bad value: the narrow
+// list shows the error whole, ending with the values it takes, as the CLI
+// prints them.
+func TestFilterErrorWhole(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 50}} {
+		b := newBuilder(t)
+		b.capture(t, 3, false)
+		m := newTestModel(t, b, sz[0], sz[1], "default")
+		m = keys(t, m, "/")
+		m = typeText(t, m, "kind=foo")
+		view := m.rollouts.view()
+		flat := strings.Join(strings.Fields(ansi.Strip(view)), " ")
+		const want = `filter "kind=foo": unknown kind "foo" (want server, client, internal, producer, consumer or unspecified)`
+		if !strings.Contains(flat, want) {
+			t.Errorf("%dx%d: the list lacks %q:\n%s", sz[0], sz[1], want, view)
+		}
+		if got := len(strings.Split(view, "\n")); got != m.rollouts.height {
+			t.Errorf("%dx%d: list is %d lines, want %d", sz[0], sz[1], got, m.rollouts.height)
+		}
+	}
+}

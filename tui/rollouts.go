@@ -558,7 +558,14 @@ func (l *rolloutList) render() {
 	if l.filtering {
 		lines = padLinesSlice(lines, l.height-1)
 		if l.filterErr != "" {
-			lines[len(lines)-1] = l.st.Tree.Error.Render(clip("  filter "+l.filterErr, l.width))
+			// Whole, as the CLI prints it: the valid values end the text.
+			el := wrap("filter "+l.filterErr, l.width-2)
+			if n := len(lines) - 2; len(el) > n {
+				el = el[len(el)-max(n, 1):] // the end names what is accepted
+			}
+			for i, e := range el {
+				lines[len(lines)-len(el)+i] = l.st.Tree.Error.Render("  " + e)
+			}
 		}
 		lines = append(lines, clip(l.input.View(), l.width))
 	}
