@@ -105,9 +105,7 @@ type Model struct {
 	haveCur   bool
 	simming   bool
 
-	rateAccepted int64
-	rateAt       time.Time
-	rate         float64
+	rate rateMeter // live spans/s
 
 	status    string
 	statusErr bool
@@ -166,6 +164,10 @@ func New(o Options) Model {
 	m.groups.budget, m.groups.rate = o.Budget, o.RolloutRate
 	m.frameW, m.frameH = st.Panel.Box.GetFrameSize()
 	m.trace.SetPreview(false, o.Current)
+	if o.Live {
+		// What arrives before the first snapshot counts from now.
+		m.rate.add(o.Now(), 0)
+	}
 	m.renderHeader()
 	return m
 }
@@ -460,12 +462,7 @@ func (m Model) setSnapshot(s *model.Snapshot) (tea.Model, tea.Cmd) {
 	if s == nil || (m.snap != nil && s.Seq < m.snap.Seq) {
 		return m, pauseRefresh(m.refresh)
 	}
-	if m.rateAt.IsZero() {
-		m.rateAccepted, m.rateAt = s.Stats.Accepted, s.Taken
-	} else if dt := s.Taken.Sub(m.rateAt); dt >= time.Second {
-		m.rate = float64(s.Stats.Accepted-m.rateAccepted) / dt.Seconds()
-		m.rateAccepted, m.rateAt = s.Stats.Accepted, s.Taken
-	}
+	m.rate.add(s.Taken, s.Stats.Accepted)
 	if m.opts.Redetect != nil {
 		if o, settled := m.opts.Redetect(s); settled {
 			m.opts.Redetect = nil
@@ -480,22 +477,14 @@ func (m Model) setSnapshot(s *model.Snapshot) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(m.requestAnalysis(), pauseRefresh(m.refresh))
 }
 
-// rateWindow is how long without a new snapshot before the live rate is
-// recomputed from what has not arrived: it falls to 0 once data stops.
-const rateWindow = 2 * time.Second
-
-// decayRate recomputes the live rate on the clock tick when no snapshot has
-// moved it for rateWindow.
+// decayRate samples the accepted count on the clock tick, so the live
+// rate falls once spans stop coming.
 func (m *Model) decayRate() {
-	if m.snap == nil || m.rateAt.IsZero() {
+	if m.snap == nil {
 		return
 	}
-	now := m.opts.Now()
-	if dt := now.Sub(m.rateAt); dt >= rateWindow {
-		m.rate = float64(m.snap.Stats.Accepted-m.rateAccepted) / dt.Seconds()
-		m.rateAccepted, m.rateAt = m.snap.Stats.Accepted, now
-		m.renderHeader()
-	}
+	m.rate.add(m.opts.Now(), m.snap.Stats.Accepted)
+	m.renderHeader()
 }
 
 // requestAnalysis starts a preview and check unless one is running, in which
@@ -903,7 +892,7 @@ func (m *Model) renderHeader() {
 	}
 	mode := "file"
 	if m.opts.Live {
-		mode = "live " + fmtRate(m.rate) + " spans/s"
+		mode = "live " + fmtRate(m.rate.rate()) + " spans/s"
 	}
 	// The spec in force and the variant are what the figures mean: the
 	// source gives way first, then the variant's reason, never those two.

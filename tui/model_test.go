@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -698,22 +699,54 @@ func TestFmtDur(t *testing.T) {
 	}
 }
 
-// The live rate falls to 0 once spans stop arriving: the clock recomputes it
-// when no snapshot has for a while.
-func TestLiveRateDecays(t *testing.T) {
-	b := newBuilder(t)
-	b.capture(t, 2, false)
-	m := newTestModel(t, b, 120, 40, "default")
-	m.opts.Live = true
-	m.rate = 50
-	m.renderHeader()
-	if !strings.Contains(m.header, "live 50 spans/s") {
-		t.Fatalf("header: %s", m.header)
+// The live rate moves with each batch and falls to 0 once spans stop: an
+// exporter sends a batch every five seconds, and no frame after a batch
+// arrived reads 0 spans/s; once none comes for the window, it does.
+func TestLiveRate(t *testing.T) {
+	start := t0
+	now := start
+	st := model.NewStore(model.Options{Now: func() time.Time { return now }})
+	t.Cleanup(st.Close)
+	b := &builder{st: st, l: model.NewLocal(st.Interner()), res: map[string]model.ResourceID{}}
+	reg := testRegistry()
+	cur, _ := reg.Parse("default")
+	m := New(Options{Source: st, Registry: reg, Current: cur, Live: true, Title: "gymtrace serve",
+		SnippetPath: filepath.Join(t.TempDir(), SnippetFile), Now: func() time.Time { return now }})
+	m = send(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	shown := func() string {
+		return regexp.MustCompile(`live (\S+) spans/s`).FindStringSubmatch(m.header)[1]
 	}
-	next, _ := m.Update(clockMsg{})
-	m = next.(Model)
-	if m.rate != 0 || !strings.Contains(m.header, "live 0 spans/s") {
-		t.Errorf("rate %v after data stopped; header: %s", m.rate, m.header)
+	// Batches of 900 at 0.5 s, 5.5 s, 10.5 s; clock ticks every second.
+	for tick := 0; tick <= 20; tick++ {
+		now = start.Add(time.Duration(tick) * time.Second)
+		if tick%5 == 0 && tick <= 10 {
+			now = now.Add(500 * time.Millisecond)
+			spans := make([]model.Span, 900)
+			for i := range spans {
+				spans[i] = model.Span{TraceID: traceID(tick*1000 + i), SpanID: b.id(), Name: b.str("GET /health"),
+					Resource: b.resource("policy_model"), Kind: model.KindServer, Start: now.UnixNano(), End: now.UnixNano() + 1000}
+			}
+			if err := st.Add(model.Batch{Spans: spans}); err != nil {
+				t.Fatal(err)
+			}
+			st.Sync()
+			// The header follows the batch's analysis, with the list.
+			m = send(t, m, snapshotMsg{snap: st.Snapshot()})
+			if got := shown(); got == "0" {
+				t.Errorf("at %s, the frame after 900 spans arrived reads live 0 spans/s", now.Sub(start))
+			}
+			now = now.Add(-500 * time.Millisecond)
+		}
+		next, _ := m.Update(clockMsg{})
+		m = next.(Model)
+		if tick > 5 && tick <= 10 {
+			if got := shown(); got != "180" {
+				t.Errorf("at %ds, with a batch of 900 every 5 s, live %s spans/s, want 180", tick, got)
+			}
+		}
+	}
+	if got := shown(); got != "0" {
+		t.Errorf("10 s after the last batch, live %s spans/s, want 0", got)
 	}
 }
 
