@@ -55,13 +55,14 @@ type traceView struct {
 	dropped        int
 	needName       int // widest name cell of any row
 	cursor, offset int
+	moved          bool // the user moved the cursor in this rollout
 	search         spanSearch
 	// check is the last join check: a split rollout's hops head its rows.
 	check *whatif.CheckReport
 	// hint, with no rollout to show, is said instead: how to send spans,
 	// when the list beside is too narrow to say it.
 	hint []string
-	out   string
+	out  string
 }
 
 // refresh picks up a new join check.
@@ -148,7 +149,7 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 	same := t.r != nil && r != nil && t.r.ID == r.ID
 	if !same {
 		t.collapsed = map[model.SpanID]bool{}
-		t.cursor, t.offset = 0, 0
+		t.cursor, t.offset, t.moved = 0, 0, false
 		t.search.clear()
 	}
 	if same && t.r.Version == r.Version && t.snap != nil {
@@ -158,21 +159,36 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 	if r == nil || t.simKey.id != r.ID || t.simKey.version != r.Version {
 		t.simAll, t.simPrev = nil, nil
 	}
+	// The cursor's span, read while the rows still index the old version.
+	keep := t.cursorSpan()
 	t.snap, t.r = snap, r
 	if t.search.query != "" {
 		t.search.find(t)
 	}
-	t.rebuild()
-	if !same {
-		// Start on the first span, below any notes.
-		for j, row := range t.rows {
-			if row.isSpan() {
-				t.cursor = j
-				break
-			}
-		}
-		t.render()
+	t.rebuildKeeping(keep)
+}
+
+// cursorSpan is the id of the span under the cursor, zero when none.
+func (t *traceView) cursorSpan() model.SpanID {
+	if f, i, ok := t.SelectedSpan(); ok {
+		return f.Spans[i].SpanID
 	}
+	return model.SpanID{}
+}
+
+// startRow is where the cursor rests until the user moves it: the first
+// span, below the notes that explain a split, or the first note when the
+// notes fill the panel, so the explanation is read first.
+func (t *traceView) startRow() int {
+	for j, row := range t.rows {
+		if row.isSpan() {
+			if j >= t.listHeight() {
+				return 0
+			}
+			return j
+		}
+	}
+	return 0
 }
 
 // SetSim installs a simulation result if it is for the shown rollout.
@@ -292,6 +308,7 @@ func (t *traceView) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 	default:
 		return false, nil
 	}
+	t.moved = true
 	t.cursor = clamp(t.cursor, 0, len(t.rows)-1)
 	t.render()
 	return true, nil
@@ -306,6 +323,7 @@ func (t *traceView) step(refs []spanRef, d int) {
 	if len(refs) == 0 || t.r == nil {
 		return
 	}
+	t.moved = true
 	for _, ref := range refs {
 		t.expandTo(ref)
 	}
@@ -396,6 +414,7 @@ func (t *traceView) expandTo(ref spanRef) {
 
 // scroll moves the cursor by n rows (mouse wheel).
 func (t *traceView) scroll(n int) {
+	t.moved = true
 	t.cursor = clamp(t.cursor+n, 0, len(t.rows)-1)
 	t.render()
 }
@@ -406,7 +425,7 @@ func (t *traceView) click(y int) {
 	if y < 2 || i >= len(t.rows) {
 		return
 	}
-	t.cursor = i
+	t.cursor, t.moved = i, true
 	t.render()
 }
 
@@ -447,11 +466,10 @@ func (t *traceView) fragSim(fi int) *whatif.FragSim {
 }
 
 // rebuild flattens the rollout into rows, honouring collapse and preview.
-func (t *traceView) rebuild() {
-	var cur model.SpanID
-	if f, i, ok := t.SelectedSpan(); ok {
-		cur = f.Spans[i].SpanID
-	}
+func (t *traceView) rebuild() { t.rebuildKeeping(t.cursorSpan()) }
+
+// rebuildKeeping is rebuild with the cursor kept on span cur (once moved).
+func (t *traceView) rebuildKeeping(cur model.SpanID) {
 	t.rows = t.rows[:0]
 	t.dropped = 0
 	t.needName = 0
@@ -548,7 +566,13 @@ func (t *traceView) rebuild() {
 		}
 	}
 	t.cursor = clamp(t.cursor, 0, len(t.rows)-1)
-	if !cur.IsZero() {
+	switch {
+	case !t.moved:
+		// Live, a rollout grows and its fragments reorder under a cursor
+		// nobody has moved: it stays at the top, where the split's
+		// explanation is, rather than following a span down the list.
+		t.cursor, t.offset = t.startRow(), 0
+	case !cur.IsZero():
 		for j, row := range t.rows {
 			if row.isSpan() && t.r.Fragments[row.frag].Spans[row.idx].SpanID == cur {
 				t.cursor = j
