@@ -767,7 +767,8 @@ func (m *Model) helpLines() []string {
 	lines = append(lines, m.st.Panel.Title.Render("legend"))
 	if m.snap != nil {
 		for _, sv := range m.services() {
-			lines = append(lines, "  "+fit(m.st.Service(uint32(sv.id)).Render("███"), keyW)+" "+sv.name)
+			bar := strings.Repeat(string(m.st.Fill(uint32(sv.id))), 3)
+			lines = append(lines, "  "+fit(m.st.Service(uint32(sv.id)).Render(bar), keyW)+" "+sv.name)
 		}
 	}
 	for _, g := range [][2]string{
@@ -895,18 +896,29 @@ func (m *Model) renderHeader() {
 		mode = "live " + fmtRate(m.rate.rate()) + " spans/s"
 	}
 	// The spec in force and the variant are what the figures mean: the
-	// source gives way first, then the variant's reason, never those two.
+	// files' directory gives way first, then the variant's reason (cut at
+	// the end), then the file names; never the spec or the variant's name.
 	tail := " · " + mode + " · current " + m.opts.CurrentSpec
-	variant := m.opts.Variant
-	if variant != "" {
-		names, _, _ := strings.Cut(src, " (in ")
-		if 9+ansi.StringWidth(names)+ansi.StringWidth(tail)+3+ansi.StringWidth(variant) > m.width {
-			variant, _, _ = strings.Cut(variant, " (")
+	room := m.width - 9 - ansi.StringWidth(tail)
+	name, _, _ := strings.Cut(m.opts.Variant, " (")
+	if name != "" {
+		room -= 3 + ansi.StringWidth(name)
+	}
+	if ansi.StringWidth(src) > room {
+		src, _, _ = strings.Cut(src, " (in ")
+	}
+	src = clip(src, max(room, 12))
+	if name != "" {
+		variant := m.opts.Variant
+		if left := m.width - 9 - ansi.StringWidth(src) - ansi.StringWidth(tail) - 3; ansi.StringWidth(variant) > left {
+			variant = name // no room for a useful part of the reason
+			if left >= ansi.StringWidth(name)+12 {
+				variant = clip(m.opts.Variant, left)
+			}
 		}
 		tail += " · " + variant
 	}
-	srcW := max(m.width-9-ansi.StringWidth(tail), 12)
-	l1 := m.st.App.Title.Render("gymtrace") + " " + m.st.App.Header.Render(clip(src, srcW)) + m.st.App.Dim.Render(tail)
+	l1 := clip(m.st.App.Title.Render("gymtrace")+" "+m.st.App.Header.Render(src)+m.st.App.Dim.Render(tail), m.width)
 	var parts []string
 	if s := m.snap; s != nil {
 		st := s.Stats

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/json"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -13,7 +14,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/internal/golden"
@@ -416,5 +419,46 @@ func TestRealGymScreens(t *testing.T) {
 			}
 			golden.Check(t, []byte(got))
 		})
+	}
+}
+
+// TestNoColorNamesTheProcess: without colour, nothing but the service
+// column says which process a span is in, so the focused waterfall keeps
+// it however long the names, and each process's bars and legend are drawn
+// with a fill of their own; with colour the column may give way to names.
+func TestNoColorNamesTheProcess(t *testing.T) {
+	for _, color := range []bool{false, true} {
+		m := realModel(t, "s41-obs0-iso/broken-model", 120, 40, "default")
+		if color {
+			r := lipgloss.NewRenderer(io.Discard)
+			r.SetColorProfile(termenv.TrueColor)
+			m.opts.Renderer = r
+			m = New(m.opts)
+			m.refresh = time.Nanosecond
+			m = send(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+			m = run(t, m, m.Init())
+		}
+		m = keys(t, m, "tab")
+		head := ansi.Strip(strings.Split(m.trace.view(), "\n")[1])
+		if hasSvc := strings.Contains(head, "service"); hasSvc == color {
+			t.Errorf("colour %v: the focused waterfall's columns %q (service column shown: %v)", color, head, hasSvc)
+		}
+		if color {
+			continue
+		}
+		m = keys(t, m, "?")
+		legend := map[string]bool{}
+		for _, f := range regexp.MustCompile(`(?:^|\s)([█▓▒░▚▞]{3}) +[a-z]`).FindAllStringSubmatch(ansi.Strip(m.View()), -1) {
+			if r := []rune(f[1]); r[0] != r[1] || r[1] != r[2] {
+				continue
+			}
+			if legend[f[1]] {
+				t.Errorf("two processes share the fill %q in the legend", f[1])
+			}
+			legend[f[1]] = true
+		}
+		if len(legend) < 3 {
+			t.Errorf("the legend tells %d processes apart by fill", len(legend))
+		}
 	}
 }

@@ -652,7 +652,10 @@ const rowLead = 2
 // layoutColumns fits the columns into w cells. need is the widest name cell;
 // focused, the name gets it first and the group, then the service column
 // give way, and the bar shrinks to its minimum.
-func layoutColumns(w, need int, focused bool) columns {
+//
+// keepSvc keeps the service column whatever the names need: without colour
+// it alone tells which process a span is in.
+func layoutColumns(w, need int, focused, keepSvc bool) columns {
 	c := columns{dur: 7}
 	if w >= 50 {
 		c.svc = 12
@@ -673,7 +676,11 @@ func layoutColumns(w, need int, focused bool) columns {
 		return n
 	}
 	if focused {
-		for _, give := range []*int{&c.tag, &c.svc} {
+		gives := []*int{&c.tag, &c.svc}
+		if keepSvc {
+			gives = gives[:1]
+		}
+		for _, give := range gives {
 			if name() >= need {
 				break
 			}
@@ -797,7 +804,7 @@ func (t *traceView) render() {
 		title = clip(title, max(t.width-ansi.StringWidth(found), 12)) + found
 	}
 	lines = append(lines, t.st.Panel.Title.Render(clip(title, t.width)))
-	c := layoutColumns(t.width, t.needName, t.focused)
+	c := layoutColumns(t.width, t.needName, t.focused, !t.st.Color)
 	ax := newAxis(r.End-r.Start, c.bar)
 	head := strings.Repeat(" ", rowLead) + fit("span", c.name) + " " + fitRight("time", c.dur)
 	if c.svc > 0 {
@@ -910,7 +917,7 @@ func (t *traceView) bar(sp *model.Span, width int, ax *axis, paint lipgloss.Styl
 		}
 	}
 	for i := a; i < b; i++ {
-		cells[i] = '█'
+		cells[i] = t.st.Fill(uint32(sp.Resource))
 	}
 	if sp.Extra != nil && t.r.End > t.r.Start {
 		for _, ev := range sp.Extra.Events {
