@@ -201,7 +201,7 @@ func TestConsoleMatchesPythonSDK(t *testing.T) {
 				// Python prints the resource in insertion order: ours
 				// follows Gym's (this older sample has other keys).
 				w = nil
-				for _, k := range resourceOrder {
+				for _, k := range f.variant.resourceKeys() {
 					w = append(w, string(k))
 				}
 			}

@@ -49,6 +49,13 @@ type Config struct {
 	// ContextLeak is the share of requests that inherit the previous
 	// request's span on a reused keep-alive connection, in [0, 1].
 	ContextLeak float64
+	// DisconnectRace is the share of 200 answers whose caller is gone
+	// before the answer's last (empty) body message, in [0, 1]; only G3
+	// has the disconnect listener that notices. Its receive then carries
+	// http.disconnect and that message is never sent, so a request has
+	// one http send fewer. In real runs it depends on timing: a few
+	// requests per run.
+	DisconnectRace float64
 	// Rollouts to run; 0 runs until Shutdown.
 	Rollouts int
 	// RunSize is the number of rollouts per collection run (one gym.job
@@ -151,6 +158,9 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	}
 	if cfg.ContextLeak < 0 || cfg.ContextLeak > 1 {
 		return nil, fmt.Errorf("context leak %g: must be between 0 and 1", cfg.ContextLeak)
+	}
+	if cfg.DisconnectRace < 0 || cfg.DisconnectRace > 1 {
+		return nil, fmt.Errorf("disconnect race %g: must be between 0 and 1", cfg.DisconnectRace)
 	}
 	if cfg.RunSize <= 0 {
 		cfg.RunSize = cfg.Rollouts

@@ -4,9 +4,10 @@
 // cross-process joining survives the previewed spec.
 //
 // tui reads immutable model.Snapshots and gate results; it never mutates the
-// store. It may import model, gate and the charm libraries; it must not import
+// store. It may import model, the gate packages (gate/groups, gate/rollouts,
+// gate/filter, gate/whatif) and the charm libraries; it must not import
 // receiver or gymsim. Heavy work (previews, join checks, per-rollout
-// simulations) runs in commands, one at a time per gate.Engine, because an
+// simulations) runs in commands, one at a time per whatif.Engine, because an
 // Engine is not safe for concurrent use.
 //
 // Every panel keeps the panel contract (panel.go): its slot on screen, its

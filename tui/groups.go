@@ -99,30 +99,11 @@ func (g groupsPanel) SetCheck(c *whatif.CheckReport) groupsPanel {
 	return g
 }
 
-// joinCounts returns a report's joined, split and pending rollouts, pending
-// being the split ones the join check still waits for. A rollout split in
-// the capture itself (the join check's verdict) stays split under any spec.
+// joinCounts returns a report's joined, split and pending rollouts as gate
+// judges them with the capture's own check: the verdict the CLI prints.
 func (g *groupsPanel) joinCounts(r *whatif.Report) (joined, split, pending int) {
-	joined, split = r.Result.RolloutsJoined, r.Result.RolloutsSplit
-	broken := splitIn(g.check)
-	if (split == 0 || len(g.pending) == 0) && len(broken) == 0 {
-		return joined, split, 0
-	}
-	wait := make(map[string]bool, len(g.pending))
-	for _, id := range g.pending {
-		wait[id] = true
-	}
-	for _, pr := range r.PerRollout {
-		switch {
-		case !pr.Joined && wait[pr.ID]:
-			split--
-			pending++
-		case pr.Joined && broken[pr.ID]:
-			joined--
-			split++
-		}
-	}
-	return joined, split, pending
+	v := whatif.Verdict(r, g.check)
+	return v.Joined, v.Split, v.Pending
 }
 
 // SetReports installs fresh reports; nil keeps the previous one.
@@ -446,6 +427,14 @@ func (g *groupsPanel) compareLines(w int) []string {
 		texts = append(texts, captureLine(h, w-2))
 	}
 	var notes []string
+	if v := whatif.Verdict(prev, g.check); v.LowerBound() {
+		// The CLI's words: what the preview cannot count.
+		note := "note: " + whatif.LowerBoundNote + ":"
+		for _, gap := range v.Gaps {
+			note += " " + trimGym(gap.String(g.reg)) + ";"
+		}
+		notes = append(notes, strings.TrimSuffix(note, ";"))
+	}
 	for _, h := range leaks {
 		notes = append(notes, captureLine(h, w-2))
 	}

@@ -215,8 +215,8 @@ func TestRealGymSearchStatusShown(t *testing.T) {
 // first broken hop, its finding and its likely fix, uncut.
 func TestRealGymShortVerdictWhole(t *testing.T) {
 	for _, tc := range []struct{ capture, want string }{
-		{"s41-obs0-iso/spec-server+rollout+verify", "joining ✗ 20/20 split (both) · 9 broken hops (all: tab, then pgdn): ✗ in capture ? → policy_model (POST /v1/responses): no CLIENT span calls it (http_client off? server off?)"},
-		{"s41-obs0-iso/broken-model", "joining ✗ 20/20 split (both): in capture simple_agent → policy_model (POST /v1/responses): CLIENT span has no SERVER child (server off in policy_model?)"},
+		{"s41-obs0-iso/spec-server+rollout+verify", "joining ✓ intact 20/20 (both) · 9 broken hops (all: tab, then pgdn): ✗ in capture ? → policy_model (POST /v1/responses): no CLIENT span calls it (http_client off? server off?)"},
+		{"s41-obs0-iso/broken-model", "joining ✓ intact 20/20 (both): in capture simple_agent → policy_model (POST /v1/responses): CLIENT span has no SERVER child (server off in policy_model?)"},
 	} {
 		m := realModel(t, tc.capture, 80, 24, "default")
 		scr := m.View()
@@ -448,7 +448,7 @@ func TestNoColorNamesTheProcess(t *testing.T) {
 		}
 		m = keys(t, m, "?")
 		legend := map[string]bool{}
-		for _, f := range regexp.MustCompile(`(?:^|\s)([█▓▒░▚▞]{3}) +[a-z]`).FindAllStringSubmatch(ansi.Strip(m.View()), -1) {
+		for _, f := range regexp.MustCompile(`(?:^|\s)([█▒░▚▞▌]{3}) +[a-z]`).FindAllStringSubmatch(ansi.Strip(m.View()), -1) {
 			if r := []rune(f[1]); r[0] != r[1] || r[1] != r[2] {
 				continue
 			}

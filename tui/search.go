@@ -103,9 +103,9 @@ func (s *spanSearch) find(t *traceView) {
 	if s.query == "" || t.r == nil {
 		return
 	}
-	f, err := filter.ParseFilter(s.query)
+	f, err := filter.Parse(s.query)
 	if err != nil {
-		var fe *filter.FilterError
+		var fe *filter.Error
 		if errors.As(err, &fe) {
 			s.err = fe.Reason
 		} else {

@@ -148,8 +148,9 @@ func DefaultStyles(r *lipgloss.Renderer) *Styles {
 }
 
 // fills are the bar glyphs of the services without colour, cycled by
-// resource id like the colours; with colour every bar is solid.
-var fills = []rune{'█', '▓', '▒', '░', '▚', '▞'}
+// resource id like the colours; with colour every bar is solid. ▓ is not
+// one: it marks the critical path.
+var fills = []rune{'█', '▒', '░', '▚', '▞', '▌'}
 
 // Fill is the glyph a resource's bars are drawn with.
 func (s *Styles) Fill(id uint32) rune {

@@ -92,7 +92,7 @@ func TestTmuxOpen(t *testing.T) {
 
 	s.waitFor("the rollout list", regexp.MustCompile(`Rollouts 6 `))
 	// The capture names no known Gym version: the newest variant is assumed.
-	s.waitFor("the variant", regexp.MustCompile(`Gym G3 \(newest`))
+	s.waitFor("the variant", regexp.MustCompile(`Gym G3\b`))
 	s.waitFor("the join check", regexp.MustCompile(`✓ joined`))
 	s.keys("j")
 	s.waitFor("the second rollout's trace", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans`))
@@ -318,7 +318,7 @@ func TestTmuxBreaksInCapture(t *testing.T) {
 		files = append(files, name)
 	}
 	s := startTmux(t, dir, bin+" open "+strings.Join(files, " "), 200, 50)
-	scr := s.waitFor("the joining verdict", regexp.MustCompile(`joining\s+✗ 20/20 split\s+✗ 20/20 split`))
+	scr := s.waitFor("the joining verdict", regexp.MustCompile(`joining\s+✓ intact 20/20\s+✓ intact 20/20`))
 	// The hop is named by caller, callee and the call's span.
 	const hop = "simple_agent → policy_model (POST /v1/responses): CLIENT span has no SERVER child"
 	if !strings.Contains(scr, "✗ split: "+hop) {

@@ -61,8 +61,9 @@ type traceView struct {
 	check *whatif.CheckReport
 	// hint, with no rollout to show, is said instead: how to send spans,
 	// when the list beside is too narrow to say it.
-	hint []string
-	out  string
+	hint  []string
+	marks pathMarks
+	out   string
 }
 
 // refresh picks up a new join check.
@@ -165,6 +166,7 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 	if t.search.query != "" {
 		t.search.find(t)
 	}
+	t.syncPath()
 	t.rebuildKeeping(keep)
 }
 
@@ -786,7 +788,7 @@ func (t *traceView) render() {
 	}
 	r := t.r
 	title := fmt.Sprintf("Trace %s · %s · %s", r.ID, countNoun(r.Spans, "span"), countNoun(r.Traces, "trace"))
-	title += " · " + fmtDur(r.End-r.Start)
+	title += " · " + fmtDur(r.End-r.Start) + t.pathTitle()
 	if t.preview {
 		title = "Preview " + r.ID
 		switch {
@@ -919,6 +921,7 @@ func (t *traceView) bar(sp *model.Span, width int, ax *axis, paint lipgloss.Styl
 	for i := a; i < b; i++ {
 		cells[i] = t.st.Fill(uint32(sp.Resource))
 	}
+	t.paintPath(sp, cells, a, b)
 	if sp.Extra != nil && t.r.End > t.r.Start {
 		for _, ev := range sp.Extra.Events {
 			i := int((ev.Time - t.r.Start) * int64(width) / (t.r.End - t.r.Start))

@@ -11,7 +11,7 @@ import (
 	"github.com/nemo-gym/gymtrace/model"
 )
 
-// worthView is the cost and worth of every group (gate.Worth), over the
+// worthView is the cost and worth of every group (whatif.Engine.Worth), over the
 // groups slot: what each costs per rollout (spans, bytes, CPU) against what
 // it buys (wall share, durations, errors only it shows, joins it keeps),
 // judged against the previewed spec, and the budget verdict.

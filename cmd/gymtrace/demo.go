@@ -46,7 +46,10 @@ type demoOptions struct {
 	// standalone runs the driver without telemetry.
 	standalone bool
 	leak       float64
-	record     string
+	// race is the share of 200 answers whose caller is gone before the
+	// last body message (G3's disconnect listener hears it).
+	race   float64
+	record string
 }
 
 // runDemo starts the receivers, a simulated fleet exporting real OTLP to
@@ -66,6 +69,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	fs.BoolVar(&o.aiohttp, "aiohttp", false, "the aiohttp client instrumentation (as NeMo-RL runs it): a second CLIENT span per call that injects traceparent whatever the spec")
 	fs.BoolVar(&o.standalone, "standalone", false, "the driver runs without telemetry (standalone collect_rollouts): no gym.job, each /run a root")
 	fs.Float64Var(&o.leak, "context-leak", 0, "share of requests (0-1) whose span is carried over from the previous request on a kept-alive connection")
+	fs.Float64Var(&o.race, "disconnect-race", 0.01, "G3: share of 200 answers (0-1) whose caller is gone before the last body message, so the disconnect listener's receive says http.disconnect and one http send is missing (a few per real run)")
 	fs.StringVar(&o.record, "record", "", "append every accepted trace request to FILE as OTLP/JSON lines (as serve --record)")
 	fs.Float64Var(&o.rate, "rate", 3, "rollouts started per second (0 = as fast as possible)")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "rollouts in flight at most")
@@ -102,6 +106,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	}
 	if o.leak < 0 || o.leak > 1 {
 		return fail("--context-leak must be between 0 and 1")
+	}
+	if o.race < 0 || o.race > 1 {
+		return fail("--disconnect-race must be between 0 and 1")
 	}
 	// The registry follows the fleet's variant, so the preview reads specs
 	// as the simulated Gym does.
@@ -140,6 +147,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		Concurrency: o.concurrency, Protocol: o.protocol, Endpoint: endpoint,
 		Latency: o.latency, BatchTimeout: o.batch,
 		Observability: o.obs, AIOHTTP: o.aiohttp, Standalone: o.standalone, ContextLeak: o.leak,
+		DisconnectRace: o.race,
 	})
 	if err != nil {
 		_ = rr.stop()

@@ -106,6 +106,7 @@ func TestDemoUsage(t *testing.T) {
 	}{
 		{"unknown variant", []string{"--gym-variant", "G9"}, `gymtrace demo: --gym-version: unknown Gym variant "G9": want one of G1, G1c, G2, G3`},
 		{"leak out of range", []string{"--context-leak", "1.5"}, "--context-leak must be between 0 and 1"},
+		{"disconnect race out of range", []string{"--disconnect-race", "-0.1"}, "--disconnect-race must be between 0 and 1"},
 		{"bad protocol", []string{"--protocol", "zipkin"}, `--protocol "zipkin": want grpc or http`},
 		{"extra argument", []string{"capture.jsonl"}, `gymtrace demo: unexpected argument "capture.jsonl"`},
 		{"negative rollouts", []string{"--rollouts", "-1"}, "--rollouts and --rate must be 0 or more"},

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -47,7 +48,7 @@ func badLines(rep receiver.FileReport) badLinesJSON {
 	return out
 }
 
-// previewJSON is the documented schema of `preview --json` (README.md, "JSON output").
+// previewJSON is the documented schema of `preview --json` (docs/json.md).
 type previewJSON struct {
 	variantJSON
 	Spec   string   `json:"spec"`
@@ -76,7 +77,21 @@ type previewJSON struct {
 	Breaks          []breakJSON  `json:"breaks"`
 	Latency         latencyJSON  `json:"latency"`
 	Budget          *budgetJSON  `json:"budget"`
+	// SpansSpread says how far a run under the spec may differ from
+	// result.spans in timing-dependent spans (G3); null when exact.
+	SpansSpread *spreadJSON `json:"spans_spread"`
 	trafficJSON
+}
+
+type spreadJSON struct {
+	Note     string `json:"note"`
+	Requests int    `json:"requests"`
+	Fewer    int    `json:"fewer"`
+	More     int    `json:"more"`
+	Run      int    `json:"run"`
+	SpansMin int    `json:"spans_min"`
+	SpansMax int    `json:"spans_max"`
+	Rollout  int    `json:"rollout"`
 }
 
 type previewInputJSON struct {
@@ -98,6 +113,10 @@ type previewResultJSON struct {
 	SpansPerRollout percentiles `json:"spans_per_rollout"`
 	SpansPerSecond  float64     `json:"spans_per_second"`
 	BytesPerSecond  float64     `json:"bytes_per_second"`
+	// SpansLowerBound: the capture lacks spans the spec emits (CaptureGaps),
+	// so spans, bytes and traces count at least this many.
+	SpansLowerBound bool      `json:"spans_lower_bound"`
+	CaptureGaps     []gapJSON `json:"capture_gaps"`
 }
 
 type percentiles struct {
@@ -120,6 +139,10 @@ type rolloutJSON struct {
 	Captured  int            `json:"captured"`
 	Joined    bool           `json:"joined"`
 	PerGroup  map[string]int `json:"per_group"`
+	// SpansMin and SpansMax bound the rollout's spans in a run under the
+	// spec when spans_spread is set.
+	SpansMin *int `json:"spans_min,omitempty"`
+	SpansMax *int `json:"spans_max,omitempty"`
 }
 
 type breakJSON struct {
@@ -147,10 +170,22 @@ type previewCurrentJSON struct {
 	Result       previewResultJSON `json:"result"`
 }
 
-func resultJSON(r whatif.Result) previewResultJSON {
+// gapJSON is a group the spec keeps that a process did not emit when the
+// capture was made.
+type gapJSON struct {
+	Service string `json:"service"`
+	Group   string `json:"group"`
+	Cause   string `json:"cause"`
+}
+
+func resultJSON(reg *groups.Registry, r whatif.Result, v whatif.JoinVerdict) previewResultJSON {
+	gaps := []gapJSON{}
+	for _, g := range v.Gaps {
+		gaps = append(gaps, gapJSON{Service: g.Service, Group: reg.Name(g.Group), Cause: g.Cause.Code()})
+	}
 	return previewResultJSON{
 		Spans: r.Spans, Dropped: r.Dropped, Traces: r.Traces, Bytes: r.Bytes, LargestTrace: r.LargestTrace,
-		RolloutsJoined: r.RolloutsJoined, RolloutsSplit: r.RolloutsSplit,
+		RolloutsJoined: v.Joined, RolloutsSplit: v.Split, SpansLowerBound: v.LowerBound(), CaptureGaps: gaps,
 		SpansPerRollout: percentiles{r.P50, r.P99, r.Max},
 		SpansPerSecond:  round2(r.SpansPerSecond), BytesPerSecond: round2(r.BytesPerSecond),
 	}
@@ -217,6 +252,11 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	if res.Off {
 		refused = fmt.Errorf("%w: %s", groups.ErrNotGymSpec, res.Effect())
 	}
+	// One joining verdict with the TUI's: the preview read with what the
+	// capture itself shows broken.
+	chk := eng.Check(snap, time.Now(), 0)
+	curV, repV := whatif.Verdict(cur, chk), whatif.Verdict(rep, chk)
+	spread := eng.TimingSpread(snap, rep)
 	worth := eng.Worth(snap, set, *wf.spanCost)
 	var verdict *whatif.BudgetVerdict
 	if budget != nil {
@@ -236,7 +276,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 				Spans: rep.Input.Spans, Rollouts: rep.Input.Rollouts, Traces: rep.Input.Traces,
 				CapturedGroups: reg.Names(rep.Input.Captured), Unclassified: rep.Input.Unclassified,
 			},
-			Result:       resultJSON(rep.Result),
+			Result:       resultJSON(reg, rep.Result, repV),
 			PerGroup:     map[string]groupJSON{},
 			PerRollout:   []rolloutJSON{},
 			NotInCapture: groupNames(reg, rep.NotInCapture),
@@ -244,7 +284,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			Metrics:      map[string]int64{},
 			WallSeconds:  round2(rep.WallSeconds),
 			Current: &previewCurrentJSON{Spec: curSpec, Source: curSource, TelemetryOff: curRes.Off,
-				Dropped: nonNil(curRes.Dropped), Result: resultJSON(cur.Result)},
+				Dropped: nonNil(curRes.Dropped), Result: resultJSON(reg, cur.Result, curV)},
 			Snippets:    map[string]string{},
 			BadLines:    badLines(frep),
 			Breaks:      []breakJSON{},
@@ -273,7 +313,11 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			out.PerGroup[reg.Name(gc.Group)] = groupJSON{Captured: gc.Captured, Kept: gc.Kept}
 		}
 		for _, r := range rep.PerRollout {
-			rj := rolloutJSON{RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Joined, PerGroup: map[string]int{}}
+			rj := rolloutJSON{RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Spans > 0 && !repV.IsSplit(r.ID), PerGroup: map[string]int{}}
+			if spread != nil {
+				rr := spread.PerRollout[r.ID]
+				rj.SpansMin, rj.SpansMax = &rr.Min, &rr.Max
+			}
 			for _, gc := range r.Groups {
 				if gc.Kept > 0 {
 					rj.PerGroup[reg.Name(gc.Group)] = gc.Kept
@@ -287,6 +331,10 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		if verdict != nil {
 			out.Budget = budgetOut(*verdict)
 		}
+		if spread != nil {
+			out.SpansSpread = &spreadJSON{Note: spread.Sentence(), Requests: spread.Requests, Fewer: spread.Fewer, More: spread.More,
+				Run: spread.Run, SpansMin: spread.SpansMin, SpansMax: spread.SpansMax, Rollout: spread.Rollout}
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
@@ -294,7 +342,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, frep, *rollouts, copySpec, refused)
+	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, curV, repV, spread, frep, *rollouts, copySpec, refused)
 	writeWorthText(stdout, reg, set, worth, *wf.spanCost, verdict)
 	return exitOK
 }
@@ -321,7 +369,7 @@ func collectBreaks(rep *whatif.Report) []breakJSON {
 	return out
 }
 
-func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec string, res groups.Resolution, curSpec, curSource string, cur, rep *whatif.Report, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
+func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec string, res groups.Resolution, curSpec, curSource string, cur, rep *whatif.Report, curV, repV whatif.JoinVerdict, spread *whatif.Spread, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
 	fmt.Fprintf(w, "variant: %s\n", vc)
 	if e := res.Effect(); e != "" {
 		fmt.Fprintf(w, "%s\n", e)
@@ -340,8 +388,8 @@ func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec 
 	row("spans dropped", c.Dropped, r.Dropped)
 	row("traces", c.Traces, r.Traces)
 	row("largest trace (spans)", c.LargestTrace, r.LargestTrace)
-	row("rollouts joined", c.RolloutsJoined, r.RolloutsJoined)
-	row("rollouts split", c.RolloutsSplit, r.RolloutsSplit)
+	row("rollouts joined", curV.Joined, repV.Joined)
+	row("rollouts split", curV.Split, repV.Split)
 	row("spans/rollout p50", c.P50, r.P50)
 	row("spans/rollout p99", c.P99, r.P99)
 	row("spans/rollout max", c.Max, r.Max)
@@ -352,7 +400,17 @@ func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec 
 	row(fmt.Sprintf("at %d rollouts: spans", projectTo), cs, ps)
 	row(fmt.Sprintf("at %d rollouts: bytes", projectTo), cb, pb)
 	tw.Flush()
-	fmt.Fprintf(w, "(current from %s)\n\n", curSource)
+	fmt.Fprintf(w, "(current from %s)\n", curSource)
+	if repV.LowerBound() {
+		fmt.Fprintf(w, "note: %s:\n", whatif.LowerBoundNote)
+		for _, g := range repV.Gaps {
+			fmt.Fprintf(w, "  %s\n", g.String(reg))
+		}
+	}
+	if spread != nil {
+		fmt.Fprintf(w, "%s\n", spread.Sentence())
+	}
+	fmt.Fprintln(w)
 
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "group\tcaptured\tkept now\tkept in preview\n")
@@ -394,9 +452,9 @@ func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec 
 		return
 	}
 	use := "to use it"
-	if len(br) > 0 {
+	if repV.Split > 0 {
 		// The snippet follows the broken joins: say it keeps them.
-		use = fmt.Sprintf("to use it anyway (it splits %d of %d rollouts, as above)", r.RolloutsSplit, r.RolloutsJoined+r.RolloutsSplit)
+		use = fmt.Sprintf("to use it anyway (it splits %d of %d rollouts, as above)", repV.Split, repV.Joined+repV.Split)
 	}
 	fmt.Fprintf(w, "\n%s, in the Gym config:\n%s\nor in the environment:\n  %s\n", use, indent(groups.TelemetryYAML(copySpec)), groups.EnvLine(copySpec))
 }

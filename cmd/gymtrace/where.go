@@ -19,7 +19,7 @@ func whereFlag(fs *flag.FlagSet) *string { return fs.String("where", "", whereUs
 // selectWhere narrows snap to the rollouts matching where; an empty filter
 // returns snap itself.
 func selectWhere(reg *groups.Registry, snap *model.Snapshot, where string) (*model.Snapshot, error) {
-	f, err := filter.ParseFilter(where)
+	f, err := filter.Parse(where)
 	if err != nil {
 		return nil, fmt.Errorf("--where: %w", err)
 	}

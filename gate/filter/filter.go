@@ -10,9 +10,9 @@ import (
 	"github.com/nemo-gym/gymtrace/model"
 )
 
-// FilterHelp is the filter syntax in a few lines, for help screens and
+// Help is the filter syntax in a few lines, for help screens and
 // usage text.
-const FilterHelp = `terms separated by spaces must all hold (and):
+const Help = `terms separated by spaces must all hold (and):
   word            rollout id, service, span name, trace or span id contains word ("error": has errors)
   key=value       a span attribute (or its process's resource attribute) equals value
   key~text        ... contains text;  key!=value, key!~text: the same span differs
@@ -29,7 +29,7 @@ one span must satisfy every span term; quote values with spaces: name="POST /run
 // `service=policy_model dur>1s` finds rollouts with a slow model span rather
 // than rollouts with some model span and some slow span. A term prefixed
 // with '-' holds when no span of the rollout matches it. The zero Filter
-// (and ParseFilter("")) matches every rollout.
+// (and Parse("")) matches every rollout.
 //
 // A Filter is immutable and safe for concurrent use.
 type Filter struct {
@@ -101,20 +101,20 @@ var kindValues = map[string]model.Kind{
 
 var statusValues = map[string]model.StatusCode{"error": model.StatusError, "ok": model.StatusOK, "unset": model.StatusUnset}
 
-// FilterError is a filter that does not parse: which term, where, and why.
-type FilterError struct {
+// Error is a filter that does not parse: which term, where, and why.
+type Error struct {
 	Term   string // the term as typed
 	Column int    // 1-based column of the term in the filter text
 	Reason string
 }
 
-func (e *FilterError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("filter term %q (column %d): %s", e.Term, e.Column, e.Reason)
 }
 
-// ParseFilter parses a filter (syntax: FilterHelp). The error is a
-// *FilterError naming the first bad term.
-func ParseFilter(s string) (*Filter, error) {
+// Parse parses a filter (syntax: Help). The error is a
+// *Error naming the first bad term.
+func Parse(s string) (*Filter, error) {
 	f := &Filter{text: strings.TrimSpace(s)}
 	toks, err := splitTerms(s)
 	if err != nil {
@@ -128,7 +128,7 @@ func ParseFilter(s string) (*Filter, error) {
 		}
 		t, reason := parseTerm(raw, tk)
 		if reason != "" {
-			return nil, &FilterError{Term: tk.orig, Column: tk.col, Reason: reason}
+			return nil, &Error{Term: tk.orig, Column: tk.col, Reason: reason}
 		}
 		if neg {
 			f.neg = append(f.neg, t)
@@ -139,10 +139,10 @@ func ParseFilter(s string) (*Filter, error) {
 	return f, nil
 }
 
-// MustParseFilter is ParseFilter for filters known to be valid (tests,
+// MustParse is Parse for filters known to be valid (tests,
 // constants); it panics on an error.
-func MustParseFilter(s string) *Filter {
-	f, err := ParseFilter(s)
+func MustParse(s string) *Filter {
+	f, err := Parse(s)
 	if err != nil {
 		panic(err)
 	}
@@ -198,7 +198,7 @@ func splitTerms(s string) ([]token, error) {
 		}
 	}
 	if in {
-		return nil, &FilterError{Term: s[start:], Column: start + 1, Reason: "unclosed quote"}
+		return nil, &Error{Term: s[start:], Column: start + 1, Reason: "unclosed quote"}
 	}
 	flush(len(s))
 	return out, nil

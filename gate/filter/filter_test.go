@@ -61,9 +61,9 @@ func TestFilterOperators(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := ParseFilter(tt.filter)
+			f, err := Parse(tt.filter)
 			if err != nil {
-				t.Fatalf("ParseFilter(%q): %v", tt.filter, err)
+				t.Fatalf("Parse(%q): %v", tt.filter, err)
 			}
 			var got []string
 			for _, r := range f.Rollouts(snap) {
@@ -91,14 +91,14 @@ func TestFilterErrors(t *testing.T) {
 		{`name="POST /run`, `filter term "name=\"POST /run" (column 1): unclosed quote`},
 	}
 	for _, tt := range tests {
-		_, err := ParseFilter(tt.filter)
-		var fe *FilterError
+		_, err := Parse(tt.filter)
+		var fe *Error
 		if !errors.As(err, &fe) {
-			t.Errorf("ParseFilter(%q) = %v, want a *FilterError", tt.filter, err)
+			t.Errorf("Parse(%q) = %v, want a *Error", tt.filter, err)
 			continue
 		}
 		if err.Error() != tt.want {
-			t.Errorf("ParseFilter(%q):\n got %s\nwant %s", tt.filter, err, tt.want)
+			t.Errorf("Parse(%q):\n got %s\nwant %s", tt.filter, err, tt.want)
 		}
 	}
 }
@@ -115,14 +115,14 @@ func TestFilterSplit(t *testing.T) {
 	if want := []string{"a", "name=x y", `q"z`, "-b"}; !slices.Equal(got, want) {
 		t.Errorf("splitTerms = %q, want %q", got, want)
 	}
-	if f := MustParseFilter(` "a=b" `); f.pos[0].field != fieldWord || f.pos[0].key != "a=b" {
+	if f := MustParse(` "a=b" `); f.pos[0].field != fieldWord || f.pos[0].key != "a=b" {
 		t.Errorf("a quoted operator is part of a bare word, got %+v", f.pos[0])
 	}
-	if s := MustParseFilter("  x  ").String(); s != "x" {
+	if s := MustParse("  x  ").String(); s != "x" {
 		t.Errorf("String() = %q", s)
 	}
-	if !strings.Contains(FilterHelp, "dur>100ms") {
-		t.Error("FilterHelp lacks the duration example")
+	if !strings.Contains(Help, "dur>100ms") {
+		t.Error("Help lacks the duration example")
 	}
 }
 
@@ -149,9 +149,9 @@ func TestHitSpan(t *testing.T) {
 		{"status=error model", ""},
 	}
 	for _, tt := range tests {
-		f, err := ParseFilter(tt.filter)
+		f, err := Parse(tt.filter)
 		if err != nil {
-			t.Fatalf("ParseFilter(%q): %v", tt.filter, err)
+			t.Fatalf("Parse(%q): %v", tt.filter, err)
 		}
 		var got []string
 		for _, fr := range b.Fragments {

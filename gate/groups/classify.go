@@ -63,7 +63,7 @@ func (r Rule) String() string {
 
 // defaultRules are the classification rules every Gym variant shares, in
 // match order: the instrumentation's structural spans. The gym.* names of
-// each variant come from its file (gate/variants) and are tried before
+// each variant come from its file (gate/groups/variants) and are tried before
 // these, so that a future gym.* SERVER span would still land in its
 // semantic group.
 func defaultRules() []Rule {

@@ -11,12 +11,21 @@ import (
 // GymVersionAttr is the resource attribute Gym reports its version in.
 const GymVersionAttr = "nemo.gym.version"
 
+// Resource attributes of every Gym process: its server name, and its type
+// (the driver's is its role: orchestrator, supervisor).
+const (
+	gymServerNameAttr = "nemo.gym.server.name"
+	gymServerTypeAttr = "nemo.gym.server.type"
+)
+
 // DetectVariant tells from a capture which Gym variant emitted it, first
-// hit wins: the resource nemo.gym.version, then the suffix of a process's
-// service.name (the driver's), then span and metric names only one variant
-// emits. Among variants sharing a version or a driver name (G1 and G1c) the
-// names decide, else the oldest of them. When nothing tells it returns the
-// newest variant and says so. source says what decided, for the user.
+// hit wins: the resource nemo.gym.version; then the driver, by the suffix
+// of its service.name or its nemo.gym.server.type; then the resource keys
+// of a Gym process (G3's lens adds nv.dl.*, G1's has dl.* alone); then
+// span and metric names only one variant emits. Among variants sharing a
+// sign (G1 and G1c) the names decide, else the oldest of them. When
+// nothing tells it returns the newest variant and says so. source names
+// the evidence that decided, for the user.
 func DetectVariant(snap *model.Snapshot) (v *Variant, source string) {
 	vs := Variants()
 	if snap == nil {
@@ -46,18 +55,13 @@ func DetectVariant(snap *model.Snapshot) (v *Variant, source string) {
 		}
 	}
 	for _, res := range resources {
-		name := in.Str(res.Service)
-		var cands []*Variant
-		suffix := ""
-		for _, v := range vs {
-			for _, s := range v.DriverSuffixes {
-				if strings.HasSuffix(name, s) {
-					cands, suffix = append(cands, v), s
-				}
-			}
+		if cands, why := driverSigns(vs, in, res); len(cands) > 0 {
+			return refine(cands, seen, why)
 		}
-		if len(cands) > 0 {
-			return refine(cands, seen, fmt.Sprintf("service.name %s (driver ends %s)", name, suffix))
+	}
+	for _, res := range resources {
+		if cands, why := resourceKeySigns(vs, in, res); len(cands) > 0 {
+			return refine(cands, seen, why)
 		}
 	}
 	for i := len(vs) - 1; i >= 0; i-- {
@@ -70,6 +74,81 @@ func DetectVariant(snap *model.Snapshot) (v *Variant, source string) {
 		why = fmt.Sprintf("%s %s is no known variant's and nothing else tells", GymVersionAttr, strings.Join(unknownVersions, ", "))
 	}
 	return Newest(), "newest: " + why
+}
+
+// driverSigns returns the variants whose driver res is, by the suffix of
+// its service.name or else by its nemo.gym.server.type, and the evidence.
+func driverSigns(vs []*Variant, in *model.Interner, res model.Resource) ([]*Variant, string) {
+	name := in.Str(res.Service)
+	for _, byType := range []bool{false, true} {
+		var cands []*Variant
+		why := ""
+		for _, v := range vs {
+			if !byType {
+				for _, s := range v.DriverSuffixes {
+					if strings.HasSuffix(name, s) {
+						cands, why = append(cands, v), fmt.Sprintf("service.name %s (driver ends %s)", name, s)
+						break
+					}
+				}
+				continue
+			}
+			if val, ok := res.Attrs.Get(in, gymServerTypeAttr); ok && contains(v.DriverTypes, val.String()) {
+				cands, why = append(cands, v), fmt.Sprintf("resource %s=%s (%s)", gymServerTypeAttr, val.String(), name)
+			}
+		}
+		if len(cands) > 0 {
+			return cands, why
+		}
+	}
+	return nil, ""
+}
+
+// resourceKeySigns returns the variants whose resource keys a Gym
+// process's resource res shows (every key present, every !key absent),
+// and the evidence. A process that is not Gym's (NeMo-RL's, whose lens
+// reports dl.* alone whatever Gym runs) tells nothing.
+func resourceKeySigns(vs []*Variant, in *model.Interner, res model.Resource) ([]*Variant, string) {
+	if _, gym := res.Attrs.Get(in, gymServerNameAttr); !gym {
+		return nil, ""
+	}
+	var cands []*Variant
+	why := ""
+	for _, v := range vs {
+		if len(v.ResourceKeys) == 0 {
+			continue
+		}
+		var has, lacks []string
+		holds := true
+		for _, k := range v.ResourceKeys {
+			key, absent := strings.CutPrefix(k, "!")
+			_, ok := res.Attrs.Get(in, key)
+			if ok == absent {
+				holds = false
+				break
+			}
+			if absent {
+				lacks = append(lacks, key)
+			} else {
+				has = append(has, key)
+			}
+		}
+		if !holds {
+			continue
+		}
+		if why == "" {
+			var parts []string
+			if len(has) > 0 {
+				parts = append(parts, strings.Join(has, ", "))
+			}
+			if len(lacks) > 0 {
+				parts = append(parts, "without "+strings.Join(lacks, ", "))
+			}
+			why = fmt.Sprintf("resource %s (%s)", strings.Join(parts, " "), in.Str(res.Service))
+		}
+		cands = append(cands, v)
+	}
+	return cands, why
 }
 
 // refine picks among variants that share a version or driver name: the

@@ -22,6 +22,8 @@ import (
 //	detect:                      # how a capture tells (see DetectVariant)
 //	  gym_versions: ["0.7.0"]    # resource nemo.gym.version
 //	  driver_suffixes: ["/supervisor"] # the driver's service.name ends so
+//	  driver_types: ["supervisor"] # the driver's nemo.gym.server.type
+//	  resource_keys: ["nv.dl.rank"] # a Gym process's resource has these keys, and lacks those written !key
 //	  names: ["gym.startup*"]    # span or metric names only it emits
 //	unknown_names: drop          # drop (warn, apply the rest) | disable (telemetry off)
 //	all:
@@ -46,6 +48,11 @@ type Variant struct {
 	GymVersions []string
 	// DriverSuffixes end the driver process's service.name.
 	DriverSuffixes []string
+	// DriverTypes are the driver process's nemo.gym.server.type values.
+	DriverTypes []string
+	// ResourceKeys are resource keys one Gym process's resource has, and,
+	// written "!key", keys it lacks: all of them must hold.
+	ResourceKeys []string
 	// Names are span or metric name patterns ("gym.startup*") only it emits.
 	Names []string
 	// File is the embedded file it was read from.
@@ -197,9 +204,19 @@ func LoadVariant(filename string, src []byte) (*Variant, error) {
 			}
 			v.Order = n
 		case "detect":
-			f := fields(val, bad, "gym_versions", "driver_suffixes", "names")
+			f := fields(val, bad, "gym_versions", "driver_suffixes", "driver_types", "resource_keys", "names")
 			if f == nil {
 				continue
+			}
+			for _, n := range f.list("driver_types", bad) {
+				v.DriverTypes = append(v.DriverTypes, n.Value)
+			}
+			for _, n := range f.list("resource_keys", bad) {
+				if strings.TrimPrefix(n.Value, "!") == "" {
+					bad(n, "resource key %q: want a key, or !key for one the resource lacks", n.Value)
+					continue
+				}
+				v.ResourceKeys = append(v.ResourceKeys, n.Value)
 			}
 			for _, n := range f.list("gym_versions", bad) {
 				v.GymVersions = append(v.GymVersions, n.Value)

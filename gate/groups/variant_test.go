@@ -259,6 +259,8 @@ func TestLoadVariantErrors(t *testing.T) {
 		{"bad all", "variant: G9\norder: 9\nunknown_names: drop\nall: {membership: some, description: d}\n",
 			`v.yaml:4:19: all.membership "some": want open (every registered group) or fixed (this file's groups)`},
 		{"unknown key", "variant: G9\norder: 9\ncolour: red\n", `v.yaml:3:1: unknown key "colour"`},
+		{"empty resource key", "variant: G9\norder: 9\ndetect: {resource_keys: [dl.rank, \"!\"]}\n",
+			`v.yaml:3:35: resource key "!": want a key, or !key for one the resource lacks`},
 		{"no default", "variant: G9\norder: 9\nunknown_names: drop\nall: {membership: open, description: d}\ngroups:\n  - {name: job, description: d, spans: gym.job}\n",
 			"v.yaml:1:1: no default preset"},
 		{"group problem", "variant: G9\norder: 9\nunknown_names: drop\nall: {membership: open, description: d}\ngroups:\n  - {name: job, spans: gym.job}\n",

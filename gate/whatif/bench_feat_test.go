@@ -16,7 +16,7 @@ func BenchmarkFeatures(b *testing.B) {
 	b.Logf("capture: %d spans in %d rollouts, built in %v", snap.Stats.Stored, len(snap.Rollouts), time.Since(start))
 	per := mustParse(b, "per_rollout")
 	b.Run("filter", func(b *testing.B) {
-		f := filter.MustParseFilter("service=model dur>0s name~responses -status=error")
+		f := filter.MustParse("service=model dur>0s name~responses -status=error")
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			if n := len(f.Rollouts(snap)); n != 1000 {

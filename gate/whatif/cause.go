@@ -118,6 +118,15 @@ func (c Cause) Short(args ...string) string {
 	return t.finding + " (" + strings.Join(hints, " ") + ")"
 }
 
+// Finding is the cause's first words, what the capture shows.
+func (c Cause) Finding(args ...string) string {
+	if c == CauseUnattributed {
+		return "no CLIENT span calls it"
+	}
+	t, _ := c.words(args)
+	return t.finding
+}
+
 // words fills the cause's finding and hints with args, in order.
 func (c Cause) words(args []string) (causeText, []string) {
 	var t causeText
