@@ -54,8 +54,34 @@ func TestSortCycles(t *testing.T) {
 		}
 	}
 	m = keys(t, m, "s", "S") // start time, reversed: the latest first
-	if got := ids(m.rollouts.rows)[:2]; !slices.Equal(got, []string{"r0005", "r0004"}) || !strings.Contains(m.View(), "sort start time ↑") {
+	if got := ids(m.rollouts.rows)[:2]; !slices.Equal(got, []string{"r0005", "r0004"}) || !strings.Contains(m.View(), "sort: latest start") {
 		t.Errorf("reversed start-time sort: first rows = %v", got)
+	}
+	m = keys(t, m, "s", "s", "s", "s") // id, still reversed: ids descend, and the title says so
+	if got := ids(m.rollouts.rows)[:2]; !slices.Equal(got, []string{"r0005", "r0004"}) || !strings.Contains(m.View(), "sort: id z→a") {
+		t.Errorf("reversed id sort: first rows = %v\n%s", got, m.View())
+	}
+}
+
+// A new sort order starts from the top: the cursor, far down the old
+// order, does not pull the view to where its rollout went.
+func TestSortStartsAtTop(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 40, false)
+	m := newTestModel(t, b, 80, 24, "default")
+	m = keys(t, m, "G") // the last rollout, the list scrolled to it
+	if m.rollouts.offset == 0 {
+		t.Fatalf("the list did not scroll to the bottom")
+	}
+	for _, k := range []string{"s", "S"} {
+		m = keys(t, m, k)
+		if m.rollouts.cursor != 0 || m.rollouts.offset != 0 {
+			t.Errorf("after %s: cursor %d, offset %d; want the top", k, m.rollouts.cursor, m.rollouts.offset)
+		}
+		if sel := m.rollouts.Selected(); sel == nil || sel != m.rollouts.rows[0] || m.trace.Rollout() != sel {
+			t.Errorf("after %s: the first row is not the one shown", k)
+		}
+		m = keys(t, m, "G")
 	}
 }
 

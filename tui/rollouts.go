@@ -32,6 +32,30 @@ const (
 	numSortModes
 )
 
+// order says which rows come first under the mode, as the title shows it:
+// the direction in words, since an arrow reads either way.
+func (s sortMode) order(reverse bool) string {
+	pick := func(a, b string) string {
+		if reverse {
+			return b
+		}
+		return a
+	}
+	switch s {
+	case sortStart:
+		return pick("earliest start", "latest start")
+	case sortDuration:
+		return pick("longest first", "shortest first")
+	case sortSpans:
+		return pick("most spans", "fewest spans")
+	case sortErrors:
+		return pick("most errors", "fewest errors")
+	case sortID:
+		return pick("id a→z", "id z→a")
+	}
+	return pick("oldest first", "newest first")
+}
+
 // String names the sort order as the panel title shows it.
 func (s sortMode) String() string {
 	switch s {
@@ -181,15 +205,18 @@ func (l *rolloutList) StartFilter() tea.Cmd {
 	return cmd
 }
 
-// CycleSort moves to the next sort order.
+// CycleSort moves to the next sort order, from the top of the list: what
+// a new order puts first is what the user sorted for.
 func (l *rolloutList) CycleSort() {
 	l.sort = (l.sort + 1) % numSortModes
+	l.selected, l.offset = "", 0
 	l.rebuild()
 }
 
-// Reverse flips the sort order.
+// Reverse flips the sort order, from the top of the list.
 func (l *rolloutList) Reverse() {
 	l.reverse = !l.reverse
+	l.selected, l.offset = "", 0
 	l.rebuild()
 }
 
@@ -431,36 +458,35 @@ func (l *rolloutList) render() {
 	if l.snap != nil {
 		total = len(l.snap.Rollouts)
 	}
-	title := fmt.Sprintf("Rollouts %d", total)
+	head := fmt.Sprintf("Rollouts %d", total)
 	if l.filter != "" {
-		title = fmt.Sprintf("Rollouts %d/%d", len(l.rows), total)
+		head = fmt.Sprintf("Rollouts %d/%d", len(l.rows), total)
 	}
-	title += " · sort " + l.sort.String()
-	if l.reverse {
-		title += " ↑"
-	}
+	// Parts in the order shown, each with its rank: on a narrow panel the
+	// highest ranks give way first, whole, rather than the line being cut.
+	parts := []titlePart{{"sort: " + l.sort.order(l.reverse), 1}}
 	if l.inFlight > 0 {
-		title += " · " + fmtCount(int64(l.inFlight)) + " in flight"
+		parts = append(parts, titlePart{fmtCount(int64(l.inFlight)) + " in flight", 2})
 	}
 	if n := l.awaiting; n > 0 {
+		text := countNoun(n, "span") + " await parents"
 		if n == 1 {
-			title += " · 1 span awaits its parent"
-		} else {
-			title += " · " + fmtCount(int64(n)) + " spans await parents"
+			text = "1 span awaits its parent"
 		}
+		parts = append(parts, titlePart{text, 3})
 	}
 	if st := l.structure; st != nil {
 		if st.RunSpans > 0 {
-			title += " · run-level " + fmtCount(int64(st.RunSpans))
+			parts = append(parts, titlePart{"run-level " + fmtCount(int64(st.RunSpans)), 5})
 		}
 		if n := len(st.Unattributed); n > 0 && l.awaiting == 0 {
-			title += fmt.Sprintf(" · %d unattributed", n)
+			parts = append(parts, titlePart{fmt.Sprintf("%d unattributed", n), 4})
 		}
 	}
 	if l.filter != "" && !l.filtering {
-		title += " · /" + l.filter
+		parts = append(parts, titlePart{"/" + l.filter, 0})
 	}
-	lines := []string{l.st.Panel.Title.Render(clip(title, l.width))}
+	lines := []string{l.st.Panel.Title.Render(fitTitle(l.width, head, parts))}
 
 	shared, sharedN, longest := "", 0, 0 // the leading text every rollout id shares
 	for _, r := range l.rows {
