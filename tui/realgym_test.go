@@ -462,3 +462,69 @@ func TestNoColorNamesTheProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestRealGymWorthAsCLI: the cost and worth view reads as preview's table
+// does for the same capture and spec, figure for figure, rounded alike.
+func TestRealGymWorthAsCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := cli(t)
+	for _, tc := range []struct{ capture, spec string }{
+		{"s41-obs0-iso/all", "default"},
+		{"s41-obs0-iso/spec-server+rollout+verify", "server,rollout,verify"},
+	} {
+		t.Run(tc.capture, func(t *testing.T) {
+			m := realModel(t, tc.capture, 200, 50, tc.spec)
+			m = keys(t, m, "w")
+			tuiRows := map[string][]string{}
+			for _, l := range m.worth.lines {
+				f := strings.Fields(ansi.Strip(l))
+				if len(f) >= 9 && f[0] != "group" && (f[1] == "on" || f[1] == "off") {
+					// group on spans/r bytes/r cpu ms/s wall p50 p99 [err] [joins…]
+					row := []string{f[1], f[2], f[3], f[4], f[6], f[7], f[8]}
+					rest := f[9:]
+					errs := "0"
+					if len(rest) > 0 && rest[0] != "keeps" {
+						errs, rest = rest[0], rest[1:]
+					}
+					joins := strings.Join(rest, " ")
+					if joins == "" {
+						joins = "-"
+					}
+					tuiRows[f[0]] = append(row, errs, joins)
+				}
+			}
+			args := append([]string{"preview", "--spec", tc.spec, "--current", tc.spec}, realFiles(t, tc.capture)...)
+			out, err := exec.Command(bin, args...).Output()
+			if err != nil {
+				t.Fatalf("preview: %v", err)
+			}
+			_, table, ok := strings.Cut(string(out), "cost and worth per group")
+			if !ok {
+				t.Fatalf("no cost and worth table:\n%s", out)
+			}
+			n := 0
+			for _, l := range strings.Split(table, "\n")[2:] {
+				f := strings.Fields(l)
+				if len(f) < 10 {
+					break
+				}
+				// group preview spans/r bytes/r cpu wall p50 p99 errors joins…
+				want := append([]string{f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]}, strings.Join(f[9:], " "))
+				got, ok := tuiRows[f[0]]
+				if !ok {
+					t.Errorf("group %s: in preview's table, not in the TUI's", f[0])
+					continue
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("group %s: TUI %q, preview %q", f[0], got, want)
+				}
+				n++
+			}
+			if n < 3 || n != len(tuiRows) {
+				t.Errorf("%d groups compared, the TUI lists %d:\n%s", n, len(tuiRows), table)
+			}
+		})
+	}
+}
