@@ -391,7 +391,9 @@ func (g *groupsPanel) compareLines(w int) []string {
 		both("p50/p99/max", func(r *whatif.Report) string {
 			return fmt.Sprintf("%d / %d / %d", r.Result.P50, r.Result.P99, r.Result.Max)
 		}),
-		both("traces", func(r *whatif.Report) string { return fmtCount(int64(r.Result.Traces)) }),
+		// The traces each spec would send, which a break or job off makes
+		// more than the trace ids captured (the header's).
+		both("traces sent", func(r *whatif.Report) string { return fmtCount(int64(r.Result.Traces)) }),
 		both("largest trace", func(r *whatif.Report) string { return fmtCount(int64(r.Result.LargestTrace)) + " spans" }),
 		both("bytes", func(r *whatif.Report) string { return fmtBytes(r.Result.Bytes) }),
 		both("rate", func(r *whatif.Report) string {
@@ -520,13 +522,13 @@ func (g *groupsPanel) summary(w int) summary {
 	n := projections[g.proj]
 	cs, cb := cur.Project(n)
 	ps, pb := prev.Project(n)
-	text := fmt.Sprintf("spans %s→%s · traces %s→%s · %s→%s · ×%s %s→%s",
+	text := fmt.Sprintf("spans %s→%s · traces sent %s→%s · %s→%s · ×%s %s→%s",
 		fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
 		fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)),
 		fmtBytes(cur.Result.Bytes), fmtBytes(prev.Result.Bytes),
 		fmtCount(int64(n)), fmtCount(int64(cs))+" "+fmtBytes(cb), fmtCount(int64(ps))+" "+fmtBytes(pb))
 	if ansi.StringWidth(text) > w {
-		text = fmt.Sprintf("spans %s→%s · traces %s→%s · %s→%s · ×%s %s→%s",
+		text = fmt.Sprintf("spans %s→%s · traces sent %s→%s · %s→%s · ×%s %s→%s",
 			fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
 			fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)),
 			fmtBytes(cur.Result.Bytes), fmtBytes(prev.Result.Bytes),

@@ -801,6 +801,8 @@ func (m *Model) helpLines() []string {
 		{"›", "cursor"},
 		{glyphMarked, "rollout marked for comparison (m)"},
 		{"name*", "group changed from the current spec"},
+		{"trace ids", "header: distinct trace ids captured"},
+		{"traces", "span groups: traces each spec would send"},
 	} {
 		lines = append(lines, "  "+fit(g[0], keyW)+" "+g[1])
 	}
@@ -957,7 +959,7 @@ func (m *Model) renderHeader() {
 		parts = append(parts,
 			"spans "+fmtCount(int64(st.Stored)),
 			rolls,
-			"trace ids "+fmtCount(int64(st.Traces)))
+			"captured trace ids "+fmtCount(int64(st.Traces)))
 		if st.Refused > 0 {
 			parts = append(parts, m.st.App.Error.Render("refused "+fmtCount(st.Refused)))
 		}

@@ -928,3 +928,24 @@ func TestFilterErrorWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoTraceCounts: the header's count is of trace ids captured, the span
+// groups' of traces each spec would send; both say which, and the help
+// says how they differ.
+func TestTwoTraceCounts(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, true) // one trace for the run, under gym.job
+	m := newTestModel(t, b, 120, 40, "default")
+	m = keys(t, m, "shift+tab", " ") // job off: a trace per rollout
+	v := ansi.Strip(m.View())
+	if !strings.Contains(v, "captured trace ids 1 ") || !regexp.MustCompile(`traces sent\s+1\s+6\s`).MatchString(v) {
+		t.Errorf("the two counts are not told apart:\n%s", v)
+	}
+	m = keys(t, m, "?")
+	v = ansi.Strip(m.View())
+	for _, want := range []string{"header: distinct trace ids captured", "span groups: traces each spec would send"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
