@@ -810,11 +810,7 @@ func (g *groupsPanel) render() {
 		g.out = ""
 		return
 	}
-	title := "Span groups · preview " + g.reg.Spec(g.preview)
-	if g.preview != g.current {
-		title += " (changed; y copies)"
-	}
-	head := []string{g.st.Panel.Title.Render(clip(title, g.width))}
+	head := []string{""} // the title, once what is hidden is known
 	var foot []string
 	if g.inputting {
 		foot = append(foot, clip(g.input.View(), g.width))
@@ -878,6 +874,16 @@ func (g *groupsPanel) render() {
 	} else if g.follow && c >= g.offset+body && body > 0 {
 		g.offset = c - body + 1
 	}
+	// The title says the spec, whether it changed, and which lines show
+	// when not all fit, as the other panels do.
+	parts := []titlePart{{"preview " + g.reg.Spec(g.preview), 0}}
+	if g.preview != g.current {
+		parts = append(parts, titlePart{"changed, y copies", 2})
+	}
+	if n := len(lines); n > body && body > 0 {
+		parts = append(parts, titlePart{fmt.Sprintf("%d–%d of %d", g.offset+1, min(g.offset+body, n), n), 1})
+	}
+	head[0] = g.st.Panel.Title.Render(fitTitle(g.width, "Span groups", parts))
 	if g.offset < len(lines) {
 		lines = lines[g.offset:]
 	}

@@ -949,3 +949,20 @@ func TestTwoTraceCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupsSayWhatIsHidden: the span groups panel, like the others, says
+// which of its lines show when not all fit, and the cue follows scrolling.
+func TestGroupsSayWhatIsHidden(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 4, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	cue := regexp.MustCompile(`Span groups · preview default · (\d+)–(\d+) of (\d+)`)
+	got := cue.FindStringSubmatch(m.groups.view())
+	if got == nil || got[1] != "1" {
+		t.Fatalf("no 1–N of M cue:\n%s", m.groups.view())
+	}
+	m = keys(t, m, "shift+tab", "pgdown")
+	if after := cue.FindStringSubmatch(m.groups.view()); after == nil || after[1] == "1" || after[3] != got[3] {
+		t.Errorf("after pgdn the cue reads %v, before %v", after, got)
+	}
+}
