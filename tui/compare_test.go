@@ -129,7 +129,7 @@ func TestWorthView(t *testing.T) {
 		t.Fatal("w does not open the cost and worth view, or its rows never came")
 	}
 	text := ansi.Strip(strings.Join(m.worth.lines, "\n"))
-	for _, want := range []string{"CPU at 1ms per enabled span; judged against default", "server", "http_client", "keeps 6/0", "model_call", "budget 10spans/rollout: misses by"} {
+	for _, want := range []string{"CPU at 1ms per enabled span; judged against default", "server", "http_client", "keeps (6 vs 0)", "model_call", "budget 10spans/rollout: misses by"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("cost and worth view lacks %q:\n%s", want, text)
 		}
@@ -139,8 +139,8 @@ func TestWorthView(t *testing.T) {
 		t.Errorf("cost and worth view has no CPU per second column:\n%s", text)
 	}
 	for _, g := range m.worth.rows {
-		if m.reg.Name(g.Group) == "server" && !regexp.MustCompile(`(?m)^ server\s+on\s+\S+\s+\S+ \S+\s+\S+\s+`+regexp.QuoteMeta(fmt.Sprintf("%.2f", g.CPUMSPerSecond))+`\s`).MatchString(text) {
-			t.Errorf("server's CPU per second %.2f is not shown:\n%s", g.CPUMSPerSecond, text)
+		if m.reg.Name(g.Group) == "server" && !regexp.MustCompile(`(?m)^ server\s+on\s+\S+\s+\S+\s+\S+\s+`+regexp.QuoteMeta(fmt.Sprintf("%.3f", g.CPUMSPerSecond))+`\s`).MatchString(text) {
+			t.Errorf("server's CPU per second %.3f is not shown:\n%s", g.CPUMSPerSecond, text)
 		}
 	}
 	// A new previewed spec is judged anew.

@@ -391,7 +391,9 @@ func (g *groupsPanel) compareLines(w int) []string {
 		both("p50/p99/max", func(r *whatif.Report) string {
 			return fmt.Sprintf("%d / %d / %d", r.Result.P50, r.Result.P99, r.Result.Max)
 		}),
-		both("traces", func(r *whatif.Report) string { return fmtCount(int64(r.Result.Traces)) }),
+		// The traces each spec would send, which a break or job off makes
+		// more than the trace ids captured (the header's).
+		both("traces sent", func(r *whatif.Report) string { return fmtCount(int64(r.Result.Traces)) }),
 		both("largest trace", func(r *whatif.Report) string { return fmtCount(int64(r.Result.LargestTrace)) + " spans" }),
 		both("bytes", func(r *whatif.Report) string { return fmtBytes(r.Result.Bytes) }),
 		both("rate", func(r *whatif.Report) string {
@@ -520,13 +522,13 @@ func (g *groupsPanel) summary(w int) summary {
 	n := projections[g.proj]
 	cs, cb := cur.Project(n)
 	ps, pb := prev.Project(n)
-	text := fmt.Sprintf("spans %s→%s · traces %s→%s · %s→%s · ×%s %s→%s",
+	text := fmt.Sprintf("spans %s→%s · traces sent %s→%s · %s→%s · ×%s %s→%s",
 		fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
 		fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)),
 		fmtBytes(cur.Result.Bytes), fmtBytes(prev.Result.Bytes),
 		fmtCount(int64(n)), fmtCount(int64(cs))+" "+fmtBytes(cb), fmtCount(int64(ps))+" "+fmtBytes(pb))
 	if ansi.StringWidth(text) > w {
-		text = fmt.Sprintf("spans %s→%s · traces %s→%s · %s→%s · ×%s %s→%s",
+		text = fmt.Sprintf("spans %s→%s · traces sent %s→%s · %s→%s · ×%s %s→%s",
 			fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
 			fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)),
 			fmtBytes(cur.Result.Bytes), fmtBytes(prev.Result.Bytes),
@@ -712,6 +714,9 @@ func (g *groupsPanel) joinText(r *whatif.Report) string {
 		return fmt.Sprintf("✓ %d/%d +%d pending", joined, n, pending)
 	case split > 0:
 		return fmt.Sprintf("✗ %d/%d split", split, n)
+	case n == 0:
+		// Nothing to judge is no verdict: not a green ✓.
+		return "no rollouts yet"
 	}
 	return fmt.Sprintf("✓ intact %d/%d", joined, n)
 }
@@ -739,8 +744,10 @@ func (g *groupsPanel) joinRows(row func(label, a, b string) string, colW int) []
 			return []string{"…"}
 		}
 		st := g.st.Join.Joined
-		if _, split, _ := g.joinCounts(r); split > 0 {
+		if joined, split, pending := g.joinCounts(r); split > 0 {
 			st = g.st.Join.Split
+		} else if joined+pending == 0 {
+			st = g.st.List.Dim
 		}
 		return styled(wrap(g.joinText(r), colW), st)
 	}
@@ -803,11 +810,7 @@ func (g *groupsPanel) render() {
 		g.out = ""
 		return
 	}
-	title := "Span groups · preview " + g.reg.Spec(g.preview)
-	if g.preview != g.current {
-		title += " (changed; y copies)"
-	}
-	head := []string{g.st.Panel.Title.Render(clip(title, g.width))}
+	head := []string{""} // the title, once what is hidden is known
 	var foot []string
 	if g.inputting {
 		foot = append(foot, clip(g.input.View(), g.width))
@@ -871,6 +874,16 @@ func (g *groupsPanel) render() {
 	} else if g.follow && c >= g.offset+body && body > 0 {
 		g.offset = c - body + 1
 	}
+	// The title says the spec, whether it changed, and which lines show
+	// when not all fit, as the other panels do.
+	parts := []titlePart{{"preview " + g.reg.Spec(g.preview), 0}}
+	if g.preview != g.current {
+		parts = append(parts, titlePart{"changed, y copies", 2})
+	}
+	if n := len(lines); n > body && body > 0 {
+		parts = append(parts, titlePart{fmt.Sprintf("%d–%d of %d", g.offset+1, min(g.offset+body, n), n), 1})
+	}
+	head[0] = g.st.Panel.Title.Render(fitTitle(g.width, "Span groups", parts))
 	if g.offset < len(lines) {
 		lines = lines[g.offset:]
 	}

@@ -108,9 +108,7 @@ type Model struct {
 	haveCur   bool
 	simming   bool
 
-	rateAccepted int64
-	rateAt       time.Time
-	rate         float64
+	rate rateMeter // live spans/s
 
 	status    string
 	statusErr bool
@@ -154,7 +152,7 @@ func New(o Options) Model {
 		reg:      o.Registry,
 		eng:      whatif.NewEngine(o.Registry),
 		sim:      whatif.NewEngine(o.Registry),
-		rollouts: newRolloutList(st, keys),
+		rollouts: newRolloutListFor(st, keys, o.Live, o.Addrs),
 		trace:    newTraceView(st, keys, o.Registry),
 		groups:   &groupsSlot{groupsPanel: newGroupsPanel(st, keys, o.Registry, o.Current, o.CurrentSpec)},
 		detail:   newDetailView(st, keys),
@@ -170,6 +168,10 @@ func New(o Options) Model {
 	m.groups.budget, m.groups.rate = o.Budget, o.RolloutRate
 	m.frameW, m.frameH = st.Panel.Box.GetFrameSize()
 	m.trace.SetPreview(false, o.Current)
+	if o.Live {
+		// What arrives before the first snapshot counts from now.
+		m.rate.add(o.Now(), 0)
+	}
 	m.renderHeader()
 	return m
 }
@@ -475,12 +477,7 @@ func (m Model) setSnapshot(s *model.Snapshot) (tea.Model, tea.Cmd) {
 	if s == nil || (m.snap != nil && s.Seq < m.snap.Seq) {
 		return m, pauseRefresh(m.refresh)
 	}
-	if m.rateAt.IsZero() {
-		m.rateAccepted, m.rateAt = s.Stats.Accepted, s.Taken
-	} else if dt := s.Taken.Sub(m.rateAt); dt >= time.Second {
-		m.rate = float64(s.Stats.Accepted-m.rateAccepted) / dt.Seconds()
-		m.rateAccepted, m.rateAt = s.Stats.Accepted, s.Taken
-	}
+	m.rate.add(s.Taken, s.Stats.Accepted)
 	if m.opts.Redetect != nil {
 		if o, settled := m.opts.Redetect(s); settled {
 			m.opts.Redetect = nil
@@ -495,22 +492,14 @@ func (m Model) setSnapshot(s *model.Snapshot) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(m.requestAnalysis(), pauseRefresh(m.refresh))
 }
 
-// rateWindow is how long without a new snapshot before the live rate is
-// recomputed from what has not arrived: it falls to 0 once data stops.
-const rateWindow = 2 * time.Second
-
-// decayRate recomputes the live rate on the clock tick when no snapshot has
-// moved it for rateWindow.
+// decayRate samples the accepted count on the clock tick, so the live
+// rate falls once spans stop coming.
 func (m *Model) decayRate() {
-	if m.snap == nil || m.rateAt.IsZero() {
+	if m.snap == nil {
 		return
 	}
-	now := m.opts.Now()
-	if dt := now.Sub(m.rateAt); dt >= rateWindow {
-		m.rate = float64(m.snap.Stats.Accepted-m.rateAccepted) / dt.Seconds()
-		m.rateAccepted, m.rateAt = m.snap.Stats.Accepted, now
-		m.renderHeader()
-	}
+	m.rate.add(m.opts.Now(), m.snap.Stats.Accepted)
+	m.renderHeader()
 }
 
 // requestAnalysis starts a preview and check unless one is running, in which
@@ -654,6 +643,11 @@ func (m *Model) layout() {
 			y += h
 		}
 	}
+	// An empty live list too narrow for its how-to hands it to the waterfall.
+	m.trace.hint = nil
+	if hint := emptyLive(m.opts.Addrs); m.opts.Live && len(hint) > 1 && hintWidth(hint)+2 > m.rects[slotRollouts].w-m.frameW {
+		m.trace.hint = hint
+	}
 	for _, p := range m.panels {
 		r := m.rects[p.slot()]
 		p.setSize(r.w-m.frameW, r.h-m.frameH)
@@ -789,7 +783,8 @@ func (m *Model) helpLines() []string {
 	lines = append(lines, m.st.Panel.Title.Render("legend"))
 	if m.snap != nil {
 		for _, sv := range m.services() {
-			lines = append(lines, "  "+fit(m.st.Service(uint32(sv.id)).Render("███"), keyW)+" "+sv.name)
+			bar := strings.Repeat(string(m.st.Fill(uint32(sv.id))), 3)
+			lines = append(lines, "  "+fit(m.st.Service(uint32(sv.id)).Render(bar), keyW)+" "+sv.name)
 		}
 	}
 	for _, g := range [][2]string{
@@ -806,6 +801,8 @@ func (m *Model) helpLines() []string {
 		{"›", "cursor"},
 		{glyphMarked, "rollout marked for comparison (m)"},
 		{"name*", "group changed from the current spec"},
+		{"trace ids", "header: distinct trace ids captured"},
+		{"traces", "span groups: traces each spec would send"},
 	} {
 		lines = append(lines, "  "+fit(g[0], keyW)+" "+g[1])
 	}
@@ -915,21 +912,32 @@ func (m *Model) renderHeader() {
 	}
 	mode := "file"
 	if m.opts.Live {
-		mode = "live " + fmtRate(m.rate) + " spans/s"
+		mode = "live " + fmtRate(m.rate.rate()) + " spans/s"
 	}
 	// The spec in force and the variant are what the figures mean: the
-	// source gives way first, then the variant's reason, never those two.
+	// files' directory gives way first, then the variant's reason (cut at
+	// the end), then the file names; never the spec or the variant's name.
 	tail := " · " + mode + " · current " + m.opts.CurrentSpec
-	variant := m.opts.Variant
-	if variant != "" {
-		names, _, _ := strings.Cut(src, " (in ")
-		if 9+ansi.StringWidth(names)+ansi.StringWidth(tail)+3+ansi.StringWidth(variant) > m.width {
-			variant, _, _ = strings.Cut(variant, " (")
+	room := m.width - 9 - ansi.StringWidth(tail)
+	name, _, _ := strings.Cut(m.opts.Variant, " (")
+	if name != "" {
+		room -= 3 + ansi.StringWidth(name)
+	}
+	if ansi.StringWidth(src) > room {
+		src, _, _ = strings.Cut(src, " (in ")
+	}
+	src = clip(src, max(room, 12))
+	if name != "" {
+		variant := m.opts.Variant
+		if left := m.width - 9 - ansi.StringWidth(src) - ansi.StringWidth(tail) - 3; ansi.StringWidth(variant) > left {
+			variant = name // no room for a useful part of the reason
+			if left >= ansi.StringWidth(name)+12 {
+				variant = clip(m.opts.Variant, left)
+			}
 		}
 		tail += " · " + variant
 	}
-	srcW := max(m.width-9-ansi.StringWidth(tail), 12)
-	l1 := m.st.App.Title.Render("gymtrace") + " " + m.st.App.Header.Render(clip(src, srcW)) + m.st.App.Dim.Render(tail)
+	l1 := clip(m.st.App.Title.Render("gymtrace")+" "+m.st.App.Header.Render(src)+m.st.App.Dim.Render(tail), m.width)
 	var parts []string
 	if s := m.snap; s != nil {
 		st := s.Stats
@@ -953,7 +961,7 @@ func (m *Model) renderHeader() {
 		parts = append(parts,
 			"spans "+fmtCount(int64(st.Stored)),
 			rolls,
-			"trace ids "+fmtCount(int64(st.Traces)))
+			"captured trace ids "+fmtCount(int64(st.Traces)))
 		if st.Refused > 0 {
 			parts = append(parts, m.st.App.Error.Render("refused "+fmtCount(st.Refused)))
 		}

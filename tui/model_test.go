@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -53,8 +54,34 @@ func TestSortCycles(t *testing.T) {
 		}
 	}
 	m = keys(t, m, "s", "S") // start time, reversed: the latest first
-	if got := ids(m.rollouts.rows)[:2]; !slices.Equal(got, []string{"r0005", "r0004"}) || !strings.Contains(m.View(), "sort start time ↑") {
+	if got := ids(m.rollouts.rows)[:2]; !slices.Equal(got, []string{"r0005", "r0004"}) || !strings.Contains(m.View(), "sort: latest start") {
 		t.Errorf("reversed start-time sort: first rows = %v", got)
+	}
+	m = keys(t, m, "s", "s", "s", "s") // id, still reversed: ids descend, and the title says so
+	if got := ids(m.rollouts.rows)[:2]; !slices.Equal(got, []string{"r0005", "r0004"}) || !strings.Contains(m.View(), "sort: id z→a") {
+		t.Errorf("reversed id sort: first rows = %v\n%s", got, m.View())
+	}
+}
+
+// A new sort order starts from the top: the cursor, far down the old
+// order, does not pull the view to where its rollout went.
+func TestSortStartsAtTop(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 40, false)
+	m := newTestModel(t, b, 80, 24, "default")
+	m = keys(t, m, "G") // the last rollout, the list scrolled to it
+	if m.rollouts.offset == 0 {
+		t.Fatalf("the list did not scroll to the bottom")
+	}
+	for _, k := range []string{"s", "S"} {
+		m = keys(t, m, k)
+		if m.rollouts.cursor != 0 || m.rollouts.offset != 0 {
+			t.Errorf("after %s: cursor %d, offset %d; want the top", k, m.rollouts.cursor, m.rollouts.offset)
+		}
+		if sel := m.rollouts.Selected(); sel == nil || sel != m.rollouts.rows[0] || m.trace.Rollout() != sel {
+			t.Errorf("after %s: the first row is not the one shown", k)
+		}
+		m = keys(t, m, "G")
 	}
 }
 
@@ -698,22 +725,54 @@ func TestFmtDur(t *testing.T) {
 	}
 }
 
-// The live rate falls to 0 once spans stop arriving: the clock recomputes it
-// when no snapshot has for a while.
-func TestLiveRateDecays(t *testing.T) {
-	b := newBuilder(t)
-	b.capture(t, 2, false)
-	m := newTestModel(t, b, 120, 40, "default")
-	m.opts.Live = true
-	m.rate = 50
-	m.renderHeader()
-	if !strings.Contains(m.header, "live 50 spans/s") {
-		t.Fatalf("header: %s", m.header)
+// The live rate moves with each batch and falls to 0 once spans stop: an
+// exporter sends a batch every five seconds, and no frame after a batch
+// arrived reads 0 spans/s; once none comes for the window, it does.
+func TestLiveRate(t *testing.T) {
+	start := t0
+	now := start
+	st := model.NewStore(model.Options{Now: func() time.Time { return now }})
+	t.Cleanup(st.Close)
+	b := &builder{st: st, l: model.NewLocal(st.Interner()), res: map[string]model.ResourceID{}}
+	reg := testRegistry()
+	cur, _ := reg.Parse("default")
+	m := New(Options{Source: st, Registry: reg, Current: cur, Live: true, Title: "gymtrace serve",
+		SnippetPath: filepath.Join(t.TempDir(), SnippetFile), Now: func() time.Time { return now }})
+	m = send(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	shown := func() string {
+		return regexp.MustCompile(`live (\S+) spans/s`).FindStringSubmatch(m.header)[1]
 	}
-	next, _ := m.Update(clockMsg{})
-	m = next.(Model)
-	if m.rate != 0 || !strings.Contains(m.header, "live 0 spans/s") {
-		t.Errorf("rate %v after data stopped; header: %s", m.rate, m.header)
+	// Batches of 900 at 0.5 s, 5.5 s, 10.5 s; clock ticks every second.
+	for tick := 0; tick <= 20; tick++ {
+		now = start.Add(time.Duration(tick) * time.Second)
+		if tick%5 == 0 && tick <= 10 {
+			now = now.Add(500 * time.Millisecond)
+			spans := make([]model.Span, 900)
+			for i := range spans {
+				spans[i] = model.Span{TraceID: traceID(tick*1000 + i), SpanID: b.id(), Name: b.str("GET /health"),
+					Resource: b.resource("policy_model"), Kind: model.KindServer, Start: now.UnixNano(), End: now.UnixNano() + 1000}
+			}
+			if err := st.Add(model.Batch{Spans: spans}); err != nil {
+				t.Fatal(err)
+			}
+			st.Sync()
+			// The header follows the batch's analysis, with the list.
+			m = send(t, m, snapshotMsg{snap: st.Snapshot()})
+			if got := shown(); got == "0" {
+				t.Errorf("at %s, the frame after 900 spans arrived reads live 0 spans/s", now.Sub(start))
+			}
+			now = now.Add(-500 * time.Millisecond)
+		}
+		next, _ := m.Update(clockMsg{})
+		m = next.(Model)
+		if tick > 5 && tick <= 10 {
+			if got := shown(); got != "180" {
+				t.Errorf("at %ds, with a batch of 900 every 5 s, live %s spans/s, want 180", tick, got)
+			}
+		}
+	}
+	if got := shown(); got != "0" {
+		t.Errorf("10 s after the last batch, live %s spans/s, want 0", got)
 	}
 }
 
@@ -845,5 +904,65 @@ func TestHeaderKeepsSpecAndVariant(t *testing.T) {
 		if w == 200 && !strings.Contains(l1, "resources.log.gz (in /home/") {
 			t.Errorf("200 columns: header %q lacks every file and their directory", l1)
 		}
+	}
+}
+
+// TestFilterErrorWhole types a filter term with a bad value: the narrow
+// list shows the error whole, ending with the values it takes, as the CLI
+// prints them.
+func TestFilterErrorWhole(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 50}} {
+		b := newBuilder(t)
+		b.capture(t, 3, false)
+		m := newTestModel(t, b, sz[0], sz[1], "default")
+		m = keys(t, m, "/")
+		m = typeText(t, m, "kind=foo")
+		view := m.rollouts.view()
+		flat := strings.Join(strings.Fields(ansi.Strip(view)), " ")
+		const want = `filter "kind=foo": unknown kind "foo" (want server, client, internal, producer, consumer or unspecified)`
+		if !strings.Contains(flat, want) {
+			t.Errorf("%dx%d: the list lacks %q:\n%s", sz[0], sz[1], want, view)
+		}
+		if got := len(strings.Split(view, "\n")); got != m.rollouts.height {
+			t.Errorf("%dx%d: list is %d lines, want %d", sz[0], sz[1], got, m.rollouts.height)
+		}
+	}
+}
+
+// TestTwoTraceCounts: the header's count is of trace ids captured, the span
+// groups' of traces each spec would send; both say which, and the help
+// says how they differ.
+func TestTwoTraceCounts(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, true) // one trace for the run, under gym.job
+	m := newTestModel(t, b, 120, 40, "default")
+	m = keys(t, m, "shift+tab", " ") // job off: a trace per rollout
+	v := ansi.Strip(m.View())
+	if !strings.Contains(v, "captured trace ids 1 ") || !regexp.MustCompile(`traces sent\s+1\s+6\s`).MatchString(v) {
+		t.Errorf("the two counts are not told apart:\n%s", v)
+	}
+	m = keys(t, m, "?")
+	v = ansi.Strip(m.View())
+	for _, want := range []string{"header: distinct trace ids captured", "span groups: traces each spec would send"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+// TestGroupsSayWhatIsHidden: the span groups panel, like the others, says
+// which of its lines show when not all fit, and the cue follows scrolling.
+func TestGroupsSayWhatIsHidden(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 4, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	cue := regexp.MustCompile(`Span groups · preview default · (\d+)–(\d+) of (\d+)`)
+	got := cue.FindStringSubmatch(m.groups.view())
+	if got == nil || got[1] != "1" {
+		t.Fatalf("no 1–N of M cue:\n%s", m.groups.view())
+	}
+	m = keys(t, m, "shift+tab", "pgdown")
+	if after := cue.FindStringSubmatch(m.groups.view()); after == nil || after[1] == "1" || after[3] != got[3] {
+		t.Errorf("after pgdn the cue reads %v, before %v", after, got)
 	}
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/json"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -13,7 +14,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/internal/golden"
@@ -418,6 +421,113 @@ func TestRealGymScreens(t *testing.T) {
 				}
 			}
 			golden.Check(t, []byte(got))
+		})
+	}
+}
+
+// TestNoColorNamesTheProcess: without colour, nothing but the service
+// column says which process a span is in, so the focused waterfall keeps
+// it however long the names, and each process's bars and legend are drawn
+// with a fill of their own; with colour the column may give way to names.
+func TestNoColorNamesTheProcess(t *testing.T) {
+	for _, color := range []bool{false, true} {
+		m := realModel(t, "s41-obs0-iso/broken-model", 120, 40, "default")
+		if color {
+			r := lipgloss.NewRenderer(io.Discard)
+			r.SetColorProfile(termenv.TrueColor)
+			m.opts.Renderer = r
+			m = New(m.opts)
+			m.refresh = time.Nanosecond
+			m = send(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+			m = run(t, m, m.Init())
+		}
+		m = keys(t, m, "tab")
+		head := ansi.Strip(strings.Split(m.trace.view(), "\n")[1])
+		if hasSvc := strings.Contains(head, "service"); hasSvc == color {
+			t.Errorf("colour %v: the focused waterfall's columns %q (service column shown: %v)", color, head, hasSvc)
+		}
+		if color {
+			continue
+		}
+		m = keys(t, m, "?")
+		legend := map[string]bool{}
+		for _, f := range regexp.MustCompile(`(?:^|\s)([█▒░▚▞▌]{3}) +[a-z]`).FindAllStringSubmatch(ansi.Strip(m.View()), -1) {
+			if r := []rune(f[1]); r[0] != r[1] || r[1] != r[2] {
+				continue
+			}
+			if legend[f[1]] {
+				t.Errorf("two processes share the fill %q in the legend", f[1])
+			}
+			legend[f[1]] = true
+		}
+		if len(legend) < 3 {
+			t.Errorf("the legend tells %d processes apart by fill", len(legend))
+		}
+	}
+}
+
+// TestRealGymWorthAsCLI: the cost and worth view reads as preview's table
+// does for the same capture and spec, figure for figure, rounded alike.
+func TestRealGymWorthAsCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := cli(t)
+	for _, tc := range []struct{ capture, spec string }{
+		{"s41-obs0-iso/all", "default"},
+		{"s41-obs0-iso/spec-server+rollout+verify", "server,rollout,verify"},
+	} {
+		t.Run(tc.capture, func(t *testing.T) {
+			m := realModel(t, tc.capture, 200, 50, tc.spec)
+			m = keys(t, m, "w")
+			tuiRows := map[string][]string{}
+			for _, l := range m.worth.lines {
+				f := strings.Fields(ansi.Strip(l))
+				if len(f) >= 9 && f[0] != "group" && (f[1] == "on" || f[1] == "off") {
+					// group on spans/r bytes/r cpu ms/s wall p50 p99 [err] [joins…]
+					row := []string{f[1], f[2], f[3], f[4], f[6], f[7], f[8]}
+					rest := f[9:]
+					errs := "0"
+					if len(rest) > 0 && rest[0] != "keeps" {
+						errs, rest = rest[0], rest[1:]
+					}
+					joins := strings.Join(rest, " ")
+					if joins == "" {
+						joins = "-"
+					}
+					tuiRows[f[0]] = append(row, errs, joins)
+				}
+			}
+			args := append([]string{"preview", "--spec", tc.spec, "--current", tc.spec}, realFiles(t, tc.capture)...)
+			out, err := exec.Command(bin, args...).Output()
+			if err != nil {
+				t.Fatalf("preview: %v", err)
+			}
+			_, table, ok := strings.Cut(string(out), "cost and worth per group")
+			if !ok {
+				t.Fatalf("no cost and worth table:\n%s", out)
+			}
+			n := 0
+			for _, l := range strings.Split(table, "\n")[2:] {
+				f := strings.Fields(l)
+				if len(f) < 10 {
+					break
+				}
+				// group preview spans/r bytes/r cpu wall p50 p99 errors joins…
+				want := append([]string{f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]}, strings.Join(f[9:], " "))
+				got, ok := tuiRows[f[0]]
+				if !ok {
+					t.Errorf("group %s: in preview's table, not in the TUI's", f[0])
+					continue
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("group %s: TUI %q, preview %q", f[0], got, want)
+				}
+				n++
+			}
+			if n < 3 || n != len(tuiRows) {
+				t.Errorf("%d groups compared, the TUI lists %d:\n%s", n, len(tuiRows), table)
+			}
 		})
 	}
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -30,6 +31,30 @@ const (
 	sortID
 	numSortModes
 )
+
+// order says which rows come first under the mode, as the title shows it:
+// the direction in words, since an arrow reads either way.
+func (s sortMode) order(reverse bool) string {
+	pick := func(a, b string) string {
+		if reverse {
+			return b
+		}
+		return a
+	}
+	switch s {
+	case sortStart:
+		return pick("earliest start", "latest start")
+	case sortDuration:
+		return pick("longest first", "shortest first")
+	case sortSpans:
+		return pick("most spans", "fewest spans")
+	case sortErrors:
+		return pick("most errors", "fewest errors")
+	case sortID:
+		return pick("id a→z", "id z→a")
+	}
+	return pick("oldest first", "newest first")
+}
 
 // String names the sort order as the panel title shows it.
 func (s sortMode) String() string {
@@ -91,17 +116,27 @@ type rolloutList struct {
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
 
+	// live and addrs shape the empty state: where to send spans.
+	live  bool
+	addrs []string
+
 	out string
 }
 
 func newRolloutList(st *Styles, keys *KeyMap) *rolloutList {
+	return newRolloutListFor(st, keys, false, nil)
+}
+
+// newRolloutListFor is a list of a live capture (spans may still come)
+// received on addrs ("grpc 127.0.0.1:4317"), which its empty state names.
+func newRolloutListFor(st *Styles, keys *KeyMap, live bool, addrs []string) *rolloutList {
 	in := textinput.New()
 	// A static cursor: no blink ticks while typing.
 	in.Cursor.SetMode(cursor.CursorStatic)
 	in.Prompt = "/"
 	in.PromptStyle = st.Input.Prompt
 	in.Placeholder = "id, trace/span id, service, error, name; key=value status=error dur>100ms (? for help)"
-	return &rolloutList{st: st, keys: keys, info: map[string]*rowInfo{}, input: in, idW: 8, spansW: 5}
+	return &rolloutList{st: st, keys: keys, info: map[string]*rowInfo{}, input: in, idW: 8, spansW: 5, live: live, addrs: addrs}
 }
 
 func (l *rolloutList) slot() slot      { return slotRollouts }
@@ -170,15 +205,18 @@ func (l *rolloutList) StartFilter() tea.Cmd {
 	return cmd
 }
 
-// CycleSort moves to the next sort order.
+// CycleSort moves to the next sort order, from the top of the list: what
+// a new order puts first is what the user sorted for.
 func (l *rolloutList) CycleSort() {
 	l.sort = (l.sort + 1) % numSortModes
+	l.selected, l.offset = "", 0
 	l.rebuild()
 }
 
-// Reverse flips the sort order.
+// Reverse flips the sort order, from the top of the list.
 func (l *rolloutList) Reverse() {
 	l.reverse = !l.reverse
+	l.selected, l.offset = "", 0
 	l.rebuild()
 }
 
@@ -420,36 +458,35 @@ func (l *rolloutList) render() {
 	if l.snap != nil {
 		total = len(l.snap.Rollouts)
 	}
-	title := fmt.Sprintf("Rollouts %d", total)
+	head := fmt.Sprintf("Rollouts %d", total)
 	if l.filter != "" {
-		title = fmt.Sprintf("Rollouts %d/%d", len(l.rows), total)
+		head = fmt.Sprintf("Rollouts %d/%d", len(l.rows), total)
 	}
-	title += " · sort " + l.sort.String()
-	if l.reverse {
-		title += " ↑"
-	}
+	// Parts in the order shown, each with its rank: on a narrow panel the
+	// highest ranks give way first, whole, rather than the line being cut.
+	parts := []titlePart{{"sort: " + l.sort.order(l.reverse), 1}}
 	if l.inFlight > 0 {
-		title += " · " + fmtCount(int64(l.inFlight)) + " in flight"
+		parts = append(parts, titlePart{fmtCount(int64(l.inFlight)) + " in flight", 2})
 	}
 	if n := l.awaiting; n > 0 {
+		text := countNoun(n, "span") + " await parents"
 		if n == 1 {
-			title += " · 1 span awaits its parent"
-		} else {
-			title += " · " + fmtCount(int64(n)) + " spans await parents"
+			text = "1 span awaits its parent"
 		}
+		parts = append(parts, titlePart{text, 3})
 	}
 	if st := l.structure; st != nil {
 		if st.RunSpans > 0 {
-			title += " · run-level " + fmtCount(int64(st.RunSpans))
+			parts = append(parts, titlePart{"run-level " + fmtCount(int64(st.RunSpans)), 5})
 		}
 		if n := len(st.Unattributed); n > 0 && l.awaiting == 0 {
-			title += fmt.Sprintf(" · %d unattributed", n)
+			parts = append(parts, titlePart{fmt.Sprintf("%d unattributed", n), 4})
 		}
 	}
 	if l.filter != "" && !l.filtering {
-		title += " · /" + l.filter
+		parts = append(parts, titlePart{"/" + l.filter, 0})
 	}
-	lines := []string{l.st.Panel.Title.Render(clip(title, l.width))}
+	lines := []string{l.st.Panel.Title.Render(fitTitle(l.width, head, parts))}
 
 	shared, sharedN, longest := "", 0, 0 // the leading text every rollout id shares
 	for _, r := range l.rows {
@@ -507,20 +544,93 @@ func (l *rolloutList) render() {
 		lines = append(lines, line)
 	}
 	if len(l.rows) == 0 {
-		msg := "waiting for spans…"
-		if l.filter != "" {
-			msg = "no rollout matches " + fmt.Sprintf("%q", l.filter)
+		var msg []string
+		switch {
+		case l.filter != "":
+			msg = []string{"no rollout matches " + fmt.Sprintf("%q", l.filter)}
+		case l.live && l.snap != nil && l.snap.Stats.Stored > 0:
+			msg = []string{"no NeMo Gym rollout yet in " + countNoun(int(l.snap.Stats.Stored), "span")}
+		case l.live:
+			msg = emptyLive(l.addrs)
+			if hintWidth(msg)+2 > l.width {
+				// Too narrow to copy from: the waterfall beside says it.
+				msg = msg[:1]
+			}
+		case l.snap != nil:
+			msg = []string{"no NeMo Gym rollout in the capture"}
+		default:
+			msg = []string{"loading…"}
 		}
-		lines = append(lines, l.st.List.Dim.Render(clip("  "+msg, l.width)))
+		for _, m := range msg {
+			lines = append(lines, l.st.List.Dim.Render(clip("  "+m, l.width)))
+		}
 	}
 	if l.filtering {
 		lines = padLinesSlice(lines, l.height-1)
 		if l.filterErr != "" {
-			lines[len(lines)-1] = l.st.Tree.Error.Render(clip("  filter "+l.filterErr, l.width))
+			// Whole, as the CLI prints it: the valid values end the text.
+			el := wrap("filter "+l.filterErr, l.width-2)
+			if n := len(lines) - 2; len(el) > n {
+				el = el[len(el)-max(n, 1):] // the end names what is accepted
+			}
+			for i, e := range el {
+				lines[len(lines)-len(el)+i] = l.st.Tree.Error.Render("  " + e)
+			}
 		}
 		lines = append(lines, clip(l.input.View(), l.width))
 	}
 	l.out = padLines(lines, l.height)
+}
+
+// emptyLive is a live list's empty state: where spans are received and
+// how to point NeMo Gym's exporters at it, lines to copy whole.
+func emptyLive(addrs []string) []string {
+	var grpc, http string
+	for _, a := range addrs {
+		kind, addr, _ := strings.Cut(a, " ")
+		switch kind {
+		case "grpc":
+			grpc = loopback(addr)
+		case "http":
+			http = loopback(addr)
+		}
+	}
+	out := []string{"waiting for spans on " + strings.Join(addrs, " · ")}
+	if grpc == "" && http == "" {
+		return out
+	}
+	out = append(out, "point NeMo Gym at it (telemetry enabled, span_groups all):", "  export NEMO_GYM_OTEL_EXPORTER=otlp")
+	if grpc != "" {
+		out = append(out, "  export OTEL_EXPORTER_OTLP_ENDPOINT=http://"+grpc)
+		if _, port, err := net.SplitHostPort(http); err == nil {
+			out = append(out, "or OTLP/HTTP: OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf, port "+port)
+		}
+	} else {
+		out = append(out, "  export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "  export OTEL_EXPORTER_OTLP_ENDPOINT=http://"+http)
+	}
+	return out
+}
+
+// hintWidth is the widest line of lines.
+func hintWidth(lines []string) int {
+	w := 0
+	for _, l := range lines {
+		w = max(w, ansi.StringWidth(l))
+	}
+	return w
+}
+
+// loopback is addr with an unspecified host (all interfaces) written as
+// the loopback address, which a process on this machine can dial.
+func loopback(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // padLinesSlice is padLines that keeps the slice form.

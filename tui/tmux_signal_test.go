@@ -17,7 +17,8 @@ import (
 func TestTmuxHangupEnds(t *testing.T) {
 	bin := tmuxBinary(t)
 	for _, tc := range []struct{ name, args, ready string }{
-		{"demo", "demo --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --rollouts 0 --rate 20 --latency 1ms --batch-timeout 100ms", `Rollouts [1-9]`},
+		// A fleet that keeps sending: the live rate is never 0 while it does.
+		{"demo", "demo --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --rollouts 0 --rate 20 --latency 1ms --batch-timeout 100ms", `live [1-9][\d.k]* spans/s[\s\S]*Rollouts [1-9]`},
 		{"serve", "serve --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0", `gymtrace serve`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -100,7 +100,7 @@ func TestTmuxOpen(t *testing.T) {
 	// job off: the run's single trace becomes one trace per rollout.
 	s.keys("Tab", "Tab", "Space")
 	s.waitFor("job unchecked", regexp.MustCompile(`\[ \] job\*`))
-	s.waitFor("traces 1 → 6", regexp.MustCompile(`traces\s+1\s+6\s`))
+	s.waitFor("traces 1 → 6", regexp.MustCompile(`traces sent\s+1\s+6\s`))
 
 	// per_rollout, then http_client off: the join breaks, and why.
 	s.keys("2")
@@ -161,7 +161,7 @@ func TestTmuxDemo(t *testing.T) {
 	s.waitFor("the fleet's rollouts", regexp.MustCompile(`Rollouts 8 `))
 	// The run's gym.job span ends last; once it is in, the run is one
 	// trace beside the three servers' health probes.
-	s.waitFor("the whole run in one trace", regexp.MustCompile(`traces\s+4\s+4\s`))
+	s.waitFor("the whole run in one trace", regexp.MustCompile(`traces sent\s+4\s+4\s`))
 	// From the top: the run-level rows (listed after the rollouts) may
 	// still be arriving and take the cursor.
 	s.keys("g", "j", "j")
@@ -170,7 +170,7 @@ func TestTmuxDemo(t *testing.T) {
 	s.keys("Tab", "Tab", "Space")
 	s.waitFor("job unchecked", regexp.MustCompile(`\[ \] job\*`))
 	// A trace per rollout, the probes, and /aggregate_metrics.
-	s.waitFor("traces 4 → 12", regexp.MustCompile(`traces\s+4\s+12\s`))
+	s.waitFor("traces 4 → 12", regexp.MustCompile(`traces sent\s+4\s+12\s`))
 
 	s.keys("2")
 	s.waitFor("per_rollout previewed", regexp.MustCompile(`preview per_rollout\s`))

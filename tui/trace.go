@@ -55,15 +55,23 @@ type traceView struct {
 	dropped        int
 	needName       int // widest name cell of any row
 	cursor, offset int
+	moved          bool // the user moved the cursor in this rollout
 	search         spanSearch
 	// check is the last join check: a split rollout's hops head its rows.
 	check *whatif.CheckReport
+	// hint, with no rollout to show, is said instead: how to send spans,
+	// when the list beside is too narrow to say it.
+	hint  []string
 	marks pathMarks
 	out   string
 }
 
 // refresh picks up a new join check.
 func (t *traceView) refresh(e *env) {
+	if t.r == nil && e.snap != t.snap {
+		t.snap = e.snap // the empty state reads whether spans came
+		t.render()
+	}
 	if e.check != t.check {
 		t.check = e.check
 		t.rebuild()
@@ -142,7 +150,7 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 	same := t.r != nil && r != nil && t.r.ID == r.ID
 	if !same {
 		t.collapsed = map[model.SpanID]bool{}
-		t.cursor, t.offset = 0, 0
+		t.cursor, t.offset, t.moved = 0, 0, false
 		t.search.clear()
 	}
 	if same && t.r.Version == r.Version && t.snap != nil {
@@ -152,22 +160,37 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 	if r == nil || t.simKey.id != r.ID || t.simKey.version != r.Version {
 		t.simAll, t.simPrev = nil, nil
 	}
+	// The cursor's span, read while the rows still index the old version.
+	keep := t.cursorSpan()
 	t.snap, t.r = snap, r
 	if t.search.query != "" {
 		t.search.find(t)
 	}
 	t.syncPath()
-	t.rebuild()
-	if !same {
-		// Start on the first span, below any notes.
-		for j, row := range t.rows {
-			if row.isSpan() {
-				t.cursor = j
-				break
-			}
-		}
-		t.render()
+	t.rebuildKeeping(keep)
+}
+
+// cursorSpan is the id of the span under the cursor, zero when none.
+func (t *traceView) cursorSpan() model.SpanID {
+	if f, i, ok := t.SelectedSpan(); ok {
+		return f.Spans[i].SpanID
 	}
+	return model.SpanID{}
+}
+
+// startRow is where the cursor rests until the user moves it: the first
+// span, below the notes that explain a split, or the first note when the
+// notes fill the panel, so the explanation is read first.
+func (t *traceView) startRow() int {
+	for j, row := range t.rows {
+		if row.isSpan() {
+			if j >= t.listHeight() {
+				return 0
+			}
+			return j
+		}
+	}
+	return 0
 }
 
 // SetSim installs a simulation result if it is for the shown rollout.
@@ -287,6 +310,7 @@ func (t *traceView) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 	default:
 		return false, nil
 	}
+	t.moved = true
 	t.cursor = clamp(t.cursor, 0, len(t.rows)-1)
 	t.render()
 	return true, nil
@@ -301,6 +325,7 @@ func (t *traceView) step(refs []spanRef, d int) {
 	if len(refs) == 0 || t.r == nil {
 		return
 	}
+	t.moved = true
 	for _, ref := range refs {
 		t.expandTo(ref)
 	}
@@ -391,6 +416,7 @@ func (t *traceView) expandTo(ref spanRef) {
 
 // scroll moves the cursor by n rows (mouse wheel).
 func (t *traceView) scroll(n int) {
+	t.moved = true
 	t.cursor = clamp(t.cursor+n, 0, len(t.rows)-1)
 	t.render()
 }
@@ -401,7 +427,7 @@ func (t *traceView) click(y int) {
 	if y < 2 || i >= len(t.rows) {
 		return
 	}
-	t.cursor = i
+	t.cursor, t.moved = i, true
 	t.render()
 }
 
@@ -442,11 +468,10 @@ func (t *traceView) fragSim(fi int) *whatif.FragSim {
 }
 
 // rebuild flattens the rollout into rows, honouring collapse and preview.
-func (t *traceView) rebuild() {
-	var cur model.SpanID
-	if f, i, ok := t.SelectedSpan(); ok {
-		cur = f.Spans[i].SpanID
-	}
+func (t *traceView) rebuild() { t.rebuildKeeping(t.cursorSpan()) }
+
+// rebuildKeeping is rebuild with the cursor kept on span cur (once moved).
+func (t *traceView) rebuildKeeping(cur model.SpanID) {
 	t.rows = t.rows[:0]
 	t.dropped = 0
 	t.needName = 0
@@ -543,7 +568,13 @@ func (t *traceView) rebuild() {
 		}
 	}
 	t.cursor = clamp(t.cursor, 0, len(t.rows)-1)
-	if !cur.IsZero() {
+	switch {
+	case !t.moved:
+		// Live, a rollout grows and its fragments reorder under a cursor
+		// nobody has moved: it stays at the top, where the split's
+		// explanation is, rather than following a span down the list.
+		t.cursor, t.offset = t.startRow(), 0
+	case !cur.IsZero():
 		for j, row := range t.rows {
 			if row.isSpan() && t.r.Fragments[row.frag].Spans[row.idx].SpanID == cur {
 				t.cursor = j
@@ -623,7 +654,10 @@ const rowLead = 2
 // layoutColumns fits the columns into w cells. need is the widest name cell;
 // focused, the name gets it first and the group, then the service column
 // give way, and the bar shrinks to its minimum.
-func layoutColumns(w, need int, focused bool) columns {
+//
+// keepSvc keeps the service column whatever the names need: without colour
+// it alone tells which process a span is in.
+func layoutColumns(w, need int, focused, keepSvc bool) columns {
 	c := columns{dur: 7}
 	if w >= 50 {
 		c.svc = 12
@@ -644,7 +678,11 @@ func layoutColumns(w, need int, focused bool) columns {
 		return n
 	}
 	if focused {
-		for _, give := range []*int{&c.tag, &c.svc} {
+		gives := []*int{&c.tag, &c.svc}
+		if keepSvc {
+			gives = gives[:1]
+		}
+		for _, give := range gives {
 			if name() >= need {
 				break
 			}
@@ -737,7 +775,14 @@ func (t *traceView) render() {
 	}
 	var lines []string
 	if t.r == nil {
-		lines = append(lines, t.st.Panel.Title.Render("Trace"), t.st.List.Dim.Render(clip("  no rollout selected", t.width)))
+		lines = append(lines, t.st.Panel.Title.Render("Trace"))
+		msg := []string{"no rollout selected"}
+		if len(t.hint) > 0 && (t.snap == nil || t.snap.Stats.Stored == 0) {
+			msg = t.hint
+		}
+		for _, l := range msg {
+			lines = append(lines, t.st.List.Dim.Render(clip("  "+l, t.width)))
+		}
 		t.out = padLines(lines, t.height)
 		return
 	}
@@ -761,7 +806,7 @@ func (t *traceView) render() {
 		title = clip(title, max(t.width-ansi.StringWidth(found), 12)) + found
 	}
 	lines = append(lines, t.st.Panel.Title.Render(clip(title, t.width)))
-	c := layoutColumns(t.width, t.needName, t.focused)
+	c := layoutColumns(t.width, t.needName, t.focused, !t.st.Color)
 	ax := newAxis(r.End-r.Start, c.bar)
 	head := strings.Repeat(" ", rowLead) + fit("span", c.name) + " " + fitRight("time", c.dur)
 	if c.svc > 0 {
@@ -874,7 +919,7 @@ func (t *traceView) bar(sp *model.Span, width int, ax *axis, paint lipgloss.Styl
 		}
 	}
 	for i := a; i < b; i++ {
-		cells[i] = '█'
+		cells[i] = t.st.Fill(uint32(sp.Resource))
 	}
 	t.paintPath(sp, cells, a, b)
 	if sp.Extra != nil && t.r.End > t.r.Start {

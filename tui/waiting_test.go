@@ -39,7 +39,7 @@ func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
 		// Rows: the 2 rollouts, then (past the grace only) the fragment
 		// nobody owns, listed as such.
 		{"fresh: hidden and counted", 5 * time.Second, 2, "1 span awaits its parent"},
-		{"past grace: unattributed", 0, 3, "Rollouts 2 · sort first seen · 1 unattributed"},
+		{"past grace: unattributed", 0, 3, "Rollouts 2 · sort: oldest first · 1 unattributed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newRolloutList(st, keys)

@@ -96,26 +96,31 @@ var worthCols = []struct {
 	drop  int  // 0: never dropped; lower numbers go first
 	val   func(w *worthView, g whatif.GroupWorth) string
 }{
-	{"spans/r", 7, false, 0, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.1f", g.SpansPerRollout) }},
-	{"bytes/r", 8, false, 6, func(_ *worthView, g whatif.GroupWorth) string { return fmtBytes(int64(g.BytesPerRollout)) }},
-	{"cpu ms", 7, false, 5, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.2f", g.CPUMSPerRollout) }},
-	{"ms/s", 7, false, 3, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.2f", g.CPUMSPerSecond) }},
-	{"wall", 6, false, 4, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.0f%%", 100*g.WallShare) }},
-	{"p50", 8, false, 2, func(_ *worthView, g whatif.GroupWorth) string { return fmtDur(g.P50) }},
-	{"p99", 8, false, 1, func(_ *worthView, g whatif.GroupWorth) string { return fmtDur(g.P99) }},
+	// Rounded as preview's table rounds them, so both read the same.
+	{"spans/r", 7, false, 0, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.2f", g.SpansPerRollout) }},
+	{"bytes/r", 8, false, 6, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.0f", g.BytesPerRollout) }},
+	{"cpu ms", 7, false, 5, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.3f", g.CPUMSPerRollout) }},
+	{"ms/s", 7, false, 3, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.3f", g.CPUMSPerSecond) }},
+	{"wall", 6, false, 4, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.1f%%", 100*g.WallShare) }},
+	{"p50", 9, false, 2, func(_ *worthView, g whatif.GroupWorth) string { return worthDur(g.P50) }},
+	{"p99", 9, false, 1, func(_ *worthView, g whatif.GroupWorth) string { return worthDur(g.P99) }},
 	{"err", 5, false, 0, func(w *worthView, g whatif.GroupWorth) string {
 		if g.ErrorSpans > 0 {
 			return w.st.Tree.Error.Render(itoa(g.ErrorSpans))
 		}
 		return ""
 	}},
-	{"joins", 12, true, 0, func(_ *worthView, g whatif.GroupWorth) string {
+	{"joins", 15, true, 0, func(_ *worthView, g whatif.GroupWorth) string {
 		if g.KeepsJoins {
-			return fmt.Sprintf("keeps %d/%d", g.JoinedWith, g.JoinedWithout)
+			return fmt.Sprintf("keeps (%d vs %d)", g.JoinedWith, g.JoinedWithout)
 		}
 		return ""
 	}},
 }
+
+// worthDur is a group's span duration as preview's table writes it:
+// rounded to the microsecond.
+func worthDur(ns int64) string { return time.Duration(ns).Round(time.Microsecond).String() }
 
 func (w *worthView) layout() {
 	width := w.width
@@ -176,7 +181,7 @@ func (w *worthView) layout() {
 	lines = append(lines, "")
 	for _, note := range []string{
 		"spans/r, bytes/r, cpu ms: per rollout when on · ms/s: CPU ms per second at the capture's rate",
-		"wall: share of a rollout's time its spans cover · joins: rollouts joined with the group / without it",
+		"wall: share of a rollout's time its spans cover · joins: rollouts joined with the group vs without it",
 	} {
 		for _, l := range wrap(note, width-1) {
 			lines = append(lines, w.st.List.Dim.Render(" "+l))
