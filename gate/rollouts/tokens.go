@@ -214,22 +214,41 @@ func (k *TokenKeys) Rollout(r *model.Rollout) Tokens {
 	return t
 }
 
-// TokenSummary is the token usage of every rollout of snap that reports
-// any, by rollout id, and their total.
-func TokenSummary(snap *model.Snapshot) (per map[string]Tokens, total Tokens) {
+// TokenReport is the token usage of a structure: per rollout (only those
+// whose spans report any), their total, and what spans outside every
+// rollout report (run-level traffic, unattributed fragments: a backend
+// whose caller sent no traceparent starts traces of its own).
+type TokenReport struct {
+	PerRollout map[string]Tokens
+	Total      Tokens
+	Outside    Tokens
+}
+
+// Tokens sums the token usage of s's rollouts and of what lies outside them.
+func (s *Structure) Tokens() TokenReport {
 	var k TokenKeys
-	k.Resolve(snap.Interner())
+	k.Resolve(s.Snap.Interner())
+	var rep TokenReport
 	if !k.any {
-		return nil, Tokens{}
+		return rep
 	}
-	for _, r := range snap.Rollouts {
+	for _, r := range s.Snap.Rollouts {
 		if t := k.Rollout(r); t.Present() {
-			if per == nil {
-				per = map[string]Tokens{}
+			if rep.PerRollout == nil {
+				rep.PerRollout = map[string]Tokens{}
 			}
-			per[r.ID] = t
-			total.Add(t)
+			rep.PerRollout[r.ID] = t
+			rep.Total.Add(t)
 		}
 	}
-	return per, total
+	outside := func(f *model.Fragment) {
+		rep.Outside.Add(k.Rollout(&model.Rollout{Fragments: []*model.Fragment{f}, Spans: len(f.Spans)}))
+	}
+	for _, p := range s.Run {
+		outside(p.Frag)
+	}
+	for _, f := range s.Unattributed {
+		outside(f)
+	}
+	return rep
 }
