@@ -22,6 +22,11 @@ func TestLayout(t *testing.T) {
 		{"gate/rollouts", []string{"gate/filter", "gate/whatif", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
 		{"gate/filter", []string{"gate/whatif", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
 		{"gate/whatif", []string{"receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		// The analyses built on the what-if engine, and nothing above it.
+		{"gate/advise", []string{"receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		{"gate/contract", []string{"gate/advise", "gate/cohort", "gate/critpath", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		{"gate/cohort", []string{"gate/advise", "gate/contract", "gate/critpath", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		{"gate/critpath", []string{"gate/whatif", "gate/filter", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
 		{"receiver", []string{"gate", "tui", "gymsim"}},
 		{"tui", []string{"receiver", "gymsim", "google.golang.org/grpc"}},
 		// gymsim resolves span_groups itself: it emits what it checks against.

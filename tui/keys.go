@@ -46,6 +46,9 @@ type KeyMap struct {
 	ExportShaped key.Binding
 	Worth        key.Binding
 	Scope        key.Binding
+	Recommend    key.Binding
+	Cohort       key.Binding
+	Path         key.Binding
 
 	long map[string]string // help-screen descriptions, by key and short text
 }
@@ -102,6 +105,9 @@ func DefaultKeyMap() *KeyMap {
 	k.ExportShaped = b([]string{"X"}, "X", "export previewed", "export it as under the previewed spec")
 	k.Worth = b([]string{"w"}, "w", "cost/worth", "cost and worth per group")
 	k.Scope = b([]string{"a"}, "a", "scope", "scope: this rollout, the listed ones, all")
+	k.Recommend = b([]string{"r"}, "r", "recommend", "preview the spec recommended for --budget")
+	k.Cohort = b([]string{"C"}, "C", "cohort", "compare the filtered rollouts with the others")
+	k.Path = b([]string{"P"}, "P", "critical path", "critical path on the waterfall")
 	return k
 }
 
@@ -129,5 +135,5 @@ func (k *KeyMap) moves(b key.Binding) bool {
 func (k *KeyMap) Global() []key.Binding {
 	return []key.Binding{k.Quit, k.Back, k.Help, k.NextPanel, k.PrevPanel, k.Filter, k.Sort,
 		k.Default, k.PerRoll, k.All, k.Spec, k.Preview, k.Detail, k.Stats, k.More, k.Fewer, k.Copy,
-		k.Mark, k.Compare, k.Export, k.ExportShaped, k.Worth}
+		k.Mark, k.Compare, k.Export, k.ExportShaped, k.Worth, k.Recommend, k.Cohort, k.Path}
 }

@@ -79,6 +79,8 @@ type Model struct {
 	snap          *model.Snapshot
 	check         *whatif.CheckReport
 	ssnap         *model.Snapshot // snap as the last analysis structured it
+	tally         whatif.Tally    // the last analysis's rollouts, as every face counts them
+	haveTally     bool
 
 	rollouts *rolloutList
 	trace    *traceView
@@ -87,6 +89,7 @@ type Model struct {
 	stats    *statsView
 	compare  *compareView
 	worth    *worthView
+	cohort   *cohortView
 	worthEng *whatif.Engine // the worth view's; used by one command at a time
 	marked   string         // the rollout marked for comparison
 	// panels is every panel, base panels before their overlays: the one
@@ -158,11 +161,12 @@ func New(o Options) Model {
 		stats:    newStatsView(st, keys, o.Registry),
 		compare:  newCompareView(st, keys, o.Registry),
 		worth:    newWorthView(st, keys, o.Registry, o.SpanCost, o.Budget, o.RolloutRate),
+		cohort:   newCohortView(st, keys, o.Registry),
 		worthEng: whatif.NewEngine(o.Registry),
 		helpView: &hv,
 		refresh:  refreshEvery,
 	}
-	m.panels = []panel{m.rollouts, m.trace, m.detail, m.stats, m.compare, m.groups, m.worth}
+	m.panels = []panel{m.rollouts, m.trace, m.detail, m.stats, m.compare, m.cohort, m.groups, m.worth}
 	m.groups.budget, m.groups.rate = o.Budget, o.RolloutRate
 	m.frameW, m.frameH = st.Panel.Box.GetFrameSize()
 	m.trace.SetPreview(false, o.Current)
@@ -242,6 +246,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case worthMsg:
 		m.worth.set(msg)
 		return m, m.afterChange()
+	case cohortMsg:
+		m.cohort.set(msg)
+		return m, m.afterChange()
+	case recommendMsg:
+		return m.setRecommend(msg)
 	}
 	return m, nil
 }
@@ -353,6 +362,11 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(km, k.Mark):
 		m.toggleMark()
 		return m, m.afterChange()
+	case key.Matches(km, k.Recommend):
+		return m, m.startRecommend()
+	case key.Matches(km, k.Path):
+		m.trace.TogglePath()
+		return m, nil
 	case key.Matches(km, k.Export):
 		return m, m.startExport(false)
 	case key.Matches(km, k.ExportShaped):
@@ -416,7 +430,8 @@ func (m *Model) afterChange() tea.Cmd {
 	m.syncPanels()
 	m.fitGroups()
 	m.renderHeader()
-	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()))
+	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()),
+		m.cohort.request(m.reg, m.snap, m.rollouts.compiled))
 	return tea.Batch(cmds...)
 }
 
@@ -545,6 +560,7 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 	if a.check != nil && a.check.Structure != nil {
 		ss := a.check.Structure.Snap
 		m.ssnap = ss
+		m.tally, m.haveTally = a.check.Tally(m.opts.Now(), whatif.JobQuiet), true
 		// Refresh the shown rollout with its newest version, even if unchanged id.
 		sel := m.rollouts.Selected()
 		if sel != nil && m.trace.Rollout() != nil && sel.ID == m.trace.Rollout().ID && sel != m.trace.Rollout() {
@@ -784,6 +800,7 @@ func (m *Model) helpLines() []string {
 		{glyphTruncated, "truncated: force-closed at shutdown"},
 		{glyphFolded + " +N", "collapsed node and the spans it hides"},
 		{string(glyphEvent), "span event (an exception, say) on its bar"},
+		{string(glyphPath), "the span holds the critical path there (P)"},
 		{glyphMatch, "search hit"},
 		{"·", "time-axis tick"},
 		{"›", "cursor"},
@@ -922,8 +939,14 @@ func (m *Model) renderHeader() {
 			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("record failed: %s, %s spans not recorded", st.RecordError, fmtCount(st.NotRecorded))))
 		}
 		rolls := "rollouts …"
-		if m.ssnap != nil {
-			rolls = "rollouts " + fmtCount(int64(m.ssnap.Stats.Rollouts))
+		if m.haveTally {
+			rolls = "rollouts " + fmtCount(int64(m.tally.Rollouts))
+			if n := m.tally.InFlight; n > 0 {
+				rolls += " (" + fmtCount(int64(n)) + " in flight)"
+			}
+			if m.opts.Live && m.tally.Job == whatif.JobEnded {
+				rolls += " · run ended"
+			}
 		}
 		parts = append(parts,
 			"spans "+fmtCount(int64(st.Stored)),

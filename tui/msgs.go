@@ -21,9 +21,9 @@ const refreshEvery = 100 * time.Millisecond
 // clockEvery re-runs the join check while live, so rollouts leave "pending".
 const clockEvery = time.Second
 
-// liveGrace is how long a fresh rollout stays pending while spans may still
-// arrive: exporters batch for about five seconds.
-const liveGrace = 5 * time.Second
+// liveGrace is how long a fresh rollout stays pending: gate's, which the
+// headless status line uses too.
+const liveGrace = whatif.LiveGrace
 
 // snapshotMsg carries a newly published snapshot.
 type snapshotMsg struct{ snap *model.Snapshot }

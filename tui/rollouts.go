@@ -87,8 +87,7 @@ type rolloutList struct {
 	selected       string              // the cursor's rollout id, kept across refreshes
 	structure      *rollouts.Structure // the last check's: run-level traffic, unattributed
 	awaiting       int                 // spans of fragments still waiting for a parent
-	waiting        int                 // spans of hidden waitingOrphan rollouts
-	waitingN       int                 // how many rollouts are hidden as waitingOrphan
+	inFlight       int                 // rollouts whose root has not arrived
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
 
@@ -293,12 +292,10 @@ func (l *rolloutList) rebuild() {
 		l.compiled, l.filterErr = f, ""
 	}
 	rows := l.rows[:0]
-	l.waiting, l.waitingN = 0, 0
+	l.inFlight = 0
 	for _, r := range l.snap.Rollouts {
-		if l.waitingOrphan(r) {
-			l.waiting += r.Spans
-			l.waitingN++
-			continue
+		if c, ok := l.join[r.ID]; ok && c.InFlight {
+			l.inFlight++
 		}
 		if l.compiled.Empty() || l.matches(r) {
 			rows = append(rows, r)
@@ -351,26 +348,6 @@ func (l *rolloutList) rebuild() {
 // isApart reports whether a row id is one of gate's Apart rows.
 func isApart(id string) bool {
 	return strings.HasPrefix(id, rollouts.RunRowPrefix) || id == rollouts.UnattributedRow
-}
-
-// waitingOrphan reports a rollout that is nothing yet but spans exported
-// ahead of their still-open parents (an ASGI send span ends before its
-// SERVER span): no id, every fragment waiting, and still inside the grace
-// window. Listing each as a rollout would flood the list with one-span rows
-// that vanish a moment later; they are counted in the title instead.
-func (l *rolloutList) waitingOrphan(r *model.Rollout) bool {
-	if !r.Synthetic || !l.haveJoin {
-		return false
-	}
-	if c, ok := l.join[r.ID]; !ok || c.Status != whatif.JoinPending {
-		return false
-	}
-	for _, f := range r.Fragments {
-		if !f.Orphan() {
-			return false
-		}
-	}
-	return true
 }
 
 // matches applies the compiled filter to r, cached per rollout version.
@@ -426,6 +403,10 @@ func (l *rolloutList) joinCell(id string) string {
 	case whatif.Split:
 		return l.st.Join.Split.Render(glyphSplit + " split")
 	}
+	if c.InFlight {
+		// Its spans are here; the call that started it is not yet.
+		return l.st.Join.Pending.Render("… in flight")
+	}
 	return l.st.Join.Pending.Render("… pending")
 }
 
@@ -437,7 +418,7 @@ func (l *rolloutList) render() {
 	}
 	total := 0
 	if l.snap != nil {
-		total = len(l.snap.Rollouts) - l.waitingN
+		total = len(l.snap.Rollouts)
 	}
 	title := fmt.Sprintf("Rollouts %d", total)
 	if l.filter != "" {
@@ -447,7 +428,10 @@ func (l *rolloutList) render() {
 	if l.reverse {
 		title += " ↑"
 	}
-	if n := l.waiting + l.awaiting; n > 0 {
+	if l.inFlight > 0 {
+		title += " · " + fmtCount(int64(l.inFlight)) + " in flight"
+	}
+	if n := l.awaiting; n > 0 {
 		if n == 1 {
 			title += " · 1 span awaits its parent"
 		} else {

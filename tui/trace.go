@@ -58,6 +58,7 @@ type traceView struct {
 	search         spanSearch
 	// check is the last join check: a split rollout's hops head its rows.
 	check *whatif.CheckReport
+	marks pathMarks
 	out   string
 }
 
@@ -155,6 +156,7 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 	if t.search.query != "" {
 		t.search.find(t)
 	}
+	t.syncPath()
 	t.rebuild()
 	if !same {
 		// Start on the first span, below any notes.
@@ -741,7 +743,7 @@ func (t *traceView) render() {
 	}
 	r := t.r
 	title := fmt.Sprintf("Trace %s · %s · %s", r.ID, countNoun(r.Spans, "span"), countNoun(r.Traces, "trace"))
-	title += " · " + fmtDur(r.End-r.Start)
+	title += " · " + fmtDur(r.End-r.Start) + t.pathTitle()
 	if t.preview {
 		title = "Preview " + r.ID
 		switch {
@@ -874,6 +876,7 @@ func (t *traceView) bar(sp *model.Span, width int, ax *axis, paint lipgloss.Styl
 	for i := a; i < b; i++ {
 		cells[i] = '█'
 	}
+	t.paintPath(sp, cells, a, b)
 	if sp.Extra != nil && t.r.End > t.r.Start {
 		for _, ev := range sp.Extra.Events {
 			i := int((ev.Time - t.r.Start) * int64(width) / (t.r.End - t.r.Start))

@@ -83,7 +83,7 @@ func TestPendingNotCalledSplit(t *testing.T) {
 		grace time.Duration
 		want  string
 	}{
-		{"fresh", 5 * time.Second, "✓ 1/2 +1 pending"},
+		{"fresh", 5 * time.Second, "✓ 0/2 +2 pending"}, // both fresh: pending, as the list says
 		{"past grace", 0, "✗ 1/2 split"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,15 +49,18 @@ type hopJSON struct {
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	su := newSetup("check", stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n\n"+
-		"Checks that every rollout of a capture is one trace across processes.\n"+
-		"Exit status: 0 intact, 1 broken, 2 bad input or usage.\n\n")
+	su := newSetup("check", stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n"+
+		"       gymtrace check --baseline GOLDEN [--tolerance 10%] [--json] FILE...\n\n"+
+		"Checks that every rollout of a capture is one trace across processes; with --baseline, holds the\n"+
+		"capture to a golden capture's telemetry (joins, spans and bytes per rollout, names, orphans, secrets).\n"+
+		"Exit status: 0 intact (the contract holds), 1 broken, 2 bad input or usage.\n\n")
 	fs := su.fs
 	su.settingFlags("spec", "the span_groups the capture was made with, for advice")
 	su.variantFlags("the capture; default: detected from the capture, else the newest")
 	grace := fs.Duration("grace", 0, "rollouts whose spans arrived within this of the capture's last span are pending, not broken (files are complete: 0)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
 	where := whereFlag(fs)
+	cf := addContractFlags(fs)
 	files, code, done := su.parse(args)
 	if done {
 		return code
@@ -65,6 +68,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fail := su.fail
 	if len(files) == 0 {
 		return su.failUsage("no capture files given")
+	}
+	if *cf.baseline != "" {
+		return runContract(su, cf, files, *where, *asJSON, stdout)
 	}
 	if *grace < 0 {
 		return fail("--grace %v: want a duration >= 0", *grace)

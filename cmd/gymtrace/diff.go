@@ -93,21 +93,30 @@ func splitBFrom(args []string) (rest, bFiles []string) {
 }
 
 func runDiff(args []string, stdout, stderr io.Writer) int {
-	su := newSetup("diff", stderr, "usage: gymtrace diff [--json] [--a-spec S] [--b-spec S] ROLLOUT_A ROLLOUT_B FILE... [--b-from FILE...]\n\n"+
+	su := newSetup("diff", stderr, "usage: gymtrace diff [--json] [--a-spec S] [--b-spec S] ROLLOUT_A ROLLOUT_B FILE... [--b-from FILE...]\n"+
+		"       gymtrace diff --cohort FILTER [--baseline FILTER] [--top N] [--json] FILE...\n\n"+
 		"Compares two rollouts span by span: operations side by side, spans only one has, the first\n"+
-		"place the trees part, error differences. A rollout against itself (same spec) has no difference.\n\n")
+		"place the trees part, error differences. A rollout against itself (same spec) has no difference.\n"+
+		"With --cohort, compares a cohort of rollouts with a baseline: the span names, groups, services and\n"+
+		"attribute values whose count per rollout, time share or error rate differ most, by effect size.\n\n")
 	fs := su.fs
 	asJSON := fs.Bool("json", false, "print the comparison as JSON (schema: the README's JSON output section)")
 	specA := fs.String("a-spec", "", "compare rollout A as it would be under this span_groups spec")
 	specB := fs.String("b-spec", "", "compare rollout B as it would be under this span_groups spec")
 	su.variantFlags("A's capture; default: detected from it, else the newest")
 	fs.String("b-from", "", "read rollout B from these files (FILE... up to the next flag) instead of A's capture")
+	cohortF := fs.String("cohort", "", "compare the rollouts this filter selects with the baseline, feature by feature (FILE... only)")
+	baselineF := fs.String("baseline", "", "with --cohort: the baseline's filter (default: every rollout not in the cohort)")
+	top := fs.Int("top", 20, "with --cohort: how many rows to print (0: all)")
 	args, bFiles := splitBFrom(args)
 	pos, code, done := su.parse(args)
 	if done {
 		return code
 	}
 	fail := su.fail
+	if *cohortF != "" || *baselineF != "" {
+		return runCohort(su, *cohortF, *baselineF, *top, *asJSON, pos, len(bFiles) > 0, stdout)
+	}
 	if len(pos) < 3 {
 		return su.failUsage("want ROLLOUT_A ROLLOUT_B and at least one capture file")
 	}

@@ -57,42 +57,6 @@ func headlessServe(t *testing.T, extra ...string) (base string, stderr *syncBuff
 	}
 }
 
-// splitRequest cuts one OTLP/JSON request into requests of at most n spans
-// each, every one with its resource and scope, as a batch span processor
-// would have sent them.
-func splitRequest(t *testing.T, line []byte, n int) (service string, out [][]byte) {
-	t.Helper()
-	var req struct {
-		ResourceSpans []struct {
-			Resource   json.RawMessage `json:"resource"`
-			ScopeSpans []struct {
-				Scope json.RawMessage   `json:"scope"`
-				Spans []json.RawMessage `json:"spans"`
-			} `json:"scopeSpans"`
-		} `json:"resourceSpans"`
-	}
-	if err := json.Unmarshal(line, &req); err != nil {
-		t.Fatal(err)
-	}
-	for _, rs := range req.ResourceSpans {
-		if m := regexp.MustCompile(`"service.name","value":\{"stringValue":"([^"]*)"`).FindSubmatch(rs.Resource); m != nil {
-			service = string(m[1])
-		}
-		for _, ss := range rs.ScopeSpans {
-			for i := 0; i < len(ss.Spans); i += n {
-				part := ss.Spans[i:min(i+n, len(ss.Spans))]
-				b, err := json.Marshal(map[string]any{"resourceSpans": []any{map[string]any{
-					"resource": rs.Resource, "scopeSpans": []any{map[string]any{"scope": ss.Scope, "spans": part}}}}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, b)
-			}
-		}
-	}
-	return service, out
-}
-
 var statusRe = regexp.MustCompile(`spans=(\d+) rollouts=(\d+) .* in_flight=(\d+) joined=(\d+) split=(\d+) pending=(\d+)`)
 
 // waitStatus waits for a status line that counts spans spans and returns
@@ -141,15 +105,7 @@ func TestServeCountsRolloutsAsCheck(t *testing.T) {
 			if err := json.Unmarshal(raw, &truth); err != nil {
 				t.Fatal(err)
 			}
-			var early, late [][]byte
-			for _, line := range testfile.Lines(t, filepath.Join(dir, "otlp", "traces.jsonl.gz")) {
-				svc, parts := splitRequest(t, line, 64)
-				if svc == c.caller {
-					late = append(late, parts...)
-				} else {
-					early = append(early, parts...)
-				}
-			}
+			early, late, _ := testfile.EarlyLate(t, filepath.Join(dir, "otlp", "traces.jsonl.gz"), c.caller, 64)
 			rec := filepath.Join(t.TempDir(), "rec.jsonl")
 			base, stderr, stop := headlessServe(t, "--record", rec)
 			sent := 0

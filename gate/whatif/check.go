@@ -333,8 +333,8 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 			hops = addCount(hops, lh)
 		}
 		split := r.Traces > 1 || len(suspects) > 0
-		rc := RolloutCheck{Hops: hops}
 		flying := grace > 0 && inFlight(r)
+		rc := RolloutCheck{Hops: hops, InFlight: flying}
 		if flying {
 			rep.InFlight++
 		}

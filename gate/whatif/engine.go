@@ -155,7 +155,9 @@ type CheckReport struct {
 // RolloutCheck is one rollout's join status and what broke.
 type RolloutCheck struct {
 	Status JoinStatus
-	Hops   []BrokenHop
+	// InFlight marks a pending rollout whose root has not arrived (live).
+	InFlight bool
+	Hops     []BrokenHop
 }
 
 // BrokenHop is a kind of broken cross-process link, counted: caller and

@@ -47,9 +47,10 @@ func (v JoinVerdict) LowerBound() bool { return len(v.Gaps) > 0 }
 
 // Verdict is rep's joining read together with the capture's own check (nil:
 // rep alone):
+//   - a rollout still pending in the check (in flight, or too fresh to
+//     judge) is pending, as the list and the status line say;
 //   - a rollout the preview joins is joined: the pieces the capture split
 //     off are dropped under the spec (or one job span holds them);
-//   - a split rollout still pending in the check is pending;
 //   - a split rollout whose pieces the spec did not cut, and that the
 //     capture split only through gaps the spec fills (a process had server
 //     or http_client off; the spec has them on), is joined: under the spec
@@ -82,12 +83,14 @@ func Verdict(rep *Report, chk *CheckReport) JoinVerdict {
 			continue // neither joined nor split: nothing of it is kept
 		}
 		joined := pr.Joined
-		if !joined && chk != nil {
+		if chk != nil {
 			if rc, ok := chk.ByRollout[pr.ID]; ok {
 				switch {
 				case rc.Status == JoinPending:
+					// In flight or too fresh: every face says pending.
 					v.Pending++
 					continue
+				case joined:
 				case rc.Status == Split && len(pr.Breaks) == 0 && len(rc.Hops) > 0:
 					joined = true
 					for _, h := range rc.Hops {

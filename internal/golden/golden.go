@@ -25,12 +25,23 @@ func Path(tb testing.TB) string {
 	return filepath.Join("testdata", filepath.FromSlash(tb.Name())+".golden")
 }
 
+// CheckNamed is Check for a test that keeps several goldens of its own:
+// testdata/<top-level test>/<name>.golden.
+func CheckNamed(tb testing.TB, name string, got []byte) {
+	tb.Helper()
+	check(tb, filepath.Join("testdata", strings.Split(tb.Name(), "/")[0], name+".golden"), got)
+}
+
 // Check compares got with tb's golden file, or rewrites the file under
 // -update. A mismatch names the file and the first line that differs, then
 // shows got whole, so a screen can be read as it is.
 func Check(tb testing.TB, got []byte) {
 	tb.Helper()
-	path := Path(tb)
+	check(tb, Path(tb), got)
+}
+
+func check(tb testing.TB, path string, got []byte) {
+	tb.Helper()
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			tb.Fatal(err)
