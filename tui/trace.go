@@ -59,7 +59,9 @@ type traceView struct {
 	// check is the last join check: a split rollout's hops head its rows.
 	check *whatif.CheckReport
 	marks pathMarks
-	out   string
+	// tokens: the rollout's token usage, for the title.
+	tokens rolloutTokens
+	out    string
 }
 
 // refresh picks up a new join check.
@@ -153,6 +155,7 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 		t.simAll, t.simPrev = nil, nil
 	}
 	t.snap, t.r = snap, r
+	t.tokens.set(snap, r)
 	if t.search.query != "" {
 		t.search.find(t)
 	}
@@ -743,7 +746,7 @@ func (t *traceView) render() {
 	}
 	r := t.r
 	title := fmt.Sprintf("Trace %s · %s · %s", r.ID, countNoun(r.Spans, "span"), countNoun(r.Traces, "trace"))
-	title += " · " + fmtDur(r.End-r.Start) + t.pathTitle()
+	title += " · " + fmtDur(r.End-r.Start) + t.tokens.title() + t.pathTitle()
 	if t.preview {
 		title = "Preview " + r.ID
 		switch {
