@@ -27,9 +27,7 @@ func (rt *rolloutTokens) title() string {
 	if !t.Present() {
 		return ""
 	}
-	s := " · tokens " + fmtCount(t.Input) + " in / " + fmtCount(t.Output) + " out"
-	if t.Calls > 1 {
-		s += " (" + countNoun(t.Calls, "call") + ")"
-	}
-	return s
+	// Short: the title is clipped to the panel, and the span detail
+	// lists each call's attributes.
+	return " · tokens " + fmtCount(t.Input) + " in / " + fmtCount(t.Output) + " out"
 }
