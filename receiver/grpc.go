@@ -19,8 +19,10 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	grpcstatus "google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // rawRequest is an export request kept as its protobuf wire bytes: the
@@ -122,8 +124,13 @@ func (s *Server) newGRPCServer() *grpc.Server {
 		// service name) would be refused unseen; it is counted and logged
 		// as an unknown path is over HTTP.
 		grpc.UnknownServiceHandler(s.grpcUnknown),
+		// A new call waits for no memory: while requests in flight hold
+		// the whole bound, new calls are refused as retryable before their
+		// message is read (HTTP requests queue for room instead; a gRPC
+		// message's size is only known once it has arrived).
+		grpc.InTapHandle(s.grpcAdmit),
 	)
-	for _, sig := range []signal{signalTraces, signalMetrics, signalLogs} {
+	for _, sig := range []signal{signalTraces, signalMetrics, signalLogs, signalProfiles} {
 		g.RegisterService(serviceDesc(sig), s)
 	}
 	return g
@@ -160,9 +167,10 @@ func grpcSender(ctx context.Context) string {
 // its Export handler can take the request as raw bytes.
 func serviceDesc(sig signal) *grpc.ServiceDesc {
 	name := map[signal]string{
-		signalTraces:  "opentelemetry.proto.collector.trace.v1.TraceService",
-		signalMetrics: "opentelemetry.proto.collector.metrics.v1.MetricsService",
-		signalLogs:    "opentelemetry.proto.collector.logs.v1.LogsService",
+		signalTraces:   "opentelemetry.proto.collector.trace.v1.TraceService",
+		signalMetrics:  "opentelemetry.proto.collector.metrics.v1.MetricsService",
+		signalLogs:     "opentelemetry.proto.collector.logs.v1.LogsService",
+		signalProfiles: profilesService,
 	}[sig]
 	return &grpc.ServiceDesc{
 		ServiceName: name,
@@ -173,8 +181,31 @@ func serviceDesc(sig signal) *grpc.ServiceDesc {
 				return srv.(*Server).grpcExport(ctx, sig, dec)
 			},
 		}},
-		Metadata: "opentelemetry/proto/collector/" + sig.String() + "/v1/" + sig.String() + "_service.proto",
+		Metadata: "opentelemetry/proto/collector/" + sig.String() + "/" + protoVersion(sig) + "/" + sig.String() + "_service.proto",
 	}
+}
+
+func protoVersion(sig signal) string {
+	if sig == signalProfiles {
+		return "v1development"
+	}
+	return "v1"
+}
+
+// grpcAdmit refuses a new call while the memory bound is full.
+func (s *Server) grpcAdmit(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if !s.mem.full() {
+		return ctx, nil
+	}
+	err := s.grpcError(errMemoryFull)
+	s.requests.Add(1)
+	s.failed.Add(1)
+	from := "unknown"
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		from = p.Addr.String()
+	}
+	s.refuse(ReasonBusy, from, "grpc "+info.FullMethodName, busyMessage(errMemoryFull))
+	return ctx, err
 }
 
 // grpcExport answers one Export call. Every error it returns carries a
@@ -190,7 +221,12 @@ func (s *Server) grpcExport(ctx context.Context, sig signal, dec func(any) error
 			from = p.Addr.String()
 		}
 		st := grpcstatus.Convert(err)
-		s.refuse(grpcReason(st.Code()), from, "grpc "+sig.String()+" Export"+grpcSender(ctx), st.Message())
+		reason := grpcReason(st.Code())
+		var gr *grpcRefusal
+		if errors.As(err, &gr) {
+			reason = gr.reason
+		}
+		s.refuse(reason, from, "grpc "+sig.String()+" Export"+grpcSender(ctx), st.Message())
 	}
 	return resp, err
 }
@@ -210,33 +246,57 @@ func (s *Server) grpcExportInner(ctx context.Context, sig signal, dec func(any) 
 	var req rawRequest
 	defer req.free()
 	if err := dec(&req); err != nil {
+		if s.stopping.Load() {
+			s.cutOff.Add(1)
+			return nil, &grpcRefusal{grpcstatus.New(codes.Unavailable, "request cut off: the receiver is stopping; retry later"), ReasonCutOff}
+		}
 		if st, ok := grpcstatus.FromError(err); ok && st.Code() != codes.Unknown {
 			return nil, err // gRPC's own answer, such as ResourceExhausted past the size bound
 		}
 		return nil, grpcstatus.Errorf(codes.InvalidArgument, "read %s request: %v", sig, err)
 	}
+	res := &reservation{b: s.mem, wait: s.cfg.MemoryWait}
+	defer res.release()
+	if !res.growTo(ctx, handlingFactor*int64(len(req.b))) {
+		return nil, s.grpcError(errMemoryFull)
+	}
 	switch sig {
+	case signalProfiles:
+		if err := s.exportProfiles(req.b, formatProto); err != nil {
+			return nil, s.grpcError(err)
+		}
+		return &emptypb.Empty{}, nil // an ExportProfilesServiceResponse without partial success
 	case signalMetrics:
-		if err := s.exportCounted(sig, req.b, formatProto); err != nil {
+		if err := s.exportCounted(ctx, sig, req.b, formatProto, res); err != nil {
 			return nil, s.grpcError(err)
 		}
 		return &colmetrics.ExportMetricsServiceResponse{}, nil
 	case signalLogs:
-		if err := s.exportCounted(sig, req.b, formatProto); err != nil {
+		if err := s.exportCounted(ctx, sig, req.b, formatProto, res); err != nil {
 			return nil, s.grpcError(err)
 		}
 		return &collogs.ExportLogsServiceResponse{}, nil
 	}
-	res, err := s.exportTraces(req.b, formatProto)
+	out, err := s.exportTraces(ctx, req.b, formatProto, res)
 	if err != nil {
 		return nil, s.grpcError(err)
 	}
 	resp := &coltrace.ExportTraceServiceResponse{}
-	if res.rejected > 0 {
-		resp.PartialSuccess = &coltrace.ExportTracePartialSuccess{RejectedSpans: res.rejected, ErrorMessage: res.message}
+	if out.rejected > 0 {
+		resp.PartialSuccess = &coltrace.ExportTracePartialSuccess{RejectedSpans: out.rejected, ErrorMessage: out.message}
 	}
 	return resp, nil
 }
+
+// grpcRefusal is a status with the refusal reason it counts as, when the
+// code alone does not tell.
+type grpcRefusal struct {
+	st     *grpcstatus.Status
+	reason string
+}
+
+func (e *grpcRefusal) Error() string                  { return e.st.Message() }
+func (e *grpcRefusal) GRPCStatus() *grpcstatus.Status { return e.st }
 
 // grpcError maps an export failure to the OTLP retryable split:
 // InvalidArgument for bad input (not retried), Unavailable with a RetryInfo
@@ -251,7 +311,7 @@ func (s *Server) grpcError(err error) error {
 		if d, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(s.cfg.RetryAfter)}); derr == nil {
 			st = d
 		}
-		return st.Err()
+		return &grpcRefusal{st, busyReason(err)}
 	}
 	return grpcstatus.Error(codes.Internal, err.Error())
 }
