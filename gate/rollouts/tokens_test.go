@@ -76,3 +76,29 @@ func TestTokensNoKeys(t *testing.T) {
 		t.Fatalf("got %+v from a capture without usage keys", got)
 	}
 }
+
+// BenchmarkTokensRollout: a 100-span rollout whose model calls (10) carry
+// usage, the rest Gym's HTTP attributes.
+func BenchmarkTokensRollout(b *testing.B) {
+	ts := &tokenSpans{in: model.NewInterner()}
+	ts.l = model.NewLocal(ts.in)
+	f := &model.Fragment{}
+	for i := 0; i < 100; i++ {
+		up := int32(i - 1)
+		if i%10 == 9 {
+			// A leaf under the root: calls are siblings, never nested.
+			f.Spans = append(f.Spans, ts.span(byte(i+1), 1, 0, "http.method", "POST", "gen_ai.usage.prompt_tokens", 300+i, "gen_ai.usage.completion_tokens", 40, "gen_ai.response.model", "m"))
+			continue
+		}
+		f.Spans = append(f.Spans, ts.span(byte(i+1), byte(i), up, "http.method", "POST", "http.url", "http://127.0.0.1:8000/v1/responses", "http.status_code", 200, "http.target", "/v1/responses"))
+	}
+	r := &model.Rollout{Fragments: []*model.Fragment{f}, Spans: len(f.Spans)}
+	var k TokenKeys
+	k.Resolve(ts.in)
+	b.ReportAllocs()
+	for b.Loop() {
+		if t := k.Rollout(r); t.Calls != 10 {
+			b.Fatal(t)
+		}
+	}
+}
