@@ -63,7 +63,9 @@ type traceView struct {
 	// when the list beside is too narrow to say it.
 	hint  []string
 	marks pathMarks
-	out   string
+	// tokens: the rollout's token usage, for the title.
+	tokens rolloutTokens
+	out    string
 }
 
 // refresh picks up a new join check.
@@ -163,6 +165,7 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 	// The cursor's span, read while the rows still index the old version.
 	keep := t.cursorSpan()
 	t.snap, t.r = snap, r
+	t.tokens.set(snap, r)
 	if t.search.query != "" {
 		t.search.find(t)
 	}
@@ -788,7 +791,7 @@ func (t *traceView) render() {
 	}
 	r := t.r
 	title := fmt.Sprintf("Trace %s · %s · %s", r.ID, countNoun(r.Spans, "span"), countNoun(r.Traces, "trace"))
-	title += " · " + fmtDur(r.End-r.Start) + t.pathTitle()
+	title += " · " + fmtDur(r.End-r.Start) + t.tokens.title() + t.pathTitle()
 	if t.preview {
 		title = "Preview " + r.ID
 		switch {
