@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"cmp"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"slices"
@@ -125,7 +126,7 @@ type interval struct{ a, b int64 }
 // clipped to it (children may overlap each other and outlast their parent).
 // It sorts kids.
 func selfTime(sp *model.Span, kids []interval) int64 {
-	sort.Slice(kids, func(a, b int) bool { return kids[a].a < kids[b].a })
+	slices.SortFunc(kids, func(x, y interval) int { return cmp.Compare(x.a, y.a) })
 	covered, curA, curB := int64(0), int64(0), int64(-1)
 	for _, k := range kids {
 		a, b := max(k.a, sp.Start), min(k.b, sp.End)

@@ -3,7 +3,9 @@ package whatif
 import (
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"math"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/model"
@@ -266,31 +268,88 @@ func (e *Engine) classifyRoll(r *model.Rollout, rs *rollState) {
 // sim returns r's result under spec, from the cache when the part of spec
 // the rollout can see is unchanged.
 func (e *Engine) sim(snap *model.Snapshot, r *model.Rollout, rs *rollState, spec groups.Set) *rollSim {
+	s, hit := rs.simFor(spec)
+	if !hit {
+		e.simulate(&e.sc, snap, r, rs, spec, s, nil)
+	}
+	return s
+}
+
+// simFor returns the cached result of the rollout under spec, most recent
+// first, or, with false, a new entry in its place for simulate to fill.
+func (rs *rollState) simFor(spec groups.Set) (*rollSim, bool) {
 	mask := spec & rs.relevant
 	for i, s := range rs.sims {
 		if s.mask == mask {
 			copy(rs.sims[1:i+1], rs.sims[:i])
 			rs.sims[0] = s
-			return s
+			return s, true
 		}
 	}
 	s := &rollSim{mask: mask}
-	e.simulate(snap, r, rs, spec, s, nil)
 	if len(rs.sims) < simCacheLen {
 		rs.sims = append(rs.sims, nil)
 	}
 	copy(rs.sims[1:], rs.sims[:len(rs.sims)-1])
 	rs.sims[0] = s
-	return s
+	return s, false
+}
+
+// simJob is one rollout simulate has to fill in.
+type simJob struct {
+	r  *model.Rollout
+	rs *rollState
+	s  *rollSim
+}
+
+// minParallelSims is how many rollouts to simulate make a second core
+// worth a goroutine.
+const minParallelSims = 256
+
+// sims returns the results of rolls under spec: cached ones as they are,
+// the others simulated, on two cores when there are many. A rollout's
+// simulation reads only its own fragments, their classification and the
+// job index (filled before), so the results are those of one core.
+func (e *Engine) sims(snap *model.Snapshot, rolls []*model.Rollout, spec groups.Set) []simJob {
+	out := make([]simJob, len(rolls))
+	var todo []simJob
+	for i, r := range rolls {
+		rs := e.rollState(r)
+		s, hit := rs.simFor(spec)
+		out[i] = simJob{r, rs, s}
+		if !hit {
+			todo = append(todo, simJob{r, rs, s})
+		}
+	}
+	if len(todo) < minParallelSims || runtime.GOMAXPROCS(0) < 2 {
+		for _, j := range todo {
+			e.simulate(&e.sc, snap, j.r, j.rs, spec, j.s, nil)
+		}
+		return out
+	}
+	half := len(todo) / 2
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var sc scratch
+		for _, j := range todo[half:] {
+			e.simulate(&sc, snap, j.r, j.rs, spec, j.s, nil)
+		}
+	}()
+	for _, j := range todo[:half] {
+		e.simulate(&e.sc, snap, j.r, j.rs, spec, j.s, nil)
+	}
+	wg.Wait()
+	return out
 }
 
 // simulate walks every fragment of r once, in index order (a parent always
 // precedes its children within a fragment), carrying for each span its
 // nearest kept ancestor and whether the path to it crosses processes. When
 // out is not nil it also fills the per-span view for the TUI.
-func (e *Engine) simulate(snap *model.Snapshot, r *model.Rollout, rs *rollState, spec groups.Set, s *rollSim, out *RolloutSim) {
+func (e *Engine) simulate(sc *scratch, snap *model.Snapshot, r *model.Rollout, rs *rollState, spec groups.Set, s *rollSim, out *RolloutSim) {
 	joinable := spec.Has(groups.Server) && spec.Has(groups.HTTPClient)
-	sc := &e.sc
 	sc.sizes = sc.sizes[:0]
 	sc.carriedComps = 0
 	var carriedComp []bool
@@ -483,7 +542,7 @@ func (s *rollSim) addBreak(snap *model.Snapshot, from model.ResourceID, sp *mode
 }
 
 func (s *rollSim) addBreakCause(snap *model.Snapshot, from model.ResourceID, sp *model.Span, cause Cause) {
-	b := Break{FromService: snap.ServiceName(from), ToService: snap.ServiceName(sp.Resource), SpanName: rollouts.DisplayName(snap.Interner(), sp), Cause: cause, Reason: cause.Sentence()}
+	b := Break{FromService: snap.ServiceName(from), ToService: snap.ServiceName(sp.Resource), SpanName: rollouts.DisplayName(snap.Interner(), sp), Cause: cause, Reason: bareSentence(cause)}
 	for i := range s.res.Breaks {
 		x := &s.res.Breaks[i]
 		if x.FromService == b.FromService && x.ToService == b.ToService && x.SpanName == b.SpanName && x.Cause == b.Cause {
@@ -493,6 +552,22 @@ func (s *rollSim) addBreakCause(snap *model.Snapshot, from model.ResourceID, sp 
 	}
 	b.Count = 1
 	s.res.Breaks = append(s.res.Breaks, b)
+}
+
+// bareSentences holds each cause's sentence without arguments, as a
+// preview's breaks say it: formatted once, not once per break.
+var bareSentences = func() (out [numCauses]string) {
+	for c := range out {
+		out[c] = Cause(c).Sentence()
+	}
+	return out
+}()
+
+func bareSentence(c Cause) string {
+	if c < numCauses {
+		return bareSentences[c]
+	}
+	return c.Sentence()
 }
 
 // wireSize is the span's encoded size; when the decoder could not tell, a
@@ -509,7 +584,7 @@ func (e *Engine) SimulateRollout(snap *model.Snapshot, r *model.Rollout, spec gr
 	e.sync(snap)
 	rs := e.rollState(r)
 	out := &RolloutSim{Frags: make([]FragSim, len(r.Fragments))}
-	e.simulate(snap, r, rs, spec, &rollSim{mask: spec & rs.relevant}, out)
+	e.simulate(&e.sc, snap, r, rs, spec, &rollSim{mask: spec & rs.relevant}, out)
 	return out
 }
 
@@ -567,15 +642,17 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 			perRes[sp.Resource]++
 		}
 	}
-	for _, r := range snap.Rollouts {
+	var others []*model.Rollout
+	st.ForOthers(func(r *model.Rollout) { others = append(others, r) })
+	all := e.sims(snap, append(append(make([]*model.Rollout, 0, len(snap.Rollouts)+len(others)), snap.Rollouts...), others...), spec)
+	for i, r := range snap.Rollouts {
 		if r.Spans > 0 {
 			start, end = min(start, r.Start), max(end, r.End)
 		}
-		rs := e.rollState(r)
+		rs, s := all[i].rs, all[i].s
 		for _, c := range rs.captured {
 			captured[c.Group] += c.Captured
 		}
-		s := e.sim(snap, r, rs, spec)
 		rep.PerRollout = append(rep.PerRollout, s.res)
 		rep.Result.Spans += s.res.Spans
 		rep.Result.Bytes += s.res.Bytes
@@ -600,13 +677,12 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 	}
 	// Run-level traffic and unattributed fragments count in spans, bytes and
 	// traces, never in the per-rollout figures.
-	st.ForOthers(func(r *model.Rollout) {
+	for i, r := range others {
 		start, end = min(start, r.Start), max(end, r.End)
-		rs := e.rollState(r)
+		rs, s := all[len(snap.Rollouts)+i].rs, all[len(snap.Rollouts)+i].s
 		for _, c := range rs.captured {
 			captured[c.Group] += c.Captured
 		}
-		s := e.sim(snap, r, rs, spec)
 		rep.Result.Spans += s.res.Spans
 		rep.Result.Bytes += s.res.Bytes
 		rep.Result.Traces += s.roots
@@ -620,7 +696,7 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 			}
 			perRes[rc.res] += rc.spans
 		}
-	})
+	}
 	// A caller's span the rollouts hang under is in a run-level piece that
 	// counted the trace already: its rollouts add to that piece's trace.
 	callerTrace := map[model.SpanID]int{} // caller span -> piece

@@ -3,7 +3,6 @@ package whatif
 import (
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/nemo-gym/gymtrace/model"
@@ -164,7 +163,7 @@ func (e *Engine) Worth(snap *model.Snapshot, spec groups.Set, spanCost time.Dura
 			w.CPUMSPerSecond = w.SpansPerSecond * cost
 		}
 		if d := durs[k]; len(d) > 0 {
-			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+			slices.Sort(d)
 			w.P50, w.P99 = percentile64(d, 50), percentile64(d, 99)
 		}
 		if w.Group == groups.Unclassified || w.Group == groups.Ungated || w.Spans == 0 && !e.reg.Table()[k].EmitsSpans {
