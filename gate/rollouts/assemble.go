@@ -11,14 +11,34 @@ import (
 // assemble turns the attributed units into rollouts, run-level pieces and
 // unattributed fragments, and the snapshot seen through them.
 func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find func(int) int) *Structure {
-	groups := map[int][]int{}
+	// The units of each union-find root, in unit order, and the roots in
+	// order of their first unit: slices indexed by unit, not maps, since a
+	// live view rebuilds this for every snapshot.
+	n := len(us)
+	roots := make([]int32, n)
+	gi := make([]int32, n) // root -> 1 + its group's index; 0: not a root
 	var order []int
+	var cnt []int32
 	for i := range us {
 		r := find(i)
-		if _, ok := groups[r]; !ok {
+		roots[i] = int32(r)
+		if gi[r] == 0 {
 			order = append(order, r)
+			cnt = append(cnt, 0)
+			gi[r] = int32(len(order))
 		}
-		groups[r] = append(groups[r], i)
+		cnt[gi[r]-1]++
+	}
+	off := make([]int32, len(order)+1)
+	for g, c := range cnt {
+		off[g+1] = off[g] + c
+	}
+	pos := append([]int32(nil), off[:len(order)]...)
+	mem := make([]int, n)
+	for i := range us {
+		g := gi[roots[i]] - 1
+		mem[pos[g]] = i
+		pos[g]++
 	}
 	// grafts[u] lists the units hung under u's CLIENT spans: leaked request
 	// spans go back under the call that made them.
@@ -31,15 +51,29 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	// A leak whose carried context came from another rollout (or from
 	// run-level traffic) sits in that one's trace in the capture, grafted
 	// back or attributed otherwise: without a job span over both it splits
-	// its own rollout under any spec, and adds no trace.
-	unitAt := map[*model.Fragment][]int{}
+	// its own rollout under any spec, and adds no trace. Only the fragments
+	// holding a leak are looked up by fragment.
+	var unitAt map[*model.Fragment][]int
 	for i := range us {
-		unitAt[us[i].f] = append(unitAt[us[i].f], i)
+		if us[i].info.leak {
+			if unitAt == nil {
+				unitAt = map[*model.Fragment][]int{}
+			}
+			unitAt[us[i].f] = nil
+		}
 	}
+	if unitAt != nil {
+		for i := range us {
+			if l, ok := unitAt[us[i].f]; ok {
+				unitAt[us[i].f] = append(l, i)
+			}
+		}
+	}
+	if cap(e.carried) < n {
+		e.carried = make([]bool, n)
+	}
+	e.carried = e.carried[:n]
 	clear(e.carried)
-	if e.carried == nil {
-		e.carried = map[int]bool{}
-	}
 	for i := range us {
 		u := &us[i]
 		if !u.info.leak || u.info.hostUnit < 0 {
@@ -51,13 +85,13 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			}
 		}
 	}
-	rollOf := map[int]string{} // union-find root -> rollout id
+	rollOf := make([]string, n) // union-find root -> rollout id ("": none)
 	rolls := make([]*model.Rollout, 0, len(order))
-	cache := make(map[string]*model.Rollout, len(order))
+	cache := make(map[string]*cachedRoll, len(order))
 	runTraces := map[model.TraceID]bool{}
 	rollTraces := map[model.TraceID]bool{}
-	for _, root := range order {
-		members := groups[root]
+	for g, root := range order {
+		members := mem[off[g]:off[g+1]]
 		isRoll := false
 		for _, i := range members {
 			if us[i].info.class == classRollout {
@@ -82,13 +116,10 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			}
 			continue
 		}
-		r := e.buildRollout(snap, us, members, grafts)
-		if old, ok := e.rollCache[r.ID]; ok && old.Version == r.Version {
-			r = old
-		}
-		cache[r.ID] = r
-		rollOf[root] = r.ID
-		rolls = append(rolls, r)
+		c := e.rollout(snap, us, members, grafts)
+		cache[c.r.ID] = c
+		rollOf[root] = c.r.ID
+		rolls = append(rolls, c.r)
 		for _, i := range members {
 			rollTraces[us[i].f.TraceID] = true
 			if us[i].how != attrNone && !us[i].info.leak && us[i].info.class == classOrphan {
@@ -100,8 +131,8 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	st.RunTraces = len(runTraces)
 	st.RolloutTraces = len(rollTraces)
 	for _, p := range st.suspectUnits {
-		id, ok := rollOf[find(p[0])]
-		if !ok {
+		id := rollOf[find(p[0])]
+		if id == "" {
 			continue
 		}
 		u := &us[p[1]]
@@ -127,6 +158,105 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	}
 	st.Snap = snap.Derive(rolls)
 	return st
+}
+
+// cachedRoll is a rollout built for an earlier structure, with what it was
+// built from and the job spans its building told of.
+type cachedRoll struct {
+	r    *model.Rollout
+	key  uint64 // hash of the units it was built from (rolloutKey)
+	jobs []jobCall
+}
+
+// jobCall is one call of the JobSpans interface, replayed when a rollout
+// is reused.
+type jobCall struct {
+	virtual bool
+	id      model.SpanID
+	res     model.ResourceID
+	f       *model.Fragment
+	span    int32
+}
+
+// rollout returns the rollout of members: the one built for an earlier
+// structure when it was built from the same units (same fragment versions,
+// cut, grafted and carried the same way), else a new one. A rollout is a
+// function of its units, so a live view pays only for those that changed.
+func (e *Finder) rollout(snap *model.Snapshot, us []gunit, members []int, grafts map[int][]int) *cachedRoll {
+	id, key := e.rolloutKey(us, members)
+	if old, ok := e.rollCache[id]; ok && old.key == key {
+		for _, j := range old.jobs {
+			e.callJobs(j)
+		}
+		return old
+	}
+	var calls []jobCall
+	e.rec = &calls
+	r := e.buildRollout(snap, us, members, grafts)
+	e.rec = nil
+	if old, ok := e.rollCache[r.ID]; ok && old.r.Version == r.Version {
+		r = old.r
+	}
+	return &cachedRoll{r: r, key: key, jobs: calls}
+}
+
+// rolloutKey returns the id buildRollout gives members and a hash of every
+// input it reads but the stored rollouts' arrival times (which a reused
+// rollout of the same version never took either).
+func (e *Finder) rolloutKey(us []gunit, members []int) (string, uint64) {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	bestRank := int8(0)
+	idFrom := ""
+	var idTrace model.TraceID
+	var idSpan model.SpanID
+	var b [8 + 4 + 1 + 8 + 4 + 4 + 8 + 8]byte
+	for _, i := range members {
+		u := &us[i]
+		if idFrom == "" && u.info.rid != "" {
+			idFrom = u.info.rid
+		}
+		if u.info.class == classRollout && u.info.idRank > bestRank {
+			bestRank = u.info.idRank
+			idTrace, idSpan = u.f.TraceID, u.f.Spans[u.info.idSpan].SpanID
+		}
+		binary.LittleEndian.PutUint64(b[0:], u.f.Version)
+		binary.LittleEndian.PutUint32(b[8:], uint32(u.ui))
+		b[12] = byte(u.how)
+		if e.carried[i] {
+			b[12] |= 0x80
+		}
+		gv, gu := uint64(0), int32(-1)
+		if u.graft >= 0 {
+			gv, gu = us[u.graft].f.Version, us[u.graft].ui
+		}
+		binary.LittleEndian.PutUint64(b[13:], gv)
+		binary.LittleEndian.PutUint32(b[21:], uint32(gu))
+		binary.LittleEndian.PutUint32(b[25:], uint32(u.at))
+		copy(b[29:], u.f.Job[:])
+		copy(b[37:], u.f.TopParent[:])
+		h.Write(b[:])
+	}
+	if idFrom != "" {
+		return idFrom, h.Sum64()
+	}
+	return syntheticID(idTrace, idSpan), h.Sum64()
+}
+
+// callJobs passes one call on to Jobs, recording it while a rollout is
+// built.
+func (e *Finder) callJobs(j jobCall) {
+	if e.rec != nil {
+		*e.rec = append(*e.rec, j)
+	}
+	if e.Jobs == nil {
+		return
+	}
+	if j.virtual {
+		e.Jobs.VirtualJob(j.id, j.res)
+	} else {
+		e.Jobs.CallerJob(j.id, j.f, j.span)
+	}
 }
 
 // buildRollout makes one rollout of its units.
@@ -247,9 +377,7 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 		// it holds every rollout it called in its one trace.
 		top := &f.Spans[u.info.root]
 		d.Job = top.ParentID
-		if e.Jobs != nil {
-			e.Jobs.CallerJob(d.Job, f, top.Parent)
-		}
+		e.callJobs(jobCall{id: d.Job, f: f, span: top.Parent})
 	}
 	d.Version = h.Sum64() | 1<<63
 	return e.withVirtualJob(snap, d)
@@ -262,9 +390,7 @@ func (e *Finder) withVirtualJob(snap *model.Snapshot, f *model.Fragment) *model.
 	if !f.Job.IsZero() || f.TopParent.IsZero() || !e.isDriver(snap, f.Spans[0].Resource) {
 		return f
 	}
-	if e.Jobs != nil {
-		e.Jobs.VirtualJob(f.TopParent, f.Spans[0].Resource)
-	}
+	e.callJobs(jobCall{virtual: true, id: f.TopParent, res: f.Spans[0].Resource})
 	d := *f
 	d.Job = f.TopParent
 	d.Version = f.Version ^ 0x5bd1e9955bd1e995

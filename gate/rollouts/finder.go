@@ -12,14 +12,16 @@ type Finder struct {
 
 	units     map[uint64]*fragUnits
 	st        *Structure
-	rollCache map[string]*model.Rollout
+	rollCache map[string]*cachedRoll
 	driver    map[model.ResourceID]bool
 
 	keys Keys
 	sc   scratch
 	// carried marks, while a structure is assembled, the leaked units whose
 	// carried context came from another rollout.
-	carried map[int]bool
+	carried []bool
+	// rec, while a rollout is built, collects the JobSpans calls made.
+	rec *[]jobCall
 
 	// Jobs, when set, is told of the spans a structure puts in gym.job's
 	// place.
@@ -46,7 +48,7 @@ func NewFinder() *Finder { return &Finder{} }
 func (e *Finder) Reset() {
 	e.in = nil
 	e.units = map[uint64]*fragUnits{}
-	e.rollCache = map[string]*model.Rollout{}
+	e.rollCache = map[string]*cachedRoll{}
 	e.driver = map[model.ResourceID]bool{}
 	e.st = nil
 }

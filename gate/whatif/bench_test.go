@@ -3,6 +3,7 @@ package whatif
 import (
 	"context"
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/model"
 	"syscall"
 	"testing"
 	"time"
@@ -150,6 +151,39 @@ func BenchmarkStructure(b *testing.B) {
 			e.Structure(&s2)
 		}
 	})
+	// The live case: each snapshot, ten rollouts changed (their fragments
+	// at new versions, as when spans arrive for them).
+	b.Run("changed_10", func(b *testing.B) {
+		e := NewEngine(groups.Default())
+		e.Structure(snap)
+		b.ReportAllocs()
+		b.ResetTimer()
+		defer cpuTimer(b)()
+		for i := 0; i < b.N; i++ {
+			e.Structure(changed(snap, 10, uint64(i+1)))
+		}
+	})
+}
+
+// changed returns a copy of snap in which n rollouts, spread over it, hold
+// copies of their fragments at new versions (round tells the copies of
+// successive calls apart).
+func changed(snap *model.Snapshot, n int, round uint64) *model.Snapshot {
+	s2 := *snap
+	s2.Rollouts = append([]*model.Rollout(nil), snap.Rollouts...)
+	for k := 0; k < n && len(s2.Rollouts) > 0; k++ {
+		i := (k*len(s2.Rollouts)/n + int(round)) % len(s2.Rollouts)
+		r := *s2.Rollouts[i]
+		r.Fragments = append([]*model.Fragment(nil), r.Fragments...)
+		for j, f := range r.Fragments {
+			g := *f
+			g.Version ^= round<<40 | uint64(k+1)<<20
+			r.Fragments[j] = &g
+		}
+		r.Version ^= round<<40 | uint64(k+1)<<20
+		s2.Rollouts[i] = &r
+	}
+	return &s2
 }
 
 // cpuTimer reports the process CPU time per op beside the wall time: on a
