@@ -208,8 +208,7 @@ func (e *Finder) rolloutKey(us []gunit, members []int) (string, uint64) {
 	h.SetSeed(seed)
 	bestRank := int8(0)
 	idFrom := ""
-	var idTrace model.TraceID
-	var idSpan model.SpanID
+	best := -1 // the unit whose span names a synthetic id, read only if needed
 	var b [8 + 4 + 1 + 8 + 4 + 4 + 8 + 8]byte
 	for _, i := range members {
 		u := &us[i]
@@ -218,7 +217,7 @@ func (e *Finder) rolloutKey(us []gunit, members []int) (string, uint64) {
 		}
 		if u.info.class == classRollout && u.info.idRank > bestRank {
 			bestRank = u.info.idRank
-			idTrace, idSpan = u.f.TraceID, u.f.Spans[u.info.idSpan].SpanID
+			best = i
 		}
 		binary.LittleEndian.PutUint64(b[0:], u.f.Version)
 		binary.LittleEndian.PutUint32(b[8:], uint32(u.ui))
@@ -239,6 +238,12 @@ func (e *Finder) rolloutKey(us []gunit, members []int) (string, uint64) {
 	}
 	if idFrom != "" {
 		return idFrom, h.Sum64()
+	}
+	var idTrace model.TraceID
+	var idSpan model.SpanID
+	if best >= 0 {
+		u := &us[best]
+		idTrace, idSpan = u.f.TraceID, u.f.Spans[u.info.idSpan].SpanID
 	}
 	return syntheticID(idTrace, idSpan), h.Sum64()
 }

@@ -648,13 +648,38 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		}
 	}
 	// Hosts each process serves, from its request spans.
+	// A fleet serves few hosts, each unit repeating them: the maps' current
+	// entries are mirrored in short slices, so a repeat costs no hashing.
+	var hostNow []hostRes
 	hostRes := map[string]model.ResourceID{}
 	resHost := map[model.ResourceID]string{}
+	var resSeen []model.ResourceID
+	const mirrored = 32
 	for i := range us {
 		for _, h := range us[i].info.servers {
-			hostRes[h.host] = h.res
+			k := 0
+			for k < len(hostNow) && hostNow[k].host != h.host {
+				k++
+			}
+			if k < len(hostNow) {
+				if hostNow[k].res != h.res {
+					hostNow[k].res = h.res
+					hostRes[h.host] = h.res
+				}
+			} else {
+				if len(hostNow) < mirrored {
+					hostNow = append(hostNow, h)
+				}
+				hostRes[h.host] = h.res
+			}
+			if slices.Contains(resSeen, h.res) {
+				continue
+			}
 			if _, ok := resHost[h.res]; !ok {
 				resHost[h.res] = h.host
+			}
+			if len(resSeen) < mirrored {
+				resSeen = append(resSeen, h.res)
 			}
 		}
 	}
