@@ -217,7 +217,10 @@ func NewServer(cfg Config) (*Server, error) {
 		mem:           newMemBudget(cfg.MaxInflight),
 		hosts:         newHostGuard(cfg.HTTPAddr, cfg.AllowHosts),
 		recordChanged: make(chan struct{}, 1)}
-	s.grpcSize.Store(minGRPCReserve)
+	// Until requests tell, a call is taken to be a quarter of the bound:
+	// a burst of large calls at start overshoots little, small ones bring
+	// the reservation down within a few dozen calls.
+	s.grpcSize.Store(max(int64(cfg.MaxRecvBytes)/4, minGRPCReserve))
 	strs := cfg.Store.Interner()
 	s.locals.New = func() any { return model.NewLocal(strs) }
 	return s, nil
