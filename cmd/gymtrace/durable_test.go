@@ -361,7 +361,7 @@ func TestServeRecordMemoryBound(t *testing.T) {
 		t.Skip("builds and drives the binary")
 	}
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
-	sb, grpcAddr := startServeBoth(t, "--record", rec, "--max-bytes", "64MiB")
+	sb, grpcAddr := startServeBoth(t, "--record", rec, "--max-bytes", "67108864") // 64 MiB, as older builds read it
 	cc, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
