@@ -119,6 +119,7 @@ type Model struct {
 
 	rects      [numSlots]rect
 	groupsWant int // the span groups' wantLines at the last layout
+	listWant   int // the list's wantW at the last layout
 	header     string
 	frameW     int
 	frameH     int
@@ -430,7 +431,7 @@ func (m *Model) afterChange() tea.Cmd {
 	m.trace.SetFocused(m.focus == slotTrace && m.front(slotTrace) == panel(m.trace))
 	m.groups.groupsPanel = m.groups.SetFocused(m.focus == slotGroups)
 	m.syncPanels()
-	m.fitGroups()
+	m.fitPanels()
 	m.renderHeader()
 	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()),
 		m.cohort.request(m.reg, m.snap, m.rollouts.compiled))
@@ -558,7 +559,7 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 		cmd = m.afterChange()
 	}
 	m.syncPanels()
-	m.fitGroups()
+	m.fitPanels()
 	m.renderHeader()
 	if m.dirty || (m.snap != nil && a.seq != m.snap.Seq) {
 		return m, tea.Batch(cmd, m.requestAnalysis())
@@ -614,7 +615,8 @@ func (m Model) updateMouse(msg tea.MouseMsg) (tea.Model, tea.Cmd) {
 const (
 	headerLines = 2
 	footerLines = 1
-	wideWidth   = 100
+	wideWidth   = 100 // from here the list and the waterfall sit side by side
+	wideList    = 160 // from here the list widens to what it shows
 )
 
 // layout computes every panel's box from the window size and the styles'
@@ -627,6 +629,12 @@ func (m *Model) layout() {
 	if m.width >= wideWidth {
 		top := max(avail*55/100, m.frameH+4)
 		left := m.width * 2 / 5
+		m.listWant = m.rollouts.wantW
+		if m.width >= wideList {
+			// Room to spare: the list takes what its ids and services need,
+			// up to half the width; the waterfall keeps the other half.
+			left = clamp(m.listWant+m.frameW, left, m.width/2)
+		}
 		if m.focus == slotTrace {
 			// The waterfall has the keyboard: it gets the width, the list
 			// keeps its verdict columns.
@@ -725,10 +733,14 @@ func stackHeights(avail int, focus slot, frameH, groupsWant int) [numSlots]int {
 	return h
 }
 
-// fitGroups lays the screen out again when the span groups, narrow and
-// not focused, need another number of lines (a verdict gained hops).
-func (m *Model) fitGroups() {
-	if m.width > 0 && m.width < wideWidth && m.groups.wantLines(m.width-m.frameW) != m.groupsWant {
+// fitPanels lays the screen out again when a panel's want changed: the
+// span groups, narrow and not focused, need another number of lines (a
+// verdict gained hops), or the list, wide, longer ids or services.
+func (m *Model) fitPanels() {
+	switch {
+	case m.width <= 0:
+	case m.width < wideWidth && m.groups.wantLines(m.width-m.frameW) != m.groupsWant,
+		m.width >= wideList && m.rollouts.wantW != m.listWant:
 		m.layout()
 	}
 }

@@ -528,3 +528,28 @@ func TestRealGymWorthAsCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestRealGymWideShowsWhole: at 200 columns the list widens towards its ids
+// and services (up to half the screen: whole ids, the first services
+// whole), and the focused waterfall's service column to its names.
+func TestRealGymWideShowsWhole(t *testing.T) {
+	m := realModel(t, "s41-obs0-iso/all", 200, 50, "all")
+	rows := 0
+	for _, l := range strings.Split(ansi.Strip(m.rollouts.view()), "\n")[2:] {
+		if strings.Contains(l, "joined") || strings.Contains(l, "split") {
+			rows++
+			f := strings.Fields(strings.TrimLeft(l, " ›"))
+			svcs := strings.Split(f[len(f)-1], ",")
+			if strings.Contains(f[0], "…") || len(svcs) < 3 || strings.Contains(strings.Join(svcs[:2], ","), "…") {
+				t.Errorf("a rollout row cuts its id or its first two services at 200 columns: %q", l)
+			}
+		}
+	}
+	if rows < 5 {
+		t.Fatalf("%d rollout rows:\n%s", rows, m.rollouts.view())
+	}
+	m = keys(t, m, "tab")
+	if v := ansi.Strip(m.trace.view()); !strings.Contains(v, " example_single_tool_call ") {
+		t.Errorf("the focused waterfall cuts the service name at 200 columns:\n%s", v)
+	}
+}

@@ -115,6 +115,8 @@ type rolloutList struct {
 	inFlight       int                 // rollouts whose root has not arrived
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
+	// wantW is the width that shows every id and services whole.
+	wantW int
 
 	// live and addrs shape the empty state: where to send spans.
 	live  bool
@@ -503,6 +505,23 @@ func (l *rolloutList) render() {
 		}
 	}
 	spansW := l.spansW
+	// What the list would take to show every id and services whole; wide
+	// screens give it up to half their width.
+	// Run-level rows (probes of every server) would claim the room for
+	// lists no rollout has.
+	// Until the analysis has found the rollouts, the store's stand-ins
+	// would claim room for ids and services of no rollout.
+	svcW, idLen := 0, 0
+	for _, r := range l.rows {
+		if !isApart(r.ID) && l.structure != nil {
+			svcW = max(svcW, ansi.StringWidth(l.rowInfo(r).services))
+			idLen = max(idLen, ansi.StringWidth(r.ID))
+		}
+	}
+	l.wantW = 0
+	if idLen > 0 {
+		l.wantW = 1 + idLen + 1 + 5 + 1 + 7 + 1 + spansW + 1 + 9 + 1 + svcW
+	}
 	// The id gives way first: the state and join verdicts are never cut.
 	idW := clamp(l.width-(1+1+5+1+7+1+spansW+1+9), 8, min(l.idW, max(l.width/2, 8)))
 	// A cut id must still tell rollouts apart: when they all share their

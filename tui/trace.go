@@ -54,6 +54,7 @@ type traceView struct {
 	rows           []traceRow
 	dropped        int
 	needName       int // widest name cell of any row
+	needSvc        int // longest short service name of any row
 	cursor, offset int
 	moved          bool // the user moved the cursor in this rollout
 	search         spanSearch
@@ -474,7 +475,7 @@ func (t *traceView) rebuild() { t.rebuildKeeping(t.cursorSpan()) }
 func (t *traceView) rebuildKeeping(cur model.SpanID) {
 	t.rows = t.rows[:0]
 	t.dropped = 0
-	t.needName = 0
+	t.needName, t.needSvc = 0, 0
 	if t.r == nil {
 		t.render()
 		return
@@ -543,6 +544,7 @@ func (t *traceView) rebuildKeeping(cur model.SpanID) {
 				}
 				t.rows = append(t.rows, row)
 				t.needName = max(t.needName, t.nameWidth(&t.rows[len(t.rows)-1]))
+				t.needSvc = max(t.needSvc, ansi.StringWidth(shortService(t.snap.ServiceName(f.Spans[i].Resource))))
 				if len(ks) == 0 || folded {
 					return false
 				}
@@ -657,7 +659,10 @@ const rowLead = 2
 //
 // keepSvc keeps the service column whatever the names need: without colour
 // it alone tells which process a span is in.
-func layoutColumns(w, need int, focused, keepSvc bool) columns {
+//
+// svcNeed is the longest service name: where the bar keeps a sixth of the
+// width (24 cells at least), the service column grows to it, up to 24.
+func layoutColumns(w, need, svcNeed int, focused, keepSvc bool) columns {
 	c := columns{dur: 7}
 	if w >= 50 {
 		c.svc = 12
@@ -695,6 +700,10 @@ func layoutColumns(w, need int, focused, keepSvc bool) columns {
 	// Room the names do not use goes to the bar.
 	if need > 0 && c.bar > 0 && name() > need {
 		c.bar += name() - need
+	}
+	if grow := min(svcNeed, 24) - c.svc; c.svc > 0 && grow > 0 && c.bar-grow >= max(24, w/6) {
+		c.svc += grow
+		c.bar -= grow
 	}
 	c.name = name()
 	return c
@@ -806,7 +815,7 @@ func (t *traceView) render() {
 		title = clip(title, max(t.width-ansi.StringWidth(found), 12)) + found
 	}
 	lines = append(lines, t.st.Panel.Title.Render(clip(title, t.width)))
-	c := layoutColumns(t.width, t.needName, t.focused, !t.st.Color)
+	c := layoutColumns(t.width, t.needName, t.needSvc, t.focused, !t.st.Color)
 	ax := newAxis(r.End-r.Start, c.bar)
 	head := strings.Repeat(" ", rowLead) + fit("span", c.name) + " " + fitRight("time", c.dur)
 	if c.svc > 0 {
