@@ -96,7 +96,7 @@ func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fr
 	}
 	attrs := func(indent string, a model.Attrs) {
 		a.Each(t, func(k string, v model.Value) bool {
-			b = append(b, indent+k+" = "+v.String())
+			b = append(b, indent+k+" = "+valueText(v))
 			return true
 		})
 	}
@@ -176,4 +176,16 @@ func groupName(reg *groups.Registry, g groups.Group, ok bool) string {
 		return ""
 	}
 	return reg.Name(g)
+}
+
+// valueText shows an attribute value in the detail panel: as typed, with
+// the kinds text cannot tell apart from strings named.
+func valueText(v model.Value) string {
+	switch v.Kind {
+	case model.ValEmpty:
+		return "(empty value)"
+	case model.ValBytes:
+		return v.Str + " (bytes, base64)"
+	}
+	return v.String()
 }

@@ -953,10 +953,12 @@ func (m *Model) renderHeader() {
 	var parts []string
 	if s := m.snap; s != nil {
 		st := s.Stats
-		if st.NotRecorded > 0 {
-			// First, so a narrow terminal still shows it: the record file
-			// is missing spans the screen has.
-			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("record failed: %s, %s spans not recorded", st.RecordError, fmtCount(st.NotRecorded))))
+		if r := st.Record; r.Failing {
+			// First, so a narrow terminal still shows it: nothing new is
+			// recorded or shown until the record can be written again.
+			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("record failing: %s, %s spans refused (senders retry)", r.Cause, fmtCount(r.Refused))))
+		} else if r.Refused > 0 || r.Failures > 0 {
+			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("record: %s spans refused, %s failed writes (last: %s)", fmtCount(r.Refused), fmtCount(r.Failures), r.Cause)))
 		}
 		rolls := "rollouts …"
 		if m.haveTally {
@@ -1001,6 +1003,9 @@ func (m *Model) renderHeader() {
 			parts = append(parts, fmt.Sprintf("capped %s events, %s links, %s names", fmtCount(st.EventsDropped), fmtCount(st.LinksDropped), fmtCount(st.NamesTruncated)))
 		}
 		parts = append(parts, "metric points "+fmtCount(st.MetricPoints), "log records "+fmtCount(st.LogRecords))
+		if st.Profiles > 0 {
+			parts = append(parts, "profiles "+fmtCount(st.Profiles))
+		}
 	} else {
 		parts = append(parts, "loading…")
 	}

@@ -31,6 +31,9 @@ const realGym = "../testdata/real-gym/"
 func realFiles(tb testing.TB, name string) []string {
 	tb.Helper()
 	files, err := filepath.Glob(filepath.Join(realGym, name, "console", "*.log.gz"))
+	if len(files) == 0 {
+		files, err = filepath.Glob(filepath.Join(realGym, name, "otlp", "*.jsonl.gz"))
+	}
 	if err != nil || len(files) == 0 {
 		tb.Fatalf("no console logs under %s: %v", name, err)
 	}

@@ -258,20 +258,23 @@ func loadCapturesWith(files []string, o readOptions) (*model.Store, *model.Snaps
 	}
 	snap := store.Snapshot()
 	if err == nil && snap.Stats.Stored == 0 {
-		err = noSpans(files, rep)
+		err = noSpans(files, rep, o.listBad != nil)
 	}
 	return store, snap, rep, err
 }
 
 // noSpans says why files gave no span: what they held instead, so a wrong
-// file or a log written with telemetry off is told apart from a bug.
-func noSpans(files []string, rep receiver.FileReport) error {
+// file or a log written with telemetry off is told apart from a bug. listed
+// says the bad lines were printed already: they are not repeated.
+func noSpans(files []string, rep receiver.FileReport, listed bool) error {
 	err := fmt.Errorf("no spans in %s", strings.Join(files, ", "))
 	lines := 0
 	for _, f := range rep.Files {
 		lines += f.Lines
 	}
 	switch {
+	case len(rep.BadSamples) > 0 && listed:
+		return fmt.Errorf("%w (%d bad, listed above)", err, rep.BadLines)
 	case len(rep.BadSamples) > 0:
 		return fmt.Errorf("%w (%d bad, first %s)", err, rep.BadLines, rep.BadSamples[0])
 	case rep.MetricPoints > 0 || rep.LogRecords > 0:
