@@ -50,6 +50,9 @@ type groupsPanel struct {
 	// focused: the panel has the keyboard; narrow, it then lists a row per
 	// group, else a run of checkboxes.
 	focused bool
+	// where is the rollout filter the reports cover ("" for all), as the
+	// list shows it: the preview is of those rollouts.
+	where string
 
 	cursor, offset int
 	// follow keeps the cursor's group in view; scrolling turns it off so the
@@ -115,6 +118,15 @@ func (g groupsPanel) SetReports(cur, prev *whatif.Report) groupsPanel {
 		g.prevRep = prev
 	}
 	g.render()
+	return g
+}
+
+// SetWhere records the rollout filter the reports were narrowed by.
+func (g groupsPanel) SetWhere(where string) groupsPanel {
+	if where != g.where {
+		g.where = where
+		g.render()
+	}
 	return g
 }
 
@@ -877,6 +889,9 @@ func (g *groupsPanel) render() {
 	// The title says the spec, whether it changed, and which lines show
 	// when not all fit, as the other panels do.
 	parts := []titlePart{{"preview " + g.reg.Spec(g.preview), 0}}
+	if g.where != "" && g.prevRep != nil {
+		parts = append(parts, titlePart{fmt.Sprintf("over %s /%s", countNoun(g.prevRep.Input.Rollouts, "rollout"), g.where), 0})
+	}
 	if g.preview != g.current {
 		parts = append(parts, titlePart{"changed, y copies", 2})
 	}

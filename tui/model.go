@@ -105,6 +105,7 @@ type Model struct {
 	analysing bool
 	dirty     bool   // inputs changed while an analysis ran
 	curSeq    uint64 // snapshot the current spec's report was computed from
+	curWhere  string // and the rollout filter it was narrowed by
 	haveCur   bool
 	simming   bool
 
@@ -427,6 +428,9 @@ func (m *Model) afterChange() tea.Cmd {
 	if spec := m.groups.Preview(); spec != m.trace.spec {
 		m.trace.SetPreview(m.preview, spec)
 		cmds = append(cmds, m.requestAnalysis())
+	} else if m.rollouts.where().String() != m.curWhere && m.haveCur {
+		// A new filter: the span groups preview the rollouts it shows.
+		cmds = append(cmds, m.requestAnalysis())
 	}
 	m.trace.SetFocused(m.focus == slotTrace && m.front(slotTrace) == panel(m.trace))
 	m.groups.groupsPanel = m.groups.SetFocused(m.focus == slotGroups)
@@ -518,12 +522,14 @@ func (m *Model) requestAnalysis() tea.Cmd {
 	if m.opts.Live {
 		grace = liveGrace
 	}
+	where := m.rollouts.where()
 	return runAnalysis(analysisJob{
 		eng:         m.eng,
 		snap:        m.snap,
 		current:     m.opts.Current,
 		preview:     m.groups.Preview(),
-		needCurrent: !m.haveCur || m.curSeq != m.snap.Seq,
+		where:       where,
+		needCurrent: !m.haveCur || m.curSeq != m.snap.Seq || m.curWhere != where.String(),
 		now:         m.opts.Now,
 		grace:       grace,
 	})
@@ -533,11 +539,12 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 	m.analysing = false
 	if a.cur != nil {
 		m.groups.groupsPanel = m.groups.SetReports(a.cur, nil)
-		m.curSeq, m.haveCur = a.seq, true
+		m.curSeq, m.haveCur, m.curWhere = a.seq, true, a.where
 	}
-	// A preview for a spec no longer shown is stale: drop it.
-	if a.preview == m.groups.Preview() {
+	// A preview for a spec or a filter no longer shown is stale: drop it.
+	if a.preview == m.groups.Preview() && a.where == m.rollouts.where().String() {
 		m.groups.groupsPanel = m.groups.SetReports(nil, a.prev)
+		m.groups.groupsPanel = m.groups.SetWhere(a.where)
 	} else {
 		m.dirty = true
 	}

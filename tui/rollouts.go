@@ -189,6 +189,15 @@ func (l *rolloutList) SetCheck(c *whatif.CheckReport) {
 	l.rebuild()
 }
 
+// where is the filter the list applies (the last that parsed), nil when
+// none: the span groups preview the same rollouts.
+func (l *rolloutList) where() *filter.Filter {
+	if l.filter == "" || l.compiled.Empty() {
+		return nil
+	}
+	return l.compiled
+}
+
 // Selected returns the rollout under the cursor, or nil.
 func (l *rolloutList) Selected() *model.Rollout {
 	if l.cursor >= 0 && l.cursor < len(l.rows) {
