@@ -556,3 +556,17 @@ func TestRealGymWideShowsWhole(t *testing.T) {
 		t.Errorf("the focused waterfall cuts the service name at 200 columns:\n%s", v)
 	}
 }
+
+// TestRealGymStatsTitleFits: at 80 columns the statistics title keeps
+// which lines show, whole, letting the counts and the hint go first.
+func TestRealGymStatsTitleFits(t *testing.T) {
+	m := realModel(t, "s41-obs0-iso/all", 80, 24, "all")
+	m = keys(t, m, "t")
+	title := ansi.Strip(strings.Split(m.stats.view(), "\n")[0])
+	if !regexp.MustCompile(`^Statistics ~\S+ .*· 1–\d+ of \d+$`).MatchString(title) {
+		t.Errorf("statistics title at 80 columns: %q", title)
+	}
+	if ansi.StringWidth(title) > m.stats.width {
+		t.Errorf("title %d wide, panel %d", ansi.StringWidth(title), m.stats.width)
+	}
+}
