@@ -92,6 +92,11 @@ type Config struct {
 	// MetricInterval is the metric reader's export interval; 0 means 5 s.
 	// Shutdown exports what is left either way.
 	MetricInterval time.Duration
+	// ModelBackend puts a model server behind the model server's handler
+	// whose spans carry token usage: BackendVLLM or BackendGateway; ""
+	// for none (Gym's model server answers itself, as in every capture
+	// of Gym alone).
+	ModelBackend string
 }
 
 // Stats are the fleet's counters.
@@ -120,6 +125,7 @@ type Fleet struct {
 
 	driver, agent, model, resources *proc
 	procs                           []*proc
+	backend                         *backend // nil without Config.ModelBackend
 
 	console *lockedWriter
 
@@ -220,6 +226,9 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	f.agent = mk(RoleAgent, agentName, serverTypes[RoleAgent], true, true)
 	f.model = mk(RoleModel, modelName, serverTypes[RoleModel], true, true)
 	f.resources = mk(RoleResources, resourcesName, serverTypes[RoleResources], true, true)
+	if err == nil && cfg.ModelBackend != "" {
+		f.backend, err = startBackend(ctx, f)
+	}
 	if err != nil {
 		f.closeAll(ctx)
 		return nil, err
@@ -419,6 +428,12 @@ func (f *Fleet) closeAll(ctx context.Context) error {
 	for _, p := range f.procs {
 		if err := p.shutdownHTTP(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("%s server: %w", p.name, err))
+		}
+	}
+	// The servers are done with their calls to the backend.
+	if f.backend != nil {
+		if err := f.backend.shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", backendService, err))
 		}
 	}
 	for _, p := range f.procs {

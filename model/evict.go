@@ -9,8 +9,7 @@ import (
 // evict drops whole rollouts, oldest first, until at most target spans and
 // targetBytes bytes remain.
 func (w *writer) evict(target int, targetBytes int64) {
-	w.compactOrder()
-	sort.SliceStable(w.order, func(i, j int) bool { return w.order[i].seq < w.order[j].seq })
+	w.sortOrder()
 	n := 0
 	for _, r := range w.order {
 		if w.stored <= target && w.bytes <= targetBytes {
@@ -20,10 +19,12 @@ func (w *writer) evict(target int, targetBytes int64) {
 			if f == nil {
 				continue
 			}
-			w.locs.prefetch(func(i int) SpanID { return f.spans[i].SpanID }, len(f.spans))
+			indexed := w.recs[f.trec].idx != nil
 			for i := range f.spans {
 				sp := &f.spans[i]
-				w.delLoc(sp.TraceID, sp.SpanID, f)
+				if indexed {
+					w.delLoc(f, sp.SpanID)
+				}
 				w.services[sp.Resource]--
 				w.bytes -= spanBytes(sp)
 			}
@@ -31,14 +32,10 @@ func (w *writer) evict(target int, targetBytes int64) {
 			w.evSpans += int64(len(f.spans))
 			w.unwait(f)
 			f.gone = true
-			delete(w.frags, f.id)
-			w.nfrags--
-			if w.traces[f.trace]--; w.traces[f.trace] <= 0 {
-				delete(w.traces, f.trace)
-			}
+			w.dropFrag(f)
 		}
 		r.dead = true
-		delete(w.rolls, r.key)
+		w.dropRoll(r)
 		w.evRolls++
 		n++
 	}
@@ -50,19 +47,20 @@ func (w *writer) evict(target int, targetBytes int64) {
 	w.restructure = true
 }
 
-// remove deletes id from ids in place: a waiting list is held only by its
-// map entry, which takes the result.
-func remove(ids []uint32, id uint32) []uint32 {
-	for i, x := range ids {
-		if x == id {
-			n := copy(ids[i:], ids[i+1:])
-			return ids[:i+n]
-		}
+// sortOrder drops dead rollouts from order and sorts it by seq, each only
+// when needed: both walk every rollout.
+func (w *writer) sortOrder() {
+	if w.deadInOrder > 0 {
+		w.compactOrder()
 	}
-	return ids
+	if w.unsorted {
+		sort.SliceStable(w.order, func(i, j int) bool { return w.order[i].seq < w.order[j].seq })
+		w.unsorted = false
+	}
 }
 
 func (w *writer) compactOrder() {
+	w.deadInOrder = 0
 	live := w.order[:0]
 	for _, r := range w.order {
 		if !r.dead {

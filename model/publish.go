@@ -5,7 +5,6 @@ package model
 
 import (
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -20,8 +19,7 @@ func (w *writer) publish() *Snapshot {
 	w.settle()
 	snap := &Snapshot{Seq: w.pubSeq, Taken: w.s.opts.Now(), strings: w.s.strs}
 	if w.restructure || w.prev == nil {
-		w.compactOrder()
-		sort.SliceStable(w.order, func(i, j int) bool { return w.order[i].seq < w.order[j].seq })
+		w.sortOrder()
 		snap.Rollouts = make([]*Rollout, 0, len(w.order))
 		for _, r := range w.order {
 			r.idx = int32(len(snap.Rollouts))
@@ -53,7 +51,7 @@ func (w *writer) publish() *Snapshot {
 	w.prev = snap.Rollouts
 	liveJobs := 0
 	for _, j := range w.jobs {
-		if _, live := w.frags[j.id]; live {
+		if w.fragAt(j.id) == j {
 			snap.Jobs = append(snap.Jobs, w.pubFrag(j))
 			liveJobs++
 		}
@@ -104,6 +102,12 @@ func (w *writer) publish() *Snapshot {
 	return snap
 }
 
+// rollout1 is a published rollout of one fragment with its Fragments array.
+type rollout1 struct {
+	r Rollout
+	f [1]*Fragment
+}
+
 // pubRoll returns the published form of r, building it anew when r changed.
 func (w *writer) pubRoll(r *roll) *Rollout {
 	if !r.dirty && r.pub != nil {
@@ -111,7 +115,6 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 	}
 	w.version++
 	r.version = w.version
-	pr := &Rollout{ID: r.key, Synthetic: r.synthetic, Version: r.version, FirstSeen: time.Unix(0, r.firstSeen), LastSeen: time.Unix(0, r.lastSeen)}
 	frags := r.frags
 	if int(r.live) < len(frags) {
 		frags = make([]*frag, 0, r.live)
@@ -121,12 +124,22 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 			}
 		}
 	}
-	pr.Fragments = make([]*Fragment, len(frags))
-	var traces map[TraceID]bool // only for rollouts split into many fragments
+	var pr *Rollout
+	if len(frags) == 1 {
+		// Most rollouts are one fragment: one allocation for both.
+		one := &rollout1{}
+		pr = &one.r
+		pr.Fragments = one.f[:]
+	} else {
+		pr = &Rollout{Fragments: make([]*Fragment, len(frags))}
+	}
+	pr.ID, pr.Synthetic, pr.Version = r.key, r.synthetic, r.version
+	pr.FirstSeen, pr.LastSeen = time.Unix(0, r.firstSeen), time.Unix(0, r.lastSeen)
+	var traces map[uint32]bool // by trace record; only for rollouts split into many fragments
 	if len(frags) > 16 {
-		traces = make(map[TraceID]bool, len(frags))
+		traces = make(map[uint32]bool, len(frags))
 		for _, f := range frags {
-			traces[f.trace] = true
+			traces[f.trec] = true
 		}
 		pr.Traces = len(traces)
 	}
@@ -147,7 +160,7 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 		// Distinct traces: rollouts have few fragments, so a scan beats a map.
 		seen := false
 		for _, g := range frags[:i] {
-			if g.trace == f.trace {
+			if g.trec == f.trec {
 				seen = true
 				break
 			}
@@ -169,7 +182,7 @@ func (w *writer) pubFrag(f *frag) *Fragment {
 		w.settling = append(w.settling, f)
 		w.version++
 		f.pub = &Fragment{
-			TraceID:   f.trace,
+			TraceID:   f.traceID(),
 			Spans:     f.spans[:len(f.spans):len(f.spans)],
 			TopParent: f.spans[f.top].ParentID,
 			Job:       f.job,
@@ -189,8 +202,8 @@ func (w *writer) reorder(f *frag) {
 	for i := range f.spans {
 		parent[i] = f.spans[i].Parent
 	}
-	depth, start := w.depthStarts(parent, f.top)
-	pos := slices.Grow(w.order32[:0], n)[:n] // old index -> new
+	depth, start := w.ds.depthStarts(parent, f.top)
+	pos := slices.Grow(w.pos32[:0], n)[:n] // old index -> new
 	for i, d := range depth {
 		pos[i] = start[d]
 		start[d]++
@@ -205,8 +218,8 @@ func (w *writer) reorder(f *frag) {
 	}
 	for i := range f.spans {
 		sp := &f.spans[i]
-		w.moveLoc(sp.TraceID, sp.SpanID, loc{frag: f.id, idx: uint32(i)}, loc{frag: f.id, idx: uint32(pos[i])})
+		w.moveLoc(f, sp.SpanID, loc{frag: f.id, idx: uint32(i)}, loc{frag: f.id, idx: uint32(pos[i])})
 	}
 	f.spans, f.top, f.ordered = spans, 0, true
-	w.order32 = pos
+	w.pos32 = pos
 }

@@ -7,7 +7,7 @@ package model
 // Writer goroutine only.
 func (w *writer) settle() {
 	for _, f := range w.settling {
-		if f.dirty || w.frags[f.id] != f {
+		if f.dirty || w.fragAt(f.id) != f {
 			continue
 		}
 		if n := len(f.spans); cap(f.spans)-n > n/8+1 {

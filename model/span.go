@@ -177,7 +177,18 @@ type Link struct {
 // one chunk of a file. Rejected counts spans the decoder refused.
 type Batch struct {
 	Spans  []Span
-	pooled bool // Spans came from NewBatch: the store recycles the array
+	pooled bool       // Spans came from NewBatch: the store recycles the array
+	prep   *batchPrep // set by SubmitWait, which prepares on the caller's goroutine
+}
+
+// relayout replaces the batch's spans with their prepared layout, giving
+// a pooled array back.
+func (b *Batch) relayout(spans []Span) {
+	if b.pooled {
+		spanPool.put(b.Spans)
+		b.pooled = false
+	}
+	b.Spans = spans
 }
 
 // NewBatch returns an empty batch with room for n spans. Its array comes

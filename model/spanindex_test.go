@@ -22,7 +22,8 @@ func cpuNow() int64 {
 // chosen to share a tag's line.
 func TestSpanIndexAgainstMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	x := newSpanIndex()
+	x := &spanIndex{}
+	const seed = 12345
 	ref := map[SpanID]loc{}
 	held := map[loc]SpanID{} // what each location holds
 	is := func(id SpanID) func(loc) bool {
@@ -45,13 +46,13 @@ func TestSpanIndexAgainstMap(t *testing.T) {
 			// index moves it, and still at the old one.
 			l := loc{frag: uint32(step), idx: uint32(k)}
 			held[l] = s
-			x.set(s, l, is(s))
+			x.set(spanTag(seed, s), l, is(s))
 			if old, ok := ref[s]; ok {
 				delete(held, old)
 			}
 			ref[s] = l
 		case op < 9:
-			got := x.del(s, is(s))
+			got := x.del(spanTag(seed, s), is(s))
 			if _, want := ref[s]; got != want {
 				t.Fatalf("step %d: del(%v) = %v, want %v", step, s, got, want)
 			}
@@ -60,7 +61,7 @@ func TestSpanIndexAgainstMap(t *testing.T) {
 			}
 			delete(ref, s)
 		default:
-			got, ok := x.get(s, is(s))
+			got, ok := x.get(spanTag(seed, s), is(s))
 			want, wok := ref[s]
 			if ok != wok || got != want {
 				t.Fatalf("step %d: get(%v) = %v,%v want %v,%v", step, s, got, ok, want, wok)
@@ -71,34 +72,29 @@ func TestSpanIndexAgainstMap(t *testing.T) {
 		}
 	}
 	for s, want := range ref {
-		if got, ok := x.get(s, is(s)); !ok || got != want {
+		if got, ok := x.get(spanTag(seed, s), is(s)); !ok || got != want {
 			t.Fatalf("get(%v) = %v,%v want %v", s, got, ok, want)
 		}
 	}
 	for s := range ref {
-		x.del(s, is(s))
+		x.del(spanTag(seed, s), is(s))
 	}
-	if x.Len() != 0 {
-		t.Fatalf("Len %d after deleting all", x.Len())
-	}
-	for i := range x.shards {
-		if x.shards[i].n != 0 || x.shards[i].tags != nil {
-			t.Fatalf("shard %d keeps %d entries", i, x.shards[i].n)
-		}
+	if x.Len() != 0 || x.tags != nil {
+		t.Fatalf("Len %d after deleting all, %d slots kept", x.Len(), len(x.tags))
 	}
 }
 
 // Ids whose tags are equal are told apart by the location test, and runs
-// that wrap past the end of a shard's slots survive deletion.
+// that wrap past the end of the slots survive deletion.
 func TestSpanIndexSameTagAndWrap(t *testing.T) {
-	x := newSpanIndex()
+	x := &spanIndex{}
+	const seed = 7
 	var ids []SpanID
-	// Ids of shard 7 whose line is the shard's last.
+	// Ids whose line is the last of the 64 slots that 40 entries take.
 	for k := uint64(1); len(ids) < 40; k++ {
 		var s SpanID
 		binary.LittleEndian.PutUint64(s[:], k)
-		sh, tag := x.hash(s)
-		if sh == 7 && home(tag, idxMinSlots) == idxMinSlots-idxLine {
+		if home(spanTag(seed, s), 64) == 64-idxLine {
 			ids = append(ids, s)
 		}
 	}
@@ -107,20 +103,23 @@ func TestSpanIndexSameTagAndWrap(t *testing.T) {
 	for i, s := range ids {
 		l := loc{idx: uint32(i)}
 		held[l] = s
-		x.set(s, l, is(s))
+		x.set(spanTag(seed, s), l, is(s))
+	}
+	if len(x.tags) != 64 {
+		t.Fatalf("%d slots, want 64", len(x.tags))
 	}
 	// Every tag matches: only the location test tells them apart.
 	same := func(SpanID) func(loc) bool { return func(loc) bool { return true } }
-	if _, ok := x.get(ids[0], same(ids[0])); !ok {
+	if _, ok := x.get(spanTag(seed, ids[0]), same(ids[0])); !ok {
 		t.Fatal("no entry at all")
 	}
 	for i := 0; i < len(ids); i += 2 {
-		if !x.del(ids[i], is(ids[i])) {
+		if !x.del(spanTag(seed, ids[i]), is(ids[i])) {
 			t.Fatalf("del %d: not found", i)
 		}
 	}
 	for i, s := range ids {
-		l, ok := x.get(s, is(s))
+		l, ok := x.get(spanTag(seed, s), is(s))
 		if ok != (i%2 == 1) || (ok && l.idx != uint32(i)) {
 			t.Fatalf("id %d: %v %v", i, l, ok)
 		}
@@ -129,40 +128,24 @@ func TestSpanIndexSameTagAndWrap(t *testing.T) {
 
 func BenchmarkSpanIndex(b *testing.B) {
 	const n = 1 << 21
-	ids := make([]SpanID, n)
+	const seed = 99
+	tags := make([]uint32, n)
 	rng := rand.New(rand.NewPCG(3, 4))
-	for i := range ids {
-		binary.LittleEndian.PutUint64(ids[i][:], rng.Uint64()|1)
+	for i := range tags {
+		var s SpanID
+		binary.LittleEndian.PutUint64(s[:], rng.Uint64()|1)
+		tags[i] = spanTag(seed, s)
 	}
 	// Tags of random ids rarely collide; the benchmark takes every match.
 	yes := func(loc) bool { return true }
 	b.Run("index", func(b *testing.B) {
 		c0 := cpuNow()
 		for b.Loop() {
-			x := newSpanIndex()
-			for i, s := range ids {
-				x.set(s, loc{idx: uint32(i)}, yes)
+			x := &spanIndex{}
+			for i, tag := range tags {
+				x.set(tag, loc{idx: uint32(i)}, yes)
 				if i >= n/2 {
-					x.del(ids[i-n/2], yes)
-				}
-			}
-		}
-		b.ReportMetric(float64(cpuNow()-c0)/float64(b.N)/n, "cpu-ns/span")
-	})
-	b.Run("index-prefetch", func(b *testing.B) {
-		c0 := cpuNow()
-		for b.Loop() {
-			x := newSpanIndex()
-			for c := 0; c < n; c += 512 {
-				x.prefetch(func(i int) SpanID { return ids[c+i] }, 512)
-				if c >= n/2 {
-					x.prefetch(func(i int) SpanID { return ids[c-n/2+i] }, 512)
-				}
-				for i := c; i < c+512; i++ {
-					x.set(ids[i], loc{idx: uint32(i)}, yes)
-					if i >= n/2 {
-						x.del(ids[i-n/2], yes)
-					}
+					x.del(tags[i-n/2], yes)
 				}
 			}
 		}
@@ -171,14 +154,14 @@ func BenchmarkSpanIndex(b *testing.B) {
 	b.Run("map", func(b *testing.B) {
 		c0 := cpuNow()
 		for b.Loop() {
-			m := map[SpanID]loc{}
-			for i, s := range ids {
-				if _, ok := m[s]; !ok {
-					m[s] = loc{idx: uint32(i)}
+			m := map[uint32]loc{}
+			for i, tag := range tags {
+				if _, ok := m[tag]; !ok {
+					m[tag] = loc{idx: uint32(i)}
 				}
 				if i >= n/2 {
-					if _, ok := m[ids[i-n/2]]; ok {
-						delete(m, ids[i-n/2])
+					if _, ok := m[tags[i-n/2]]; ok {
+						delete(m, tags[i-n/2])
 					}
 				}
 			}

@@ -81,6 +81,7 @@ type Store struct {
 	record                           atomic.Pointer[RecordState]
 	profiles                         atomic.Int64
 	metricNames                      metricCounts
+	keys                             storeKeys
 
 	w writer
 }
@@ -107,6 +108,7 @@ func NewStore(opts Options) *Store {
 		in:      make(chan item, opts.QueueLen),
 		done:    make(chan struct{}),
 		changed: make(chan struct{}, 1),
+		keys:    newStoreKeys(strs),
 	}
 	s.w.init(s)
 	s.snap.Store(s.w.publish())
@@ -267,10 +269,7 @@ func (s *Store) run() {
 				close(it.sync)
 				continue
 			}
-			s.w.apply(it.batch)
-			if it.batch.pooled {
-				spanPool.put(it.batch.Spans)
-			}
+			s.w.apply(it.batch) // gives a pooled array back once laid out
 			dirty = true
 			// Publish at once when idle, at most every PublishEvery under load.
 			if len(s.in) == 0 && time.Since(last) >= every {

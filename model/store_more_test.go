@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/binary"
 	"runtime"
 	"sync"
 	"testing"
@@ -151,5 +152,115 @@ func TestStoreWriterAndReaders(t *testing.T) {
 		if len(r.Fragments) != 1 {
 			t.Fatalf("rollout %s has %d fragments after every parent arrived", r.ID, len(r.Fragments))
 		}
+	}
+}
+
+// A rollout id written like a synthetic key names the same rollout as that
+// key, as when both were one text; the parsed form round-trips only for
+// the exact lower-case form.
+func TestSynthKeyText(t *testing.T) {
+	var tr TraceID
+	copy(tr[:], []byte{0x0a, 0x1b, 0x2c, 0x3d, 9, 9})
+	k := synthKeyOf(tr, numID(0xfe))
+	s := k.String()
+	if s != "~0a1b2c3d/00000000000000fe" {
+		t.Fatalf("String() = %q", s)
+	}
+	if got, ok := parseSynthKey(s); !ok || got != k {
+		t.Fatalf("parseSynthKey(%q) = %v, %v", s, got, ok)
+	}
+	for _, bad := range []string{"~0A1B2C3D/00000000000000fe", "~0a1b2c3d-00000000000000fe", "0a1b2c3d/00000000000000fe0", "~0a1b2c3d/00000000000000f"} {
+		if _, ok := parseSynthKey(bad); ok {
+			t.Errorf("parseSynthKey(%q) accepted", bad)
+		}
+	}
+	st := NewStore(Options{})
+	defer st.Close()
+	l := NewLocal(st.Interner())
+	var b AttrBuilder
+	b.String(l, l.Intern([]byte(RolloutIDKey)), []byte(s))
+	root := Span{TraceID: tr, SpanID: numID(0xfe)}                         // synthetic key s
+	other := Span{TraceID: TraceID{1}, SpanID: numID(1), Attrs: b.Attrs()} // rollout id s
+	if err := st.Add(Batch{Spans: []Span{root, other}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Sync()
+	snap := st.Snapshot()
+	if len(snap.Rollouts) != 1 || snap.Rollouts[0].ID != s || len(snap.Rollouts[0].Fragments) != 2 {
+		t.Fatalf("want one rollout %q of two fragments, got %d rollouts", s, len(snap.Rollouts))
+	}
+}
+
+// TestStoreOrphansBoundedAndEvicted sends batches whose tops wait for
+// parents that never come (each batch a new trace, as an agent's batch is
+// when its callers' batches are lost): the waiting fragments are rollouts
+// like any other, evicted oldest first under MaxSpans, and every table the
+// writer keeps for them stays within the spans held. A parent arriving for
+// a held orphan joins it; one arriving for an evicted orphan finds nothing.
+func TestStoreOrphansBoundedAndEvicted(t *testing.T) {
+	const maxSpans = 5_000
+	st := NewStore(Options{MaxSpans: maxSpans, PublishEvery: time.Hour})
+	defer st.Close()
+	mk := func(k int) []Span {
+		var trace TraceID // random-looking, as W3C ids are
+		binary.BigEndian.PutUint64(trace[:], uint64(k+1)*0x9e3779b97f4a7c15)
+		var spans []Span
+		id := func(o, n int) SpanID { return numID(uint64(k*10_000+1000*o+n) * 0xbf58476d1ce4e5b9) }
+		for o := 0; o < 10; o++ { // ten orphans of three spans, children first
+			top := id(o, 1)
+			spans = append(spans,
+				Span{TraceID: trace, SpanID: id(o, 2), ParentID: top},
+				Span{TraceID: trace, SpanID: id(o, 3), ParentID: top},
+				Span{TraceID: trace, SpanID: top, ParentID: id(o, 999)}) // never sent
+		}
+		return spans
+	}
+	const batches = 2_000
+	for k := 0; k < batches; k++ {
+		if err := st.Add(Batch{Spans: mk(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Sync()
+	s := st.Snapshot().Stats
+	if s.Stored > maxSpans || s.Stored+int(s.EvictedSpans) != 30*batches {
+		t.Fatalf("stored %d (bound %d) + evicted %d != %d sent", s.Stored, maxSpans, s.EvictedSpans, 30*batches)
+	}
+	if s.Rollouts != s.Stored/3 || s.Fragments != s.Rollouts {
+		t.Fatalf("%d rollouts, %d fragments for %d orphan spans: want one of each per three spans", s.Rollouts, s.Fragments, s.Stored)
+	}
+	w := &st.w
+	waiting := 0
+	for _, wl := range w.waiting {
+		for id := wl.head; id != 0; id = w.tab[id].waitNext {
+			waiting++
+		}
+	}
+	if waiting != s.Fragments || len(w.waiting) != s.Fragments {
+		t.Errorf("%d fragments listed as waiting under %d ids, want %d", waiting, len(w.waiting), s.Fragments)
+	}
+	if len(w.tab) > 2*s.Fragments+64 || len(w.traces) != s.Traces || len(w.rolls)+len(w.synth) != s.Rollouts {
+		t.Errorf("tables: %d fragment slots, %d traces (%d held), %d rollout keys (%d held)",
+			len(w.tab), len(w.traces), s.Traces, len(w.rolls)+len(w.synth), s.Rollouts)
+	}
+	// The last batch's first orphan is held: its parent joins it. The
+	// first batch's were evicted: their parent starts a fragment alone.
+	lastB, firstB := mk(batches-1), mk(0)
+	last, first := lastB[0].TraceID, firstB[0].TraceID
+	parents := []Span{{TraceID: last, SpanID: lastB[2].ParentID}, {TraceID: first, SpanID: firstB[2].ParentID}}
+	if err := st.Add(Batch{Spans: parents}); err != nil {
+		t.Fatal(err)
+	}
+	st.Sync()
+	found := map[TraceID]int{}
+	for _, r := range st.Snapshot().Rollouts {
+		for _, f := range r.Fragments {
+			if id := f.Spans[0].SpanID; id == lastB[2].ParentID || id == firstB[2].ParentID {
+				found[f.TraceID] = len(f.Spans)
+			}
+		}
+	}
+	if found[last] != 4 || found[first] != 1 {
+		t.Errorf("late parents: %d spans with the held orphan (want 4), %d with the evicted one (want 1)", found[last], found[first])
 	}
 }

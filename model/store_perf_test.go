@@ -23,6 +23,15 @@ func batchOf(trace byte, pairs ...[2]string) []Span {
 	return out
 }
 
+// prepOrder is the placement order prepare gives a batch.
+func prepOrder(spans []Span) []int32 {
+	t := NewInterner()
+	keys := newStoreKeys(t)
+	p := &batchPrep{tr: map[TraceID]int32{}}
+	p.prepare(spans, t, &keys)
+	return p.orderB // by batch index
+}
+
 func TestParentsFirst(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -40,8 +49,7 @@ func TestParentsFirst(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &writer{inBatch: map[SpanID]int32{}, inBatchX: map[spanKey]int32{}}
-			got := slices.Clone(w.parentsFirst(tc.spans))
+			got := slices.Clone(prepOrder(tc.spans))
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("parentsFirst = %v, want %v", got, tc.want)
 			}
@@ -52,7 +60,6 @@ func TestParentsFirst(t *testing.T) {
 // TestParentsFirstRandom checks the ordering property on shuffled trees:
 // a permutation in which every in-batch parent precedes its children.
 func TestParentsFirstRandom(t *testing.T) {
-	w := &writer{inBatch: map[SpanID]int32{}, inBatchX: map[spanKey]int32{}}
 	for seed := int64(0); seed < 200; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		n := 1 + rng.Intn(60)
@@ -66,7 +73,7 @@ func TestParentsFirstRandom(t *testing.T) {
 			spans = append(spans, sp)
 		}
 		rng.Shuffle(n, func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
-		order := w.parentsFirst(spans)
+		order := prepOrder(spans)
 		pos := make(map[SpanID]int, n)
 		seen := make([]bool, n)
 		for k, i := range order {
@@ -288,8 +295,8 @@ func TestDepthStarts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &writer{}
-			depth, start := w.depthStarts(tc.parent, tc.top)
+			var ds depthScratch
+			depth, start := ds.depthStarts(tc.parent, tc.top)
 			if !slices.Equal(depth, tc.depth) {
 				t.Fatalf("depths %v, want %v", depth, tc.depth)
 			}

@@ -8,6 +8,18 @@ import "time"
 // request: senders keep a bounded number of requests in flight, so they
 // slow down to what the store can take.
 func (s *Store) SubmitWait(b Batch, wait time.Duration) error {
+	// Receivers call this from many goroutines: what the batch alone
+	// tells is worked out here, on the caller's core, not by the writer.
+	b.prep = prepPool.Get().(*batchPrep)
+	b.relayout(b.prep.prepare(b.Spans, s.strs, &s.keys))
+	err := s.submitWait(b, wait)
+	if err != nil {
+		b.prep.release()
+	}
+	return err
+}
+
+func (s *Store) submitWait(b Batch, wait time.Duration) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {

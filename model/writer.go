@@ -5,8 +5,8 @@ package model
 
 import (
 	"encoding/hex"
+	"math/rand/v2"
 	"slices"
-	"strings"
 	"unsafe"
 )
 
@@ -16,21 +16,13 @@ type loc struct {
 	idx  uint32
 }
 
-// spanKey is a span's identity: span ids are unique only within a trace.
-type spanKey struct {
-	trace TraceID
-	id    SpanID
-}
-
-// frag is the writer's mutable fragment. There is one per trace and
-// process, so its fields are ordered by size: 144 bytes, not 176.
+// frag is the writer's mutable fragment. There is one per connected piece
+// of a trace; fields are ordered by size.
 type frag struct {
 	seq   uint64 // creation order
-	trace TraceID
 	spans []Span // append-only: published Fragments share the backing array
 	job   SpanID
 	rid   string
-	synth string // synthetic rollout key, built once when first needed
 	roll  *roll
 	pub   *Fragment
 	start int64
@@ -41,18 +33,22 @@ type frag struct {
 	// parent arrived later kept its array (see merge) and is put in order
 	// when published.
 	top int32
-	// waitID is the id under which the fragment is listed in waiting (its
-	// own, or that of a fragment merged into it), 0 when not listed.
-	waitID  uint32
-	rpos    int32 // index in roll.frags
-	errors  int32
-	ordered bool
-	isJob   bool
-	gone    bool // merged into another fragment or evicted
-	dirty   bool
+	// waitPrev and waitNext link the fragments waiting for one parent id
+	// (see waitList), in the order they began to wait.
+	waitPrev, waitNext uint32
+	// trec is the fragment's trace record; tPrev and tNext link the
+	// fragments of the trace.
+	trec, tPrev, tNext uint32
+	rpos               int32 // index in roll.frags
+	errors             int32
+	ordered            bool
+	isJob              bool
+	gone               bool // merged into another fragment or evicted
+	dirty              bool
+	waiting            bool // listed in waiting under its top's parent id
 }
 
-// roll is the writer's rollout; fields ordered by size: 96 bytes, not 112.
+// roll is the writer's rollout; fields ordered by size.
 type roll struct {
 	key       string
 	seq       uint64
@@ -70,28 +66,53 @@ type roll struct {
 	dead      bool
 }
 
+// waitList is the first and last fragment waiting for one parent span id;
+// the fragments between are linked through waitNext.
+type waitList struct{ head, tail uint32 }
+
+// traceRec is what the writer keeps per trace id: its live fragments,
+// how many of them wait for a parent, and the index of its spans once one
+// had to be looked up.
+type traceRec struct {
+	idx     *spanIndex
+	frags   int32
+	waiting int32
+	head    uint32 // a fragment of the trace; the others link from it
+}
+
 // writer is the state owned by the writer goroutine.
 type writer struct {
 	s *Store
-	// locs holds every stored span by span id. An id already held by a
-	// span of another trace goes to shared instead: ids collide rarely,
-	// and keying every span by its trace too would cost 16 bytes each.
-	locs   *spanIndex
-	shared map[spanKey]loc
+	// seed keys the span indexes' hash (see spanTag).
+	seed uint64
 	// waiting lists the fragments whose top waits for a missing parent, by
 	// the parent's span id (each fragment's trace tells which are meant).
-	waiting map[SpanID][]uint32
-	// frags maps fragment ids, and the waitIDs of fragments merged away,
-	// to live fragments; nfrags counts the live ones.
-	frags    map[uint32]*frag
-	nfrags   int
-	jobs     []*frag
-	rolls    map[string]*roll
-	order    []*roll // creation order; dead entries are skipped and compacted
-	traces   map[TraceID]int32
+	waiting map[SpanID]waitList
+	// tab holds the live fragments by id (nil where none); ids of gone
+	// fragments are reused from free, so the table stays as long as the
+	// most fragments ever held at once.
+	tab    []*frag
+	free   []uint32
+	nfrags int
+	jobs   []*frag
+	// rolls holds the rollouts by key: those named like synthetic keys
+	// in synth by the parsed key (no string to make or hash), the rest
+	// in rolls.
+	rolls map[string]*roll
+	synth map[synthKey]*roll
+	order []*roll // creation order; dead entries are skipped and compacted
+	// deadInOrder counts dead rollouts still in order; unsorted is set
+	// when a rollout entered order out of seq order or its seq fell.
+	deadInOrder int
+	unsorted    bool
+	// traces maps trace ids to records in recs (0: none); free holds
+	// unused record numbers.
+	traces   map[TraceID]uint32
+	recs     []traceRec
+	recFree  []uint32
 	services []int64
-	nextFrag uint32
 	seq      uint64
+	sink     uint64 // keeps apply's prefetching loads
 	version  uint64
 	pubSeq   uint64
 	stored   int
@@ -100,38 +121,23 @@ type writer struct {
 	evSpans  int64
 	evRolls  int64
 	nowNS    int64
-	// perTrace counts the current batch's spans per trace, so a fragment
-	// born from the batch gets its final capacity at once instead of
-	// doubling (which would leave a third of the memory unused).
-	perTrace map[TraceID]int32
-	// newTrace holds the batch's traces that had no span stored before it:
-	// their spans can only duplicate or have parents within the batch, so
-	// the lookups in maps holding every span are skipped.
-	newTrace map[TraceID]bool
-	// Scratch for parentsFirst, reused across batches: the batch index of
-	// the first span of each span id (keyed by the id alone, the cheaper
-	// hash; inBatchX holds the rare same id of another trace).
-	inBatch                     map[SpanID]int32
-	inBatchX                    map[spanKey]int32
-	batch                       []Span
-	depth, path, count, order32 []int32
-	parentIdx                   []int32 // batch index of each span's parent, or -1
+	keys     storeKeys
+	// prep is the batch being applied; own is the writer's own, for
+	// batches queued unprepared.
+	prep *batchPrep
+	own  *batchPrep
+	ds   depthScratch
 	// placedF and placedI record where each batch span went, so children
 	// find parents of the same batch without a lookup.
 	placedF []*frag
 	placedI []uint32
 	// takenScratch backs takeWaiting's result.
 	takenScratch []*frag
+	pos32        []int32
 	// settling holds the fragments published as changed last time; those
 	// that did not change since get their arrays trimmed (see settle).
 	settling []*frag
 	slab     spanSlab
-
-	jobName, ridKey Str
-	pathKeys        []Str
-	// noRID is the last attribute set found to name no rollout: spans of one
-	// operation share one packed set, so most sets are read once in a row.
-	noRID Attrs
 
 	lastMetrics, lastLogs int64
 	lastReqRefused        int64
@@ -154,61 +160,135 @@ type writer struct {
 
 func (w *writer) init(s *Store) {
 	w.s = s
-	w.locs = newSpanIndex()
-	w.shared = map[spanKey]loc{}
-	w.waiting = map[SpanID][]uint32{}
-	w.frags = map[uint32]*frag{}
+	w.seed = rand.Uint64()
+	w.waiting = map[SpanID]waitList{}
+	w.tab = []*frag{nil} // id 0 is no fragment
 	w.rolls = map[string]*roll{}
-	w.traces = map[TraceID]int32{}
-	w.perTrace = map[TraceID]int32{}
-	w.newTrace = map[TraceID]bool{}
-	w.inBatch = map[SpanID]int32{}
-	w.inBatchX = map[spanKey]int32{}
-	w.jobName = s.strs.Intern(JobSpanName)
-	w.ridKey = s.strs.Intern(RolloutIDKey)
-	for _, k := range rolloutPathKeys {
-		w.pathKeys = append(w.pathKeys, s.strs.Intern(k))
+	w.synth = map[synthKey]*roll{}
+	w.traces = map[TraceID]uint32{}
+	w.recs = []traceRec{{}} // record 0 is no trace
+	w.keys = s.keys
+	w.own = &batchPrep{tr: map[TraceID]int32{}}
+}
+
+// traceID is the trace of f's spans.
+func (f *frag) traceID() TraceID { return f.spans[0].TraceID }
+
+// fragAt returns the live fragment with id, or nil.
+func (w *writer) fragAt(id uint32) *frag {
+	if int(id) < len(w.tab) {
+		return w.tab[id]
 	}
+	return nil
+}
+
+// dropFrag forgets f's id, for reuse, and takes it from its trace, which
+// is forgotten with its last fragment.
+func (w *writer) dropFrag(f *frag) {
+	if w.tab[f.id] == f {
+		w.tab[f.id] = nil
+		w.free = append(w.free, f.id)
+	}
+	w.nfrags--
+	tr := &w.recs[f.trec]
+	if f.tPrev != 0 {
+		w.tab[f.tPrev].tNext = f.tNext
+	} else {
+		tr.head = f.tNext
+	}
+	if f.tNext != 0 {
+		w.tab[f.tNext].tPrev = f.tPrev
+	}
+	f.tPrev, f.tNext = 0, 0
+	if tr.frags--; tr.frags <= 0 {
+		delete(w.traces, f.traceID())
+		*tr = traceRec{}
+		w.recFree = append(w.recFree, f.trec)
+	}
+}
+
+// traceRecOf returns the record of trace, made if new.
+func (w *writer) traceRecOf(trace TraceID) uint32 {
+	if r, ok := w.traces[trace]; ok {
+		return r
+	}
+	var r uint32
+	if k := len(w.recFree); k > 0 {
+		r = w.recFree[k-1]
+		w.recFree = w.recFree[:k-1]
+	} else {
+		r = uint32(len(w.recs))
+		w.recs = append(w.recs, traceRec{})
+	}
+	w.recs[r] = traceRec{}
+	w.traces[trace] = r
+	return r
 }
 
 func (w *writer) apply(b Batch) {
 	w.nowNS = w.s.opts.Now().UnixNano()
-	clear(w.perTrace)
-	clear(w.newTrace)
-	for i := range b.Spans {
-		t := b.Spans[i].TraceID
-		if w.perTrace[t]++; w.perTrace[t] == 1 {
-			if _, known := w.traces[t]; !known {
-				w.newTrace[t] = true
+	p := b.prep
+	if p == nil {
+		p = w.own
+		b.relayout(p.prepare(b.Spans, w.s.strs, &w.keys))
+	}
+	w.prep = p
+	p.trec = grow32u(p.trec, len(p.traces))
+	for t, id := range p.traces {
+		r := w.traces[id]
+		p.trec[t] = r
+		p.tNew[t] = r == 0
+		p.tWait[t] = w.recs[r].waiting > 0
+	}
+	// A group of a trace the store has not seen is a fragment as it lies:
+	// no span of it can be stored already, and its top's parent is not
+	// stored (or is a gym.job span of the batch). When such groups make
+	// most of the batch, fragments keep the batch's array as theirs;
+	// otherwise they copy, so the array's other spans are not held.
+	fast := 0
+	if p.simple {
+		for g := range p.groups {
+			if gr := &p.groups[g]; !gr.job && p.tNew[p.tix[gr.start]] {
+				fast += int(gr.n)
 			}
 		}
 	}
-	order := w.parentsFirst(b.Spans)
-	// Every span goes into the index: start its cache misses together.
-	w.locs.prefetch(func(i int) SpanID { return b.Spans[i].SpanID }, len(b.Spans))
+	alias := 4*fast >= 3*len(b.Spans)
+	// Spans of indexed traces go into their index: start the cache misses
+	// together.
+	var sum uint64
+	for i := range b.Spans {
+		if x := w.recs[p.trec[p.tix[i]]].idx; x != nil {
+			sum += x.touch(spanTag(w.seed, b.Spans[i].SpanID))
+		}
+	}
+	w.sink = sum
 	w.placedF = slices.Grow(w.placedF[:0], len(b.Spans))[:len(b.Spans)]
 	w.placedI = slices.Grow(w.placedI[:0], len(b.Spans))[:len(b.Spans)]
 	clear(w.placedF)
-	for _, i := range order {
-		sp := &b.Spans[i]
-		hint, hintIdx := w.parentAt(i)
+	for _, i := range p.order {
+		if fast > 0 {
+			if gr := &p.groups[p.gid[i]]; !gr.job && p.tNew[p.tix[i]] {
+				if i == gr.start {
+					w.placeGroup(b.Spans, gr, alias)
+				}
+				continue
+			}
+		}
 		// A span of a new trace is the first of its id unless an earlier
 		// batch span has the same id, and its parent is either in the
 		// batch or not stored at all.
-		fresh := false
-		if w.newTrace[sp.TraceID] {
-			first, _ := w.batchIndex(sp.TraceID, sp.SpanID)
-			fresh = first == i
-		}
-		noParent := false
-		if fresh {
-			_, inBatch := w.batchIndex(sp.TraceID, sp.ParentID)
-			noParent = !inBatch
-		}
-		w.placedF[i], w.placedI[i] = w.place(sp, fresh, noParent, hint, hintIdx)
+		fresh := p.tNew[p.tix[i]] && !p.dup[i]
+		w.placedF[i], w.placedI[i] = w.place(&b.Spans[i], i, fresh, fresh && p.parent[i] < 0)
 	}
 	clear(w.placedF) // no pointers kept past the batch
-	w.batch = nil
+	w.prep = nil
+	if b.prep != nil {
+		b.prep.release()
+	} else {
+		clear(p.rid)
+		clear(p.ridSets[:])
+	}
 	ms, mb := w.s.opts.MaxSpans, w.s.opts.MaxBytes
 	if (ms > 0 && w.stored > ms) || (mb > 0 && w.bytes > mb) {
 		// Evict a tenth more than needed, so eviction runs once per tenth
@@ -224,127 +304,12 @@ func (w *writer) apply(b Batch) {
 	}
 }
 
-// batchIndex returns the batch index of the first span (trace, id) of the
-// batch parentsFirst indexed last.
-func (w *writer) batchIndex(trace TraceID, id SpanID) (int32, bool) {
-	i, ok := w.inBatch[id]
-	if !ok {
-		return -1, false
-	}
-	if w.batch[i].TraceID == trace {
-		return i, true
-	}
-	if len(w.inBatchX) == 0 {
-		return -1, false
-	}
-	i, ok = w.inBatchX[spanKey{trace, id}]
-	if !ok {
-		return -1, false
-	}
-	return i, true
-}
-
-// parentsFirst returns the indices of spans in an order where a span whose
-// parent is in the same batch comes after that parent, keeping batch order
-// otherwise. SDKs export spans as they end, children before parents; placed
-// in that order every child would start a fragment (and a rollout) of its
-// own, only to be merged when the parent arrives.
-func (w *writer) parentsFirst(spans []Span) []int32 {
-	n := len(spans)
-	clear(w.inBatch)
-	clear(w.inBatchX)
-	w.batch = spans
-	for i := range spans {
-		sp := &spans[i]
-		first, seen := w.inBatch[sp.SpanID]
-		switch {
-		case !seen:
-			w.inBatch[sp.SpanID] = int32(i)
-		case spans[first].TraceID != sp.TraceID:
-			k := spanKey{sp.TraceID, sp.SpanID}
-			if _, dup := w.inBatchX[k]; !dup {
-				w.inBatchX[k] = int32(i)
-			}
-		}
-	}
-	w.parentIdx = slices.Grow(w.parentIdx[:0], n)[:n]
-	for i := range spans {
-		w.parentIdx[i] = -1
-		if sp := &spans[i]; !sp.ParentID.IsZero() {
-			if p, ok := w.batchIndex(sp.TraceID, sp.ParentID); ok {
-				w.parentIdx[i] = p
-			}
-		}
-	}
-	depth, start := w.depthStarts(w.parentIdx, -1)
-	order := slices.Grow(w.order32[:0], n)[:n]
-	for i, d := range depth {
-		order[start[d]] = int32(i)
-		start[d]++
-	}
-	w.order32 = order
-	return order
-}
-
-// depthStarts gives each span, by its parent index (-1: none), its depth
-// and, per depth, the first position of a stable counting sort by depth.
-// A span without a parent is at depth 0; with top >= 0 only top is, and
-// every other such span (a second root, a parent loop cut where it closes)
-// goes below it at depth 1. Scratch is the writer's; the slices are valid
-// until the next call.
-func (w *writer) depthStarts(parent []int32, top int32) (depth, start []int32) {
-	n := len(parent)
-	depth = slices.Grow(w.depth[:0], n)[:n]
-	for i := range depth {
-		depth[i] = -1 // unknown
-	}
-	maxDepth := int32(0)
-	for i := range parent {
-		// Walk up to a span of known depth or one without a parent, then
-		// number the path on the way down.
-		path := w.path[:0]
-		j := int32(i)
-		for depth[j] == -1 {
-			depth[j] = -2 // on the path
-			path = append(path, j)
-			p := parent[j]
-			if p < 0 {
-				break
-			}
-			j = p
-		}
-		base := depth[j] // known, or -2: j starts the path (a root, or a loop closing)
-		if base < 0 {
-			base = -1
-			if top >= 0 && j != top {
-				base = 0
-			}
-		}
-		for k := len(path) - 1; k >= 0; k-- {
-			base++
-			depth[path[k]] = base
-		}
-		maxDepth = max(maxDepth, base)
-		w.path = path
-	}
-	start = slices.Grow(w.count[:0], int(maxDepth)+2)[:maxDepth+2]
-	clear(start)
-	for _, d := range depth {
-		start[d+1]++
-	}
-	for d := 1; d < len(start); d++ {
-		start[d] += start[d-1]
-	}
-	w.depth, w.count = depth, start
-	return depth, start
-}
-
 // parentAt returns where the parent of batch span i was placed, when it is
 // in the batch and still where it was put: most parents arrive in the
 // same batch as their children, and this saves two lookups in maps holding
 // every span.
 func (w *writer) parentAt(i int32) (*frag, uint32) {
-	p := w.parentIdx[i]
+	p := w.prep.parent[i]
 	if p < 0 {
 		return nil, 0
 	}
@@ -355,80 +320,88 @@ func (w *writer) parentAt(i int32) (*frag, uint32) {
 	return f, idx
 }
 
-// lookup finds a stored span of the given trace.
-func (w *writer) lookup(trace TraceID, id SpanID) (*frag, uint32, bool) {
-	if l, ok := w.locs.get(id, w.holds(id)); ok {
-		if f := w.frags[l.frag]; f != nil && f.trace == trace {
-			return f, l.idx, true
-		}
+// lookup finds a stored span of the trace with record r (0: none),
+// building the trace's index when it has none yet.
+func (w *writer) lookup(r uint32, id SpanID) (*frag, uint32, bool) {
+	if r == 0 {
+		return nil, 0, false
 	}
-	if len(w.shared) > 0 {
-		if l, ok := w.shared[spanKey{trace, id}]; ok {
-			if f := w.frags[l.frag]; f != nil {
-				return f, l.idx, true
-			}
-		}
+	x := w.index(r)
+	if l, ok := x.get(spanTag(w.seed, id), w.holds(id)); ok {
+		return w.tab[l.frag], l.idx, true
 	}
 	return nil, 0, false
 }
 
-// setLoc records where the span (trace, id) now lives.
-func (w *writer) setLoc(trace TraceID, id SpanID, l loc) {
-	is := w.holds(id)
-	if old, ok := w.locs.get(id, is); ok {
-		if f := w.frags[old.frag]; f != nil && f.trace != trace {
-			w.shared[spanKey{trace, id}] = l
-			return
-		}
-	} else if len(w.shared) > 0 {
-		delete(w.shared, spanKey{trace, id})
+// index returns the span index of the trace with record r, built from its
+// fragments when this is the first lookup.
+func (w *writer) index(r uint32) *spanIndex {
+	tr := &w.recs[r]
+	if tr.idx != nil {
+		return tr.idx
 	}
-	w.locs.set(id, l, is)
+	x := &spanIndex{}
+	for id := tr.head; id != 0; id = w.tab[id].tNext {
+		f := w.tab[id]
+		for k := range f.spans {
+			sid := f.spans[k].SpanID
+			x.set(spanTag(w.seed, sid), loc{frag: f.id, idx: uint32(k)}, w.holds(sid))
+		}
+	}
+	tr.idx = x
+	return x
 }
 
-// moveLoc records that the span (trace, id) moved from one place to
-// another within its fragment; the index entry is found by where it was,
-// since the span there may already be another.
-func (w *writer) moveLoc(trace TraceID, id SpanID, from, to loc) {
-	at := func(l loc) bool {
-		return l.idx == from.idx && (l.frag == from.frag || w.frags[l.frag] == w.frags[from.frag])
-	}
-	if _, ok := w.locs.get(id, at); ok {
-		w.locs.set(id, to, at)
+// setLoc records where a span of f now lives, when its trace is indexed.
+func (w *writer) setLoc(f *frag, id SpanID, l loc) {
+	x := w.recs[f.trec].idx
+	if x == nil {
 		return
 	}
-	w.shared[spanKey{trace, id}] = to
+	tag := spanTag(w.seed, id)
+	if i, found := x.probe(tag, w.holds(id)); found {
+		x.locs[i] = l
+	} else {
+		x.fill(i, tag, l)
+	}
 }
 
-// holds returns a test of whether a location holds the span id: the
-// index keeps a tag of the id, not the id.
+// moveLoc records that a span of f moved from one place to another within
+// it; the index entry is found by where it was, since the span there may
+// already be another.
+func (w *writer) moveLoc(f *frag, id SpanID, from, to loc) {
+	if x := w.recs[f.trec].idx; x != nil {
+		x.set(spanTag(w.seed, id), to, func(l loc) bool { return l == from })
+	}
+}
+
+// holds returns a test of whether a location holds the span id: an index
+// keeps a tag of the id, not the id.
 func (w *writer) holds(id SpanID) func(loc) bool {
 	return func(l loc) bool {
-		f := w.frags[l.frag]
+		f := w.fragAt(l.frag)
 		return f != nil && int(l.idx) < len(f.spans) && f.spans[l.idx].SpanID == id
 	}
 }
 
-// delLoc forgets the span (trace, id) of fragment f.
-func (w *writer) delLoc(trace TraceID, id SpanID, f *frag) {
-	mine := func(l loc) bool {
-		return (l.frag == f.id || w.frags[l.frag] == f) && int(l.idx) < len(f.spans) && f.spans[l.idx].SpanID == id
-	}
-	if w.locs.del(id, mine) {
-		return
-	}
-	if len(w.shared) > 0 {
-		delete(w.shared, spanKey{trace, id})
+// delLoc forgets the span id of fragment f.
+func (w *writer) delLoc(f *frag, id SpanID) {
+	if x := w.recs[f.trec].idx; x != nil {
+		x.del(spanTag(w.seed, id), func(l loc) bool {
+			return l.frag == f.id && int(l.idx) < len(f.spans) && f.spans[l.idx].SpanID == id
+		})
 	}
 }
 
-// place stores one span and returns where it went (nil for a duplicate).
-// hint, when not nil, is where the span's parent was placed in this batch.
-// fresh means the span cannot be a duplicate, and noParent that its parent
-// is not stored: the caller knows from the batch, and the lookups are saved.
-func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint32) (*frag, uint32) {
+// place stores batch span i and returns where it went (nil for a
+// duplicate). fresh means the span cannot be a duplicate, and noParent
+// that its parent is not stored: the caller knows from the batch, and the
+// lookups are saved.
+func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) {
+	p := w.prep
+	t := p.tix[i]
 	if !fresh {
-		if _, _, dup := w.lookup(sp.TraceID, sp.SpanID); dup {
+		if _, _, dup := w.lookup(p.trec[t], sp.SpanID); dup {
 			w.dups++
 			return nil, 0
 		}
@@ -440,15 +413,17 @@ func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint3
 	}
 	w.services[sp.Resource]++
 
-	if sp.Name == w.jobName {
-		f := w.newFrag(sp.TraceID, false)
+	if sp.Name == w.keys.job {
+		f := w.newFrag(sp.TraceID, 1)
 		f.isJob = true
-		w.appendSpan(f, *sp, -1)
+		w.appendSpan(f, *sp, -1, "")
 		w.jobs = append(w.jobs, f)
 		// Fragments waiting for this span hang under the job: they stay rollouts.
-		for _, c := range w.takeWaiting(sp.TraceID, sp.SpanID) {
-			c.job = sp.SpanID
-			w.touch(c)
+		if p.tWait[t] {
+			for _, c := range w.takeWaiting(f.trec, sp.SpanID) {
+				c.job = sp.SpanID
+				w.touch(c)
+			}
 		}
 		return f, 0
 	}
@@ -456,13 +431,14 @@ func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint3
 	var f *frag
 	parent := int32(-1)
 	if !sp.ParentID.IsZero() {
-		pf, pi, ok := hint, hintIdx, hint != nil
+		pf, pi := w.parentAt(i)
+		ok := pf != nil
 		if !ok && !noParent {
-			pf, pi, ok = w.lookup(sp.TraceID, sp.ParentID)
+			pf, pi, ok = w.lookup(p.trec[t], sp.ParentID)
 		}
 		if ok {
 			if pf.isJob {
-				f = w.newFrag(sp.TraceID, false)
+				f = w.newFrag(sp.TraceID, p.size[i])
 				f.job = sp.ParentID
 				parent = -1
 			} else {
@@ -471,52 +447,123 @@ func (w *writer) place(sp *Span, fresh, noParent bool, hint *frag, hintIdx uint3
 		}
 	}
 	if f == nil {
-		// A true root will gather the whole trace: size it from the batch.
-		f = w.newFrag(sp.TraceID, sp.ParentID.IsZero())
+		f = w.newFrag(sp.TraceID, p.size[i])
 		if !sp.ParentID.IsZero() {
-			w.waiting[sp.ParentID] = append(w.waiting[sp.ParentID], f.id)
-			f.waitID = f.id
+			w.wait(sp.ParentID, f)
+			// Only a span of this batch can come for it before the
+			// batch ends, and only if its parent id is in the batch.
+			if p.parent[i] >= 0 {
+				p.tWait[t] = true
+			}
 		}
 	}
-	idx := w.appendSpan(f, *sp, parent)
+	idx := w.appendSpan(f, *sp, parent, p.rid[i])
 	// Fragments that arrived before this span and wait for it join its fragment.
-	for _, c := range w.takeWaiting(sp.TraceID, sp.SpanID) {
-		if c != f { // a span that names itself as parent waits for nobody
-			f, idx = w.merge(f, c, idx)
+	if p.tWait[t] {
+		for _, c := range w.takeWaiting(f.trec, sp.SpanID) {
+			if c != f { // a span that names itself as parent waits for nobody
+				f, idx = w.merge(f, c, idx)
+			}
 		}
 	}
 	w.assign(f)
 	return f, idx
 }
 
-// takeWaiting removes and returns the fragments waiting for span id of
-// trace.
-func (w *writer) takeWaiting(trace TraceID, id SpanID) []*frag {
-	ws, ok := w.waiting[id]
+// placeGroup stores a group of a trace new to the store as one fragment
+// (see apply): its spans go into the index, nothing else per span.
+func (w *writer) placeGroup(spans []Span, g *group, alias bool) {
+	run := spans[g.start : g.start+g.n : g.start+g.n]
+	top := &run[0]
+	var f *frag
+	if alias {
+		f = w.newFrag(top.TraceID, 0)
+		f.spans = run
+	} else {
+		f = w.newFrag(top.TraceID, g.n)
+		f.spans = append(f.spans, run...)
+	}
+	f.start, f.end, f.errors = g.first, g.last, g.errors
+	indexed := w.recs[f.trec].idx != nil
+	for k := range run {
+		sp := &run[k]
+		if indexed {
+			w.setLoc(f, sp.SpanID, loc{frag: f.id, idx: uint32(k)})
+		}
+		if int(sp.Resource) >= len(w.services) {
+			w.services = append(w.services, make([]int64, int(sp.Resource)+1-len(w.services))...)
+		}
+		w.services[sp.Resource]++
+		w.placedF[g.start+int32(k)], w.placedI[g.start+int32(k)] = f, uint32(k)
+	}
+	w.stored += int(g.n)
+	w.bytes += g.bytes
+	f.rid = g.rid
+	if !top.ParentID.IsZero() {
+		if q := w.prep.parent[g.start]; q >= 0 && w.prep.groups[w.prep.gid[q]].job {
+			f.job = top.ParentID
+		} else {
+			// Its parent is neither in the batch nor stored: it waits,
+			// and nothing else in the batch can be what it waits for.
+			w.wait(top.ParentID, f)
+		}
+	}
+	w.touch(f)
+	w.assign(f)
+}
+
+// wait lists f, whose top span's parent is id, as waiting for that span.
+func (w *writer) wait(id SpanID, f *frag) {
+	wl := w.waiting[id]
+	f.waitPrev, f.waitNext = wl.tail, 0
+	if wl.tail != 0 {
+		w.tab[wl.tail].waitNext = f.id
+	} else {
+		wl.head = f.id
+	}
+	wl.tail = f.id
+	w.waiting[id] = wl
+	f.waiting = true
+	w.recs[f.trec].waiting++
+}
+
+// unlink takes f out of wl.
+func (w *writer) unlink(wl *waitList, f *frag) {
+	if f.waitPrev != 0 {
+		w.tab[f.waitPrev].waitNext = f.waitNext
+	} else {
+		wl.head = f.waitNext
+	}
+	if f.waitNext != 0 {
+		w.tab[f.waitNext].waitPrev = f.waitPrev
+	} else {
+		wl.tail = f.waitPrev
+	}
+	f.waitPrev, f.waitNext = 0, 0
+	f.waiting = false
+	w.recs[f.trec].waiting--
+}
+
+// takeWaiting removes and returns the fragments of the trace with record
+// trec waiting for span id, in the order they began to wait.
+func (w *writer) takeWaiting(trec uint32, id SpanID) []*frag {
+	wl, ok := w.waiting[id]
 	if !ok {
 		return nil
 	}
 	out := w.takenScratch[:0]
-	rest := ws[:0] // those of other traces stay listed
-	for _, wid := range ws {
-		c := w.frags[wid]
-		if c == nil || c.waitID != wid {
-			continue // evicted
+	for cur := wl.head; cur != 0; {
+		c := w.tab[cur]
+		cur = c.waitNext
+		if c.trec == trec { // those of other traces stay listed
+			w.unlink(&wl, c)
+			out = append(out, c)
 		}
-		if c.trace != trace {
-			rest = append(rest, wid)
-			continue
-		}
-		c.waitID = 0
-		if wid != c.id {
-			delete(w.frags, wid) // the alias served only this list
-		}
-		out = append(out, c)
 	}
-	if len(rest) == 0 {
+	if wl.head == 0 {
 		delete(w.waiting, id)
 	} else {
-		w.waiting[id] = rest
+		w.waiting[id] = wl
 	}
 	w.takenScratch = out[:0]
 	return out
@@ -524,35 +571,50 @@ func (w *writer) takeWaiting(trace TraceID, id SpanID) []*frag {
 
 // unwait takes f off the waiting list of its top's parent.
 func (w *writer) unwait(f *frag) {
-	if f.waitID == 0 {
+	if !f.waiting {
 		return
 	}
 	k := f.spans[f.top].ParentID
-	if ws := remove(w.waiting[k], f.waitID); len(ws) == 0 {
+	wl := w.waiting[k]
+	w.unlink(&wl, f)
+	if wl.head == 0 {
 		delete(w.waiting, k)
 	} else {
-		w.waiting[k] = ws
+		w.waiting[k] = wl
 	}
-	if f.waitID != f.id {
-		delete(w.frags, f.waitID)
-	}
-	f.waitID = 0
 }
 
-func (w *writer) newFrag(trace TraceID, root bool) *frag {
-	w.nextFrag++
+// newFrag starts a fragment with room for size spans.
+func (w *writer) newFrag(trace TraceID, size int32) *frag {
 	w.seq++
-	f := &frag{id: w.nextFrag, seq: w.seq, trace: trace, ordered: true}
-	if n := w.perTrace[trace]; root && n > 1 {
-		f.spans = w.slab.make(int(n))
+	f := &frag{seq: w.seq, ordered: true}
+	if k := len(w.free); k > 0 {
+		f.id = w.free[k-1]
+		w.free = w.free[:k-1]
+		w.tab[f.id] = f
+	} else {
+		f.id = uint32(len(w.tab))
+		w.tab = append(w.tab, f)
 	}
-	w.frags[f.id] = f
+	if size > 0 {
+		f.spans = w.slab.make(int(size))
+	}
 	w.nfrags++
-	w.traces[trace]++
+	f.trec = w.traceRecOf(trace)
+	tr := &w.recs[f.trec]
+	tr.frags++
+	if tr.head != 0 {
+		f.tNext = tr.head
+		w.tab[tr.head].tPrev = f.id
+	}
+	tr.head = f.id
+	if p := w.prep; p != nil {
+		p.trec[p.tr[trace]] = f.trec
+	}
 	return f
 }
 
-func (w *writer) appendSpan(f *frag, sp Span, parent int32) uint32 {
+func (w *writer) appendSpan(f *frag, sp Span, parent int32, rid string) uint32 {
 	sp.Parent = parent
 	idx := uint32(len(f.spans))
 	if idx == 0 || sp.Start < f.start {
@@ -565,9 +627,9 @@ func (w *writer) appendSpan(f *frag, sp Span, parent int32) uint32 {
 		f.errors++
 	}
 	f.spans = append(f.spans, sp)
-	w.setLoc(sp.TraceID, sp.SpanID, loc{frag: f.id, idx: idx})
+	w.setLoc(f, sp.SpanID, loc{frag: f.id, idx: idx})
 	if f.rid == "" && !f.isJob {
-		f.rid = w.rolloutID(&sp)
+		f.rid = rid
 	}
 	w.touch(f)
 	return idx
@@ -590,16 +652,28 @@ func (w *writer) merge(f, child *frag, at uint32) (*frag, uint32) {
 		child.top = int32(off) + f.top
 		child.ordered = false
 		child.job = f.job
-		child.synth = f.synth
 		if f.rid != "" {
 			child.rid = f.rid
 		}
 		// f's place on the waiting list of its own parent passes to child.
-		child.waitID = f.waitID
-		if f.waitID != 0 {
-			w.frags[f.waitID] = child
+		if f.waiting {
+			k := f.spans[f.top].ParentID
+			wl := w.waiting[k]
+			child.waitPrev, child.waitNext = f.waitPrev, f.waitNext
+			if f.waitPrev != 0 {
+				w.tab[f.waitPrev].waitNext = child.id
+			} else {
+				wl.head = child.id
+			}
+			if f.waitNext != 0 {
+				w.tab[f.waitNext].waitPrev = child.id
+			} else {
+				wl.tail = child.id
+			}
+			w.waiting[k] = wl
+			child.waiting = true
+			f.waiting, f.waitPrev, f.waitNext = false, 0, 0
 		}
-		f.waitID = 0
 		// So does f's place in its rollout and in the order of rollouts:
 		// the result must not depend on which side kept its array.
 		if child.roll != nil {
@@ -638,7 +712,7 @@ func (w *writer) moveSpans(dst, src *frag) uint32 {
 			sp.Parent += int32(off)
 		}
 		dst.spans = append(dst.spans, sp)
-		w.setLoc(sp.TraceID, sp.SpanID, loc{frag: dst.id, idx: off + uint32(i)})
+		w.setLoc(dst, sp.SpanID, loc{frag: dst.id, idx: off + uint32(i)})
 	}
 	if src.start < dst.start {
 		dst.start = src.start
@@ -654,13 +728,7 @@ func (w *writer) moveSpans(dst, src *frag) uint32 {
 // which point to the other).
 func (w *writer) retire(c *frag) {
 	c.gone = true
-	if w.frags[c.id] == c {
-		delete(w.frags, c.id)
-	}
-	w.nfrags--
-	if w.traces[c.trace]--; w.traces[c.trace] <= 0 {
-		delete(w.traces, c.trace)
-	}
+	w.dropFrag(c)
 	if r := c.roll; r != nil {
 		w.detach(r, c)
 	}
@@ -682,7 +750,8 @@ func (w *writer) detach(r *roll, c *frag) {
 		r.frags = r.frags[:0]
 		r.dead = true
 		w.restructure = true
-		delete(w.rolls, r.key)
+		w.deadInOrder++
+		w.dropRoll(r)
 		return
 	}
 	if int(r.live) < len(r.frags)/2 {
@@ -717,25 +786,44 @@ func (w *writer) markDirty(r *roll) {
 
 // assign puts f in the rollout its id names, moving it if the id changed.
 func (w *writer) assign(f *frag) {
-	key, synthetic := f.rid, false
-	if key == "" {
-		if f.synth == "" {
-			f.synth = syntheticKey(f.trace, f.spans[f.top].SpanID)
-		}
-		key, synthetic = f.synth, true
+	key := f.rid
+	if f.roll != nil && (key == "" && f.roll.synthetic || key != "" && f.roll.key == key) {
+		// Where it is: a fragment without an id is in the rollout of its
+		// synthetic key, which its top span fixes (a merge that keeps the
+		// child's array gives the child the parent's top and rollout).
+		return
 	}
-	if f.roll != nil && f.roll.key == key {
+	sk, inSynth := synthKey{}, key == ""
+	if inSynth {
+		sk = synthKeyOf(f.traceID(), f.spans[f.top].SpanID)
+	} else {
+		sk, inSynth = parseSynthKey(key)
+	}
+	var r *roll
+	if inSynth {
+		r = w.synth[sk]
+	} else {
+		r = w.rolls[key]
+	}
+	if r != nil && f.roll == r {
 		return
 	}
 	if f.roll != nil {
 		w.detach(f.roll, f)
 	}
-	r := w.rolls[key]
 	if r == nil {
-		r = &roll{key: key, synthetic: synthetic, seq: f.seq, firstSeen: w.nowNS, idx: -1}
-		w.rolls[key] = r
+		r = &roll{key: key, synthetic: f.rid == "", seq: f.seq, firstSeen: w.nowNS, idx: -1}
+		if inSynth {
+			if r.synthetic {
+				r.key = sk.String()
+			}
+			w.synth[sk] = r
+		} else {
+			w.rolls[key] = r
+		}
 		if n := len(w.order); n > 0 && w.order[n-1].seq > r.seq {
 			w.restructure = true // an old fragment started a rollout: re-sort
+			w.unsorted = true
 		}
 		w.order = append(w.order, r)
 		w.fresh = append(w.fresh, r)
@@ -743,6 +831,7 @@ func (w *writer) assign(f *frag) {
 	if f.seq < r.seq {
 		r.seq = f.seq
 		w.restructure = true
+		w.unsorted = true
 	}
 	f.rpos = int32(len(r.frags))
 	r.frags = append(r.frags, f)
@@ -752,61 +841,63 @@ func (w *writer) assign(f *frag) {
 	r.lastSeen = w.nowNS
 }
 
-// syntheticKey names a rollout without an id by its trace and top span,
-// built with one allocation (it is made for every such fragment).
-func syntheticKey(t TraceID, top SpanID) string {
-	var b [1 + 8 + 1 + 16]byte
+// dropRoll forgets r's key.
+func (w *writer) dropRoll(r *roll) {
+	if sk, ok := parseSynthKey(r.key); ok {
+		delete(w.synth, sk)
+	} else {
+		delete(w.rolls, r.key)
+	}
+}
+
+// synthKey names a rollout without an id by its trace and top span. As
+// text (String) it is "~" and the hex of the trace id's first 4 bytes,
+// "/", the hex of the span id; a rollout id of exactly that form shares
+// the map, so both name one rollout as one text would.
+type synthKey struct {
+	t [4]byte
+	s SpanID
+}
+
+func synthKeyOf(t TraceID, top SpanID) synthKey {
+	return synthKey{t: [4]byte(t[:4]), s: top}
+}
+
+// String is the key as text, built with one allocation.
+func (k synthKey) String() string {
+	var b [synthKeyLen]byte
 	b[0] = '~'
-	hex.Encode(b[1:9], t[:4])
+	hex.Encode(b[1:9], k.t[:])
 	b[9] = '/'
-	hex.Encode(b[10:], top[:])
+	hex.Encode(b[10:], k.s[:])
 	return string(b[:])
 }
 
-var ngRollout = "/ng-rollout/"
+const synthKeyLen = 1 + 8 + 1 + 16
 
-// rolloutID returns the rollout id a span names, or "".
-func (w *writer) rolloutID(sp *Span) string {
-	if sp.Attrs == "" || sameAttrs(sp.Attrs, w.noRID) {
-		return ""
+// parseSynthKey reads a key of String's form (lower-case hex only, so
+// that text and key match one to one).
+func parseSynthKey(s string) (synthKey, bool) {
+	var k synthKey
+	if len(s) != synthKeyLen || s[0] != '~' || s[9] != '/' {
+		return k, false
 	}
-	id := ""
-	sp.Attrs.eachOf(w.s.strs, w.rolloutKey, func(k Str, v Value) bool {
-		if k == w.ridKey {
-			id = v.String()
-			return false
+	for i := 1; i < synthKeyLen; i++ {
+		if c := s[i]; i != 9 && !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return k, false
 		}
-		for _, pk := range w.pathKeys {
-			if k == pk {
-				if i := strings.Index(v.Str, ngRollout); i >= 0 {
-					rest := v.Str[i+len(ngRollout):]
-					if j := strings.IndexAny(rest, "/?#"); j >= 0 {
-						rest = rest[:j]
-					}
-					if rest != "" && id == "" {
-						id = rest
-					}
-				}
-			}
-		}
-		return true
-	})
-	if id == "" {
-		w.noRID = sp.Attrs
-		return ""
 	}
-	// The value may point into a span's packed attributes; the rollout key
-	// must not keep those alive.
-	return strings.Clone(id)
+	if _, err := hex.Decode(k.t[:], []byte(s[1:9])); err != nil {
+		return k, false
+	}
+	if _, err := hex.Decode(k.s[:], []byte(s[10:])); err != nil {
+		return k, false
+	}
+	return k, true
 }
 
 // sameAttrs reports whether a and b are one shared packed set (not merely
 // equal: comparing bytes would cost what it saves).
 func sameAttrs(a, b Attrs) bool {
 	return len(a) == len(b) && unsafe.StringData(string(a)) == unsafe.StringData(string(b))
-}
-
-// rolloutKey reports whether attribute k can name a rollout.
-func (w *writer) rolloutKey(k Str) bool {
-	return k == w.ridKey || slices.Contains(w.pathKeys, k)
 }

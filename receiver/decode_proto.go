@@ -58,6 +58,18 @@ type field struct {
 	b   []byte
 }
 
+// shortBytes reads the commonest field shape of OTLP at the start of b: a
+// one-byte tag of a length-delimited field and a one-byte length. Small
+// enough to be inlined where the hot loops call it, before nextField.
+func shortBytes(b []byte) (num protowire.Number, l int, ok bool) {
+	if len(b) >= 2 {
+		if t := b[0]; t&0x87 == 2 && t > 7 && b[1] < 0x80 && int(b[1]) <= len(b)-2 {
+			return protowire.Number(t >> 3), int(b[1]), true
+		}
+	}
+	return 0, 0, false
+}
+
 // nextField consumes one field from b.
 func nextField(b []byte) (field, []byte, error) {
 	// Fast path for the common shapes of OTLP: a one-byte tag followed by a
@@ -66,8 +78,14 @@ func nextField(b []byte) (field, []byte, error) {
 		num, typ := protowire.Number(b[0]>>3), protowire.Type(b[0]&7)
 		switch typ {
 		case protowire.BytesType:
-			if l := int(b[1]); l < 0x80 && 2+l <= len(b) {
-				return field{num: num, typ: typ, b: b[2 : 2+l]}, b[2+l:], nil
+			if l := int(b[1]); l < 0x80 {
+				if 2+l <= len(b) {
+					return field{num: num, typ: typ, b: b[2 : 2+l]}, b[2+l:], nil
+				}
+			} else if len(b) >= 3 && b[2] < 0x80 { // a two-byte length: spans, long values
+				if l = l&0x7f | int(b[2])<<7; 3+l <= len(b) {
+					return field{num: num, typ: typ, b: b[3 : 3+l]}, b[3+l:], nil
+				}
 			}
 		case protowire.VarintType:
 			if b[1] < 0x80 {
@@ -249,11 +267,17 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 	d.attrs.Reset()
 	nattr, nev, nlink := 0, 0, 0
 	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return sp, "", err
+		var f field
+		if num, l, ok := shortBytes(b); ok {
+			f, b = field{num: num, typ: protowire.BytesType, b: b[2 : 2+l]}, b[2+l:]
+		} else {
+			var rest []byte
+			var err error
+			if f, rest, err = nextField(b); err != nil {
+				return sp, "", err
+			}
+			b = rest
 		}
-		b = rest
 		switch f.typ {
 		case protowire.BytesType:
 			switch f.num {
@@ -448,11 +472,17 @@ func (d *decoder) keyValue(b []byte, depth int) (model.Str, value, error) {
 	var raw []byte
 	hasValue := false
 	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return 0, value{}, err
+		var f field
+		if num, l, ok := shortBytes(b); ok {
+			f, b = field{num: num, typ: protowire.BytesType, b: b[2 : 2+l]}, b[2+l:]
+		} else {
+			var rest []byte
+			var err error
+			if f, rest, err = nextField(b); err != nil {
+				return 0, value{}, err
+			}
+			b = rest
 		}
-		b = rest
 		if f.typ != protowire.BytesType {
 			continue
 		}
@@ -479,11 +509,17 @@ func (d *decoder) anyValue(b []byte) (value, error) {
 	v := value{kind: model.ValEmpty} // until a member is read
 	var nested []byte
 	for len(b) > 0 {
-		f, rest, err := nextField(b)
-		if err != nil {
-			return v, err
+		var f field
+		if num, l, ok := shortBytes(b); ok {
+			f, b = field{num: num, typ: protowire.BytesType, b: b[2 : 2+l]}, b[2+l:]
+		} else {
+			var rest []byte
+			var err error
+			if f, rest, err = nextField(b); err != nil {
+				return v, err
+			}
+			b = rest
 		}
-		b = rest
 		switch {
 		case f.num == 1 && f.typ == protowire.BytesType:
 			v = value{kind: model.ValString, s: d.repairValue(f.b)}

@@ -16,14 +16,20 @@
 #   --max-spans N      gymtrace --max-spans [2000000]
 #   --only gymtrace|sink  run one side only (memory runs) [both]
 #   --transport LIST   grpc, http or grpc,http: each pair runs sink and gymtrace
-#                      once per transport; http is OTLP/HTTP protobuf to :4318
+#                      once per transport; http is OTLP/HTTP protobuf to the
+#                      HTTP port
 #                      sent by `gymload blast -http` [grpc]
 #   --shape S          telemetrygen: the yardstick's 512-span request; gym: a
 #                      Gym-shaped request from `gymload req` (SERVER spans with
 #                      the ASGI attributes, http receive/send children, CLIENT
 #                      spans, gym.* spans) [telemetrygen]
+#   --req FILE         send this request file instead (e.g. the yardstick's
+#                      req-realgym-run-5072.bin); overrides --shape [none]
 #   --profile          gymtrace writes a CPU profile per run to
 #                      OUTDIR/LABEL-PAIR/cpu.pprof (go tool pprof -top BIN FILE) [off]
+#   --ports G,H        the gRPC and HTTP ports both receivers listen on, on
+#                      127.0.0.1 (pick free ones when another receiver holds
+#                      the OTLP defaults) [4317,4318]
 #   --gymload BIN      the Gym load tool [/tmp/bench-bin/gymload; built if missing]
 #   --label-suffix S   appended to both labels, e.g. -1m [none]
 #   --gymtrace BIN     gymtrace binary [/tmp/bench-bin/gymtrace; built if missing]
@@ -42,7 +48,7 @@
 #   scripts/bench-ingest.sh --pairs 3 --transport grpc,http --shape gym    # both transports, Gym load
 set -u
 
-PAIRS=3 DURATION=20s CONC=4 MAX_SPANS=2000000 ONLY=both SUFFIX="" TRANSPORTS=grpc SHAPE=telemetrygen PROFILE=0
+PAIRS=3 DURATION=20s CONC=4 MAX_SPANS=2000000 ONLY=both SUFFIX="" TRANSPORTS=grpc SHAPE=telemetrygen PROFILE=0 REQFILE="" PORTS=4317,4318
 GYMTRACE=/tmp/bench-bin/gymtrace SINK=/tmp/bench-bin/collector-sink GYMLOAD=/tmp/bench-bin/gymload
 BENCH=${BENCH_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/shared/bench} OUTDIR="" WATCH=0
 while [ $# -gt 0 ]; do
@@ -55,6 +61,8 @@ while [ $# -gt 0 ]; do
     --label-suffix) SUFFIX=$2; shift 2;;
     --transport) TRANSPORTS=$2; shift 2;;
     --shape) SHAPE=$2; shift 2;;
+    --req) REQFILE=$2; shift 2;;
+    --ports) PORTS=$2; shift 2;;
     --gymload) GYMLOAD=$2; shift 2;;
     --profile) PROFILE=1; shift;;
     --gymtrace) GYMTRACE=$2; shift 2;;
@@ -68,6 +76,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 EXTRA=("$@")
+GPORT=${PORTS%,*} HPORT=${PORTS#*,}
+case "$GPORT$HPORT" in *[!0-9]*|"") echo "--ports takes GRPC,HTTP port numbers" >&2; exit 2;; esac
 case "$ONLY" in both|gymtrace|sink) ;; *) echo "--only must be both, gymtrace or sink" >&2; exit 2;; esac
 case "$SHAPE" in telemetrygen|gym) ;; *) echo "--shape must be telemetrygen or gym" >&2; exit 2;; esac
 for t in ${TRANSPORTS//,/ }; do
@@ -85,11 +95,14 @@ fi
 for bin in "$LIMIT_BIN" $([ "$ONLY" != gymtrace ] && echo "$SINK"); do
   [ -x "$bin" ] || { echo "missing $bin: build it as $BENCH/README.md says" >&2; exit 1; }
 done
-if [ "$SHAPE" = gym ] || [[ ",$TRANSPORTS," = *,http,* ]]; then
+if { [ "$SHAPE" = gym ] && [ -z "$REQFILE" ]; } || [[ ",$TRANSPORTS," = *,http,* ]]; then
   [ -x "$GYMLOAD" ] || (cd "$ROOT" && go build -o "$GYMLOAD" ./scripts/gymload) || exit 1
 fi
 REQ=()
-if [ "$SHAPE" = gym ]; then
+if [ -n "$REQFILE" ]; then
+  [ -r "$REQFILE" ] || { echo "cannot read $REQFILE" >&2; exit 1; }
+  REQ=(--req "$REQFILE")
+elif [ "$SHAPE" = gym ]; then
   "$GYMLOAD" req -o "$OUTDIR/req-gym.bin" | sed 's/^/# /' || exit 1
   REQ=(--req "$OUTDIR/req-gym.bin")
 fi
@@ -98,7 +111,8 @@ fi
 printf '#!/bin/sh\nshift\nexec %q blast -http "$@"\n' "$GYMLOAD" >"$OUTDIR/blast-http"
 chmod +x "$OUTDIR/blast-http"
 
-GTCMD=("$GYMTRACE" serve --headless --grpc-addr 127.0.0.1:4317 --http-addr 127.0.0.1:4318 --max-spans "$MAX_SPANS")
+GTCMD=("$GYMTRACE" serve --headless --grpc-addr 127.0.0.1:$GPORT --http-addr 127.0.0.1:$HPORT --max-spans "$MAX_SPANS")
+SINKCMD=("$SINK" -grpc 127.0.0.1:$GPORT -http 127.0.0.1:$HPORT)
 COMMON=(--load blast --conc "$CONC" --duration "$DURATION" --count log --runs 1 "${REQ[@]}" "${EXTRA[@]}")
 
 # watch_rss FILE: every $WATCH s, "RSS t_s rss_mb" of whatever listens on the
@@ -106,7 +120,7 @@ COMMON=(--load blast --conc "$CONC" --duration "$DURATION" --count log --runs 1 
 watch_rss() {
   local t0=$SECONDS pid
   while :; do
-    pid=$(ss -ltnpH "sport = :4317" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n1 | cut -d= -f2)
+    pid=$(ss -ltnpH "sport = :$GPORT" 2>/dev/null | grep -o 'pid=[0-9]*' | head -n1 | cut -d= -f2)
     if [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; then
       awk -v t=$((SECONDS - t0)) '$1 == "VmRSS:" { printf "RSS %d %.1f\n", t, $2 / 1024 }' "/proc/$pid/status" >>"$1"
     fi
@@ -114,16 +128,16 @@ watch_rss() {
   done
 }
 
-echo "# bench-ingest pairs=$PAIRS duration=$DURATION conc=$CONC max_spans=$MAX_SPANS only=$ONLY transport=$TRANSPORTS shape=$SHAPE extra=${EXTRA[*]:-} nproc=$(nproc) outdir=$OUTDIR"
+echo "# bench-ingest ports=$GPORT,$HPORT pairs=$PAIRS duration=$DURATION conc=$CONC max_spans=$MAX_SPANS only=$ONLY transport=$TRANSPORTS shape=$SHAPE req=${REQFILE:-none} extra=${EXTRA[*]:-} nproc=$(nproc) outdir=$OUTDIR"
 for i in $(seq 1 "$PAIRS"); do
   for tp in ${TRANSPORTS//,/ }; do
-    tsfx="" tenv=() targs=()
-    if [ "$tp" = http ]; then tsfx=-http tenv=(LIMIT_BIN="$OUTDIR/blast-http") targs=(--endpoint 127.0.0.1:4318); fi
+    tsfx="" tenv=() targs=(--endpoint 127.0.0.1:$GPORT)
+    if [ "$tp" = http ]; then tsfx=-http tenv=(LIMIT_BIN="$OUTDIR/blast-http") targs=(--endpoint 127.0.0.1:$HPORT); fi
     for side in sink gymtrace; do
       [ "$ONLY" = both ] || [ "$ONLY" = "$side" ] || continue
       echo "# pair $i $side$tsfx $(uptime | sed 's/.*load average/load average/')"
       label=$side$tsfx$SUFFIX
-      if [ "$side" = sink ]; then cmd=("$SINK"); else cmd=("${GTCMD[@]}"); fi
+      if [ "$side" = sink ]; then cmd=("${SINKCMD[@]}"); else cmd=("${GTCMD[@]}"); fi
       if [ "$side" = gymtrace ] && [ "$PROFILE" = 1 ]; then
         mkdir -p "$OUTDIR/$label-$i"; cmd+=(--cpuprofile "$OUTDIR/$label-$i/cpu.pprof")
       fi

@@ -29,7 +29,7 @@ func TestRealGymFacesMatchCLI(t *testing.T) {
 	}
 	header := regexp.MustCompile(`spans (\d+) · rollouts (\d+)`)
 	list := regexp.MustCompile(`Rollouts (\d+)`)
-	traces := regexp.MustCompile(`│\s*\S*.*traces sent\s+(\d+)\s+(\d+)`)
+	traces := regexp.MustCompile(`traces(?: sent)?\s+(\d+)\s+(\d+)`)
 	joining := regexp.MustCompile(`joining\s+(?:✓ intact (\d+)/(\d+)|✗ (\d+)/(\d+) split)`)
 	for _, meta := range metas {
 		dir := filepath.Dir(meta)

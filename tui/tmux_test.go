@@ -250,14 +250,14 @@ func TestTmuxFindAndFailures(t *testing.T) {
 	}
 	// A key right after Escape would read as alt+key: wait for it to act.
 	s.keys("Escape")
-	s.waitFor("the search cleared", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans · 1 trace · [\d.]+\w+\s+┃`))
+	s.waitFor("the search cleared", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans · 1 trace · [\d.]+\w+( · tokens \d+ in / \d+ out)?\s+┃`))
 	// The search reads filter terms on each span, as the rollout filter does.
 	s.keys("/")
 	s.typeText("status=error")
 	s.keys("Enter")
 	s.waitFor("the error spans found by status=error", regexp.MustCompile(`/status=error \d+/\d+[\s\S]*┃›!`))
 	s.keys("Escape")
-	s.waitFor("the search cleared", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans · 1 trace · [\d.]+\w+\s+┃`))
+	s.waitFor("the search cleared", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans · 1 trace · [\d.]+\w+( · tokens \d+ in / \d+ out)?\s+┃`))
 	s.keys("g", "j", "f")
 	scr = s.waitFor("a failed span under the cursor", regexp.MustCompile(`┃›!`))
 

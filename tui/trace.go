@@ -64,7 +64,9 @@ type traceView struct {
 	// when the list beside is too narrow to say it.
 	hint  []string
 	marks pathMarks
-	out   string
+	// tokens: the rollout's token usage, for the title.
+	tokens rolloutTokens
+	out    string
 }
 
 // refresh picks up a new join check.
@@ -164,6 +166,7 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 	// The cursor's span, read while the rows still index the old version.
 	keep := t.cursorSpan()
 	t.snap, t.r = snap, r
+	t.tokens.set(snap, r)
 	if t.search.query != "" {
 		t.search.find(t)
 	}
@@ -796,23 +799,31 @@ func (t *traceView) render() {
 		return
 	}
 	r := t.r
-	title := fmt.Sprintf("Trace %s · %s · %s", r.ID, countNoun(r.Spans, "span"), countNoun(r.Traces, "trace"))
-	title += " · " + fmtDur(r.End-r.Start) + t.pathTitle()
-	if t.preview {
-		title = "Preview " + r.ID
-		switch {
-		case t.simPrev == nil:
-			title += " · simulating…"
-		default:
-			title += fmt.Sprintf(" · %s · %d dropped (hidden)", countNoun(t.simPrev.Traces, "trace"), t.dropped)
+	// On a narrow panel the counts give way first, whole; the search and
+	// its hit count, what the user is looking at, never do.
+	name := "Trace " + r.ID
+	parts := []titlePart{{countNoun(r.Spans, "span"), 3}, {countNoun(r.Traces, "trace"), 4}, {fmtDur(r.End - r.Start), 2}}
+	for _, extra := range []string{t.tokens.title(), t.pathTitle()} {
+		if extra != "" {
+			parts = append(parts, titlePart{strings.TrimPrefix(extra, " · "), 1})
 		}
-		title += " · " + t.reg.Spec(t.spec)
+	}
+	if t.preview {
+		name = "Preview " + r.ID
+		parts = []titlePart{{"simulating…", 1}}
+		if t.simPrev != nil {
+			parts = []titlePart{{countNoun(t.simPrev.Traces, "trace"), 1}, {fmt.Sprintf("%d dropped (hidden)", t.dropped), 2}}
+		}
+		parts = append(parts, titlePart{t.reg.Spec(t.spec), 3}) // the span groups title says it too
 	}
 	if q := t.search.query; q != "" {
-		// The search and its hit count are what the user is looking at:
-		// the rest of the title gives way to them.
+		parts = append(parts, titlePart{"/" + q + " " + t.search.status(), 0})
+	}
+	title := fitTitle(t.width, name, parts)
+	if q := t.search.query; q != "" && !strings.Contains(title, "/"+q+" ") {
+		// A long id: it gives way to the search rather than the search to it.
 		found := " · /" + q + " " + t.search.status()
-		title = clip(title, max(t.width-ansi.StringWidth(found), 12)) + found
+		title = clip(name, max(t.width-ansi.StringWidth(found), 12)) + found
 	}
 	lines = append(lines, t.st.Panel.Title.Render(clip(title, t.width)))
 	c := layoutColumns(t.width, t.needName, t.needSvc, t.focused, !t.st.Color)

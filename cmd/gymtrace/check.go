@@ -30,6 +30,10 @@ type checkJSON struct {
 	Spec            string       `json:"spec"`
 	SpecSource      string       `json:"spec_source"`
 	SpecWarning     string       `json:"spec_warning"`
+	// Tokens and RolloutTokens are present only when spans report token
+	// usage (a model backend with GenAI tracing).
+	Tokens        *tokenTotalJSON        `json:"tokens,omitempty"`
+	RolloutTokens map[string]*tokensJSON `json:"rollout_tokens,omitempty"`
 	trafficJSON
 }
 
@@ -100,6 +104,14 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		Spec: specText, SpecSource: source, SpecWarning: warning, variantJSON: vc.json(),
 		trafficJSON: trafficOf(rep.Structure),
 	}
+	toks := tokenReport(rep.Structure)
+	out.Tokens = tokenTotal(toks)
+	for id, t := range toks.PerRollout {
+		if out.RolloutTokens == nil {
+			out.RolloutTokens = map[string]*tokensJSON{}
+		}
+		out.RolloutTokens[id] = tokensOut(t)
+	}
 	hops := rep.HopSummary()
 	for _, h := range hops {
 		out.BrokenHops = append(out.BrokenHops, hopJSON{h.FromService, h.ToService, h.SpanName, h.Cause.Code(), h.Reason, h.Cause.Fix(), h.Spans, h.Rollouts})
@@ -134,6 +146,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	for _, h := range hops {
 		fmt.Fprintf(stdout, "  %s %s: %s\n", whatif.HopName(h, "->", keepName), hopCounts(h), h.Reason)
 	}
+	writeTokensText(stdout, toks)
 	if len(out.SplitRollouts) > 0 {
 		fmt.Fprintf(stdout, "split rollouts: %s\n", joinMax(out.SplitRollouts, 10))
 	}

@@ -50,6 +50,8 @@ type demoOptions struct {
 	// last body message (G3's disconnect listener hears it).
 	race   float64
 	record string
+	// backend is the model backend behind the model server ("" none).
+	backend string
 }
 
 // runDemo starts the receivers, a simulated fleet exporting real OTLP to
@@ -70,6 +72,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	fs.BoolVar(&o.standalone, "standalone", false, "the driver runs without telemetry (standalone collect_rollouts): no gym.job, each /run a root")
 	fs.Float64Var(&o.leak, "context-leak", 0, "share of requests (0-1) whose span is carried over from the previous request on a kept-alive connection")
 	fs.Float64Var(&o.race, "disconnect-race", 0.01, "G3: share of 200 answers (0-1) whose caller is gone before the last body message, so the disconnect listener's receive says http.disconnect and one http send is missing (a few per real run)")
+	fs.StringVar(&o.backend, "model-backend", "", "a model backend behind the model server whose spans carry GenAI token usage: vllm (vLLM's llm_request under Gym's call) or gateway (an OpenAI-style `chat <model>` CLIENT span, vLLM's span under it); default none")
 	fs.StringVar(&o.record, "record", "", "append every accepted trace request to FILE as OTLP/JSON lines (as serve --record)")
 	fs.Float64Var(&o.rate, "rate", 3, "rollouts started per second (0 = as fast as possible)")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "rollouts in flight at most")
@@ -110,6 +113,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	if o.race < 0 || o.race > 1 {
 		return fail("--disconnect-race must be between 0 and 1")
 	}
+	switch o.backend {
+	case "none":
+		o.backend = ""
+	case "", gymsim.BackendVLLM, gymsim.BackendGateway:
+	default:
+		return fail("--model-backend %q: want %s, %s or none", o.backend, gymsim.BackendVLLM, gymsim.BackendGateway)
+	}
 	// The registry follows the fleet's variant, so the preview reads specs
 	// as the simulated Gym does.
 	gv, err := groups.LookupVariant(o.variant)
@@ -147,7 +157,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		Concurrency: o.concurrency, Protocol: o.protocol, Endpoint: endpoint,
 		Latency: o.latency, BatchTimeout: o.batch,
 		Observability: o.obs, AIOHTTP: o.aiohttp, Standalone: o.standalone, ContextLeak: o.leak,
-		DisconnectRace: o.race,
+		DisconnectRace: o.race, ModelBackend: o.backend,
 	})
 	if err != nil {
 		_ = rr.stop()
@@ -351,6 +361,9 @@ func fleetSwitches(o demoOptions) string {
 	}
 	if o.leak > 0 {
 		on = append(on, fmt.Sprintf("context leak %g", o.leak))
+	}
+	if o.backend != "" {
+		on = append(on, "model backend "+o.backend)
 	}
 	if len(on) == 0 {
 		return ""

@@ -80,6 +80,8 @@ type previewJSON struct {
 	// SpansSpread says how far a run under the spec may differ from
 	// result.spans in timing-dependent spans (G3); null when exact.
 	SpansSpread *spreadJSON `json:"spans_spread"`
+	// Tokens: the capture's token usage, when spans report any.
+	Tokens *tokenTotalJSON `json:"tokens,omitempty"`
 	trafficJSON
 }
 
@@ -143,6 +145,9 @@ type rolloutJSON struct {
 	// spec when spans_spread is set.
 	SpansMin *int `json:"spans_min,omitempty"`
 	SpansMax *int `json:"spans_max,omitempty"`
+	// Tokens: the rollout's token usage as captured, when its spans
+	// report any.
+	Tokens *tokensJSON `json:"tokens,omitempty"`
 }
 
 type breakJSON struct {
@@ -312,8 +317,10 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			}
 			out.PerGroup[reg.Name(gc.Group)] = groupJSON{Captured: gc.Captured, Kept: gc.Kept}
 		}
+		toks := tokenReport(rep.Structure)
+		out.Tokens = tokenTotal(toks)
 		for _, r := range rep.PerRollout {
-			rj := rolloutJSON{RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Spans > 0 && !repV.IsSplit(r.ID), PerGroup: map[string]int{}}
+			rj := rolloutJSON{Tokens: tokensOut(toks.PerRollout[r.ID]), RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Spans > 0 && !repV.IsSplit(r.ID), PerGroup: map[string]int{}}
 			if spread != nil {
 				rr := spread.PerRollout[r.ID]
 				rj.SpansMin, rj.SpansMax = &rr.Min, &rr.Max
@@ -379,6 +386,7 @@ func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec 
 	if n := frep.Skipped + frep.BadLines; n > 0 {
 		fmt.Fprintf(w, "skipped %d lines that are not spans (first: %s)\n", n, firstSample(frep))
 	}
+	writeTokensText(w, tokenReport(rep.Structure))
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "\tcurrent: %s\tpreview: %s\t\n", curSpec, spec)
