@@ -84,7 +84,7 @@ type Model struct {
 
 	rollouts *rolloutList
 	trace    *traceView
-	groups   *groupsSlot
+	groups   *groupsPanel
 	detail   *detailView
 	stats    *statsView
 	compare  *compareView
@@ -156,7 +156,7 @@ func New(o Options) Model {
 		sim:      whatif.NewEngine(o.Registry),
 		rollouts: newRolloutListFor(st, keys, o.Live, o.Addrs),
 		trace:    newTraceView(st, keys, o.Registry),
-		groups:   &groupsSlot{groupsPanel: newGroupsPanel(st, keys, o.Registry, o.Current, o.CurrentSpec)},
+		groups:   newGroupsPanel(st, keys, o.Registry, o.Current, o.CurrentSpec),
 		detail:   newDetailView(st, keys),
 		stats:    newStatsView(st, keys, o.Registry),
 		compare:  newCompareView(st, keys, o.Registry),
@@ -336,7 +336,7 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(km, k.Spec):
 		m.setFocus(slotGroups)
 		var cmd tea.Cmd
-		m.groups.groupsPanel, cmd = m.groups.StartInput()
+		cmd = m.groups.StartInput()
 		return m, cmd
 	case key.Matches(km, k.Sort):
 		m.rollouts.CycleSort()
@@ -360,7 +360,7 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(km, k.Default), key.Matches(km, k.PerRoll), key.Matches(km, k.All):
 		name := map[string]string{"1": "default", "2": "per_rollout", "3": "all"}[km.String()]
 		if set, ok := m.reg.PresetSet(name); ok {
-			m.groups.groupsPanel = m.groups.SetPreview(set)
+			m.groups.SetPreview(set)
 		}
 		return m, m.afterChange()
 	case key.Matches(km, k.Mark):
@@ -376,10 +376,10 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(km, k.ExportShaped):
 		return m, m.startExport(true)
 	case key.Matches(km, k.More):
-		m.groups.groupsPanel = m.groups.Project(1)
+		m.groups.Project(1)
 		return m, nil
 	case key.Matches(km, k.Fewer):
-		m.groups.groupsPanel = m.groups.Project(-1)
+		m.groups.Project(-1)
 		return m, nil
 	}
 	return m, nil
@@ -433,7 +433,7 @@ func (m *Model) afterChange() tea.Cmd {
 		cmds = append(cmds, m.requestAnalysis())
 	}
 	m.trace.SetFocused(m.focus == slotTrace && m.front(slotTrace) == panel(m.trace))
-	m.groups.groupsPanel = m.groups.SetFocused(m.focus == slotGroups)
+	m.groups.SetFocused(m.focus == slotGroups)
 	m.syncPanels()
 	m.fitPanels()
 	m.renderHeader()
@@ -474,7 +474,7 @@ func (m *Model) setFocus(f slot) {
 		m.closeOverlays(slotTrace)
 	}
 	m.focus = f
-	m.groups.groupsPanel = m.groups.SetFocused(f == slotGroups)
+	m.groups.SetFocused(f == slotGroups)
 	m.layout() // the focused panel gets the room
 }
 
@@ -538,13 +538,13 @@ func (m *Model) requestAnalysis() tea.Cmd {
 func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 	m.analysing = false
 	if a.cur != nil {
-		m.groups.groupsPanel = m.groups.SetReports(a.cur, nil)
+		m.groups.SetReports(a.cur, nil)
 		m.curSeq, m.haveCur, m.curWhere = a.seq, true, a.where
 	}
 	// A preview for a spec or a filter no longer shown is stale: drop it.
 	if a.preview == m.groups.Preview() && a.where == m.rollouts.where().String() {
-		m.groups.groupsPanel = m.groups.SetReports(nil, a.prev)
-		m.groups.groupsPanel = m.groups.SetWhere(a.where)
+		m.groups.SetReports(nil, a.prev)
+		m.groups.SetWhere(a.where)
 	} else {
 		m.dirty = true
 	}
@@ -552,7 +552,7 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 		m.check = a.check
 	}
 	m.rollouts.SetCheck(a.check)
-	m.groups.groupsPanel = m.groups.SetCheck(a.check)
+	m.groups.SetCheck(a.check)
 	var cmd tea.Cmd
 	if a.check != nil && a.check.Structure != nil {
 		ss := a.check.Structure.Snap

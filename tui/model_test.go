@@ -852,7 +852,7 @@ func TestCopyRefused(t *testing.T) {
 	b := newBuilder(t)
 	b.capture(t, 2, false)
 	m := newTestModel(t, b, 120, 40, "server")
-	m.groups.groupsPanel = m.groups.SetPreview(0)
+	m.groups.SetPreview(0)
 	m = keys(t, m, "y")
 	if !m.statusErr || !strings.Contains(m.status, "not copied: no group selected: Gym reads a blank span_groups as default") {
 		t.Errorf("status %q (error %v), want the refusal", m.status, m.statusErr)
