@@ -55,7 +55,8 @@ type groupsPanel struct {
 	// list shows it: the preview is of those rollouts.
 	where string
 
-	cursor, offset int
+	listCursor     // cursor: a group; offset: the first line shown
+	lead       int // lines above the group rows (the verdict, when narrow)
 	// follow keeps the cursor's group in view; scrolling turns it off so the
 	// comparison below the list can be read in a short panel.
 	follow bool
@@ -204,19 +205,15 @@ func (g *groupsPanel) key(km tea.KeyMsg) tea.Cmd {
 	n := len(g.reg.Groups())
 	g.follow = true
 	g.notice = ""
+	// The cursor is over the groups, the window over the panel's lines:
+	// down past the last group and the pages scroll the comparison below.
 	switch {
-	case key.Matches(km, g.keys.Up):
-		g.cursor--
-	case key.Matches(km, g.keys.Down):
-		if g.cursor == n-1 {
-			g.offset++ // past the last group, scroll the comparison into view
-			g.follow = false
-		}
-		g.cursor++
+	case key.Matches(km, g.keys.Down) && g.cursor == n-1:
+		g.offset++
+		g.follow = false
 	case key.Matches(km, g.keys.Top):
 		g.cursor, g.offset = 0, 0
-	case key.Matches(km, g.keys.Bottom):
-		g.cursor = n - 1
+	case !matchesAny(km, g.keys.PageUp, g.keys.PageDown) && g.moveKey(g.keys, km, n, 1):
 	case key.Matches(km, g.keys.PageUp):
 		g.offset -= max(g.height-2, 1)
 		g.follow = false
@@ -244,8 +241,7 @@ func (g *groupsPanel) scroll(n int) {
 
 // click selects the group at content line y.
 func (g *groupsPanel) click(y int) {
-	i := y - 2 + g.offset
-	if y >= 2 && i >= 0 && i < len(g.reg.Groups()) {
+	if i := g.rowAt(y, 2+g.lead, len(g.reg.Groups())); i >= 0 {
 		g.cursor = i
 		g.follow = true
 		g.render()
@@ -867,6 +863,7 @@ func (g *groupsPanel) render() {
 		lines = append(lines, "")
 		lines = append(lines, g.compareLines(g.width)...)
 	}
+	g.lead = lead
 	// Keep the cursor's group (line lead+cursor+1) visible, then apply scrolling.
 	g.offset = clamp(g.offset, 0, max(len(lines)-body, 0))
 	if c := lead + g.cursor + 1; g.follow && c < g.offset {

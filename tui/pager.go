@@ -19,7 +19,7 @@ type pager struct {
 	title         string
 	more          []titlePart // said after the title while they fit (counts)
 	hint          string      // how to leave, after the title ("esc back")
-	lines         []string // already fitted to width
+	lines         []string    // already fitted to width
 	vp            viewport.Model
 	opened        bool
 }

@@ -108,11 +108,11 @@ type rolloutList struct {
 	input     textinput.Model
 	filtering bool
 
-	cursor, offset int
-	selected       string              // the cursor's rollout id, kept across refreshes
-	structure      *rollouts.Structure // the last check's: run-level traffic, unattributed
-	awaiting       int                 // spans of fragments still waiting for a parent
-	inFlight       int                 // rollouts whose root has not arrived
+	listCursor
+	selected  string              // the cursor's rollout id, kept across refreshes
+	structure *rollouts.Structure // the last check's: run-level traffic, unattributed
+	awaiting  int                 // spans of fragments still waiting for a parent
+	inFlight  int                 // rollouts whose root has not arrived
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
 	// wantW is the width that shows every id and services whole.
@@ -277,21 +277,7 @@ func (l *rolloutList) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 }
 
 func (l *rolloutList) move(km tea.KeyMsg) bool {
-	page := max(l.listHeight(), 1)
-	switch {
-	case key.Matches(km, l.keys.Up):
-		l.cursor--
-	case key.Matches(km, l.keys.Down):
-		l.cursor++
-	case key.Matches(km, l.keys.Top):
-		l.cursor = 0
-	case key.Matches(km, l.keys.Bottom):
-		l.cursor = len(l.rows) - 1
-	case key.Matches(km, l.keys.PageUp):
-		l.cursor -= page
-	case key.Matches(km, l.keys.PageDown):
-		l.cursor += page
-	default:
+	if !l.moveKey(l.keys, km, len(l.rows), l.listHeight()) {
 		return false
 	}
 	l.setCursor(l.cursor)
@@ -300,11 +286,9 @@ func (l *rolloutList) move(km tea.KeyMsg) bool {
 
 // click selects the row at content line y.
 func (l *rolloutList) click(y int) {
-	i := y - 2 + l.offset
-	if y < 2 || i >= len(l.rows) {
-		return
+	if i := l.rowAt(y, 2, len(l.rows)); i >= 0 {
+		l.setCursor(i)
 	}
-	l.setCursor(i)
 }
 
 func (l *rolloutList) setCursor(i int) {
@@ -550,7 +534,7 @@ func (l *rolloutList) render() {
 	lines = append(lines, l.st.Panel.Column.Render(cols(" ", "rollout", "state", "time", "spans", "join", "services")))
 
 	h := l.listHeight()
-	l.offset = window(l.cursor, l.offset, h, len(l.rows))
+	l.follow(h, len(l.rows))
 	for i := l.offset; i < len(l.rows) && i < l.offset+h; i++ {
 		r := l.rows[i]
 		in := l.rowInfo(r)

@@ -51,13 +51,13 @@ type traceView struct {
 	spec      groups.Set // the previewed spec
 	collapsed map[model.SpanID]bool
 
-	rows           []traceRow
-	dropped        int
-	needName       int // widest name cell of any row
-	needSvc        int // longest short service name of any row
-	cursor, offset int
-	moved          bool // the user moved the cursor in this rollout
-	search         spanSearch
+	rows     []traceRow
+	dropped  int
+	needName int // widest name cell of any row
+	needSvc  int // longest short service name of any row
+	listCursor
+	moved  bool // the user moved the cursor in this rollout
+	search spanSearch
 	// check is the last join check: a split rollout's hops head its rows.
 	check *whatif.CheckReport
 	// hint, with no rollout to show, is said instead: how to send spans,
@@ -263,20 +263,8 @@ func (t *traceView) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 		t.render()
 		return true, nil
 	}
-	page := max(t.listHeight(), 1)
 	switch {
-	case key.Matches(km, t.keys.Up):
-		t.cursor--
-	case key.Matches(km, t.keys.Down):
-		t.cursor++
-	case key.Matches(km, t.keys.Top):
-		t.cursor = 0
-	case key.Matches(km, t.keys.Bottom):
-		t.cursor = len(t.rows) - 1
-	case key.Matches(km, t.keys.PageUp):
-		t.cursor -= page
-	case key.Matches(km, t.keys.PageDown):
-		t.cursor += page
+	case t.moveKey(t.keys, km, len(t.rows), t.listHeight()):
 	case key.Matches(km, t.keys.Search):
 		t.search.start()
 	case key.Matches(km, t.keys.NextMatch) && len(t.search.hits) > 0:
@@ -427,12 +415,10 @@ func (t *traceView) scroll(n int) {
 
 // click selects the row at content line y.
 func (t *traceView) click(y int) {
-	i := y - 2 + t.offset
-	if y < 2 || i >= len(t.rows) {
-		return
+	if i := t.rowAt(y, 2, len(t.rows)); i >= 0 {
+		t.cursor, t.moved = i, true
+		t.render()
 	}
-	t.cursor, t.moved = i, true
-	t.render()
 }
 
 func (t *traceView) collapseAll() {
@@ -841,7 +827,7 @@ func (t *traceView) render() {
 	lines = append(lines, t.st.Panel.Column.Render(clip(head, t.width)))
 
 	h := t.listHeight()
-	t.offset = window(t.cursor, t.offset, h, len(t.rows))
+	t.follow(h, len(t.rows))
 	for j := t.offset; j < len(t.rows) && j < t.offset+h; j++ {
 		lines = append(lines, t.renderRow(j, c, &ax))
 	}
