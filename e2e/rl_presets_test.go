@@ -56,7 +56,7 @@ func TestRLPresetsMoveTheParent(t *testing.T) {
 			if rep.Rollouts != 20 || rep.Joined != 20 || rep.Split != 0 {
 				t.Errorf("rollouts %d, joined %d, split %d; want 20 joined", rep.Rollouts, rep.Joined, rep.Split)
 			}
-			for _, r := range rep.Structure.Snap.Rollouts {
+			for _, r := range rep.Structure.Rollouts {
 				if top := r.Fragments[0].Spans[0]; st.Snapshot().ServiceName(top.Resource) != "nemo-rl" || top.Kind != model.KindClient {
 					t.Errorf("rollout %s starts at %s, want NeMo-RL's aiohttp call", r.ID, st.Snapshot().Str(top.Name))
 				}

@@ -73,7 +73,7 @@ func TestTokensFleet(t *testing.T) {
 				t.Fatalf("tokens in %d rollouts, want %d", len(rep.PerRollout), rolloutsPerRun)
 			}
 			var total gymsim.Usage
-			for _, ro := range st.Snap.Rollouts {
+			for _, ro := range st.Rollouts {
 				idx := rolloutOf[trace.SpanID(ro.Fragments[0].Spans[0].SpanID)]
 				got, w := rep.PerRollout[ro.ID], want[idx]
 				if got.Input != w.Input || got.Output != w.Output || got.Calls != w.Calls {

@@ -10,6 +10,10 @@ import (
 // targetBytes bytes remain.
 func (w *writer) evict(target int, targetBytes int64) {
 	w.sortOrder()
+	// The oldest rollouts are the front of the published list unless
+	// that list is to be rebuilt anyway: then publish drops them from its
+	// front instead of walking every rollout.
+	front := !w.restructure
 	n := 0
 	for _, r := range w.order {
 		if w.stored <= target && w.bytes <= targetBytes {
@@ -37,6 +41,12 @@ func (w *writer) evict(target int, targetBytes int64) {
 		r.dead = true
 		w.dropRoll(r)
 		w.evRolls++
+		if r.pos >= 0 {
+			if r.pos != w.base+w.evicted {
+				front = false
+			}
+			w.evicted++
+		}
 		n++
 	}
 	// Move the survivors to the front: slicing the evicted ones off would
@@ -44,7 +54,9 @@ func (w *writer) evict(target int, targetBytes int64) {
 	k := copy(w.order, w.order[n:])
 	clear(w.order[k:])
 	w.order = w.order[:k]
-	w.restructure = true
+	if !front {
+		w.restructure = true
+	}
 }
 
 // sortOrder drops dead rollouts from order and sorts it by seq, each only

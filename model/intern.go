@@ -161,6 +161,15 @@ func (t *Interner) InternResource(attrs Attrs, service Str) ResourceID {
 	return id
 }
 
+// LookupResource returns the id of the resource with the given attributes
+// when it is interned, without adding it.
+func (t *Interner) LookupResource(attrs Attrs) (ResourceID, bool) {
+	t.resMu.Lock()
+	defer t.resMu.Unlock()
+	id, ok := t.resIDs[attrs]
+	return id, ok
+}
+
 // Resource returns the resource with the given id.
 func (t *Interner) Resource(id ResourceID) Resource {
 	res := *t.res.Load()

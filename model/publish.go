@@ -18,28 +18,43 @@ func (w *writer) publish() *Snapshot {
 	w.pubSeq++
 	w.settle()
 	snap := &Snapshot{Seq: w.pubSeq, Taken: w.s.opts.Now(), strings: w.s.strs}
-	if w.restructure || w.prev == nil {
+	if w.restructure || w.pub == nil {
 		w.sortOrder()
-		snap.Rollouts = make([]*Rollout, 0, len(w.order))
+		w.pub = make([]*Rollout, 0, len(w.order))
+		w.pubAt, w.base = 0, 0
 		for _, r := range w.order {
-			r.idx = int32(len(snap.Rollouts))
-			snap.Rollouts = append(snap.Rollouts, w.pubRoll(r))
+			r.pos = int64(len(w.pub))
+			w.pub = append(w.pub, w.pubRoll(r))
 		}
 	} else {
-		snap.Rollouts = make([]*Rollout, len(w.prev), len(w.prev)+len(w.fresh))
-		copy(snap.Rollouts, w.prev)
+		// Published rollouts are never changed in place (older snapshots
+		// share them): the list is copied when one changed or the front
+		// was evicted (so the evicted are not kept), else only extended.
+		w.base += w.evicted
+		moved := w.evicted > 0
 		for _, r := range w.changed {
-			if r.idx >= 0 && !r.dead {
-				snap.Rollouts[r.idx] = w.pubRoll(r)
+			moved = moved || r.pos >= w.base && !r.dead
+		}
+		if moved {
+			live := w.pub[w.base-w.pubAt:]
+			w.pub = append(make([]*Rollout, 0, len(live)+len(w.fresh)), live...)
+			w.pubAt = w.base
+			for _, r := range w.changed {
+				if r.pos >= w.base && !r.dead {
+					w.pub[r.pos-w.pubAt] = w.pubRoll(r)
+				}
 			}
 		}
 		for _, r := range w.fresh {
 			if !r.dead {
-				r.idx = int32(len(snap.Rollouts))
-				snap.Rollouts = append(snap.Rollouts, w.pubRoll(r))
+				r.pos = w.pubAt + int64(len(w.pub))
+				w.pub = append(w.pub, w.pubRoll(r))
 			}
 		}
 	}
+	w.evicted = 0
+	live := w.pub[w.base-w.pubAt:]
+	snap.Rollouts = live[:len(live):len(live)] // a reader's append must not reach the shared array
 	for _, r := range w.changed {
 		r.dirty = false
 	}
@@ -48,7 +63,6 @@ func (w *writer) publish() *Snapshot {
 	clear(w.fresh)
 	w.fresh = w.fresh[:0]
 	w.restructure = false
-	w.prev = snap.Rollouts
 	liveJobs := 0
 	for _, j := range w.jobs {
 		if w.fragAt(j.id) == j {

@@ -264,3 +264,58 @@ func TestStoreOrphansBoundedAndEvicted(t *testing.T) {
 		t.Errorf("late parents: %d spans with the held orphan (want 4), %d with the evicted one (want 1)", found[last], found[first])
 	}
 }
+
+// TestSnapshotsStayAsPublished: a snapshot's rollout list is never changed
+// by later publications (rollouts added, changed, or evicted from the front
+// of the list), and each new list holds exactly the rollouts held.
+func TestSnapshotsStayAsPublished(t *testing.T) {
+	st := NewStore(Options{MaxSpans: 3_000, PublishEvery: time.Hour})
+	defer st.Close()
+	g := newGymGen(st)
+	type kept struct {
+		snap *Snapshot
+		list []*Rollout
+	}
+	var old []kept
+	for n := 0; n < 300; n++ {
+		spans := g.rollout(nil, n, 1+n%5)
+		if n%7 == 3 && len(spans) > 2 { // some rollouts arrive in two batches: changed once listed
+			if err := st.Add(Batch{Spans: spans[:len(spans)/2]}); err != nil {
+				t.Fatal(err)
+			}
+			st.Sync()
+			s := st.Snapshot()
+			old = append(old, kept{s, append([]*Rollout(nil), s.Rollouts...)})
+			spans = spans[len(spans)/2:]
+		}
+		if err := st.Add(Batch{Spans: spans}); err != nil {
+			t.Fatal(err)
+		}
+		st.Sync()
+		s := st.Snapshot()
+		old = append(old, kept{s, append([]*Rollout(nil), s.Rollouts...)})
+		held := 0
+		for _, r := range s.Rollouts {
+			held += r.Spans
+		}
+		for _, j := range s.Jobs {
+			held += len(j.Spans)
+		}
+		if held != s.Stats.Stored {
+			t.Fatalf("after rollout %d: the list holds %d spans, the store %d", n, held, s.Stats.Stored)
+		}
+	}
+	for i, k := range old {
+		if len(k.snap.Rollouts) != len(k.list) {
+			t.Fatalf("snapshot %d: %d rollouts, published with %d", i, len(k.snap.Rollouts), len(k.list))
+		}
+		for j := range k.list {
+			if k.snap.Rollouts[j] != k.list[j] {
+				t.Fatalf("snapshot %d: rollout %d replaced after publication", i, j)
+			}
+		}
+	}
+	if s := st.Snapshot().Stats; s.EvictedRollouts == 0 {
+		t.Fatal("nothing was evicted")
+	}
+}

@@ -10,13 +10,16 @@ import "time"
 func (s *Store) SubmitWait(b Batch, wait time.Duration) error {
 	// Receivers call this from many goroutines: what the batch alone
 	// tells is worked out here, on the caller's core, not by the writer.
-	b.prep = prepPool.Get().(*batchPrep)
-	b.relayout(b.prep.prepare(b.Spans, s.strs, &s.keys))
-	err := s.submitWait(b, wait)
-	if err != nil {
-		b.prep.release()
+	p := prepPool.Get().(*batchPrep)
+	laid := Batch{Spans: p.prepare(b.Spans, s.strs, &s.keys), prep: p}
+	if err := s.submitWait(laid, wait); err != nil {
+		p.release() // b is as it was: the caller may submit it again
+		return err
 	}
-	return err
+	if b.pooled {
+		spanPool.put(b.Spans)
+	}
+	return nil
 }
 
 func (s *Store) submitWait(b Batch, wait time.Duration) error {

@@ -57,10 +57,10 @@ type roll struct {
 	lastSeen  int64
 	version   uint64
 	pub       *Rollout
+	// pos is the rollout's place in the published list (see writer.pub),
+	// or -1 when it is not in it.
+	pos       int64
 	live      int32 // non-nil entries of frags
-	// idx is the rollout's index in the last published Snapshot.Rollouts,
-	// or -1 when it was not in it.
-	idx       int32
 	synthetic bool
 	dirty     bool
 	dead      bool
@@ -148,11 +148,15 @@ type writer struct {
 	lastMetricGen uint64
 	metricsPub    map[string]int64
 
-	// Incremental publication: prev is the last published Rollouts slice;
+	// Incremental publication: pub holds the published rollouts, pub[i]
+	// at place pubAt+i, those from place base on in the last snapshot;
+	// evicted counts the rollouts evicted from its front since.
 	// changed and fresh list the rollouts marked dirty and created since.
-	// Only when a rollout died or the order changed (restructure) does
-	// publish walk every rollout.
-	prev        []*Rollout
+	// Only when a rollout died in place or the order changed
+	// (restructure) does publish walk every rollout.
+	pub         []*Rollout
+	pubAt, base int64
+	evicted     int64
 	changed     []*roll
 	fresh       []*roll
 	restructure bool
@@ -812,7 +816,7 @@ func (w *writer) assign(f *frag) {
 		w.detach(f.roll, f)
 	}
 	if r == nil {
-		r = &roll{key: key, synthetic: f.rid == "", seq: f.seq, firstSeen: w.nowNS, idx: -1}
+		r = &roll{key: key, synthetic: f.rid == "", seq: f.seq, firstSeen: w.nowNS, pos: -1}
 		if inSynth {
 			if r.synthetic {
 				r.key = sk.String()

@@ -49,8 +49,17 @@ var errDupField = errors.New("field given more than once")
 // with the JSON path of the field, e.g.
 // resourceSpans[0].scopeSpans[0].spans[3].traceId.
 func DecodeJSON(l *model.Local, b []byte, lim Limits) (model.Batch, Report, error) {
+	return decodeJSON(l, b, lim, nil)
+}
+
+// decodeJSON is DecodeJSON for one of several requests decoded at once:
+// turn, when not nil, returns once every request before this one is
+// decoded, and is called before a resource new to the interner is added
+// (see decoder.internResource).
+func decodeJSON(l *model.Local, b []byte, lim Limits, turn func()) (model.Batch, Report, error) {
 	d := getDecoder(l, lim)
 	defer putDecoder(d)
+	d.turn = turn
 	j := jsonDecoders.Get().(*jsonDecoder)
 	defer j.release()
 	j.d = d
@@ -360,7 +369,7 @@ func (j *jsonDecoder) resource() (model.ResourceID, error) {
 		}
 	}
 	attrs := d.sub.Sorted(d.l.Interner())
-	id := d.l.Interner().InternResource(attrs, d.l.Intern(j.svc))
+	id := d.internResource(attrs, d.l.Intern(j.svc))
 	d.res[string(j.rkey)] = id
 	return id, nil
 }

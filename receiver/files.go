@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -171,6 +174,7 @@ type fileReader struct {
 	kinds  [2]bool     // saw console spans, saw OTLP/JSON
 	points int
 	logs   int
+	ahead  *decodeAhead // OTLP/JSON lines decoded on other cores; nil on one
 }
 
 func readOne(store *model.Store, l *model.Local, name string, r io.Reader, opts ReadOptions, rep *FileReport) error {
@@ -237,9 +241,21 @@ func (fr *fileReader) readProtobuf(br *bufio.Reader) error {
 	return nil
 }
 
-func (fr *fileReader) readLines(br *bufio.Reader) error {
+func (fr *fileReader) readLines(br *bufio.Reader) (err error) {
 	cd := newConsoleDecoder(fr.l, fr.opts.Limits)
 	defer fr.doneConsole(cd)
+	if runtime.GOMAXPROCS(0) > 1 {
+		fr.ahead = newDecodeAhead(fr.store.Interner(), fr.opts.Limits)
+		defer func() {
+			// Whatever is still being decoded is taken before the file
+			// ends; an error stops it all the same.
+			if derr := fr.ahead.drain(fr, 0); err == nil {
+				err = derr
+			}
+			fr.ahead.close()
+			fr.ahead = nil
+		}()
+	}
 	var (
 		buf []byte
 		obj multiLine
@@ -256,6 +272,21 @@ func (fr *fileReader) readLines(br *bufio.Reader) error {
 			line = bytes.TrimPrefix(line, utf8BOM)
 		}
 		fr.stat.Lines++
+		if fr.ahead != nil {
+			if !obj.open() && !tooLong && looksLikeTraces(line) {
+				if lerr := fr.ahead.submit(fr, n, bytes.TrimSpace(line), newline, &buf); lerr != nil {
+					return lerr
+				}
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				continue
+			}
+			// Anything else happens after the lines before it.
+			if lerr := fr.ahead.drain(fr, 0); lerr != nil {
+				return lerr
+			}
+		}
 		switch {
 		case obj.open():
 			if lerr := obj.add(fr, cd, n, line, tooLong); lerr != nil {
@@ -272,6 +303,11 @@ func (fr *fileReader) readLines(br *bufio.Reader) error {
 		}
 		if errors.Is(err, io.EOF) {
 			break
+		}
+	}
+	if fr.ahead != nil {
+		if err := fr.ahead.drain(fr, 0); err != nil {
+			return err
 		}
 	}
 	if obj.open() {
@@ -390,13 +426,7 @@ func (fr *fileReader) line(cd *consoleDecoder, n int, line []byte, newline bool)
 		return fr.add(sp)
 	case recOTLPTraces:
 		b, rep, err := DecodeJSON(fr.l, t, fr.opts.Limits)
-		fr.rep.Decode.Add(rep)
-		if err != nil {
-			bad(err)
-			return nil
-		}
-		fr.kinds[1] = true
-		return fr.add(b.Spans...)
+		return fr.tracesDecoded(n, newline, b, rep, err)
 	case recMetrics:
 		k, err := MetricPointsByNameJSON(t, func(name []byte, p int) { fr.store.CountMetric(string(name), int64(p)) })
 		if err != nil {
@@ -420,6 +450,38 @@ func (fr *fileReader) line(cd *consoleDecoder, n int, line []byte, newline bool)
 		fr.skipLine(n, "JSON that is not a span")
 	}
 	return nil
+}
+
+// looksLikeTraces reports a line that opens with the resource spans of an
+// OTLP/JSON trace request, as the record and the OTLP file writers put
+// them first: such lines are decoded ahead.
+func looksLikeTraces(line []byte) bool {
+	t := bytes.TrimLeft(line, " \t")
+	if len(t) == 0 || t[0] != '{' {
+		return false
+	}
+	t = bytes.TrimLeft(t[1:], " \t")
+	for _, k := range []string{`"resourceSpans"`, `"resource_spans"`} {
+		if bytes.HasPrefix(t, []byte(k)) {
+			return true
+		}
+	}
+	return false
+}
+
+// tracesDecoded takes what decoding OTLP/JSON line n gave.
+func (fr *fileReader) tracesDecoded(n int, newline bool, b model.Batch, rep Report, err error) error {
+	fr.rep.Decode.Add(rep)
+	if err != nil {
+		reason := err.Error()
+		if !newline {
+			reason = "truncated last line (no newline at end of file): " + reason
+		}
+		fr.badLine(n, reason)
+		return nil
+	}
+	fr.kinds[1] = true
+	return fr.add(b.Spans...)
 }
 
 // readLine returns the next line without its line ending. newline reports
@@ -461,4 +523,119 @@ func readLine(br *bufio.Reader, buf *[]byte, max int) (line []byte, newline, too
 		}
 		return line, newline, tooLong, err
 	}
+}
+
+// decodeAhead decodes OTLP/JSON lines (each a whole request, often of
+// thousands of spans) on every core while the file is read, and hands them
+// back in line order: what the store receives, and so every id and count,
+// is what reading one line after another gives. A resource new to the
+// interner is added only once every earlier line is decoded (decodeJSON's
+// turn), so resources are numbered in file order too.
+type decodeAhead struct {
+	jobs    chan *aheadJob
+	pending []*aheadJob // submitted, in line order
+	free    [][]byte    // line buffers to reuse
+	wg      sync.WaitGroup
+}
+
+// aheadMax bounds the lines decoded or waiting at once (each holds a copy
+// of its line).
+const aheadMax = 4
+
+type aheadJob struct {
+	n       int
+	newline bool
+	line    []byte
+	before  []chan struct{} // done of every earlier job still pending
+	done    chan struct{}
+	batch   model.Batch
+	rep     Report
+	err     error
+}
+
+func newDecodeAhead(t *model.Interner, lim Limits) *decodeAhead {
+	a := &decodeAhead{jobs: make(chan *aheadJob, aheadMax)}
+	for range runtime.GOMAXPROCS(0) {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			l := model.NewLocal(t)
+			for j := range a.jobs {
+				turn := func() {
+					for _, c := range j.before {
+						<-c
+					}
+				}
+				j.batch, j.rep, j.err = decodeJSON(l, j.line, lim, turn)
+				close(j.done)
+			}
+		}()
+	}
+	return a
+}
+
+// submit queues line n for decoding, after taking what is done and, when
+// aheadMax lines are out, waiting for the oldest. A line that lies in
+// *buf (a long one, which the reader gathered there) is taken with the
+// buffer, and *buf replaced; a short one is copied.
+func (a *decodeAhead) submit(fr *fileReader, n int, line []byte, newline bool, buf *[]byte) error {
+	if err := a.drain(fr, aheadMax-1); err != nil {
+		return err
+	}
+	j := &aheadJob{n: n, newline: newline, done: make(chan struct{})}
+	var spare []byte
+	if k := len(a.free); k > 0 {
+		spare, a.free = a.free[k-1][:0], a.free[:k-1]
+	}
+	if within(line, *buf) {
+		j.line, *buf = line, spare
+	} else {
+		j.line = append(spare, line...)
+	}
+	for _, p := range a.pending {
+		j.before = append(j.before, p.done)
+	}
+	a.pending = append(a.pending, j)
+	a.jobs <- j // FIFO: every earlier job has started, so none waits for a later one
+	return nil
+}
+
+// within reports whether s lies in b's array.
+func within(s, b []byte) bool {
+	if len(s) == 0 || cap(b) == 0 {
+		return false
+	}
+	p, q := uintptr(unsafe.Pointer(unsafe.SliceData(s))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= q && p < q+uintptr(cap(b))
+}
+
+// drain hands the decoded lines to fr in order until at most keep are
+// pending, waiting for those it must take.
+func (a *decodeAhead) drain(fr *fileReader, keep int) error {
+	for len(a.pending) > 0 {
+		j := a.pending[0]
+		if len(a.pending) <= keep {
+			select {
+			case <-j.done:
+			default:
+				return nil
+			}
+		}
+		<-j.done
+		a.pending = a.pending[1:]
+		if cap(j.line) <= 64<<20 {
+			a.free = append(a.free, j.line)
+		}
+		if err := fr.tracesDecoded(j.n, j.newline, j.batch, j.rep, j.err); err != nil {
+			a.pending = nil
+			return err
+		}
+	}
+	return nil
+}
+
+// close stops the workers; call after drain.
+func (a *decodeAhead) close() {
+	close(a.jobs)
+	a.wg.Wait()
 }

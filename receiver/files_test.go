@@ -3,12 +3,15 @@ package receiver
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nemo-gym/gymtrace/model"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
 
 func writeFile(t *testing.T, name string, data []byte) string {
@@ -164,5 +167,66 @@ func TestReadLine(t *testing.T) {
 	}
 	if rep.Files[0].Lines != 4 || rep.Skipped != 3 || rep.BadLines != 1 || rep.BadSamples[0].Line != 3 {
 		t.Errorf("lines=%d skipped=%d bad=%v; want 4 lines, 3 skipped, line 3 too long", rep.Files[0].Lines, rep.Skipped, rep.BadSamples)
+	}
+}
+
+// TestReadFilesDecodeAheadKeepsOrder reads OTLP/JSON lines that each
+// bring a service of their own, the early lines far longer than the late
+// ones (so later lines finish decoding first), mixed with lines read in
+// order (text, a console span): services are numbered in file order, bad
+// lines are sampled in file order, and the store holds what reading one
+// line after another gives, every time.
+func TestReadFilesDecodeAheadKeepsOrder(t *testing.T) {
+	var file []byte
+	const lines = 24
+	for i := 0; i < lines; i++ {
+		req := testRequest(1 + 400/(i+1))
+		rs := req.ResourceSpans[0]
+		rs.Resource.Attributes[0].Value.Value = &commonpb.AnyValue_StringValue{StringValue: fmt.Sprintf("nemo-gym/svc-%02d", i)}
+		for _, sp := range rs.ScopeSpans[0].Spans {
+			sp.TraceId[0] = byte(i)
+		}
+		file = append(append(file, otlpJSON(t, req)...), '\n')
+		switch i % 6 {
+		case 2:
+			file = append(file, "plain text between requests\n"...)
+		case 4:
+			file = append(file, `{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}`+"\n"...)
+		}
+	}
+	p := writeFile(t, "ahead.jsonl", file)
+	var first string
+	for run := 0; run < 20; run++ {
+		st := model.NewStore(model.Options{PublishEvery: time.Hour})
+		rep, err := ReadFiles(st, []string{p}, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Sync()
+		snap := st.Snapshot()
+		var b strings.Builder
+		for id, r := range st.Interner().Resources()[1:] {
+			fmt.Fprintf(&b, "%d=%s ", id+1, st.Interner().Str(r.Service))
+		}
+		for _, r := range snap.Rollouts {
+			fmt.Fprintf(&b, "%s:%d ", r.ID, r.Spans)
+		}
+		for _, bl := range append(rep.BadSamples, rep.SkippedSamples...) {
+			fmt.Fprintf(&b, "%s ", bl)
+		}
+		fmt.Fprintf(&b, "spans=%d bad=%d skipped=%d", rep.Spans, rep.BadLines, rep.Skipped)
+		st.Close()
+		if run == 0 {
+			first = b.String()
+			for i := 0; i < lines; i++ {
+				if want := fmt.Sprintf("%d=nemo-gym/svc-%02d ", i+1, i); !strings.Contains(first, want) {
+					t.Fatalf("services out of file order: want %q in %s", want, first)
+				}
+			}
+			continue
+		}
+		if got := b.String(); got != first {
+			t.Fatalf("run %d read differently:\n%s\nfirst:\n%s", run, got, first)
+		}
 	}
 }

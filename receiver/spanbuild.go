@@ -43,6 +43,10 @@ type decoder struct {
 	res   map[string]model.ResourceID
 	resOf *model.Interner
 
+	// turn, when set, waits until the requests before this one are decoded
+	// (see internResource).
+	turn func()
+
 	truncKey, svcKey model.Str
 	keysOf           *model.Interner
 
@@ -75,8 +79,24 @@ func getDecoder(l *model.Local, lim Limits) *decoder {
 	return d
 }
 
+// internResource interns a resource. A decoder reading one of several
+// requests decoded at once adds a resource the interner lacks only in its
+// turn, so resources get their ids in the order a sequential read gives
+// them (the order services are listed in).
+func (d *decoder) internResource(attrs model.Attrs, service model.Str) model.ResourceID {
+	t := d.l.Interner()
+	if d.turn != nil {
+		if id, ok := t.LookupResource(attrs); ok {
+			return id
+		}
+		d.turn()
+	}
+	return t.InternResource(attrs, service)
+}
+
 func putDecoder(d *decoder) {
 	d.l = nil
+	d.turn = nil
 	d.spans = nil
 	if len(d.res) > 1024 {
 		clear(d.res)

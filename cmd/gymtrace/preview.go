@@ -333,7 +333,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			out.PerRollout = append(out.PerRollout, rj)
 		}
 		out.Breaks = collectBreaks(rep)
-		out.Latency = latencyOut(eng.Latency(snap, eng.Structure(snap).Snap.Rollouts))
+		out.Latency = latencyOut(eng.Latency(snap, eng.Structure(snap).Rollouts))
 		addWorth(out.PerGroup, reg, worth, *wf.spanCost)
 		if verdict != nil {
 			out.Budget = budgetOut(*verdict)

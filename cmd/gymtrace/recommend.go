@@ -132,7 +132,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 			AllowSplits: opt.AllowSplits, Outcome: a.Outcome.String(), Reason: a.Outcome.Text(),
 			SearchedGroups: nonNil(reg.Names(a.Searched)), FreeGroups: nonNil(reg.Names(a.Free)), UnjudgedGroups: nonNil(reg.Names(a.Unjudged)),
 			Space: a.Space, Previewed: a.Previewed, Pruned: a.Pruned, RunnersUp: []runnerUpJSON{},
-			Rollouts: len(eng.Structure(snap).Snap.Rollouts), WallSeconds: round2(wall), BadLines: badLines(c.frep),
+			Rollouts: len(eng.Structure(snap).Rollouts), WallSeconds: round2(wall), BadLines: badLines(c.frep),
 			PerGroup: map[string]groupJSON{},
 		}
 		if a.Best != nil {
@@ -160,7 +160,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 
 	w := stdout
 	fmt.Fprintf(w, "variant: %s\n", c.vc)
-	fmt.Fprintf(w, "capture: %d spans, %d rollouts over %.3gs\n", snap.Stats.Stored, len(eng.Structure(snap).Snap.Rollouts), wall)
+	fmt.Fprintf(w, "capture: %d spans, %d rollouts over %.3gs\n", snap.Stats.Stored, len(eng.Structure(snap).Rollouts), wall)
 	joins := "joins intact"
 	if opt.AllowSplits {
 		joins = "splits allowed"

@@ -23,10 +23,10 @@ func TestPathTilesEveryRollout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			eng, snap := realCapture(t, name)
 			st := eng.Structure(snap)
-			if len(st.Snap.Rollouts) == 0 {
+			if len(st.Rollouts) == 0 {
 				t.Fatal("no rollouts")
 			}
-			for _, r := range st.Snap.Rollouts {
+			for _, r := range st.Rollouts {
 				checkPath(t, st.Snap, r)
 			}
 		})
@@ -109,7 +109,7 @@ func TestPathHolders(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			eng, snap := realCapture(t, tc.name)
 			st := eng.Structure(snap)
-			for _, r := range st.Snap.Rollouts {
+			for _, r := range st.Rollouts {
 				p := Find(st.Snap, r)
 				segs := p.Segments
 				if segs[0].Holder != Driver || segs[len(segs)-1].Holder == Gap {

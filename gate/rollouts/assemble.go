@@ -125,6 +125,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		}
 		st.Leaks = append(st.Leaks, l)
 	}
+	st.Rollouts = rolls
 	st.Snap = snap.Derive(rolls)
 	return st
 }

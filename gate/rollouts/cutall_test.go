@@ -34,11 +34,11 @@ func TestCutAllMatchesSequential(t *testing.T) {
 					t.Fatalf("fragment %x cut differently on two cores", v)
 				}
 			}
-			if !reflect.DeepEqual(parSt.Snap.Rollouts, seqSt.Snap.Rollouts) || !reflect.DeepEqual(parSt.Run, seqSt.Run) ||
+			if !reflect.DeepEqual(parSt.Rollouts, seqSt.Rollouts) || !reflect.DeepEqual(parSt.Run, seqSt.Run) ||
 				!reflect.DeepEqual(parSt.Unattributed, seqSt.Unattributed) || !reflect.DeepEqual(parSt.Leaks, seqSt.Leaks) ||
 				!reflect.DeepEqual(parSt.Suspect, seqSt.Suspect) || parSt.Attributed != seqSt.Attributed {
 				t.Fatalf("structure differs: %d rollouts %d attributed on two cores, %d %d on one",
-					len(parSt.Snap.Rollouts), parSt.Attributed, len(seqSt.Snap.Rollouts), seqSt.Attributed)
+					len(parSt.Rollouts), parSt.Attributed, len(seqSt.Rollouts), seqSt.Attributed)
 			}
 		})
 	}

@@ -38,10 +38,10 @@ func TestServerOffRolloutsMatchedWhole(t *testing.T) {
 	snap := f.Flush()
 
 	str := NewFinder().Structure(snap)
-	if n := len(str.Snap.Rollouts); n != 2 {
+	if n := len(str.Rollouts); n != 2 {
 		t.Fatalf("rollouts %d, want 2 (each gym.rollout with the call that started it)", n)
 	}
-	for _, r := range str.Snap.Rollouts {
+	for _, r := range str.Rollouts {
 		if r.Spans != 2 {
 			t.Errorf("rollout %s has %d spans, want its call and its gym.rollout", r.ID, r.Spans)
 		}

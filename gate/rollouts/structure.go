@@ -81,6 +81,11 @@ type Suspect struct {
 // Rollouts replaced by the structural ones (every other field shared), so
 // everything that reads rollouts from a snapshot reads these.
 type Structure struct {
+	// Rollouts are the capture's rollouts, found by structure, oldest
+	// first: the one list every face counts.
+	Rollouts []*model.Rollout
+	// Snap is the snapshot seen through Rollouts (its rollouts swapped,
+	// everything else shared), for code that walks a snapshot.
 	Snap         *model.Snapshot
 	Run          []RunPiece
 	Unattributed []*model.Fragment
@@ -1127,13 +1132,13 @@ func distinctTraces(fs []*model.Fragment) int {
 // rollouts (gym.job aside: snapshots list it on their own), for views that
 // print everything; Stats.Rollouts still counts the rollouts only.
 func (s *Structure) Listed() *model.Snapshot {
-	rows := append([]*model.Rollout(nil), s.Snap.Rollouts...)
+	rows := append([]*model.Rollout(nil), s.Rollouts...)
 	for _, r := range s.Apart() {
 		if r.ID != RunRowPrefix+RunJob.String() {
 			rows = append(rows, r)
 		}
 	}
 	d := s.Snap.Derive(rows)
-	d.Stats.Rollouts = len(s.Snap.Rollouts)
+	d.Stats.Rollouts = len(s.Rollouts)
 	return d
 }

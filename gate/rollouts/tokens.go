@@ -232,7 +232,7 @@ func (s *Structure) Tokens() TokenReport {
 	if !k.any {
 		return rep
 	}
-	for _, r := range s.Snap.Rollouts {
+	for _, r := range s.Rollouts {
 		if t := k.Rollout(r); t.Present() {
 			if rep.PerRollout == nil {
 				rep.PerRollout = map[string]Tokens{}

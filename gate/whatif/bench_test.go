@@ -132,7 +132,7 @@ func BenchmarkStructure(b *testing.B) {
 		b.ReportAllocs()
 		defer cpuTimer(b)()
 		for i := 0; i < b.N; i++ {
-			if st := NewEngine(groups.Default()).Structure(snap); len(st.Snap.Rollouts) == 0 {
+			if st := NewEngine(groups.Default()).Structure(snap); len(st.Rollouts) == 0 {
 				b.Fatal("no rollouts")
 			}
 		}

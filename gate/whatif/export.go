@@ -96,7 +96,7 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 // every span of snap but the gym.job spans, each once.
 func (e *Engine) Pieces(snap *model.Snapshot) []*model.Rollout {
 	st := e.Structure(snap)
-	rolls := append([]*model.Rollout(nil), st.Snap.Rollouts...)
+	rolls := append([]*model.Rollout(nil), st.Rollouts...)
 	st.ForOthers(func(r *model.Rollout) { rolls = append(rolls, r) })
 	return rolls
 }

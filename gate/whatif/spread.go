@@ -107,7 +107,7 @@ func (e *Engine) TimingSpread(snap *model.Snapshot, rep *Report) *Spread {
 			}
 		}
 	}
-	for _, r := range st.Snap.Rollouts {
+	for _, r := range st.Rollouts {
 		walk(r.ID, r)
 	}
 	st.ForOthers(func(r *model.Rollout) { walk("", r) })

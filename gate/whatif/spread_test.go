@@ -95,7 +95,7 @@ func TestTimingSpreadRealG3(t *testing.T) {
 			if real.Spans != rep.Result.Spans {
 				differs++
 			}
-			for _, r := range rep.Structure.Snap.Rollouts {
+			for _, r := range rep.Structure.Rollouts {
 				idx, ok := rolloutOf[r.Fragments[0].Spans[0].SpanID.String()]
 				if !ok {
 					t.Fatalf("rollout %s: no truth for its first span", r.ID)

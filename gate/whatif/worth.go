@@ -58,7 +58,7 @@ func (e *Engine) Worth(snap *model.Snapshot, spec groups.Set, spanCost time.Dura
 		spanCost = DefaultSpanCost
 	}
 	pieces := e.Pieces(snap)
-	nRolls := len(e.Structure(snap).Snap.Rollouts)
+	nRolls := len(e.Structure(snap).Rollouts)
 	e.sync(snap)
 	n := len(e.reg.Table())
 	// Registry groups, then unclassified and ungated (always kept).
