@@ -29,6 +29,10 @@ func (m *Model) layout() {
 	if m.width < 30 || avail < 3*m.frameH+3 {
 		return
 	}
+	if wide := m.width >= wideList; wide != m.rollouts.wide {
+		m.rollouts.wide = wide
+		m.rollouts.measure()
+	}
 	if m.width >= wideWidth {
 		top := max(avail*55/100, m.frameH+4)
 		left := m.width * 2 / 5

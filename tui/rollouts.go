@@ -76,8 +76,9 @@ func (s sortMode) String() string {
 // rowInfo is per-rollout text derived from its spans, cached by version
 // because deriving it walks every span.
 type rowInfo struct {
-	version  uint64
-	services string
+	version   uint64
+	services  string
+	servicesW int
 	// matchOf and match cache the filter's verdict: the filter walks the
 	// rollout's spans, so it runs once per rollout version and filter text.
 	matchOf string
@@ -115,8 +116,10 @@ type rolloutList struct {
 	inFlight  int                 // rollouts whose root has not arrived
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
-	// wantW is the width that shows every id and services whole.
+	// wantW is the width that shows every id and services whole, measured
+	// while wide (a screen that gives the list the room) is set.
 	wantW int
+	wide  bool
 
 	// live and addrs shape the empty state: where to send spans.
 	live  bool
@@ -375,7 +378,30 @@ func (l *rolloutList) rebuild() {
 		// before any rollout) is not held once rollouts come.
 		l.selected = r.ID
 	}
+	l.measure()
 	l.render()
+}
+
+// measure sets wantW, the width that shows every id and services whole,
+// when a wide screen asks for it (measuring reads every row's services).
+// Run-level rows (probes of every server) would claim room for lists no
+// rollout has, and before the analysis has found the rollouts, so would
+// the store's stand-ins.
+func (l *rolloutList) measure() {
+	l.wantW = 0
+	if !l.wide || l.structure == nil {
+		return
+	}
+	svcW, idLen := 0, 0
+	for _, r := range l.rows {
+		if !isApart(r.ID) {
+			svcW = max(svcW, l.rowInfo(r).servicesW)
+			idLen = max(idLen, ansi.StringWidth(r.ID))
+		}
+	}
+	if idLen > 0 {
+		l.wantW = 1 + idLen + 1 + 5 + 1 + 7 + 1 + l.spansW + 1 + 9 + 1 + svcW
+	}
 }
 
 // isApart reports whether a row id is one of gate's Apart rows.
@@ -411,6 +437,7 @@ func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
 	}
 	sort.Strings(svc)
 	in := &rowInfo{version: r.Version, services: strings.Join(svc, ",")}
+	in.servicesW = ansi.StringWidth(in.services)
 	l.info[r.ID] = in
 	return in
 }
@@ -498,23 +525,6 @@ func (l *rolloutList) render() {
 		}
 	}
 	spansW := l.spansW
-	// What the list would take to show every id and services whole; wide
-	// screens give it up to half their width.
-	// Run-level rows (probes of every server) would claim the room for
-	// lists no rollout has.
-	// Until the analysis has found the rollouts, the store's stand-ins
-	// would claim room for ids and services of no rollout.
-	svcW, idLen := 0, 0
-	for _, r := range l.rows {
-		if !isApart(r.ID) && l.structure != nil {
-			svcW = max(svcW, ansi.StringWidth(l.rowInfo(r).services))
-			idLen = max(idLen, ansi.StringWidth(r.ID))
-		}
-	}
-	l.wantW = 0
-	if idLen > 0 {
-		l.wantW = 1 + idLen + 1 + 5 + 1 + 7 + 1 + spansW + 1 + 9 + 1 + svcW
-	}
 	// The id gives way first: the state and join verdicts are never cut.
 	idW := clamp(l.width-(1+1+5+1+7+1+spansW+1+9), 8, min(l.idW, max(l.width/2, 8)))
 	// A cut id must still tell rollouts apart: when they all share their
