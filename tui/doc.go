@@ -12,7 +12,7 @@
 // feed, the data shown (written by setSnapshot and setAnalysis in
 // analysis.go); jobs, the commands in flight, one at a time per
 // whatif.Engine because an engine is not safe for concurrent use; views,
-// the panels; session, the user's focus, marks and status line; screen,
+// the panels; interaction, the user's focus, marks and status line; screen,
 // the geometry, written by layout (layout.go). View only joins renders the
 // panels cached in Update.
 //

@@ -63,7 +63,7 @@ type focusMsg struct{ to slot }
 // them and runs the analysis commands, one at a time per engine. Its state
 // is in parts, each with one owner: what is shown (feed) changes only with
 // snapshots and analyses, the commands in flight (jobs) only as they start
-// and end, the user's own state (session) only with keys and mouse, and the
+// and end, the user's own state (interaction) only with keys and mouse, and the
 // screen's geometry (screen) only in layout and renderHeader.
 type Model struct {
 	opts Options
@@ -72,7 +72,7 @@ type Model struct {
 	feed
 	jobs
 	views
-	session
+	interaction
 }
 
 // screen is the geometry and what is drawn outside the panels: written by
@@ -135,9 +135,9 @@ type views struct {
 	env    env
 }
 
-// session is the user's own state: what has focus, what is open or
+// interaction is the user's own state: what has focus, what is open or
 // marked, what the status line says and what copy-out wrote.
-type session struct {
+type interaction struct {
 	focus     slot
 	showHelp  bool
 	preview   bool   // the waterfall shows the previewed spec
