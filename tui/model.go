@@ -63,8 +63,8 @@ type focusMsg struct{ to slot }
 // them and runs the analysis commands, one at a time per engine. Its state
 // is in parts, each with one owner: what is shown (feed) changes only with
 // snapshots and analyses, the commands in flight (jobs) only as they start
-// and end, the user's own state (interaction) only with keys and mouse, and the
-// screen's geometry (screen) only in layout and renderHeader.
+// and end, the user's own state (interaction) only with keys and mouse,
+// and the screen's geometry (screen) only in layout and renderHeader.
 type Model struct {
 	opts Options
 	reg  *groups.Registry
