@@ -182,6 +182,8 @@ func serviceDesc(sig signal) *grpc.ServiceDesc {
 	}
 }
 
+// protoVersion is the version part of a signal's proto package: profiles
+// are still in development.
 func protoVersion(sig signal) string {
 	if sig == signalProfiles {
 		return "v1development"

@@ -62,8 +62,8 @@ type Config struct {
 	// MaxInflight bounds the memory of the requests being handled at once,
 	// on both transports: bodies as read and inflated, the spans decoded
 	// from them and their record lines. A request waits up to MemoryWait
-	// for room, then is refused as retryable; one larger than the whole
-	// bound runs alone.
+	// for room, then is refused as retryable; one at a time may pass the
+	// bound (see memBudget).
 	MaxInflight int64
 	MemoryWait  time.Duration
 	// Limits bound what the decoders keep of one span.
@@ -169,7 +169,7 @@ type Stats struct {
 	// could not take them: its writer stalled, or a write failed.
 	RecordRefused int64
 	// Recorded and RecordedSpans count what the record holds: requests and
-	// spans written (and acknowledged).
+	// spans written.
 	Recorded, RecordedSpans int64
 	// RecordFailures counts failed writes (a full disk); RecordFailing
 	// says the latest one failed, RecordError why (kept after recovery).
@@ -217,7 +217,10 @@ func NewServer(cfg Config) (*Server, error) {
 		mem:           newMemBudget(cfg.MaxInflight),
 		hosts:         newHostGuard(cfg.HTTPAddr, cfg.AllowHosts),
 		recordChanged: make(chan struct{}, 1)}
-	s.grpcSize.Store(minGRPCReserve)
+	// Until requests tell, a call is taken to be a quarter of the bound:
+	// a burst of large calls at start overshoots little, small ones bring
+	// the reservation down within a few dozen calls.
+	s.grpcSize.Store(max(int64(cfg.MaxRecvBytes)/4, minGRPCReserve))
 	strs := cfg.Store.Interner()
 	s.locals.New = func() any { return model.NewLocal(strs) }
 	return s, nil

@@ -32,9 +32,14 @@ var (
 	binErr  error
 )
 
-// gymtraceBinary builds the real binary once per test run.
+// gymtraceBinary builds the real binary once per test run, or returns
+// $GYMTRACE_TEST_BIN: BENCHMARKS.md runs these tests against an older build
+// to compare.
 func gymtraceBinary(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv("GYMTRACE_TEST_BIN"); p != "" {
+		return p
+	}
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "gymtrace-bin")
 		if err != nil {
