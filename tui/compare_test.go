@@ -164,7 +164,7 @@ func TestStatsScope(t *testing.T) {
 	}
 	m = keys(t, m, "a")
 	// r0001 and r0005 fail: 14 and 17 spans.
-	if l := m.stats.lat; l == nil || l.Rollouts != 2 || l.Spans != 31 || !strings.Contains(m.stats.title, "the listed rollouts · 31 spans in 2 rollouts") {
+	if l := m.stats.lat; l == nil || l.Rollouts != 2 || l.Spans != 31 || !strings.Contains(ansi.Strip(m.stats.view()), "Statistics the listed rollouts · 31 spans in 2 rollouts") {
 		t.Fatalf("a: %s %+v, want the 2 listed rollouts", m.stats.title, l)
 	}
 	var verify whatif.LatencyRow

@@ -20,6 +20,7 @@ var projections = []int{1_000, 10_000, 100_000, 1_000_000}
 // groupsPanel lists every span group with a checkbox for the previewed spec
 // and compares the current spec with the previewed one.
 type groupsPanel struct {
+	basePanel
 	st   *Styles
 	keys *KeyMap
 	reg  *groups.Registry
@@ -50,15 +51,19 @@ type groupsPanel struct {
 	// focused: the panel has the keyboard; narrow, it then lists a row per
 	// group, else a run of checkboxes.
 	focused bool
+	// where is the rollout filter the reports cover ("" for all), as the
+	// list shows it: the preview is of those rollouts.
+	where string
 
-	cursor, offset int
+	listCursor     // cursor: a group; offset: the first line shown
+	lead       int // lines above the group rows (the verdict, when narrow)
 	// follow keeps the cursor's group in view; scrolling turns it off so the
 	// comparison below the list can be read in a short panel.
 	follow bool
 	out    string
 }
 
-func newGroupsPanel(st *Styles, keys *KeyMap, reg *groups.Registry, current groups.Set, currentSpec string) groupsPanel {
+func newGroupsPanel(st *Styles, keys *KeyMap, reg *groups.Registry, current groups.Set, currentSpec string) *groupsPanel {
 	in := textinput.New()
 	// A static cursor: no blink ticks while typing.
 	in.Cursor.SetMode(cursor.CursorStatic)
@@ -68,25 +73,24 @@ func newGroupsPanel(st *Styles, keys *KeyMap, reg *groups.Registry, current grou
 	if currentSpec == "" {
 		currentSpec = reg.Spec(current)
 	}
-	return groupsPanel{st: st, keys: keys, reg: reg, current: current, currentSpec: currentSpec, preview: current, proj: 1, input: in}
+	return &groupsPanel{st: st, keys: keys, reg: reg, current: current, currentSpec: currentSpec, preview: current, proj: 1, input: in}
 }
 
 // Preview returns the previewed spec.
-func (g groupsPanel) Preview() groups.Set { return g.preview }
+func (g *groupsPanel) Preview() groups.Set { return g.preview }
 
 // SetPreview replaces the previewed spec.
-func (g groupsPanel) SetPreview(s groups.Set) groupsPanel {
+func (g *groupsPanel) SetPreview(s groups.Set) {
 	g.preview = s
 	g.render()
-	return g
 }
 
 // SetCheck records which rollouts are still arriving: a preview cannot call
 // them split yet (their parents may simply not have been exported), so the
 // joining verdict counts them apart.
-func (g groupsPanel) SetCheck(c *whatif.CheckReport) groupsPanel {
+func (g *groupsPanel) SetCheck(c *whatif.CheckReport) {
 	if c == nil {
-		return g
+		return
 	}
 	g.check = c
 	g.pending = g.pending[:0:0]
@@ -96,7 +100,6 @@ func (g groupsPanel) SetCheck(c *whatif.CheckReport) groupsPanel {
 		}
 	}
 	g.render()
-	return g
 }
 
 // joinCounts returns a report's joined, split and pending rollouts as gate
@@ -107,7 +110,7 @@ func (g *groupsPanel) joinCounts(r *whatif.Report) (joined, split, pending int) 
 }
 
 // SetReports installs fresh reports; nil keeps the previous one.
-func (g groupsPanel) SetReports(cur, prev *whatif.Report) groupsPanel {
+func (g *groupsPanel) SetReports(cur, prev *whatif.Report) {
 	if cur != nil {
 		g.curRep = cur
 	}
@@ -115,30 +118,35 @@ func (g groupsPanel) SetReports(cur, prev *whatif.Report) groupsPanel {
 		g.prevRep = prev
 	}
 	g.render()
-	return g
+}
+
+// SetWhere records the rollout filter the reports were narrowed by.
+func (g *groupsPanel) SetWhere(where string) {
+	if where != g.where {
+		g.where = where
+		g.render()
+	}
 }
 
 // SetFocused tells the panel whether it has the keyboard.
-func (g groupsPanel) SetFocused(on bool) groupsPanel {
+func (g *groupsPanel) SetFocused(on bool) {
 	if on != g.focused {
 		g.focused = on
 		g.render()
 	}
-	return g
 }
 
 // Project steps the projection size by d.
-func (g groupsPanel) Project(d int) groupsPanel {
+func (g *groupsPanel) Project(d int) {
 	g.proj = clamp(g.proj+d, 0, len(projections)-1)
 	g.render()
-	return g
 }
 
 // Inputting reports whether the spec input has the keyboard.
-func (g groupsPanel) Inputting() bool { return g.inputting }
+func (g *groupsPanel) Inputting() bool { return g.inputting }
 
 // StartInput opens the spec input, prefilled with the previewed spec.
-func (g groupsPanel) StartInput() (groupsPanel, tea.Cmd) {
+func (g *groupsPanel) StartInput() tea.Cmd {
 	g.inputting = true
 	g.inputErr, g.notice = "", ""
 	g.input.SetValue(g.reg.Spec(g.preview))
@@ -146,43 +154,38 @@ func (g groupsPanel) StartInput() (groupsPanel, tea.Cmd) {
 	g.prefilled = true
 	cmd := g.input.Focus()
 	g.render()
-	return g, cmd
+	return cmd
 }
 
-// SetSize sets the content size.
-func (g groupsPanel) SetSize(w, h int) groupsPanel {
+// setSize sets the content size.
+func (g *groupsPanel) setSize(w, h int) {
 	g.width, g.height = w, h
 	g.input.Width = max(w-len(g.input.Prompt)-2, 4)
 	g.render()
-	return g
 }
 
-// Update handles keys while the panel has focus.
-func (g groupsPanel) Update(msg tea.Msg) (groupsPanel, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return g, nil
-	}
+// key applies a key while the panel has focus.
+func (g *groupsPanel) key(km tea.KeyMsg) tea.Cmd {
 	if g.inputting {
 		switch {
 		case key.Matches(km, g.keys.Back):
 			g.inputting, g.inputErr = false, ""
 			g.input.Blur()
 			g.render()
-			return g, nil
+			return nil
 		case km.Type == tea.KeyEnter:
 			// What Gym itself does with the spec, in the registry's variant.
 			res := g.reg.Resolve(g.input.Value())
 			if res.Off {
 				g.inputErr = "✗ " + res.Effect()
 				g.render()
-				return g, nil
+				return nil
 			}
 			g.preview, g.notice = res.Set, res.Effect()
 			g.inputting, g.inputErr = false, ""
 			g.input.Blur()
 			g.render()
-			return g, nil
+			return nil
 		}
 		if g.prefilled {
 			g.prefilled = false
@@ -190,31 +193,27 @@ func (g groupsPanel) Update(msg tea.Msg) (groupsPanel, tea.Cmd) {
 				g.input.SetValue("")
 				if km.Type == tea.KeyBackspace || km.Type == tea.KeyDelete {
 					g.render()
-					return g, nil
+					return nil
 				}
 			}
 		}
 		var cmd tea.Cmd
 		g.input, cmd = g.input.Update(km)
 		g.render()
-		return g, cmd
+		return cmd
 	}
 	n := len(g.reg.Groups())
 	g.follow = true
 	g.notice = ""
+	// The cursor is over the groups, the window over the panel's lines:
+	// down past the last group and the pages scroll the comparison below.
 	switch {
-	case key.Matches(km, g.keys.Up):
-		g.cursor--
-	case key.Matches(km, g.keys.Down):
-		if g.cursor == n-1 {
-			g.offset++ // past the last group, scroll the comparison into view
-			g.follow = false
-		}
-		g.cursor++
+	case key.Matches(km, g.keys.Down) && g.cursor == n-1:
+		g.offset++
+		g.follow = false
 	case key.Matches(km, g.keys.Top):
 		g.cursor, g.offset = 0, 0
-	case key.Matches(km, g.keys.Bottom):
-		g.cursor = n - 1
+	case !matchesAny(km, g.keys.PageUp, g.keys.PageDown) && g.moveKey(g.keys, km, n, 1):
 	case key.Matches(km, g.keys.PageUp):
 		g.offset -= max(g.height-2, 1)
 		g.follow = false
@@ -226,30 +225,27 @@ func (g groupsPanel) Update(msg tea.Msg) (groupsPanel, tea.Cmd) {
 			g.preview = g.preview.Toggle(g.reg.Groups()[g.cursor].Group)
 		}
 	default:
-		return g, nil
+		return nil
 	}
 	g.cursor = clamp(g.cursor, 0, n-1)
 	g.render()
-	return g, nil
+	return nil
 }
 
-// Scroll moves the content by n lines (mouse wheel).
-func (g groupsPanel) Scroll(n int) groupsPanel {
+// scroll moves the content by n lines (mouse wheel).
+func (g *groupsPanel) scroll(n int) {
 	g.offset += n
 	g.follow = false
 	g.render()
-	return g
 }
 
-// Click selects the group at content line y.
-func (g groupsPanel) Click(y int) groupsPanel {
-	i := y - 2 + g.offset
-	if y >= 2 && i >= 0 && i < len(g.reg.Groups()) {
+// click selects the group at content line y.
+func (g *groupsPanel) click(y int) {
+	if i := g.rowAt(y, 2+g.lead, len(g.reg.Groups())); i >= 0 {
 		g.cursor = i
 		g.follow = true
 		g.render()
 	}
-	return g
 }
 
 func (g *groupsPanel) countsFor(rep *whatif.Report, grp groups.Group) (captured, kept int, ok bool) {
@@ -867,6 +863,7 @@ func (g *groupsPanel) render() {
 		lines = append(lines, "")
 		lines = append(lines, g.compareLines(g.width)...)
 	}
+	g.lead = lead
 	// Keep the cursor's group (line lead+cursor+1) visible, then apply scrolling.
 	g.offset = clamp(g.offset, 0, max(len(lines)-body, 0))
 	if c := lead + g.cursor + 1; g.follow && c < g.offset {
@@ -877,6 +874,9 @@ func (g *groupsPanel) render() {
 	// The title says the spec, whether it changed, and which lines show
 	// when not all fit, as the other panels do.
 	parts := []titlePart{{"preview " + g.reg.Spec(g.preview), 0}}
+	if g.where != "" && g.prevRep != nil {
+		parts = append(parts, titlePart{fmt.Sprintf("over %s /%s", countNoun(g.prevRep.Input.Rollouts, "rollout"), g.where), 0})
+	}
 	if g.preview != g.current {
 		parts = append(parts, titlePart{"changed, y copies", 2})
 	}
@@ -892,5 +892,22 @@ func (g *groupsPanel) render() {
 	g.out = padLines(out, g.height)
 }
 
-// View returns the rendered content.
-func (g groupsPanel) View() string { return g.out }
+func (g *groupsPanel) slot() slot      { return slotGroups }
+func (g *groupsPanel) name() string    { return "span groups" }
+func (g *groupsPanel) view() string    { return g.out }
+func (g *groupsPanel) capturing() bool { return g.inputting }
+
+func (g *groupsPanel) help() []key.Binding {
+	k := g.keys
+	return []key.Binding{k.Toggle, k.Default, k.PerRoll, k.All, k.Spec, k.More, k.Fewer, k.Copy, k.Up, k.Down, k.PageUp, k.PageDown}
+}
+
+// handle takes the panel's own keys while it has focus: movement and
+// toggling, or every key while the spec input is open.
+func (g *groupsPanel) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
+	k := g.keys
+	if !g.inputting && !matchesAny(km, k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Toggle, k.Expand) {
+		return false, nil
+	}
+	return true, g.key(km)
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
+	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
@@ -851,7 +852,7 @@ func TestCopyRefused(t *testing.T) {
 	b := newBuilder(t)
 	b.capture(t, 2, false)
 	m := newTestModel(t, b, 120, 40, "server")
-	m.groups.groupsPanel = m.groups.SetPreview(0)
+	m.groups.SetPreview(0)
 	m = keys(t, m, "y")
 	if !m.statusErr || !strings.Contains(m.status, "not copied: no group selected: Gym reads a blank span_groups as default") {
 		t.Errorf("status %q (error %v), want the refusal", m.status, m.statusErr)
@@ -964,5 +965,34 @@ func TestGroupsSayWhatIsHidden(t *testing.T) {
 	m = keys(t, m, "shift+tab", "pgdown")
 	if after := cue.FindStringSubmatch(m.groups.view()); after == nil || after[1] == "1" || after[3] != got[3] {
 		t.Errorf("after pgdn the cue reads %v, before %v", after, got)
+	}
+}
+
+// TestGroupsFollowTheFilter: the span groups preview the rollouts the list
+// shows, as preview --where does, and say so; clearing the filter brings
+// back the whole capture.
+func TestGroupsFollowTheFilter(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	all := m.groups.prevRep.Result.Spans
+	m = keys(t, m, "/")
+	m = typeText(t, m, "status=error")
+	m = keys(t, m, "enter")
+	f, _ := filter.Parse("status=error")
+	want := whatif.NewEngine(m.reg).Preview(whatif.NewEngine(m.reg).Select(m.snap, f), m.groups.Preview())
+	if got := m.groups.prevRep; got.Input.Rollouts != 2 || got.Result.Spans != want.Result.Spans || got.Result.Spans >= all {
+		t.Errorf("filtered preview: %d rollouts, %d spans; preview --where: %d rollouts, %d spans (all: %d)",
+			got.Input.Rollouts, got.Result.Spans, want.Input.Rollouts, want.Result.Spans, all)
+	}
+	if v := ansi.Strip(m.groups.view()); !strings.Contains(v, "Span groups · preview default · over 2 rollouts /status=error") {
+		t.Errorf("the groups panel does not say it follows the filter:\n%s", v)
+	}
+	if m.groups.curRep.Input.Rollouts != 2 {
+		t.Errorf("the current spec's column covers %d rollouts, want the 2 listed", m.groups.curRep.Input.Rollouts)
+	}
+	m = keys(t, m, "esc")
+	if m.groups.prevRep.Result.Spans != all || strings.Contains(m.groups.view(), "over ") {
+		t.Errorf("after esc the preview has %d spans, want %d:\n%s", m.groups.prevRep.Result.Spans, all, m.groups.view())
 	}
 }

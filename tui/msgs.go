@@ -4,6 +4,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
@@ -40,6 +41,7 @@ type analysisMsg struct {
 	seq     uint64
 	current groups.Set
 	preview groups.Set
+	where   string         // the rollout filter the previews were narrowed by
 	cur     *whatif.Report // nil when the current report was still fresh
 	prev    *whatif.Report
 	check   *whatif.CheckReport
@@ -95,9 +97,12 @@ type analysisJob struct {
 	eng              *whatif.Engine
 	snap             *model.Snapshot
 	current, preview groups.Set
-	needCurrent      bool
-	now              func() time.Time
-	grace            time.Duration
+	// where narrows both previews to the rollouts the list's filter
+	// shows, as preview --where does; the join check stays whole.
+	where       *filter.Filter
+	needCurrent bool
+	now         func() time.Time
+	grace       time.Duration
 }
 
 // runAnalysis computes both previews and the join check. Only one runs at a
@@ -105,11 +110,12 @@ type analysisJob struct {
 // concurrent use.
 func runAnalysis(j analysisJob) tea.Cmd {
 	return func() tea.Msg {
-		m := analysisMsg{seq: j.snap.Seq, current: j.current, preview: j.preview}
+		m := analysisMsg{seq: j.snap.Seq, current: j.current, preview: j.preview, where: j.where.String()}
+		sel := j.eng.Select(j.snap, j.where)
 		if j.needCurrent {
-			m.cur = j.eng.Preview(j.snap, j.current)
+			m.cur = j.eng.Preview(sel, j.current)
 		}
-		m.prev = j.eng.Preview(j.snap, j.preview)
+		m.prev = j.eng.Preview(sel, j.preview)
 		m.check = j.eng.Check(j.snap, j.now(), j.grace)
 		return m
 	}

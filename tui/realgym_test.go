@@ -531,3 +531,42 @@ func TestRealGymWorthAsCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestRealGymWideShowsWhole: at 200 columns the list widens towards its ids
+// and services (up to half the screen: whole ids, the first services
+// whole), and the focused waterfall's service column to its names.
+func TestRealGymWideShowsWhole(t *testing.T) {
+	m := realModel(t, "s41-obs0-iso/all", 200, 50, "all")
+	rows := 0
+	for _, l := range strings.Split(ansi.Strip(m.rollouts.view()), "\n")[2:] {
+		if strings.Contains(l, "joined") || strings.Contains(l, "split") {
+			rows++
+			f := strings.Fields(strings.TrimLeft(l, " ›"))
+			svcs := strings.Split(f[len(f)-1], ",")
+			if strings.Contains(f[0], "…") || len(svcs) < 3 || strings.Contains(strings.Join(svcs[:2], ","), "…") {
+				t.Errorf("a rollout row cuts its id or its first two services at 200 columns: %q", l)
+			}
+		}
+	}
+	if rows < 5 {
+		t.Fatalf("%d rollout rows:\n%s", rows, m.rollouts.view())
+	}
+	m = keys(t, m, "tab")
+	if v := ansi.Strip(m.trace.view()); !strings.Contains(v, " example_single_tool_call ") {
+		t.Errorf("the focused waterfall cuts the service name at 200 columns:\n%s", v)
+	}
+}
+
+// TestRealGymStatsTitleFits: at 80 columns the statistics title keeps
+// which lines show, whole, letting the counts and the hint go first.
+func TestRealGymStatsTitleFits(t *testing.T) {
+	m := realModel(t, "s41-obs0-iso/all", 80, 24, "all")
+	m = keys(t, m, "t")
+	title := ansi.Strip(strings.Split(m.stats.view(), "\n")[0])
+	if !regexp.MustCompile(`^Statistics ~\S+ .*· 1–\d+ of \d+$`).MatchString(title) {
+		t.Errorf("statistics title at 80 columns: %q", title)
+	}
+	if ansi.StringWidth(title) > m.stats.width {
+		t.Errorf("title %d wide, panel %d", ansi.StringWidth(title), m.stats.width)
+	}
+}

@@ -76,8 +76,9 @@ func (s sortMode) String() string {
 // rowInfo is per-rollout text derived from its spans, cached by version
 // because deriving it walks every span.
 type rowInfo struct {
-	version  uint64
-	services string
+	version   uint64
+	services  string
+	servicesW int
 	// matchOf and match cache the filter's verdict: the filter walks the
 	// rollout's spans, so it runs once per rollout version and filter text.
 	matchOf string
@@ -108,13 +109,17 @@ type rolloutList struct {
 	input     textinput.Model
 	filtering bool
 
-	cursor, offset int
-	selected       string              // the cursor's rollout id, kept across refreshes
-	structure      *rollouts.Structure // the last check's: run-level traffic, unattributed
-	awaiting       int                 // spans of fragments still waiting for a parent
-	inFlight       int                 // rollouts whose root has not arrived
+	listCursor
+	selected  string              // the cursor's rollout id, kept across refreshes
+	structure *rollouts.Structure // the last check's: run-level traffic, unattributed
+	awaiting  int                 // spans of fragments still waiting for a parent
+	inFlight  int                 // rollouts whose root has not arrived
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
+	// wantW is the width that shows every id and services whole, measured
+	// while wide (a screen that gives the list the room) is set.
+	wantW int
+	wide  bool
 
 	// live and addrs shape the empty state: where to send spans.
 	live  bool
@@ -185,6 +190,15 @@ func (l *rolloutList) SetCheck(c *whatif.CheckReport) {
 		}
 	}
 	l.rebuild()
+}
+
+// where is the filter the list applies (the last that parsed), nil when
+// none: the span groups preview the same rollouts.
+func (l *rolloutList) where() *filter.Filter {
+	if l.filter == "" || l.compiled.Empty() {
+		return nil
+	}
+	return l.compiled
 }
 
 // Selected returns the rollout under the cursor, or nil.
@@ -266,21 +280,7 @@ func (l *rolloutList) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 }
 
 func (l *rolloutList) move(km tea.KeyMsg) bool {
-	page := max(l.listHeight(), 1)
-	switch {
-	case key.Matches(km, l.keys.Up):
-		l.cursor--
-	case key.Matches(km, l.keys.Down):
-		l.cursor++
-	case key.Matches(km, l.keys.Top):
-		l.cursor = 0
-	case key.Matches(km, l.keys.Bottom):
-		l.cursor = len(l.rows) - 1
-	case key.Matches(km, l.keys.PageUp):
-		l.cursor -= page
-	case key.Matches(km, l.keys.PageDown):
-		l.cursor += page
-	default:
+	if !l.moveKey(l.keys, km, len(l.rows), l.listHeight()) {
 		return false
 	}
 	l.setCursor(l.cursor)
@@ -289,11 +289,9 @@ func (l *rolloutList) move(km tea.KeyMsg) bool {
 
 // click selects the row at content line y.
 func (l *rolloutList) click(y int) {
-	i := y - 2 + l.offset
-	if y < 2 || i >= len(l.rows) {
-		return
+	if i := l.rowAt(y, 2, len(l.rows)); i >= 0 {
+		l.setCursor(i)
 	}
-	l.setCursor(i)
 }
 
 func (l *rolloutList) setCursor(i int) {
@@ -380,7 +378,30 @@ func (l *rolloutList) rebuild() {
 		// before any rollout) is not held once rollouts come.
 		l.selected = r.ID
 	}
+	l.measure()
 	l.render()
+}
+
+// measure sets wantW, the width that shows every id and services whole,
+// when a wide screen asks for it (measuring reads every row's services).
+// Run-level rows (probes of every server) would claim room for lists no
+// rollout has, and before the analysis has found the rollouts, so would
+// the store's stand-ins.
+func (l *rolloutList) measure() {
+	l.wantW = 0
+	if !l.wide || l.structure == nil {
+		return
+	}
+	svcW, idLen := 0, 0
+	for _, r := range l.rows {
+		if !isApart(r.ID) {
+			svcW = max(svcW, l.rowInfo(r).servicesW)
+			idLen = max(idLen, ansi.StringWidth(r.ID))
+		}
+	}
+	if idLen > 0 {
+		l.wantW = 1 + idLen + 1 + 5 + 1 + 7 + 1 + l.spansW + 1 + 9 + 1 + svcW
+	}
 }
 
 // isApart reports whether a row id is one of gate's Apart rows.
@@ -416,6 +437,7 @@ func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
 	}
 	sort.Strings(svc)
 	in := &rowInfo{version: r.Version, services: strings.Join(svc, ",")}
+	in.servicesW = ansi.StringWidth(in.services)
 	l.info[r.ID] = in
 	return in
 }
@@ -522,7 +544,7 @@ func (l *rolloutList) render() {
 	lines = append(lines, l.st.Panel.Column.Render(cols(" ", "rollout", "state", "time", "spans", "join", "services")))
 
 	h := l.listHeight()
-	l.offset = window(l.cursor, l.offset, h, len(l.rows))
+	l.follow(h, len(l.rows))
 	for i := l.offset; i < len(l.rows) && i < l.offset+h; i++ {
 		r := l.rows[i]
 		in := l.rowInfo(r)

@@ -3,6 +3,7 @@ package tui
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	osc52 "github.com/aymanbagabas/go-osc52/v2"
@@ -102,4 +103,41 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+func (m Model) setCopied(msg copiedMsg) Model {
+	m.copied = true
+	if msg.errText != "" && msg.path == "" && !msg.clip {
+		m.status, m.statusErr = msg.errText, true
+		return m
+	}
+	// What happened first (the clipboard's fate, never "copied" when it
+	// was not); the env line, long and printed on exit anyway, last, where
+	// the width cuts it.
+	parts := []string{msg.clipText}
+	if msg.warn != "" {
+		// A spec that breaks joins is said first, where no width cuts it.
+		parts = append([]string{glyphSplit + " " + msg.warn}, parts...)
+	}
+	if msg.path != "" {
+		m.wrote = msg.path
+		shown := msg.path
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, msg.path); err == nil && !strings.HasPrefix(rel, "..") {
+				shown = rel
+			}
+		}
+		if msg.replaced {
+			parts = append(parts, "replaced the earlier "+shown+" (kept as "+shown+".bak)")
+		} else {
+			parts = append(parts, "wrote "+shown)
+		}
+	}
+	if msg.errText != "" {
+		parts = append(parts, msg.errText)
+	}
+	spec, _ := m.reg.CopyOut(m.groups.Preview())
+	parts = append(parts, groups.EnvLine(spec))
+	m.status, m.statusErr = strings.Join(parts, " · "), msg.errText != "" || msg.warn != ""
+	return m
 }

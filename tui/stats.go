@@ -104,7 +104,7 @@ func (s *statsView) compute(e *env) {
 		}
 	}
 	if len(rolls) == 0 || e.snap == nil {
-		s.title, s.lat = "Statistics · "+s.scope.String(), nil
+		s.title, s.more, s.lat = "Statistics · "+s.scope.String(), nil, nil
 		s.layout()
 		return
 	}
@@ -113,10 +113,12 @@ func (s *statsView) compute(e *env) {
 	if s.scope == scopeRollout {
 		what = e.rollout.ID
 	}
-	s.title = fmt.Sprintf("Statistics %s · %s", what, countNoun(s.lat.Spans, "span"))
+	s.title = "Statistics " + what
+	count := countNoun(s.lat.Spans, "span")
 	if s.scope != scopeRollout {
-		s.title += " in " + countNoun(s.lat.Rollouts, "rollout")
+		count += " in " + countNoun(s.lat.Rollouts, "rollout")
 	}
+	s.more = []titlePart{{count, 3}}
 	s.layout()
 }
 

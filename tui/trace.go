@@ -51,12 +51,13 @@ type traceView struct {
 	spec      groups.Set // the previewed spec
 	collapsed map[model.SpanID]bool
 
-	rows           []traceRow
-	dropped        int
-	needName       int // widest name cell of any row
-	cursor, offset int
-	moved          bool // the user moved the cursor in this rollout
-	search         spanSearch
+	rows     []traceRow
+	dropped  int
+	needName int // widest name cell of any row
+	needSvc  int // longest short service name of any row
+	listCursor
+	moved  bool // the user moved the cursor in this rollout
+	search spanSearch
 	// check is the last join check: a split rollout's hops head its rows.
 	check *whatif.CheckReport
 	// hint, with no rollout to show, is said instead: how to send spans,
@@ -262,20 +263,8 @@ func (t *traceView) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 		t.render()
 		return true, nil
 	}
-	page := max(t.listHeight(), 1)
 	switch {
-	case key.Matches(km, t.keys.Up):
-		t.cursor--
-	case key.Matches(km, t.keys.Down):
-		t.cursor++
-	case key.Matches(km, t.keys.Top):
-		t.cursor = 0
-	case key.Matches(km, t.keys.Bottom):
-		t.cursor = len(t.rows) - 1
-	case key.Matches(km, t.keys.PageUp):
-		t.cursor -= page
-	case key.Matches(km, t.keys.PageDown):
-		t.cursor += page
+	case t.moveKey(t.keys, km, len(t.rows), t.listHeight()):
 	case key.Matches(km, t.keys.Search):
 		t.search.start()
 	case key.Matches(km, t.keys.NextMatch) && len(t.search.hits) > 0:
@@ -426,12 +415,10 @@ func (t *traceView) scroll(n int) {
 
 // click selects the row at content line y.
 func (t *traceView) click(y int) {
-	i := y - 2 + t.offset
-	if y < 2 || i >= len(t.rows) {
-		return
+	if i := t.rowAt(y, 2, len(t.rows)); i >= 0 {
+		t.cursor, t.moved = i, true
+		t.render()
 	}
-	t.cursor, t.moved = i, true
-	t.render()
 }
 
 func (t *traceView) collapseAll() {
@@ -477,7 +464,7 @@ func (t *traceView) rebuild() { t.rebuildKeeping(t.cursorSpan()) }
 func (t *traceView) rebuildKeeping(cur model.SpanID) {
 	t.rows = t.rows[:0]
 	t.dropped = 0
-	t.needName = 0
+	t.needName, t.needSvc = 0, 0
 	if t.r == nil {
 		t.render()
 		return
@@ -546,6 +533,7 @@ func (t *traceView) rebuildKeeping(cur model.SpanID) {
 				}
 				t.rows = append(t.rows, row)
 				t.needName = max(t.needName, t.nameWidth(&t.rows[len(t.rows)-1]))
+				t.needSvc = max(t.needSvc, ansi.StringWidth(shortService(t.snap.ServiceName(f.Spans[i].Resource))))
 				if len(ks) == 0 || folded {
 					return false
 				}
@@ -660,7 +648,10 @@ const rowLead = 2
 //
 // keepSvc keeps the service column whatever the names need: without colour
 // it alone tells which process a span is in.
-func layoutColumns(w, need int, focused, keepSvc bool) columns {
+//
+// svcNeed is the longest service name: where the bar keeps a sixth of the
+// width (24 cells at least), the service column grows to it, up to 24.
+func layoutColumns(w, need, svcNeed int, focused, keepSvc bool) columns {
 	c := columns{dur: 7}
 	if w >= 50 {
 		c.svc = 12
@@ -698,6 +689,10 @@ func layoutColumns(w, need int, focused, keepSvc bool) columns {
 	// Room the names do not use goes to the bar.
 	if need > 0 && c.bar > 0 && name() > need {
 		c.bar += name() - need
+	}
+	if grow := min(svcNeed, 24) - c.svc; c.svc > 0 && grow > 0 && c.bar-grow >= max(24, w/6) {
+		c.svc += grow
+		c.bar -= grow
 	}
 	c.name = name()
 	return c
@@ -790,26 +785,34 @@ func (t *traceView) render() {
 		return
 	}
 	r := t.r
-	title := fmt.Sprintf("Trace %s · %s · %s", r.ID, countNoun(r.Spans, "span"), countNoun(r.Traces, "trace"))
-	title += " · " + fmtDur(r.End-r.Start) + t.tokens.title() + t.pathTitle()
-	if t.preview {
-		title = "Preview " + r.ID
-		switch {
-		case t.simPrev == nil:
-			title += " · simulating…"
-		default:
-			title += fmt.Sprintf(" · %s · %d dropped (hidden)", countNoun(t.simPrev.Traces, "trace"), t.dropped)
+	// On a narrow panel the counts give way first, whole; the search and
+	// its hit count, what the user is looking at, never do.
+	name := "Trace " + r.ID
+	parts := []titlePart{{countNoun(r.Spans, "span"), 3}, {countNoun(r.Traces, "trace"), 4}, {fmtDur(r.End - r.Start), 2}}
+	for _, extra := range []string{t.tokens.title(), t.pathTitle()} {
+		if extra != "" {
+			parts = append(parts, titlePart{strings.TrimPrefix(extra, " · "), 1})
 		}
-		title += " · " + t.reg.Spec(t.spec)
+	}
+	if t.preview {
+		name = "Preview " + r.ID
+		parts = []titlePart{{"simulating…", 1}}
+		if t.simPrev != nil {
+			parts = []titlePart{{countNoun(t.simPrev.Traces, "trace"), 1}, {fmt.Sprintf("%d dropped (hidden)", t.dropped), 2}}
+		}
+		parts = append(parts, titlePart{t.reg.Spec(t.spec), 3}) // the span groups title says it too
 	}
 	if q := t.search.query; q != "" {
-		// The search and its hit count are what the user is looking at:
-		// the rest of the title gives way to them.
+		parts = append(parts, titlePart{"/" + q + " " + t.search.status(), 0})
+	}
+	title := fitTitle(t.width, name, parts)
+	if q := t.search.query; q != "" && !strings.Contains(title, "/"+q+" ") {
+		// A long id: it gives way to the search rather than the search to it.
 		found := " · /" + q + " " + t.search.status()
-		title = clip(title, max(t.width-ansi.StringWidth(found), 12)) + found
+		title = clip(name, max(t.width-ansi.StringWidth(found), 12)) + found
 	}
 	lines = append(lines, t.st.Panel.Title.Render(clip(title, t.width)))
-	c := layoutColumns(t.width, t.needName, t.focused, !t.st.Color)
+	c := layoutColumns(t.width, t.needName, t.needSvc, t.focused, !t.st.Color)
 	ax := newAxis(r.End-r.Start, c.bar)
 	head := strings.Repeat(" ", rowLead) + fit("span", c.name) + " " + fitRight("time", c.dur)
 	if c.svc > 0 {
@@ -824,7 +827,7 @@ func (t *traceView) render() {
 	lines = append(lines, t.st.Panel.Column.Render(clip(head, t.width)))
 
 	h := t.listHeight()
-	t.offset = window(t.cursor, t.offset, h, len(t.rows))
+	t.follow(h, len(t.rows))
 	for j := t.offset; j < len(t.rows) && j < t.offset+h; j++ {
 		lines = append(lines, t.renderRow(j, c, &ax))
 	}

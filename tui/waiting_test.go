@@ -88,15 +88,17 @@ func TestPendingNotCalledSplit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newGroupsPanel(DefaultStyles(lipgloss.DefaultRenderer()), DefaultKeyMap(), reg, all, "all")
-			g = g.SetSize(120, 30).SetReports(rep, rep).SetCheck(eng.Check(snap, t0, tc.grace))
-			if !strings.Contains(g.View(), tc.want) {
-				t.Errorf("joining verdict lacks %q:\n%s", tc.want, g.View())
+			g.setSize(120, 30)
+			g.SetReports(rep, rep)
+			g.SetCheck(eng.Check(snap, t0, tc.grace))
+			if !strings.Contains(g.view(), tc.want) {
+				t.Errorf("joining verdict lacks %q:\n%s", tc.want, g.view())
 			}
 			// Side by side at its narrowest, the verdict is carried on to
 			// the next row, never cut.
-			g = g.SetSize(104, 30)
+			g.setSize(104, 30)
 			var words []string
-			lines := strings.Split(g.View(), "\n")
+			lines := strings.Split(g.view(), "\n")
 			for i, l := range lines {
 				label := strings.TrimSpace(ansi.Cut(l, 66, 66+16))
 				if label != "joining" {
@@ -115,7 +117,7 @@ func TestPendingNotCalledSplit(t *testing.T) {
 				break
 			}
 			if got := strings.Join(words, " "); got != tc.want {
-				t.Errorf("at 104 columns the current verdict reads %q, want %q:\n%s", got, tc.want, g.View())
+				t.Errorf("at 104 columns the current verdict reads %q, want %q:\n%s", got, tc.want, g.view())
 			}
 		})
 	}
