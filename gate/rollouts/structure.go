@@ -469,31 +469,7 @@ func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, pare
 			adj[n] = append(adj[n], c.k)
 		}
 	}
-	matched := map[int]int{} // client -> need
-	var try func(n int, seen map[int]bool) bool
-	try = func(n int, seen map[int]bool) bool {
-		for _, k := range adj[n] {
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			if m, ok := matched[k]; !ok || (len(leaks) <= maxLeakMatch && try(m, seen)) {
-				matched[k] = n
-				return true
-			}
-		}
-		return false
-	}
-	for _, n := range leaks {
-		try(n, map[int]bool{})
-	}
-	for k, n := range matched {
-		clients[k].used = true
-		u := &us[needs[n].unit]
-		u.graft, u.at, u.how = clients[k].unit, clients[k].c.span, attrClient
-		union(needs[n].unit, clients[k].unit)
-		needs[n].unit = -1
-	}
+	attachMatched(us, needs, clients, union, augment(leaks, adj, len(leaks) <= maxLeakMatch))
 }
 
 // matchRuns pairs each rollout whose agent side is a root of its own (server
@@ -540,6 +516,14 @@ func matchRuns(us []gunit, needs []need, clients []cref, union func(child, paren
 		}
 		return ga < gb
 	})
+	attachMatched(us, needs, clients, union, augment(runs, adj, true))
+}
+
+// augment matches needs (in order, each trying its candidates in adj's
+// order) to clients one to one by augmenting paths: a need whose
+// candidates are taken re-routes an earlier one when that one has another.
+// Without reroute a taken candidate is skipped (closest first, greedy).
+func augment(order []int, adj map[int][]int, reroute bool) map[int]int {
 	matched := map[int]int{} // client -> need
 	var try func(n int, seen map[int]bool) bool
 	try = func(n int, seen map[int]bool) bool {
@@ -548,16 +532,22 @@ func matchRuns(us []gunit, needs []need, clients []cref, union func(child, paren
 				continue
 			}
 			seen[k] = true
-			if m, ok := matched[k]; !ok || try(m, seen) {
+			if m, ok := matched[k]; !ok || (reroute && try(m, seen)) {
 				matched[k] = n
 				return true
 			}
 		}
 		return false
 	}
-	for _, n := range runs {
+	for _, n := range order {
 		try(n, map[int]bool{})
 	}
+	return matched
+}
+
+// attachMatched hangs each matched need's unit under the CLIENT span that
+// called it.
+func attachMatched(us []gunit, needs []need, clients []cref, union func(child, parent int), matched map[int]int) {
 	for k, n := range matched {
 		clients[k].used = true
 		u := &us[needs[n].unit]
