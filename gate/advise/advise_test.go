@@ -3,6 +3,7 @@ package advise
 import (
 	"errors"
 	"fmt"
+	"github.com/nemo-gym/gymtrace/gate/internal/realgym"
 	"slices"
 	"testing"
 
@@ -45,7 +46,7 @@ func judged(eng *whatif.Engine, snap *model.Snapshot, set groups.Set, b whatif.B
 // variant can be added to it with both still true.
 func TestRecommendMaximal(t *testing.T) {
 	for _, name := range realAll {
-		eng, snap := realCapture(t, name)
+		eng, snap := realgym.Capture(t, name)
 		reg := eng.Registry()
 		for _, bs := range budgets {
 			t.Run(name+"/"+bs, func(t *testing.T) {
@@ -99,7 +100,7 @@ func TestRecommendMaximal(t *testing.T) {
 // maximal feasible ones, ranked, are exactly the search's.
 func TestRecommendAgreesWithExhaustive(t *testing.T) {
 	for _, name := range realAll[:2] {
-		eng, snap := realCapture(t, name)
+		eng, snap := realgym.Capture(t, name)
 		reg := eng.Registry()
 		for _, bs := range budgets {
 			t.Run(name+"/"+bs, func(t *testing.T) {
@@ -177,7 +178,7 @@ func TestRecommendAgreesWithExhaustive(t *testing.T) {
 // the best under this budget otherwise drops), --never keeps them out, and
 // --allow-splits keeps at least as much as joins intact do.
 func TestRecommendConstraints(t *testing.T) {
-	eng, snap := realCapture(t, "s41-obs0-iso/all")
+	eng, snap := realgym.Capture(t, "s41-obs0-iso/all")
 	reg := eng.Registry()
 	b := mustBudget(t, "10spans/rollout")
 	free, err := Recommend(eng, snap, Options{Budget: b})
@@ -223,7 +224,7 @@ func TestRecommendConstraints(t *testing.T) {
 // holds no span of cost nothing there: the answer has them (maximal as
 // preview judges it), listed as not judged, and --never keeps them out.
 func TestRecommendUnjudged(t *testing.T) {
-	eng, snap := realCapture(t, "s41-obs0-iso/spec-default")
+	eng, snap := realgym.Capture(t, "s41-obs0-iso/spec-default")
 	reg := eng.Registry()
 	b := mustBudget(t, "50spans/rollout")
 	a, err := Recommend(eng, snap, Options{Budget: b})
@@ -254,7 +255,7 @@ func TestRecommendUnjudged(t *testing.T) {
 // TestRecommendMustTooDear: when the required groups alone miss the
 // budget there is no answer, and the floor says by how much.
 func TestRecommendMustTooDear(t *testing.T) {
-	eng, snap := realCapture(t, "s41-obs0-iso/all")
+	eng, snap := realgym.Capture(t, "s41-obs0-iso/all")
 	a, err := Recommend(eng, snap, Options{Budget: mustBudget(t, "10spans/rollout"), Must: 1 << groups.Server})
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +300,7 @@ func TestUnion(t *testing.T) {
 // one that prunes most of it.
 func BenchmarkRecommend(b *testing.B) {
 	for _, name := range []string{"s41-obs0-iso/all", "s52-g3-obs0-iso/all"} {
-		eng, snap := realCapture(b, name)
+		eng, snap := realgym.Capture(b, name)
 		for _, bs := range []string{"1000spans/rollout", "10spans/rollout"} {
 			budget := mustBudget(b, bs)
 			b.Run(name+"/"+bs, func(b *testing.B) {

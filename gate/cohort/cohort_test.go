@@ -2,6 +2,7 @@ package cohort
 
 import (
 	"fmt"
+	"github.com/nemo-gym/gymtrace/gate/internal/realgym"
 	"math"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ import (
 func TestFailingRollouts(t *testing.T) {
 	for _, name := range []string{"s41-obs0-iso/all", "s52-g3-obs0-iso/all", "s41-obs1-iso/all"} {
 		t.Run(name, func(t *testing.T) {
-			eng, snap := realCapture(t, name)
+			eng, snap := realgym.Capture(t, name)
 			c, err := Compare(eng, snap, filter.MustParse("status=error"), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -47,7 +48,7 @@ func TestFailingRollouts(t *testing.T) {
 // TestEffectRecomputed: every span-name count row's means and effect are
 // what the raw spans give, counted here pair by pair.
 func TestEffectRecomputed(t *testing.T) {
-	eng, snap := realCapture(t, "s41-obs0-iso/all")
+	eng, snap := realgym.Capture(t, "s41-obs0-iso/all")
 	c, err := Compare(eng, snap, filter.MustParse("status=error"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func TestEffectRecomputed(t *testing.T) {
 // TestComplement: the baseline as cohort, and the cohort as baseline, turn
 // every effect around.
 func TestComplement(t *testing.T) {
-	eng, snap := realCapture(t, "s41-obs0-iso/all")
+	eng, snap := realgym.Capture(t, "s41-obs0-iso/all")
 	ab, err := Compare(eng, snap, filter.MustParse("status=error"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +128,7 @@ func TestComplement(t *testing.T) {
 
 // TestCompareErrors: an empty side is named.
 func TestCompareErrors(t *testing.T) {
-	eng, snap := realCapture(t, "s41-obs0-iso/all")
+	eng, snap := realgym.Capture(t, "s41-obs0-iso/all")
 	for _, tc := range []struct{ cohort, baseline, want string }{
 		{"service=nosuch", "", `cohort "service=nosuch" matches none of the 20 rollouts`},
 		{"name=gym.rollout", "", "matches all 20 rollouts: no other rollout is left"},

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"bytes"
+	"github.com/nemo-gym/gymtrace/gate/internal/realgym"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,12 +10,12 @@ import (
 
 // TestSelfPasses: every real capture holds to itself.
 func TestSelfPasses(t *testing.T) {
-	metas, _ := filepath.Glob(filepath.Join(realGymDir, "*", "*", "meta.json"))
+	metas, _ := filepath.Glob(filepath.Join(realgym.Dir(), "*", "*", "meta.json"))
 	if len(metas) < 10 {
 		t.Fatalf("%d real-Gym cases, want the repository's", len(metas))
 	}
 	for _, m := range metas {
-		name, _ := filepath.Rel(realGymDir, filepath.Dir(m))
+		name, _ := filepath.Rel(realgym.Dir(), filepath.Dir(m))
 		t.Run(name, func(t *testing.T) {
 			p := profile(t, name)
 			if r := Compare(p, p, DefaultTolerance); !r.Pass() {
@@ -144,7 +145,7 @@ func TestTamperedCaptures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cur := Measure(readFiles(t, tampered(t, name, tt.role, tt.edit)))
+			cur := Measure(realgym.Read(t, tampered(t, name, tt.role, tt.edit)))
 			r := Compare(base, cur, DefaultTolerance)
 			var found *Finding
 			for i, f := range r.Findings {

@@ -2,58 +2,18 @@ package contract
 
 import (
 	"bytes"
+	"github.com/nemo-gym/gymtrace/gate/internal/realgym"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate/groups"
-	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/internal/testfile"
-	"github.com/nemo-gym/gymtrace/model"
-	"github.com/nemo-gym/gymtrace/receiver"
 )
-
-const realGymDir = "../../testdata/real-gym"
-
-// caseFiles returns a real capture's files: its console logs, else its
-// OTLP lines.
-func caseFiles(tb testing.TB, name string) []string {
-	tb.Helper()
-	dir := filepath.Join(realGymDir, name)
-	files, _ := filepath.Glob(filepath.Join(dir, "console", "*"))
-	if len(files) == 0 {
-		files, _ = filepath.Glob(filepath.Join(dir, "otlp", "*"))
-	}
-	if len(files) == 0 {
-		tb.Fatalf("%s: no capture files", dir)
-	}
-	return files
-}
-
-// readFiles reads capture files with the variant they show.
-func readFiles(tb testing.TB, files []string) (*whatif.Engine, *model.Snapshot) {
-	tb.Helper()
-	st := model.NewStore(model.Options{})
-	tb.Cleanup(st.Close)
-	if _, err := receiver.ReadFiles(st, files, receiver.ReadOptions{}); err != nil {
-		tb.Fatalf("%v: %v", files, err)
-	}
-	st.Sync()
-	snap := st.Snapshot()
-	v, _ := groups.DetectVariant(snap)
-	return whatif.NewEngine(v.Registry()), snap
-}
-
-// realCapture reads one case of real Gym's captures.
-func realCapture(tb testing.TB, name string) (*whatif.Engine, *model.Snapshot) {
-	tb.Helper()
-	return readFiles(tb, caseFiles(tb, name))
-}
 
 // profile measures a real case.
 func profile(tb testing.TB, name string) *Profile {
 	tb.Helper()
-	return Measure(realCapture(tb, name))
+	return Measure(realgym.Capture(tb, name))
 }
 
 // tampered writes a real case's console logs to a temporary folder, the
@@ -63,7 +23,7 @@ func tampered(tb testing.TB, name, role string, edit func(line []byte) []byte) [
 	tb.Helper()
 	dir := tb.TempDir()
 	var out []string
-	for _, f := range caseFiles(tb, name) {
+	for _, f := range realgym.Files(tb, name) {
 		var buf bytes.Buffer
 		base := filepath.Base(f)
 		for _, l := range testfile.Lines(tb, f) {

@@ -1,6 +1,7 @@
 package critpath
 
 import (
+	"github.com/nemo-gym/gymtrace/gate/internal/realgym"
 	"path/filepath"
 	"testing"
 
@@ -14,14 +15,14 @@ import (
 // span but its own ASGI body I/O runs during it: the span holds that time
 // on its own.
 func TestPathTilesEveryRollout(t *testing.T) {
-	metas, _ := filepath.Glob(filepath.Join(realGymDir, "*", "*", "meta.json"))
+	metas, _ := filepath.Glob(filepath.Join(realgym.Dir(), "*", "*", "meta.json"))
 	if len(metas) < 10 {
 		t.Fatalf("%d real-Gym cases, want the repository's", len(metas))
 	}
 	for _, m := range metas {
-		name, _ := filepath.Rel(realGymDir, filepath.Dir(m))
+		name, _ := filepath.Rel(realgym.Dir(), filepath.Dir(m))
 		t.Run(name, func(t *testing.T) {
-			eng, snap := realCapture(t, name)
+			eng, snap := realgym.Capture(t, name)
 			st := eng.Structure(snap)
 			if len(st.Rollouts) == 0 {
 				t.Fatal("no rollouts")
@@ -107,7 +108,7 @@ func TestPathHolders(t *testing.T) {
 		{"s41-obs0-iso/broken-model", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			eng, snap := realCapture(t, tc.name)
+			eng, snap := realgym.Capture(t, tc.name)
 			st := eng.Structure(snap)
 			for _, r := range st.Rollouts {
 				p := Find(st.Snap, r)
