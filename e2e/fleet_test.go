@@ -9,7 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gymsim"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
@@ -17,8 +17,8 @@ import (
 
 // reg is the Gym variant the simulated fleet behaves as: G1's groups and
 // the concurrency metric (G1c).
-var reg = func() *gate.Registry {
-	v, err := gate.LookupVariant("G1c")
+var reg = func() *groups.Registry {
+	v, err := groups.LookupVariant("G1c")
 	if err != nil {
 		panic(err)
 	}
@@ -41,7 +41,7 @@ func seeds(short, full int) []int64 {
 	return out
 }
 
-func parse(t *testing.T, spec string) gate.Set {
+func parse(t *testing.T, spec string) groups.Set {
 	t.Helper()
 	s, err := reg.Parse(spec)
 	if err != nil {

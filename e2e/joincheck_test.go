@@ -12,7 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/gymsim"
 )
 
@@ -193,7 +193,7 @@ func TestCheckFlagsMisconfiguredProcesses(t *testing.T) {
 				r := startReceiver(t)
 				truth, hosts := runMisconfigured(t, r, seed, tc)
 				snap := r.store.Snapshot()
-				rep := gate.NewEngine(reg).Check(snap, time.Now(), 0)
+				rep := whatif.NewEngine(reg).Check(snap, time.Now(), 0)
 				t.Logf("intact=%v joined=%d split=%d pending=%d\n%s", rep.Intact, rep.Joined, rep.Split, rep.Pending, hopLines(rep.Hops))
 
 				wantSplit, wantPairs := truthJoins(truth)
@@ -210,7 +210,7 @@ func TestCheckFlagsMisconfiguredProcesses(t *testing.T) {
 					if !ok {
 						t.Errorf("check reports rollout %q, which names no rollout of the fleet", id)
 					}
-					if rc.Status == gate.Split {
+					if rc.Status == whatif.Split {
 						gotSplit = append(gotSplit, fmt.Sprintf("%d-0", n))
 					}
 				}
@@ -283,7 +283,7 @@ func TestCheckFlagsMisconfiguredProcesses(t *testing.T) {
 	}
 }
 
-func hopLines(hops []gate.BrokenHop) string {
+func hopLines(hops []whatif.BrokenHop) string {
 	var b strings.Builder
 	for _, h := range hops {
 		fmt.Fprintf(&b, "  %s -> %s x%d: %s\n", h.FromService, h.ToService, h.Count, h.Reason)
@@ -301,14 +301,14 @@ func TestCheckPendingRightAfterStop(t *testing.T) {
 			r := startReceiver(t)
 			truth, _ := runMisconfigured(t, r, seed, tc)
 			snap := r.store.Snapshot()
-			eng := gate.NewEngine(reg)
+			eng := whatif.NewEngine(reg)
 			rep := eng.Check(snap, snap.Taken, time.Hour)
 			t.Logf("within grace: intact=%v joined=%d split=%d pending=%d\n%s", rep.Intact, rep.Joined, rep.Split, rep.Pending, hopLines(rep.Hops))
 			if rep.Pending != rolloutsPerRun || rep.Split != 0 || rep.Joined != 0 {
 				t.Errorf("within grace: pending %d split %d joined %d, want %d, 0, 0", rep.Pending, rep.Split, rep.Joined, rolloutsPerRun)
 			}
 			for id, rc := range rep.ByRollout {
-				if rc.Status != gate.JoinPending {
+				if rc.Status != whatif.JoinPending {
 					t.Errorf("rollout %s: %v within grace, want pending", id, rc.Status)
 				}
 			}

@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// TestLayout guards the one-way flow receiver → model → gate → tui: each
+// TestLayout guards the one-way flow receiver → model → gate → tui (and,
+// inside gate, groups → rollouts → filter → whatif): each
 // package's non-test dependencies (transitive, from go list) stay within what
 // it may import.
 func TestLayout(t *testing.T) {
@@ -16,7 +17,16 @@ func TestLayout(t *testing.T) {
 		banned []string
 	}{
 		{"model", []string{"gate", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
-		{"gate", []string{"receiver", "tui", "gymsim", "google.golang.org/grpc"}},
+		// gate's stages point one way: groups ← rollouts ← filter ← whatif.
+		{"gate/groups", []string{"gate/rollouts", "gate/filter", "gate/whatif", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		{"gate/rollouts", []string{"gate/filter", "gate/whatif", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		{"gate/filter", []string{"gate/whatif", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		{"gate/whatif", []string{"receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		// The analyses built on the what-if engine, and nothing above it.
+		{"gate/advise", []string{"receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		{"gate/contract", []string{"gate/advise", "gate/cohort", "gate/critpath", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		{"gate/cohort", []string{"gate/advise", "gate/contract", "gate/critpath", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		{"gate/critpath", []string{"gate/whatif", "gate/filter", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
 		{"receiver", []string{"gate", "tui", "gymsim"}},
 		{"tui", []string{"receiver", "gymsim", "google.golang.org/grpc"}},
 		// gymsim resolves span_groups itself: it emits what it checks against.

@@ -2,9 +2,10 @@ package e2e
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 )
 
 // TestRealGymDetectsG1: every capture of real Gym's merged telemetry is G1,
@@ -22,7 +23,13 @@ func TestRealGymDetectsG1(t *testing.T) {
 			if snap.Stats.Stored == 0 {
 				t.Fatal("no spans read")
 			}
-			v, source := gate.DetectVariant(snap)
+			v, source := groups.DetectVariant(snap)
+			if want := loadSummary(t, dir).Meta.GymVariant; want == "G3" {
+				if v.Name != "G3" || !strings.HasPrefix(source, "resource nemo.gym.version=0.7.0rc0") {
+					t.Errorf("DetectVariant = %s (%s), want G3 from resource nemo.gym.version=0.7.0rc0", v.Name, source)
+				}
+				return
+			}
 			if v.Name != "G1" || source != "resource nemo.gym.version=0.5.1" {
 				t.Errorf("DetectVariant = %s (%s), want G1 from resource nemo.gym.version=0.5.1", v.Name, source)
 			}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/gymsim"
 )
 
@@ -72,7 +72,7 @@ func TestCheckMatchesTruth(t *testing.T) {
 				c.Seed = seed
 				truth := runFleet(t, r, protocol, c)
 				sum := gymsim.Summarize(truth)
-				rep := gate.NewEngine(reg).Check(r.store.Snapshot(), time.Now(), 0)
+				rep := whatif.NewEngine(reg).Check(r.store.Snapshot(), time.Now(), 0)
 				if rep.Spans != sum.Spans || rep.Traces != sum.Traces {
 					t.Errorf("check: %d spans, %d traces; fleet %d, %d", rep.Spans, rep.Traces, sum.Spans, sum.Traces)
 				}
@@ -93,7 +93,7 @@ func TestCheckMatchesTruth(t *testing.T) {
 						t.Errorf("rollout %d reported twice, as %q and %q", n, prev, id)
 					}
 					seen[n] = id
-					if rc.Status == gate.Split {
+					if rc.Status == whatif.Split {
 						gotSplit = append(gotSplit, n)
 					}
 				}
@@ -130,7 +130,7 @@ func TestPreviewPredictsFleet(t *testing.T) {
 			capTruth := runFleet(t, r, []string{"grpc", "http"}[i%2], capCfg)
 			bySpan := spansByID(capTruth)
 			snap := r.store.Snapshot()
-			eng := gate.NewEngine(reg)
+			eng := whatif.NewEngine(reg)
 			for _, spec := range predictionSpecs {
 				t.Run("spec="+spec, func(t *testing.T) {
 					rep := eng.Preview(snap, parse(t, spec))
@@ -149,7 +149,7 @@ func TestPreviewPredictsFleet(t *testing.T) {
 // comparePreview lists every difference between a preview and the truth
 // of the run under its spec; the preview's rollouts are named through the
 // capture's truth (bySpan).
-func comparePreview(rep *gate.Report, bySpan map[string]*gymsim.TruthSpan, truth []gymsim.TruthSpan) string {
+func comparePreview(rep *whatif.Report, bySpan map[string]*gymsim.TruthSpan, truth []gymsim.TruthSpan) string {
 	var diffs []string
 	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
 	sum := gymsim.Summarize(truth)

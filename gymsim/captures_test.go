@@ -16,6 +16,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/nemo-gym/gymtrace/internal/golden"
 	"github.com/nemo-gym/gymtrace/internal/testfile"
 )
 
@@ -78,7 +79,7 @@ func TestCaptures(t *testing.T) {
 			cfg.Console = &out
 			f := runFleet(t, cfg)
 			truth := f.Truth()
-			if *update {
+			if golden.Updating() {
 				writeCapture(t, dir, m, out.Bytes(), truth)
 			}
 			got := shapeOf(truth)

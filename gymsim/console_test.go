@@ -3,14 +3,13 @@ package gymsim
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/internal/golden"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -18,8 +17,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestAppendPyValue(t *testing.T) {
 	tests := []struct {
@@ -116,22 +113,7 @@ func TestAppendPythonSpanJSON(t *testing.T) {
 			if !json.Valid(got) {
 				t.Fatalf("invalid JSON: %s", got)
 			}
-			path := filepath.Join("testdata", t.Name()+".golden")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden (run with -update): %v", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("got\n%s\nwant\n%s", got, want)
-			}
+			golden.Check(t, got)
 		})
 	}
 }
@@ -219,7 +201,7 @@ func TestConsoleMatchesPythonSDK(t *testing.T) {
 				// Python prints the resource in insertion order: ours
 				// follows Gym's (this older sample has other keys).
 				w = nil
-				for _, k := range resourceOrder {
+				for _, k := range f.variant.resourceKeys() {
 					w = append(w, string(k))
 				}
 			}

@@ -49,6 +49,13 @@ type Config struct {
 	// ContextLeak is the share of requests that inherit the previous
 	// request's span on a reused keep-alive connection, in [0, 1].
 	ContextLeak float64
+	// DisconnectRace is the share of 200 answers whose caller is gone
+	// before the answer's last (empty) body message, in [0, 1]; only G3
+	// has the disconnect listener that notices. Its receive then carries
+	// http.disconnect and that message is never sent, so a request has
+	// one http send fewer. In real runs it depends on timing: a few
+	// requests per run.
+	DisconnectRace float64
 	// Rollouts to run; 0 runs until Shutdown.
 	Rollouts int
 	// RunSize is the number of rollouts per collection run (one gym.job
@@ -85,6 +92,11 @@ type Config struct {
 	// MetricInterval is the metric reader's export interval; 0 means 5 s.
 	// Shutdown exports what is left either way.
 	MetricInterval time.Duration
+	// ModelBackend puts a model server behind the model server's handler
+	// whose spans carry token usage: BackendVLLM or BackendGateway; ""
+	// for none (Gym's model server answers itself, as in every capture
+	// of Gym alone).
+	ModelBackend string
 }
 
 // Stats are the fleet's counters.
@@ -113,6 +125,7 @@ type Fleet struct {
 
 	driver, agent, model, resources *proc
 	procs                           []*proc
+	backend                         *backend // nil without Config.ModelBackend
 
 	console *lockedWriter
 
@@ -151,6 +164,9 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	}
 	if cfg.ContextLeak < 0 || cfg.ContextLeak > 1 {
 		return nil, fmt.Errorf("context leak %g: must be between 0 and 1", cfg.ContextLeak)
+	}
+	if cfg.DisconnectRace < 0 || cfg.DisconnectRace > 1 {
+		return nil, fmt.Errorf("disconnect race %g: must be between 0 and 1", cfg.DisconnectRace)
 	}
 	if cfg.RunSize <= 0 {
 		cfg.RunSize = cfg.Rollouts
@@ -210,6 +226,9 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	f.agent = mk(RoleAgent, agentName, serverTypes[RoleAgent], true, true)
 	f.model = mk(RoleModel, modelName, serverTypes[RoleModel], true, true)
 	f.resources = mk(RoleResources, resourcesName, serverTypes[RoleResources], true, true)
+	if err == nil && cfg.ModelBackend != "" {
+		f.backend, err = startBackend(ctx, f)
+	}
 	if err != nil {
 		f.closeAll(ctx)
 		return nil, err
@@ -409,6 +428,12 @@ func (f *Fleet) closeAll(ctx context.Context) error {
 	for _, p := range f.procs {
 		if err := p.shutdownHTTP(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("%s server: %w", p.name, err))
+		}
+	}
+	// The servers are done with their calls to the backend.
+	if f.backend != nil {
+		if err := f.backend.shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", backendService, err))
 		}
 	}
 	for _, p := range f.procs {

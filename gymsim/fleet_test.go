@@ -8,6 +8,7 @@ import (
 	"net"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,8 @@ var scenarios = []struct {
 	{"G2 unknown name dropped", Config{Variant: "G2", Spec: "default,tool_call,verify"}},
 	{"G3 default", Config{Variant: "G3"}},
 	{"G3 all obs aiohttp", Config{Variant: "G3", Spec: "all", Observability: true, AIOHTTP: true}},
+	{"G3 disconnect races", Config{Variant: "G3", Spec: "all", DisconnectRace: 0.3}},
+	{"G1 ignores disconnect races", Config{Spec: "all", DisconnectRace: 1}},
 }
 
 func testSeeds() []int64 {
@@ -83,7 +86,7 @@ func TestFleetMatchesItsTruth(t *testing.T) {
 				checkCounts(t, f, truth)
 				checkMembership(t, truth)
 				checkAttributes(t, f, lines, truth)
-				checkRequests(t, f, truth)
+				checkRequests(t, f, lines, truth)
 			})
 		}
 	}
@@ -178,18 +181,25 @@ func checkCounts(t *testing.T, f *Fleet, truth []TruthSpan) {
 		}
 		return 0
 	}
+	// served counts the callee's spans of one request, req the caller's
+	// too.
+	var served func(callee string, status int, post bool) int
 	req := func(caller, callee string, status int, post bool) int {
 		n := on(caller, GroupHTTPClient)
 		if f.cfg.AIOHTTP && ps[caller].telemetry {
 			n++
 		}
+		return n + served(callee, status, post)
+	}
+	served = func(callee string, status int, post bool) int {
+		n := 0
 		if ps[callee].on(GroupServer) {
 			n++ // the request span
-			if post {
-				n++
-				if v.DisconnectReceive {
-					n++
-				}
+			if post || v.DisconnectReceive {
+				n++ // reading the request
+			}
+			if v.DisconnectReceive {
+				n++ // the disconnect listener
 			}
 			if status < 500 {
 				n += 3
@@ -234,13 +244,31 @@ func checkCounts(t *testing.T, f *Fleet, truth []TruthSpan) {
 	}
 	run := on(RoleDriver, GroupJob) + req(RoleDriver, RoleAgent, 200, true) + req(RoleAgent, RoleResources, 200, true)
 	for _, role := range []string{RoleAgent, RoleModel, RoleResources} {
-		run += 4 * on(role, GroupServer) // GET /: the span and three sends
+		run += served(role, 200, false) // GET /: no CLIENT span
 		if v.Startup {
 			run += (1 + len(serverStages)) * on(role, GroupStartup)
 		}
 	}
 	if v.Startup {
 		run += (1 + len(supervisorStages) + 3) * on(RoleDriver, GroupStartup)
+	}
+	// A request whose caller was gone before its last body message has
+	// one send fewer (G3 with DisconnectRace); checkRequests checks that
+	// each such request is one.
+	sends := map[trace.SpanID]int{}
+	for _, s := range truth {
+		if strings.HasSuffix(s.Name, " http send") {
+			sends[s.ParentID]++
+		}
+	}
+	for i := range truth {
+		if s := &truth[i]; isRequestSpan(s) && s.Status != codes.Error && sends[s.SpanID] == 2 {
+			if s.IsRolloutTraffic() {
+				want[s.Rollout]--
+			} else {
+				run--
+			}
+		}
 	}
 	got := map[int]int{}
 	gotRun := 0
@@ -307,6 +335,9 @@ func wantKeys(s *TruthSpan, l *consoleSpan, withID bool) []string {
 	}
 	switch {
 	case strings.HasSuffix(s.Name, " http receive"):
+		if _, typed := l.Attributes["asgi.event.type"]; !typed {
+			return []string{} // G3's cancelled disconnect listener
+		}
 		return []string{"asgi.event.type"}
 	case strings.HasSuffix(s.Name, " http send"):
 		if l.Attributes["asgi.event.type"] == "http.response.start" {
@@ -359,9 +390,9 @@ var scopedRoutes = []string{"/seed_session", "/v1/responses", "/verify"}
 func checkAttributes(t *testing.T, f *Fleet, lines map[string]*consoleSpan, truth []TruthSpan) {
 	t.Helper()
 	obs := f.cfg.Observability
-	wantRes := make([]string, len(resourceOrder))
-	for i, k := range resourceOrder {
-		wantRes[i] = string(k)
+	var wantRes []string
+	for _, k := range f.variant.resourceKeys() {
+		wantRes = append(wantRes, string(k))
 	}
 	for i := range truth {
 		s := &truth[i]
@@ -423,9 +454,11 @@ func checkAttributes(t *testing.T, f *Fleet, lines map[string]*consoleSpan, trut
 }
 
 // checkRequests: the ASGI children of every request span by method and
-// status, one CLIENT span per request (a CLIENT span has at most one
-// child, and one when its callee extracts), the run-level traffic.
-func checkRequests(t *testing.T, f *Fleet, truth []TruthSpan) {
+// status, in G3 the disconnect listener's receive (untyped, or
+// http.disconnect with the last send missing when the caller was gone),
+// one CLIENT span per request (a CLIENT span has at most one child, and
+// one when its callee extracts), the run-level traffic.
+func checkRequests(t *testing.T, f *Fleet, lines map[string]*consoleSpan, truth []TruthSpan) {
 	t.Helper()
 	kids := map[trace.SpanID][]*TruthSpan{}
 	byID := map[trace.SpanID]*TruthSpan{}
@@ -439,27 +472,43 @@ func checkRequests(t *testing.T, f *Fleet, truth []TruthSpan) {
 		s := &truth[i]
 		if isRequestSpan(s) {
 			rcv, snd := 0, 0
+			var types []string
 			for _, k := range kids[s.SpanID] {
 				switch {
 				case strings.HasSuffix(k.Name, " http receive"):
 					rcv++
+					typ, _ := lines[k.SpanID.String()].Attributes["asgi.event.type"].(string)
+					types = append(types, typ)
 				case strings.HasSuffix(k.Name, " http send"):
 					snd++
 				}
 			}
+			sort.Strings(types)
 			wantRcv, wantSnd := 1, 3
+			wantTypes := []string{"http.request"}
 			if f.variant.DisconnectReceive {
-				wantRcv = 2
+				wantRcv, wantTypes = 2, []string{"", "http.request"}
+				if slices.Contains(types, "http.disconnect") && s.Status != codes.Error {
+					wantSnd, wantTypes = 2, []string{"http.disconnect", "http.request"}
+				}
+			}
+			if rcv == wantRcv && !slices.Equal(types, wantTypes) {
+				t.Errorf("%s %q: receives of types %q, want %q", s.Service, s.Name, types, wantTypes)
 			}
 			switch {
 			case s.Name == "GET /":
-				wantRcv = 0
+				if !f.variant.DisconnectReceive {
+					wantRcv, wantTypes = 0, nil
+				}
 				probes[s.Service]++
 				if s.ParentID.IsValid() || s.IsRolloutTraffic() {
 					t.Errorf("probe %s: parent %s, rollout %d", s.Service, s.ParentID, s.Rollout)
 				}
 			case s.Status == codes.Error:
 				wantSnd = 2
+			}
+			if !f.variant.DisconnectReceive && s.Name != "GET /" && !slices.Equal(types, wantTypes) {
+				t.Errorf("%s %q: receives of types %q, want %q", s.Service, s.Name, types, wantTypes)
 			}
 			if rcv != wantRcv || snd != wantSnd {
 				t.Errorf("%s %q (%v): %d receive + %d send, want %d + %d", s.Service, s.Name, s.Status, rcv, snd, wantRcv, wantSnd)

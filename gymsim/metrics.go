@@ -46,7 +46,7 @@ func (s semaphore) release() {
 }
 
 // meters are one process's instruments, as Gym and the FastAPI
-// instrumentation create them. A nil *meters records nothing: no OTLP
+// instrumentation create them, with their descriptions as they spell them. A nil *meters records nothing: no OTLP
 // exporter, or telemetry off in the process.
 type meters struct {
 	mp *sdkmetric.MeterProvider
@@ -118,19 +118,19 @@ func (f *Fleet) newMeters(ctx context.Context, res *resource.Resource, p *proc) 
 	}
 	switch p.role {
 	case RoleDriver:
-		m.serversActive, err = lens.Int64Gauge("gym.servers.active", metric.WithDescription("servers answering their health probe"))
+		m.serversActive, err = lens.Int64Gauge("gym.servers.active", metric.WithDescription("Number of active Gym servers."))
 		if f.variant.Startup {
 			m.startupDuration = hist("gym.server.startup_duration_ms", "Wall-clock time from spawning one server to its first answered health probe.")
 		}
 	case RoleAgent:
-		m.rolloutDuration = hist("gym.rollout.duration_ms", "wall-clock time of one rollout")
+		m.rolloutDuration = hist("gym.rollout.duration_ms", "Rollout collection duration in milliseconds.")
 		if f.variant.QueueWaitMetric && p.on(GroupConcurrency) {
 			m.queueWait = hist(QueueWaitMetric, "time a request waited on a concurrency semaphore")
 		}
 	case RoleResources:
-		m.verifyDuration = hist("gym.verify.duration_ms", "wall-clock time of one verify")
+		m.verifyDuration = hist("gym.verify.duration_ms", "Verification endpoint duration in milliseconds.")
 		var e error
-		m.verifySuccess, e = lens.Float64Gauge("gym.verify.success_rate", metric.WithDescription("share of verified rollouts rewarded"))
+		m.verifySuccess, e = lens.Float64Gauge("gym.verify.success_rate", metric.WithDescription("Fraction of successful verifications."))
 		if err == nil {
 			err = e
 		}
@@ -141,9 +141,9 @@ func (f *Fleet) newMeters(ctx context.Context, res *resource.Resource, p *proc) 
 	if p.role != RoleDriver && p.on(GroupServer) {
 		fa := m.mp.Meter(scopeFastAPI, metric.WithInstrumentationVersion(contribVersion), metric.WithSchemaURL(fastAPISchema))
 		var e1, e2, e3, e4 error
-		m.serverDuration, e1 = fa.Float64Histogram("http.server.duration", metric.WithUnit("ms"), metric.WithDescription("Duration of HTTP server requests."))
+		m.serverDuration, e1 = fa.Float64Histogram("http.server.duration", metric.WithUnit("ms"), metric.WithDescription("Measures the duration of inbound HTTP requests."))
 		m.requestSize, e2 = fa.Int64Histogram("http.server.request.size", metric.WithUnit("By"), metric.WithDescription("Measures the size of HTTP request messages (compressed)."))
-		m.responseSize, e3 = fa.Int64Histogram("http.server.response.size", metric.WithUnit("By"), metric.WithDescription("Measures the size of HTTP response messages (compressed)."))
+		m.responseSize, e3 = fa.Int64Histogram("http.server.response.size", metric.WithUnit("By"), metric.WithDescription("measures the size of HTTP response messages (compressed)."))
 		m.activeRequests, e4 = fa.Int64UpDownCounter("http.server.active_requests", metric.WithUnit("{request}"), metric.WithDescription("Number of active HTTP server requests."))
 		for _, e := range []error{e1, e2, e3, e4} {
 			if err == nil {

@@ -66,7 +66,7 @@ var resourceOrder = []attribute.Key{
 	"telemetry.sdk.language", "telemetry.sdk.name", "telemetry.sdk.version",
 	"service.instance.id", "service.name", "service.version", "dl.rank", "dl.world_size",
 	"nemo.run.id", "nemo.gym.version", "nemo.gym.server.name", "nemo.gym.server.type",
-	"nemo.gym.service_group", "host.name", "process.pid",
+	"nemo.gym.service_group", "nv.dl.rank", "nv.dl.world_size", "host.name", "process.pid",
 }
 
 // noSpan stands in for a span whose group is off: every method is a no-op.
@@ -105,6 +105,9 @@ type proc struct {
 	leakMu  sync.Mutex
 	lastReq trace.SpanContext
 	leakRng *rand.Rand
+	// raceRng draws the disconnect races (Config.DisconnectRace).
+	raceMu  sync.Mutex
+	raceRng *rand.Rand
 }
 
 // request is what a handler gets: the context (carrying the request span
@@ -169,7 +172,11 @@ func newProc(ctx context.Context, f *Fleet, role, name, stype string, spec strin
 	p.res = f.variant.Resolve(spec)
 	p.telemetry = telemetry && p.res.On
 	host, _ := os.Hostname()
-	res := resource.NewWithAttributes("",
+	var nvdl []attribute.KeyValue
+	if f.variant.NVDLResource {
+		nvdl = []attribute.KeyValue{attribute.Int("nv.dl.rank", 0), attribute.Int("nv.dl.world_size", 1)}
+	}
+	res := resource.NewWithAttributes("", append(append([]attribute.KeyValue{
 		attribute.String("telemetry.sdk.language", "go"),
 		attribute.String("telemetry.sdk.name", "opentelemetry"),
 		attribute.String("telemetry.sdk.version", otel.Version()),
@@ -182,10 +189,11 @@ func newProc(ctx context.Context, f *Fleet, role, name, stype string, spec strin
 		attribute.String("nemo.gym.version", f.variant.GymVersion),
 		attribute.String("nemo.gym.server.name", name),
 		attribute.String("nemo.gym.server.type", stype),
-		attribute.String("nemo.gym.service_group", "nemo-gym"),
+		attribute.String("nemo.gym.service_group", "nemo-gym")},
+		nvdl...),
 		attribute.String("host.name", host),
 		attribute.Int("process.pid", pidOf()),
-	)
+	)...)
 	exp, err := f.newExporter(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s exporter: %w", name, err)
@@ -209,6 +217,7 @@ func newProc(ctx context.Context, f *Fleet, role, name, stype string, spec strin
 	p.fastapi = p.tp.Tracer(scopeFastAPI, trace.WithInstrumentationVersion(contribVersion), trace.WithSchemaURL(fastAPISchema))
 	p.aiohttp = p.tp.Tracer(scopeAIOHTTP, trace.WithInstrumentationVersion(contribVersion), trace.WithSchemaURL(fastAPISchema))
 	p.leakRng = rand.New(rand.NewPCG(uint64(f.cfg.Seed), uint64(len(role))*0x51ed27+uint64(role[0])))
+	p.raceRng = rand.New(rand.NewPCG(uint64(f.cfg.Seed)^0xd15c, uint64(len(role))*0x51ed27+uint64(role[0])))
 	if role == RoleAgent {
 		p.sem = make(semaphore, f.cfg.AgentSlots)
 	}
@@ -273,6 +282,18 @@ func (p *proc) carryOver() trace.SpanContext {
 	return p.lastReq
 }
 
+// disconnectRaced draws whether the caller of the answer being sent is
+// gone before its last body message (Config.DisconnectRace).
+func (p *proc) disconnectRaced() bool {
+	rate := p.f.cfg.DisconnectRace
+	if rate <= 0 {
+		return false
+	}
+	p.raceMu.Lock()
+	defer p.raceMu.Unlock()
+	return p.raceRng.Float64() < rate
+}
+
 func (p *proc) noteRequest(sc trace.SpanContext) {
 	p.leakMu.Lock()
 	p.lastReq = sc
@@ -311,7 +332,7 @@ func (p *proc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A Python handler has only the context the instrumentation gives it.
 	ctx := context.Background()
 	var common, full []attribute.KeyValue
-	srv := noSpan
+	srv, listener := noSpan, noSpan
 	name := ""
 	if p.on(GroupServer) {
 		// The route template names the span. With an /ng-rollout/ prefix
@@ -363,8 +384,13 @@ func (p *proc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.meters.requestStarted(ctx, common)
 		ctx, srv = p.start(ctx, p.fastapi, GroupServer, rollout, name, kind, trace.WithAttributes(attrs...))
 		p.noteRequest(srv.SpanContext())
-		if r.Method == http.MethodPost {
+		// The handler reads a POST body; G3's disconnect middleware reads
+		// every request, then listens for the disconnect.
+		if r.Method == http.MethodPost || p.f.variant.DisconnectReceive {
 			p.asgi(ctx, rollout, name+" http receive", attribute.String("asgi.event.type", "http.request"))
+		}
+		if p.f.variant.DisconnectReceive {
+			_, listener = p.start(ctx, p.fastapi, GroupServer, rollout, name+" http receive", trace.SpanKindInternal)
 		}
 	}
 	resp := h(request{ctx: ctx, rid: rid, rollout: rollout, body: body})
@@ -395,14 +421,23 @@ func (p *proc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A streamed 200 answer ends with an empty body message, sent after
 	// the caller already has the headers: the caller's CLIENT span often
-	// ends before this SERVER span.
-	if p.on(GroupServer) && resp.status < 500 {
+	// ends before this SERVER span. When the caller is gone before it, the
+	// disconnect listener hears http.disconnect and the stream is cancelled
+	// before that message.
+	raced := resp.status < 500 && listener.IsRecording() && p.disconnectRaced()
+	if raced {
+		listener.SetAttributes(attribute.String("asgi.event.type", "http.disconnect"))
+		listener.End()
+	}
+	if p.on(GroupServer) && resp.status < 500 && !raced {
 		p.asgi(ctx, rollout, name+" http send", attribute.String("asgi.event.type", "http.response.body"))
 	}
-	if p.on(GroupServer) && r.Method == http.MethodPost && p.f.variant.DisconnectReceive {
-		p.asgi(ctx, rollout, name+" http receive", attribute.String("asgi.event.type", "http.disconnect"))
-	}
 	srv.End()
+	// Otherwise the listener is cancelled once the answer is out, after
+	// the request span ended, and so carries no event type.
+	if !raced {
+		listener.End()
+	}
 	if p.on(GroupServer) {
 		p.meters.requestEnded(ctx, common, append(full, attribute.Int("http.status_code", resp.status)), time.Since(began), len(body), len(out))
 	}

@@ -253,10 +253,18 @@ func (f *Fleet) modelCall(req request) response {
 	m := f.model
 	in := decode[stepBody](req.body)
 	sp := noSpan
+	ctx := req.ctx
 	if m.on(GroupModelCall) {
-		_, sp = m.semantic(req.ctx, GroupModelCall, req.rollout, "gym.model.responses", attribute.String("nemo.gym.server.name", m.name))
+		ctx, sp = m.semantic(req.ctx, GroupModelCall, req.rollout, "gym.model.responses", attribute.String("nemo.gym.server.name", m.name))
 	}
-	m.sleep(f.work(in, 4))
+	if f.backend == nil {
+		m.sleep(f.work(in, 4))
+	} else if err := f.callBackend(ctx, req.rollout, map[string]any{"work": in.Work}); err != nil {
+		sp.End()
+		return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
+	} else {
+		m.sleep(f.work(in, 1))
+	}
 	sp.End()
 	return response{status: 200, body: map[string]any{"output": []string{"ok"}}}
 }

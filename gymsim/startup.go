@@ -9,13 +9,25 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Start-up stages. venv_setup, interpreter_start and uvicorn_startup are
-// the fixed stages of Gym's start-up timeline; the stages between are the
-// server's own.
-var serverStages = []string{"venv_setup", "interpreter_start", "load_config", "build_app", "uvicorn_startup"}
+// serverStages are a server's start-up stages under gym.server.startup, in
+// the order a G3 server passes them from spawn to the call to uvicorn.run.
+var serverStages = []string{"interpreter_start", "load_config", "init_server", "init_telemetry", "setup_webserver", "configure_app", "uvicorn_startup"}
 
-// supervisorStages are the driver's own start-up stages under gym.startup.
-var supervisorStages = []string{"load_config", "spawn_servers", "wait_for_servers"}
+// Supervisor stages under gym.startup, in order. The driver spawns the
+// servers in spawn_servers and probes them in wait_for_servers; the head
+// server and the model endpoints are not simulated, so their stages take
+// no time, as they nearly do in a fleet whose model is one of its servers.
+const (
+	stageLoadConfig      = "load_config"
+	stageInitTelemetry   = "init_telemetry"
+	stageStartHead       = "start_head_server"
+	stageSpawnServers    = "spawn_servers"
+	stageWaitHead        = "wait_for_head_server"
+	stageWaitServers     = "wait_for_servers"
+	stageWaitModelEndpts = "wait_for_model_endpoints"
+)
+
+var supervisorStages = []string{stageLoadConfig, stageInitTelemetry, stageStartHead, stageSpawnServers, stageWaitHead, stageWaitServers, stageWaitModelEndpts}
 
 // startServers brings the servers up the way Gym's driver does: it
 // "spawns" each one, the server serves, and the driver probes GET / until it
@@ -23,8 +35,9 @@ var supervisorStages = []string{"load_config", "spawn_servers", "wait_for_server
 // gym.startup.server span per server from spawn to first answered probe,
 // whose traceparent the server receives (through its environment in Gym)
 // to parent its own gym.server.startup tree, reported just before serving
-// with the stages' real timestamps. The root ends, and so is exported,
-// last.
+// with the stages' real timestamps. The gym.startup.server spans end (and
+// are exported) first, then the supervisor's stages, reported with their
+// real timestamps once start-up is over, then the root.
 func (f *Fleet) startServers() {
 	d := f.driver
 	tracing := f.variant.Startup && d.on(GroupStartup)
@@ -33,9 +46,13 @@ func (f *Fleet) startServers() {
 	if tracing {
 		rootCtx, root = d.start(rootCtx, d.lens, GroupStartup, -1, "gym.startup", trace.SpanKindInternal, trace.WithTimestamp(t0))
 	}
-	marks := []time.Time{t0}
-	mark := func() { marks = append(marks, time.Now()) }
-	mark() // load_config
+	// ends[stage] is when the stage ended; each starts where the one
+	// before it ended.
+	ends := map[string]time.Time{}
+	mark := func(stage string) { ends[stage] = time.Now() }
+	mark(stageLoadConfig)
+	mark(stageInitTelemetry)
+	mark(stageStartHead)
 	type pending struct {
 		p     *proc
 		span  trace.Span
@@ -57,7 +74,8 @@ func (f *Fleet) startServers() {
 		p.serve()
 		spawned = append(spawned, pending{p, sp, spawn})
 	}
-	mark() // spawn_servers
+	mark(stageSpawnServers)
+	mark(stageWaitHead)
 	up := 0
 	for _, s := range spawned {
 		for try := 0; try < 50; try++ {
@@ -71,16 +89,19 @@ func (f *Fleet) startServers() {
 		d.meters.serverStarted(context.Background(), time.Since(s.spawn), s.p.name, s.p.stype)
 	}
 	d.meters.serversUp(context.Background(), up)
-	mark() // wait_for_servers
+	mark(stageWaitServers)
+	mark(stageWaitModelEndpts)
 	if !tracing {
 		return
 	}
-	for i, name := range supervisorStages {
+	from := t0
+	for _, name := range supervisorStages {
 		_, sp := d.start(rootCtx, d.lens, GroupStartup, -1, "gym.startup."+name, trace.SpanKindInternal,
-			trace.WithTimestamp(marks[i]), trace.WithAttributes(attribute.String("nemo.gym.startup.stage", name)))
-		sp.End(trace.WithTimestamp(marks[i+1]))
+			trace.WithTimestamp(from), trace.WithAttributes(attribute.String("nemo.gym.startup.stage", name)))
+		sp.End(trace.WithTimestamp(ends[name]))
+		from = ends[name]
 	}
-	root.End(trace.WithTimestamp(marks[len(marks)-1]))
+	root.End(trace.WithTimestamp(from))
 }
 
 // reportStartup emits the server's own start-up tree, retroactively, under

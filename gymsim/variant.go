@@ -2,6 +2,8 @@ package gymsim
 
 import (
 	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
 	"slices"
 	"sort"
 	"strings"
@@ -50,9 +52,14 @@ type Variant struct {
 	// Startup: the driver traces the servers' start-up (gym.startup and
 	// gym.server.startup trees).
 	Startup bool
-	// DisconnectReceive: a middleware listens for the client's disconnect,
-	// so every POST request has a second http receive.
+	// DisconnectReceive: a middleware reads every request (an http receive
+	// of http.request, whatever the method) and then listens for the
+	// client's disconnect: a second http receive, cancelled without an
+	// event type once the answer is sent (see Config.DisconnectRace).
 	DisconnectReceive bool
+	// NVDLResource: the resource also carries nv.dl.rank and
+	// nv.dl.world_size, beside the dl.* keys nemo-lens still adds.
+	NVDLResource bool
 	// QueueWaitMetric: the agent records gym.concurrency.queue_wait_duration_ms
 	// under the concurrency group.
 	QueueWaitMetric bool
@@ -85,7 +92,20 @@ var variants = map[string]*Variant{
 		Presets:           map[string][]string{"default": {GroupJob, GroupStartup, GroupServer, GroupHTTPClient, GroupRollout}, "per_rollout": perRoll},
 		Startup:           true,
 		DisconnectReceive: true,
+		NVDLResource:      true,
 	},
+}
+
+// resourceKeys are the resource's keys under v, in Gym's order.
+func (v *Variant) resourceKeys() []attribute.Key {
+	var out []attribute.Key
+	for _, k := range resourceOrder {
+		if !v.NVDLResource && strings.HasPrefix(string(k), "nv.dl.") {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 // VariantNames lists the variants --gym-variant accepts.

@@ -20,6 +20,9 @@ const (
 	ValArray
 	ValMap
 	ValBytes
+	// ValEmpty is an AnyValue with no value set, which OTLP 1.9 defines
+	// as an empty value (not an empty string). Kept as empty text.
+	ValEmpty
 	valStrInline = 0x80 // wire flag: string bytes follow instead of an interned id
 )
 

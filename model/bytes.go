@@ -31,3 +31,13 @@ func spanBytes(sp *Span) int64 {
 	}
 	return n
 }
+
+// Bytes returns what the batch's spans take as --max-bytes counts them: the
+// memory a receiver holds for the batch until the store has it.
+func (b Batch) Bytes() int64 {
+	var n int64
+	for i := range b.Spans {
+		n += spanBytes(&b.Spans[i])
+	}
+	return n
+}

@@ -108,12 +108,11 @@ func (w *writer) publish() *Snapshot {
 	if r := w.s.lastRefusal.Load(); r != nil {
 		snap.Stats.LastRefusal = *r
 	}
-	if w.lastNotRecorded = w.s.notRecorded.Load(); w.lastNotRecorded > 0 {
-		snap.Stats.NotRecorded = w.lastNotRecorded
-		w.s.recordMu.Lock()
-		snap.Stats.RecordError = w.s.recordCause
-		w.s.recordMu.Unlock()
+	if w.lastRecord = w.s.record.Load(); w.lastRecord != nil {
+		snap.Stats.Record = *w.lastRecord
 	}
+	w.lastProfiles = w.s.profiles.Load()
+	snap.Stats.Profiles = w.lastProfiles
 	return snap
 }
 

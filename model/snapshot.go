@@ -62,10 +62,10 @@ type Stats struct {
 	EventsDropped   int64  // span events dropped by the per-span event cap
 	LinksDropped    int64  // span links dropped by the per-span link cap
 	NamesTruncated  int64  // span, event and attribute key names cut by the name length cap
-	// NotRecorded counts spans held that the record file will not hold;
-	// RecordError is why, in a few words ("no space left on device").
-	NotRecorded int64
-	RecordError string
+	Profiles        int64  // OTLP profiles received (counted, not stored)
+	// Record is how the record (--record) fares; zero when not recording
+	// or nothing went wrong.
+	Record RecordState
 }
 
 // Rollout is one rollout as captured: the fragments (connected pieces of

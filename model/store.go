@@ -81,9 +81,8 @@ type Store struct {
 	reqRefused                       atomic.Int64
 	repaired                         atomic.Int64
 	lastRefusal                      atomic.Pointer[string]
-	notRecorded                      atomic.Int64
-	recordMu                         sync.Mutex
-	recordCause                      string // first reason spans were not recorded
+	record                           atomic.Pointer[RecordState]
+	profiles                         atomic.Int64
 	metricNames                      metricCounts
 	keys                             storeKeys
 
@@ -184,17 +183,23 @@ func (s *Store) CountRefusedRequest(reason string) {
 	s.reqRefused.Add(1)
 }
 
-// CountNotRecorded records n spans held here that the record (--record)
-// will not hold, and why (the first cause is kept), so a failing disk is
-// shown live next to the spans still arriving.
-func (s *Store) CountNotRecorded(n int64, cause string) {
-	s.recordMu.Lock()
-	if s.recordCause == "" {
-		s.recordCause = cause
-	}
-	s.recordMu.Unlock()
-	s.notRecorded.Add(n)
+// RecordState is how the record (--record) fares, as the receivers report
+// it: spans refused because it could not take them (senders retry them),
+// failed writes, whether the latest failed, and why.
+type RecordState struct {
+	Refused  int64
+	Failures int64
+	Failing  bool
+	Cause    string // the latest failure, in a few words ("no space left on device")
 }
+
+// SetRecordState records the record's state, so a full disk shows live
+// next to the spans arriving.
+func (s *Store) SetRecordState(st RecordState) { s.record.Store(&st) }
+
+// CountProfiles records OTLP profiles received; they are counted, not
+// stored.
+func (s *Store) CountProfiles(n int64) { s.profiles.Add(n) }
 
 // Count records metric data points or log records received; they are
 // counted, not stored. CountMetric adds the per-name detail of metrics.
@@ -281,7 +286,7 @@ func (s *Store) run() {
 				continue
 			}
 			if dirty || s.metrics.Load() != s.w.lastMetrics || s.logs.Load() != s.w.lastLogs ||
-				s.notRecorded.Load() != s.w.lastNotRecorded ||
+				s.record.Load() != s.w.lastRecord || s.profiles.Load() != s.w.lastProfiles ||
 				s.metricNames.gen.Load() != s.w.lastMetricGen || s.reqRefused.Load() != s.w.lastReqRefused {
 				publish()
 			}

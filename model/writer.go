@@ -141,7 +141,8 @@ type writer struct {
 
 	lastMetrics, lastLogs int64
 	lastReqRefused        int64
-	lastNotRecorded       int64
+	lastRecord            *RecordState
+	lastProfiles          int64
 	// lastMetricGen is the per-name metric generation metricsPub reflects;
 	// metricsPub is shared by snapshots until the counts change.
 	lastMetricGen uint64

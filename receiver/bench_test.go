@@ -73,16 +73,25 @@ func BenchmarkIngestHTTP(b *testing.B) {
 }
 
 // BenchmarkRecordLine measures converting one 512-span protobuf request to
-// its OTLP/JSON record line.
+// its OTLP/JSON record line: read from the wire directly (the record's
+// path), and through the generated types (its fallback).
 func BenchmarkRecordLine(b *testing.B) {
 	body, spans := benchRequest(b)
-	b.ReportAllocs()
-	var line []byte
-	var err error
-	for i := 0; i < b.N; i++ {
-		if line, err = appendRecordLine(line[:0], recordItem{body: body, format: formatProto}); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name string
+		conv func([]byte, []byte) ([]byte, error)
+	}{{"wire", appendTraceWireJSON}, {"typed", appendTraceLinesTyped}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var line []byte
+			var err error
+			for i := 0; i < b.N; i++ {
+				if line, err = c.conv(line[:0], body); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(len(body)))
+			b.ReportMetric(float64(spans*b.N)/b.Elapsed().Seconds(), "spans/s")
+		})
 	}
-	b.ReportMetric(float64(spans*b.N)/b.Elapsed().Seconds(), "spans/s")
 }

@@ -25,7 +25,8 @@ import (
 var errTooLarge = errors.New("decompressed size over the limit")
 
 // inflater decompresses src into dst, stopping with errTooLarge once more
-// than limit bytes come out.
+// than limit bytes come out. A nil dst only checks: the output is counted
+// and dropped, so telling a decompression bomb costs no memory.
 type inflater func(src []byte, dst *bytes.Buffer, limit int64) error
 
 // httpEncodings are the Content-Encodings OTLP/HTTP accepts: those of the
@@ -63,8 +64,31 @@ func normEncoding(h string) string {
 	return e
 }
 
-// copyLimited reads r into dst, failing with errTooLarge past limit.
+// checkScratch holds what a check (a nil dst) reads and drops.
+var checkScratch = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// copyLimited reads r into dst, failing with errTooLarge past limit; with
+// a nil dst it only counts.
 func copyLimited(dst *bytes.Buffer, r io.Reader, limit int64) error {
+	if dst == nil {
+		bp := checkScratch.Get().(*[]byte)
+		defer checkScratch.Put(bp)
+		n := int64(0)
+		for n <= limit {
+			k, err := r.Read(*bp)
+			n += int64(k)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if n > limit {
+			return errTooLarge
+		}
+		return nil
+	}
 	// Not dst.ReadFrom: doubling would give a body just past the limit twice
 	// the limit's memory. Here dst grows the same way but never past
 	// limit+1 bytes, the most needed to know the body is too large.
@@ -174,6 +198,9 @@ func inflateSnappy(src []byte, dst *bytes.Buffer, limit int64) error {
 	}
 	if int64(n) > limit {
 		return errTooLarge
+	}
+	if dst == nil {
+		return nil
 	}
 	dst.Grow(n)
 	out, err := s2.Decode(dst.AvailableBuffer()[:n], src)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nemo-gym/gymtrace/internal/golden"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -148,7 +149,7 @@ func TestReadFixtures(t *testing.T) {
 			var b strings.Builder
 			fmt.Fprintf(&b, "spans=%d rollouts=%d traces=%d skipped=%d bad=%d\n", len(spans), s.Stats.Rollouts, s.Stats.Traces, rep.Skipped, rep.BadLines)
 			b.WriteString(dumpSpans(st.Interner(), spans, dumpOpts{times: true, wireSize: true, serviceOnly: tt.name != "python_sdk_real"}))
-			golden(t, b.String())
+			golden.Check(t, []byte(b.String()))
 		})
 	}
 }

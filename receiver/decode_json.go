@@ -1068,7 +1068,7 @@ func (j *jsonDecoder) hexID(dst []byte) (int, error) {
 func (j *jsonDecoder) keyValue(intern bool) (model.Str, value, int, error) {
 	s := &j.s
 	var k model.Str
-	v := value{kind: model.ValString}
+	v := value{kind: model.ValEmpty} // until a value is read
 	null, err := s.open('{')
 	if err != nil {
 		return 0, v, 0, err
@@ -1277,8 +1277,12 @@ func (j *jsonDecoder) anyValue(depth int, render bool) (value, int, error) {
 			}
 		}
 	}
-	if render && set == "" {
-		j.out = append(j.out, "null"...)
+	if set == "" {
+		if render {
+			j.out = append(j.out, "null"...)
+		} else {
+			v.kind = model.ValEmpty
+		}
 	}
 	return v, size, nil
 }

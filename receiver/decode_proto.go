@@ -495,7 +495,7 @@ func (d *decoder) keyValue(b []byte, depth int) (model.Str, value, error) {
 	}
 	k := d.name(d.repair(key))
 	if !hasValue {
-		return k, value{kind: model.ValString}, nil
+		return k, value{kind: model.ValEmpty}, nil
 	}
 	v, err := d.anyValue(raw)
 	if err != nil {
@@ -506,7 +506,7 @@ func (d *decoder) keyValue(b []byte, depth int) (model.Str, value, error) {
 
 // anyValue decodes an AnyValue; arrays, maps and bytes become their text.
 func (d *decoder) anyValue(b []byte) (value, error) {
-	v := value{kind: model.ValString}
+	v := value{kind: model.ValEmpty} // until a member is read
 	var nested []byte
 	for len(b) > 0 {
 		var f field

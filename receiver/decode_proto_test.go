@@ -2,14 +2,12 @@ package receiver
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/nemo-gym/gymtrace/internal/golden"
 	"github.com/nemo-gym/gymtrace/model"
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -22,42 +20,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/<test name>.golden, rewriting it with -update.
-func golden(t *testing.T, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create): %v", err)
-	}
-	if got != string(want) {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < len(gl) || i < len(wl); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("%s differs at line %d:\n got: %s\nwant: %s", path, i+1, g, w)
-			}
-		}
-	}
-}
 
 // dumpOpts select what dumpSpan prints.
 type dumpOpts struct {
@@ -245,7 +207,7 @@ func TestDecodeProto(t *testing.T) {
 			t.Errorf("span %d Parent = %d, want -1 (the store sets it)", i, sp.Parent)
 		}
 	}
-	golden(t, dumpSpans(in, batch.Spans, dumpOpts{times: true, wireSize: true}))
+	golden.Check(t, []byte(dumpSpans(in, batch.Spans, dumpOpts{times: true, wireSize: true})))
 }
 
 func TestDecodeProtoRejects(t *testing.T) {

@@ -110,6 +110,8 @@ func anyValue(v model.Value) *commonpb.AnyValue {
 		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v.Int}}
 	case model.ValDouble:
 		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: v.Float}}
+	case model.ValEmpty:
+		return &commonpb.AnyValue{}
 	case model.ValBytes:
 		if b, err := base64.StdEncoding.DecodeString(v.Str); err == nil {
 			return &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: b}}

@@ -54,13 +54,26 @@ func checkAcceptedIsRecorded(t *testing.T, data []byte, asJSON bool) {
 	if err != nil || len(b.Spans) == 0 {
 		return // refused, or nothing to record
 	}
-	line, err := appendRecordLine(nil, recordItem{body: recordBody(data, format, rep), format: format, sig: signalTraces})
+	line, err := appendRecordLines(nil, recordItem{body: recordBody(data, format, rep), format: format, sig: signalTraces})
 	if err != nil {
 		t.Fatalf("accepted (%d spans) but not recordable: %v", len(b.Spans), err)
 	}
+	if !asJSON {
+		// The direct conversion, when it takes the request, writes what
+		// the generated types write.
+		if direct, err := appendTraceWireJSON(nil, data); err == nil {
+			typed, err := appendTraceLinesTyped(nil, data)
+			if err != nil {
+				t.Fatalf("converted directly, but not through the generated types: %v", err)
+			}
+			if !bytes.Equal(direct, typed) {
+				t.Fatalf("direct conversion differs from the generated types:\ndirect: %.2000s\ntyped:  %.2000s", direct, typed)
+			}
+		}
+	}
 	in2, l2 := newLocal()
 	var got []model.Span
-	for _, ln := range bytes.Split(line, []byte("\n")) {
+	for _, ln := range bytes.Split(bytes.TrimSuffix(line, []byte("\n")), []byte("\n")) {
 		b2, _, err := DecodeJSON(l2, ln, Limits{})
 		if err != nil {
 			t.Fatalf("accepted and recorded, but the record line does not reopen: %v\n%.2000s", err, ln)

@@ -21,6 +21,7 @@ import (
 	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // rawRequest is an export request kept as its protobuf wire bytes: the
@@ -122,8 +123,11 @@ func (s *Server) newGRPCServer() *grpc.Server {
 		// service name) would be refused unseen; it is counted and logged
 		// as an unknown path is over HTTP.
 		grpc.UnknownServiceHandler(s.grpcUnknown),
+		// Stop returns once every handler has: a call cut off by a stop
+		// is counted before the summary is.
+		grpc.WaitForHandlers(true),
 	)
-	for _, sig := range []signal{signalTraces, signalMetrics, signalLogs} {
+	for _, sig := range []signal{signalTraces, signalMetrics, signalLogs, signalProfiles} {
 		g.RegisterService(serviceDesc(sig), s)
 	}
 	return g
@@ -160,9 +164,10 @@ func grpcSender(ctx context.Context) string {
 // its Export handler can take the request as raw bytes.
 func serviceDesc(sig signal) *grpc.ServiceDesc {
 	name := map[signal]string{
-		signalTraces:  "opentelemetry.proto.collector.trace.v1.TraceService",
-		signalMetrics: "opentelemetry.proto.collector.metrics.v1.MetricsService",
-		signalLogs:    "opentelemetry.proto.collector.logs.v1.LogsService",
+		signalTraces:   "opentelemetry.proto.collector.trace.v1.TraceService",
+		signalMetrics:  "opentelemetry.proto.collector.metrics.v1.MetricsService",
+		signalLogs:     "opentelemetry.proto.collector.logs.v1.LogsService",
+		signalProfiles: profilesService,
 	}[sig]
 	return &grpc.ServiceDesc{
 		ServiceName: name,
@@ -173,8 +178,17 @@ func serviceDesc(sig signal) *grpc.ServiceDesc {
 				return srv.(*Server).grpcExport(ctx, sig, dec)
 			},
 		}},
-		Metadata: "opentelemetry/proto/collector/" + sig.String() + "/v1/" + sig.String() + "_service.proto",
+		Metadata: "opentelemetry/proto/collector/" + sig.String() + "/" + protoVersion(sig) + "/" + sig.String() + "_service.proto",
 	}
+}
+
+// protoVersion is the version part of a signal's proto package: profiles
+// are still in development.
+func protoVersion(sig signal) string {
+	if sig == signalProfiles {
+		return "v1development"
+	}
+	return "v1"
 }
 
 // grpcExport answers one Export call. Every error it returns carries a
@@ -190,7 +204,12 @@ func (s *Server) grpcExport(ctx context.Context, sig signal, dec func(any) error
 			from = p.Addr.String()
 		}
 		st := grpcstatus.Convert(err)
-		s.refuse(grpcReason(st.Code()), from, "grpc "+sig.String()+" Export"+grpcSender(ctx), st.Message())
+		reason := grpcReason(st.Code())
+		var gr *grpcRefusal
+		if errors.As(err, &gr) {
+			reason = gr.reason
+		}
+		s.refuse(reason, from, "grpc "+sig.String()+" Export"+grpcSender(ctx), st.Message())
 	}
 	return resp, err
 }
@@ -207,36 +226,85 @@ func (s *Server) grpcExportInner(ctx context.Context, sig signal, dec func(any) 
 			return nil, grpcstatus.Error(codes.Unauthenticated, "missing or wrong bearer token in the authorization metadata")
 		}
 	}
+	// The message is read by dec, below: room for it is taken first, as
+	// large as the requests of late (its own size is known only once it
+	// has arrived), so calls queue for memory with their messages still
+	// in the sender's flow-control window.
+	res := &reservation{b: s.mem, wait: s.cfg.MemoryWait}
+	defer res.release()
+	if !res.growTo(ctx, handlingFactor*s.grpcSize.Load()) {
+		return nil, s.grpcError(errMemoryFull)
+	}
 	var req rawRequest
 	defer req.free()
 	if err := dec(&req); err != nil {
+		if s.stopping.Load() {
+			s.cutOff.Add(1)
+			return nil, &grpcRefusal{grpcstatus.New(codes.Unavailable, "request cut off: the receiver is stopping; retry later"), ReasonCutOff}
+		}
 		if st, ok := grpcstatus.FromError(err); ok && st.Code() != codes.Unknown {
 			return nil, err // gRPC's own answer, such as ResourceExhausted past the size bound
 		}
 		return nil, grpcstatus.Errorf(codes.InvalidArgument, "read %s request: %v", sig, err)
 	}
+	s.noteGRPCSize(int64(len(req.b)))
+	if !res.growTo(ctx, handlingFactor*int64(len(req.b))) {
+		return nil, s.grpcError(errMemoryFull)
+	}
 	switch sig {
+	case signalProfiles:
+		if err := s.exportProfiles(req.b, formatProto); err != nil {
+			return nil, s.grpcError(err)
+		}
+		return &emptypb.Empty{}, nil // an ExportProfilesServiceResponse without partial success
 	case signalMetrics:
-		if err := s.exportCounted(sig, req.b, formatProto); err != nil {
+		if err := s.exportCounted(ctx, sig, req.b, formatProto, res); err != nil {
 			return nil, s.grpcError(err)
 		}
 		return &colmetrics.ExportMetricsServiceResponse{}, nil
 	case signalLogs:
-		if err := s.exportCounted(sig, req.b, formatProto); err != nil {
+		if err := s.exportCounted(ctx, sig, req.b, formatProto, res); err != nil {
 			return nil, s.grpcError(err)
 		}
 		return &collogs.ExportLogsServiceResponse{}, nil
 	}
-	res, err := s.exportTraces(req.b, formatProto)
+	out, err := s.exportTraces(ctx, req.b, formatProto, res)
 	if err != nil {
 		return nil, s.grpcError(err)
 	}
 	resp := &coltrace.ExportTraceServiceResponse{}
-	if res.rejected > 0 {
-		resp.PartialSuccess = &coltrace.ExportTracePartialSuccess{RejectedSpans: res.rejected, ErrorMessage: res.message}
+	if out.rejected > 0 {
+		resp.PartialSuccess = &coltrace.ExportTracePartialSuccess{RejectedSpans: out.rejected, ErrorMessage: out.message}
 	}
 	return resp, nil
 }
+
+// noteGRPCSize updates the size gRPC calls reserve before their message
+// is read: it follows a larger request at once and a smaller one slowly,
+// so a burst of large requests after small ones overshoots once at most.
+func (s *Server) noteGRPCSize(n int64) {
+	for {
+		old := s.grpcSize.Load()
+		next := max(n, old-(old-n)/16, minGRPCReserve)
+		if next == old || s.grpcSize.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// minGRPCReserve is the least a gRPC call reserves before its message is
+// read: what its stream's flow-control window lets the sender push.
+const minGRPCReserve = grpcStreamWindow
+
+// grpcRefusal is a status with the refusal reason it counts as, when the
+// code alone does not tell.
+type grpcRefusal struct {
+	st     *grpcstatus.Status
+	reason string
+}
+
+func (e *grpcRefusal) Error() string                  { return e.st.Message() }
+func (e *grpcRefusal) GRPCStatus() *grpcstatus.Status { return e.st }
 
 // grpcError maps an export failure to the OTLP retryable split:
 // InvalidArgument for bad input (not retried), Unavailable with a RetryInfo
@@ -251,7 +319,7 @@ func (s *Server) grpcError(err error) error {
 		if d, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(s.cfg.RetryAfter)}); derr == nil {
 			st = d
 		}
-		return st.Err()
+		return &grpcRefusal{st, busyReason(err)}
 	}
 	return grpcstatus.Error(codes.Internal, err.Error())
 }

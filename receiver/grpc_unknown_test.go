@@ -23,7 +23,7 @@ func TestGRPCUnknownServiceCounted(t *testing.T) {
 	cc := dialRaw(t, ga)
 	for _, method := range []string{
 		"/opentelemetry.proto.collector.trace.v1.TraceService/Exports",
-		"/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export",
+		"/opentelemetry.proto.collector.entities.v1development.EntitiesService/Export",
 	} {
 		err := cc.Invoke(context.Background(), method, &rawRequest{b: encodeRequest(t, testRequest(1))}, new(coltrace.ExportTraceServiceResponse))
 		st := grpcstatus.Convert(err)

@@ -161,7 +161,7 @@ func TestHTTPInvalidRequests(t *testing.T) {
 			wantMsg: "method GET not allowed on /v1/traces: use POST", wantHeader: [2]string{"Allow", "POST"}},
 		{name: "wrong method put", method: http.MethodPut, body: good, wantCode: 405, wantMsg: "method PUT not allowed"},
 		{name: "wrong path", path: "/v1/trace", body: good, wantCode: 404,
-			wantMsg: `no OTLP endpoint at "/v1/trace": use /v1/traces, /v1/metrics or /v1/logs`},
+			wantMsg: `no OTLP endpoint at "/v1/trace": use /v1/traces, /v1/metrics, /v1/logs or /v1development/profiles`},
 		{name: "root path", path: "/", body: good, wantCode: 404, wantMsg: `no OTLP endpoint at "/"`},
 		{name: "missing token", auth: "-", body: good, wantCode: 401,
 			wantMsg: "missing or wrong bearer token", wantHeader: [2]string{"WWW-Authenticate", "Bearer"}},

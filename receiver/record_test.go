@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/internal/golden"
 	"github.com/nemo-gym/gymtrace/model"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -42,7 +44,7 @@ func TestRecordJSON(t *testing.T) {
 			if !json.Valid(line) || bytes.ContainsRune(line, '\n') {
 				t.Fatalf("not one line of valid JSON: %s", line)
 			}
-			golden(t, string(line)+"\n")
+			golden.Check(t, []byte(string(line)+"\n"))
 
 			in, l := newLocal()
 			fromProto, _, err := DecodeProto(l, marshal(t, tt.req), Limits{})
@@ -148,27 +150,38 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// TestRecordTruncatedLastLine cuts the record's last line short, as a crash
-// mid-write would: the reader reports that line with its file:line and
-// loads everything before it.
-func TestRecordTruncatedLastLine(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rec.jsonl")
-	r, err := OpenRecorder(path, 4)
+// recordLines renders req as the record writes it.
+func recordLines(t *testing.T, req *coltrace.ExportTraceServiceRequest) []byte {
+	t.Helper()
+	lines, err := appendRecordLines(nil, recordItem{body: encodeRequest(t, req), format: formatProto})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return lines
+}
+
+// TestRecordTruncatedLastLine cuts the record's last line short, as a kill
+// mid-write does: the reader reports that line with its file:line and
+// loads everything before it, and recording again first cuts the partial
+// line off (it was never acknowledged), so the record is whole again.
+func TestRecordTruncatedLastLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.jsonl")
+	r, err := OpenRecorder(path, RecordOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
 	const lines = 3
 	for i := 0; i < lines; i++ {
 		req := testRequest(4)
 		for _, sp := range req.ResourceSpans[0].ScopeSpans[0].Spans {
 			sp.TraceId[0] = byte(i)
 		}
-		if !r.reserve() {
-			t.Fatal("reserve refused with an empty queue")
+		if err := r.write(ctx, recordLines(t, req), 4); err != nil {
+			t.Fatal(err)
 		}
-		r.push(encodeRequest(t, req), formatProto, 4)
 	}
-	if err := r.Close(); err != nil {
+	if err := r.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	full := readFile(t, path)
@@ -184,47 +197,84 @@ func TestRecordTruncatedLastLine(t *testing.T) {
 		t.Fatalf("bad lines = %d %v, want the cut line %s:%d", rep.BadLines, rep.BadSamples, path, lines)
 	}
 
-	// Recording again appends after a newline, so the cut line stays one
-	// bad line and the new request loads.
-	r, err = OpenRecorder(path, 4)
+	r, err = OpenRecorder(path, RecordOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.reserve() {
-		t.Fatal("reserve refused")
+	if err := r.write(ctx, recordLines(t, testRequest(2)), 2); err != nil {
+		t.Fatal(err)
 	}
-	r.push(encodeRequest(t, testRequest(2)), formatProto, 2)
-	if err := r.Close(); err != nil {
+	if err := r.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	_, spans, rep = loadFile(t, path, ReadOptions{})
-	if len(spans) != (lines-1)*4+2 || rep.BadLines != 1 {
-		t.Errorf("after appending: %d spans, %d bad lines; want %d and 1", len(spans), rep.BadLines, (lines-1)*4+2)
+	if len(spans) != (lines-1)*4+2 || rep.BadLines != 0 {
+		t.Errorf("after appending: %d spans, %d bad lines %v; want %d and none", len(spans), rep.BadLines, rep.BadSamples, (lines-1)*4+2)
 	}
 }
 
-// TestRecorderQueueFull fills a tiny record queue and checks that the
-// server refuses (retryably) rather than acknowledging unrecorded spans.
-func TestRecorderQueueFull(t *testing.T) {
-	r := NewRecorder(blockingWriter{make(chan struct{})}, 2)
-	if !r.reserve() || !r.reserve() {
-		t.Fatal("reserve refused below capacity")
-	}
-	if r.reserve() {
-		t.Fatal("reserve succeeded past capacity")
-	}
-	r.release()
-	if !r.reserve() {
-		t.Fatal("reserve refused after a release")
-	}
-	r.release()
-	r.release()
-	if err := r.Close(); err != nil {
+// TestRecordWholeLastLineWithoutNewline appends to a file whose last line
+// is whole but has no newline (written by another tool): it is kept, and
+// the next line starts on a line of its own.
+func TestRecordWholeLastLineWithoutNewline(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.jsonl")
+	first := bytes.TrimSuffix(recordLines(t, testRequest(3)), []byte("\n"))
+	if err := os.WriteFile(path, first, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r.reserve() {
-		t.Fatal("reserve succeeded after Close")
+	r, err := OpenRecorder(path, RecordOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx := context.Background()
+	req := testRequest(2)
+	for _, sp := range req.ResourceSpans[0].ScopeSpans[0].Spans {
+		sp.TraceId = bytes.Repeat([]byte{0xcd}, 16)
+	}
+	if err := r.write(ctx, recordLines(t, req), 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, spans, rep := loadFile(t, path, ReadOptions{})
+	if len(spans) != 5 || rep.BadLines != 0 {
+		t.Errorf("%d spans, %d bad lines %v; want 5 and none", len(spans), rep.BadLines, rep.BadSamples)
+	}
+}
+
+// TestRecorderStalled gives the record a writer that never returns: each
+// request is refused as stalled after the wait instead of acknowledged,
+// the counts say exactly what the writer holds, and Close gives up on it
+// when its context ends, with the same counts.
+func TestRecorderStalled(t *testing.T) {
+	w := blockingWriter{make(chan struct{})}
+	r := NewRecorder(w, RecordOptions{Wait: 100 * time.Millisecond})
+	ctx := context.Background()
+	var refused int64
+	for i := 0; i < 3; i++ {
+		if err := r.write(ctx, recordLines(t, testRequest(5)), 5); !errors.Is(err, errRecordStalled) {
+			t.Fatalf("write %d into a blocked writer = %v, want stalled", i, err)
+		}
+		refused += 5
+	}
+	// The first request is in the writer's hands; the others were taken
+	// back before it got them, or are in its hands too.
+	reqs, spans := r.Unwritten()
+	if reqs < 1 || reqs > 3 || spans != 5*reqs {
+		t.Errorf("Unwritten() = %d requests, %d spans; want 1 to 3 requests of 5 spans", reqs, spans)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	err := r.Close(cctx)
+	var ab *RecordAbandonedError
+	if !errors.As(err, &ab) || ab.Requests != reqs || ab.Spans != spans {
+		t.Fatalf("Close = %v, want abandoned with %d requests, %d spans", err, reqs, spans)
+	}
+	if err := r.write(ctx, recordLines(t, testRequest(1)), 1); !errors.Is(err, errRecordClosed) {
+		t.Errorf("write after Close = %v, want closed", err)
+	}
+	close(w.c)
 }
 
 type blockingWriter struct{ c chan struct{} }

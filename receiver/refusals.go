@@ -26,8 +26,17 @@ const (
 	ReasonTooLarge    = "too_large"                // over the size bounds
 	ReasonMalformed   = "malformed"                // undecodable body
 	ReasonIncomplete  = "incomplete_body"          // the body stalled past the body timeout or the client went away
-	ReasonBusy        = "busy"                     // store or record full, or shutting down: retryable
+	ReasonBusy        = "busy"                     // store queue or memory bound full, or shutting down: retryable
 	ReasonInternal    = "internal"
+	// ReasonRecordStalled and ReasonRecordFailed are retryable refusals
+	// the record (--record) caused: its writer did not write in time (a
+	// full pipe, a hung disk), or a write failed (a full disk).
+	ReasonRecordStalled = "record_stalled"
+	ReasonRecordFailed  = "record_failed"
+	// ReasonCutOff is a body still arriving when a stop ended its grace.
+	ReasonCutOff = "cut_off_at_stop"
+	// ReasonWrongPort is OTLP/HTTP sent to the gRPC port.
+	ReasonWrongPort = "http_on_grpc_port"
 )
 
 // refusalLogEvery is how often one reason may log again after its first line.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nemo-gym/gymtrace/model"
@@ -17,13 +18,19 @@ import (
 
 // Defaults for Config fields left zero.
 const (
-	DefaultGRPCAddr        = "127.0.0.1:4317"
-	DefaultHTTPAddr        = "127.0.0.1:4318"
-	DefaultMaxRecvBytes    = 16 << 20
+	DefaultGRPCAddr = "127.0.0.1:4317"
+	DefaultHTTPAddr = "127.0.0.1:4318"
+	// DefaultMaxRecvBytes and DefaultMaxDecompressed bound one request, as
+	// sent and after decompression: 64 MiB, the default OTLP 1.11
+	// recommends, on both transports.
+	DefaultMaxRecvBytes    = 64 << 20
 	DefaultMaxDecompressed = 64 << 20
-	DefaultRecordQueue     = 1024
 	DefaultRetryAfter      = time.Second
 	DefaultQueueWait       = time.Second
+	// DefaultStopGrace is how long a stop lets requests in flight finish:
+	// a body still arriving after it is cut off (and counted), so a stop
+	// ends within Docker's and systemd's patience however clients behave.
+	DefaultStopGrace = 500 * time.Millisecond
 )
 
 // Off, given as an address, disables that transport.
@@ -41,29 +48,33 @@ type Config struct {
 	// unless Insecure is set.
 	AuthToken string
 	Insecure  bool
-	// MaxRecvBytes bounds one request as sent: the gRPC message and the HTTP
-	// body. gRPC also applies it to the decompressed message.
+	// MaxRecvBytes bounds one request as sent (the gRPC message, the HTTP
+	// body) and, on gRPC, after decompression too.
 	MaxRecvBytes int
-	// MaxDecompressed bounds an HTTP body after gzip decompression, so a
-	// small compressed body cannot expand without limit.
+	// MaxDecompressed bounds an HTTP body after decompression, so a small
+	// compressed body cannot expand without limit.
 	MaxDecompressed int
 	// AllowHosts are host names, besides loopback ones, that requests to a
 	// loopback HTTP listener may name in Host and Origin.
 	AllowHosts []string
 	// BodyTimeout bounds reading one HTTP request body.
 	BodyTimeout time.Duration
-	// MaxInflight bounds the decompressed bytes of HTTP bodies being
-	// inflated at once; each compressed request reserves MaxDecompressed.
+	// MaxInflight bounds the memory of the requests being handled at once,
+	// on both transports: bodies as read and inflated, the spans decoded
+	// from them and their record lines. A request waits up to MemoryWait
+	// for room, then is refused as retryable; one at a time may pass the
+	// bound (see memBudget).
 	MaxInflight int64
+	MemoryWait  time.Duration
 	// Limits bound what the decoders keep of one span.
 	Limits Limits
 	// Record, or RecordPath (opened for appending), receives every accepted
-	// request, traces, metrics and logs, as OTLP/JSON lines. At most one may
-	// be set.
+	// request, traces, metrics and logs, as OTLP/JSON lines; a request is
+	// acknowledged only once its lines are written (RecordOptions). At most
+	// one may be set.
 	Record     io.Writer
 	RecordPath string
-	// RecordQueue is how many requests may wait for the record writer.
-	RecordQueue int
+	RecordOptions
 	// Log receives one line per new refusal reason (rate-limited), naming
 	// the client and what it sent; nil discards them.
 	Log io.Writer
@@ -95,10 +106,10 @@ func (c *Config) setDefaults() {
 		c.BodyTimeout = DefaultBodyTimeout
 	}
 	if c.MaxInflight <= 0 {
-		c.MaxInflight = 2 * int64(c.MaxDecompressed)
+		c.MaxInflight = DefaultMaxInflight
 	}
-	if c.RecordQueue <= 0 {
-		c.RecordQueue = DefaultRecordQueue
+	if c.MemoryWait <= 0 {
+		c.MemoryWait = DefaultMemoryWait
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = DefaultRetryAfter
@@ -119,7 +130,10 @@ type Server struct {
 	// decode and puts it back, so the hot path interns without locking.
 	locals sync.Pool
 
-	inflight *byteBudget // decompressed HTTP bytes in flight
+	mem *memBudget // bytes of requests in flight
+	// grpcSize is what a gRPC call reserves before its message is read
+	// (noteGRPCSize).
+	grpcSize atomic.Int64
 	hosts    hostGuard
 	rec      *Recorder
 	grpcSrv  *grpc.Server
@@ -127,33 +141,54 @@ type Server struct {
 	grpcLn   net.Listener
 	httpLn   net.Listener
 	wg       sync.WaitGroup
+	bodies   bodyReads // HTTP bodies being read, cut off at a stop
+	// stopping is set once a stop's grace period is over: a gRPC message
+	// that fails to arrive after it was cut off.
+	stopping atomic.Bool
+	// recordChanged is signalled when the record starts or stops failing.
+	recordChanged chan struct{}
 
 	serveMu  sync.Mutex
 	serveErr error
 
 	rejected      atomic.Int64 // spans the decoders refused
-	recordRefused atomic.Int64 // spans refused because the record queue was full (not broken)
+	recordRefused atomic.Int64 // spans refused because the record could not take them
 	requests      atomic.Int64
 	failed        atomic.Int64
+	cutOff        atomic.Int64 // requests whose body a stop cut off
+	profiles      atomic.Int64 // profiles received (counted, not stored)
 	refused       *refusals
 }
 
 // Stats are the Server's own counters; the store counts the rest.
 type Stats struct {
-	Requests      int64 // export requests answered, any signal
-	Failed        int64 // requests answered with an error status
-	Rejected      int64 // spans the decoders refused (partial success)
-	RecordRefused int64 // spans refused because the record queue was full
-	Recorded      int64 // requests written to the record
+	Requests int64 // export requests answered, any signal
+	Failed   int64 // requests answered with an error status
+	Rejected int64 // spans the decoders refused (partial success)
+	// RecordRefused counts spans refused as retryable because the record
+	// could not take them: its writer stalled, or a write failed.
+	RecordRefused int64
+	// Recorded and RecordedSpans count what the record holds: requests and
+	// spans written.
+	Recorded, RecordedSpans int64
+	// RecordFailures counts failed writes (a full disk); RecordFailing
+	// says the latest one failed, RecordError why (kept after recovery).
+	RecordFailures int64
+	RecordFailing  bool
+	RecordError    error
+	// UnwrittenRequests and UnwrittenSpans wait for the record writer or
+	// are in its hands; none is acknowledged.
+	UnwrittenRequests, UnwrittenSpans int64
 	// RequestsRefused counts requests refused whole, by reason (Reason*).
 	RequestsRefused map[string]int64
-	// RecordLost counts acknowledged spans the record will not hold (a
-	// write failed); RecordError says why. The live store has them.
-	RecordLost  int64
-	RecordError error
-	// UnwrittenRequests and UnwrittenSpans are acknowledged but not yet
-	// handed to the OS by the record writer.
-	UnwrittenRequests, UnwrittenSpans int64
+	// CutOff counts requests whose body was still arriving when a stop
+	// ended its grace period (also in RequestsRefused, as ReasonCutOff).
+	CutOff int64
+	// Profiles counts OTLP profiles received (accepted and counted, not
+	// stored).
+	Profiles int64
+	// InflightBytes is the memory requests in flight hold now.
+	InflightBytes int64
 }
 
 // NewServer checks cfg and returns a Server ready to Start. It refuses
@@ -179,12 +214,34 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, auth: newAuthorizer(cfg.AuthToken), refused: newRefusals(cfg.Log),
-		inflight: newByteBudget(cfg.MaxInflight),
-		hosts:    newHostGuard(cfg.HTTPAddr, cfg.AllowHosts)}
+		mem:           newMemBudget(cfg.MaxInflight),
+		hosts:         newHostGuard(cfg.HTTPAddr, cfg.AllowHosts),
+		recordChanged: make(chan struct{}, 1)}
+	// Until requests tell, a call is taken to be a quarter of the bound:
+	// a burst of large calls at start overshoots little, small ones bring
+	// the reservation down within a few dozen calls.
+	s.grpcSize.Store(max(int64(cfg.MaxRecvBytes)/4, minGRPCReserve))
 	strs := cfg.Store.Interner()
 	s.locals.New = func() any { return model.NewLocal(strs) }
 	return s, nil
 }
+
+// ListenError is a listener that could not be bound: Transport ("OTLP/gRPC"
+// or "OTLP/HTTP") at Addr. InUse reports the address taken by another
+// socket.
+type ListenError struct {
+	Transport, Addr string
+	Err             error
+}
+
+func (e *ListenError) Error() string {
+	return fmt.Sprintf("listen for %s on %s: %v", e.Transport, e.Addr, e.Err)
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
+
+// InUse reports whether another socket holds the address.
+func (e *ListenError) InUse() bool { return errors.Is(e.Err, syscall.EADDRINUSE) }
 
 // Start opens the record file, binds both listeners and serves in the
 // background. On error nothing is left open.
@@ -192,35 +249,36 @@ func (s *Server) Start(ctx context.Context) error {
 	var err error
 	switch {
 	case s.cfg.RecordPath != "":
-		s.rec, err = OpenRecorder(s.cfg.RecordPath, s.cfg.RecordQueue)
+		s.rec, err = OpenRecorder(s.cfg.RecordPath, s.cfg.RecordOptions)
 	case s.cfg.Record != nil:
-		s.rec = NewRecorder(s.cfg.Record, s.cfg.RecordQueue)
+		s.rec = NewRecorder(s.cfg.Record, s.cfg.RecordOptions)
 	}
 	if err != nil {
 		return err
 	}
 	if s.rec != nil {
-		s.rec.OnLost(s.store.CountNotRecorded)
+		s.rec.OnChange(s.recordStateChanged)
 	}
 	var lc net.ListenConfig
 	if s.cfg.GRPCAddr != Off {
 		if s.grpcLn, err = lc.Listen(ctx, "tcp", s.cfg.GRPCAddr); err != nil {
 			s.abort()
-			return fmt.Errorf("listen for OTLP/gRPC on %s: %w", s.cfg.GRPCAddr, err)
+			return &ListenError{Transport: "OTLP/gRPC", Addr: s.cfg.GRPCAddr, Err: err}
 		}
 	}
 	if s.cfg.HTTPAddr != Off {
 		if s.httpLn, err = lc.Listen(ctx, "tcp", s.cfg.HTTPAddr); err != nil {
 			s.abort()
-			return fmt.Errorf("listen for OTLP/HTTP on %s: %w", s.cfg.HTTPAddr, err)
+			return &ListenError{Transport: "OTLP/HTTP", Addr: s.cfg.HTTPAddr, Err: err}
 		}
 	}
 	if s.grpcLn != nil {
 		s.grpcSrv = s.newGRPCServer()
+		ln := newSniffListener(s.grpcLn, s)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			if err := s.grpcSrv.Serve(s.grpcLn); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			if err := s.grpcSrv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 				s.setServeErr(fmt.Errorf("serve OTLP/gRPC: %w", err))
 			}
 		}()
@@ -238,13 +296,34 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
+// recordStateChanged tells the store (for the TUI) and RecordChanged's
+// reader that the record started or stopped failing.
+func (s *Server) recordStateChanged() {
+	s.store.SetRecordState(s.recordState())
+	select {
+	case s.recordChanged <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Server) recordState() model.RecordState {
+	st := model.RecordState{Refused: s.recordRefused.Load()}
+	if s.rec != nil {
+		st.Failures, st.Failing = s.rec.Failures(), s.rec.Failing()
+		if err := s.rec.Err(); err != nil {
+			st.Cause = RecordCause(err)
+		}
+	}
+	return st
+}
+
 // abort closes what a failed Start opened.
 func (s *Server) abort() {
 	if s.grpcLn != nil {
 		s.grpcLn.Close()
 	}
 	if s.rec != nil {
-		s.rec.Close()
+		s.rec.Close(context.Background())
 	}
 }
 
@@ -275,31 +354,40 @@ func (s *Server) Stats() Stats {
 		Rejected:        s.rejected.Load(),
 		RecordRefused:   s.recordRefused.Load(),
 		RequestsRefused: s.refused.snapshot(),
+		CutOff:          s.cutOff.Load(),
+		Profiles:        s.profiles.Load(),
+		InflightBytes:   s.mem.inUse(),
 	}
 	if s.rec != nil {
-		st.Recorded = s.rec.Written()
-		st.RecordLost = s.rec.Lost()
-		st.RecordError = s.rec.Err()
+		st.Recorded, st.RecordedSpans = s.rec.Written(), s.rec.WrittenSpans()
+		st.RecordFailures, st.RecordFailing, st.RecordError = s.rec.Failures(), s.rec.Failing(), s.rec.Err()
 		st.UnwrittenRequests, st.UnwrittenSpans = s.rec.Unwritten()
 	}
 	return st
 }
 
-// RecordFailed returns a channel closed when a record write fails, or nil
-// when not recording (a nil channel never fires).
-func (s *Server) RecordFailed() <-chan struct{} {
+// RecordChanged returns a channel signalled when the record starts or
+// stops failing, or nil when not recording (a nil channel never fires).
+func (s *Server) RecordChanged() <-chan struct{} {
 	if s.rec == nil {
 		return nil
 	}
-	return s.rec.Failed()
+	return s.recordChanged
 }
 
-// Shutdown stops accepting requests, lets in-flight ones finish (until ctx
-// ends, then cuts them), waits for the serving goroutines, and then flushes
-// and syncs the record so every acknowledged span is on disk. It does not
-// close the store.
+// Shutdown stops accepting requests and lets those in flight finish for
+// Config.StopGrace; bodies still arriving then are cut off (and counted),
+// and what is left is closed when ctx ends. It then closes the record:
+// what is waiting for its writer is written, and the file is synced. Every
+// span acknowledged is in the record before the first acknowledgement is
+// sent, so a stop cut short loses none. It does not close the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
+	grace := time.AfterFunc(DefaultStopGrace, func() {
+		s.stopping.Store(true)
+		s.bodies.cut()
+	})
+	defer grace.Stop()
 	var inner sync.WaitGroup
 	if s.grpcSrv != nil {
 		inner.Add(1)
@@ -310,6 +398,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			select {
 			case <-done:
 			case <-ctx.Done():
+				s.stopping.Store(true)
 				s.grpcSrv.Stop() // GracefulStop returns once Stop closed everything
 				<-done
 			}
@@ -324,7 +413,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	inner.Wait()
 	s.wg.Wait()
 	if s.rec != nil {
-		if err := s.rec.Close(); err != nil {
+		// The record gets a moment more than the receivers: what the last
+		// requests handed it is written before they are answered.
+		rctx, cancel := context.WithTimeout(context.Background(), recordCloseWait(ctx))
+		err := s.rec.Close(rctx)
+		cancel()
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -334,6 +428,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.serveMu.Unlock()
 	return errors.Join(errs...)
+}
+
+// recordCloseWait is how long Shutdown waits for the record writer once
+// the receivers stopped: what is left of ctx, and at least half a second.
+func recordCloseWait(ctx context.Context) time.Duration {
+	d := 500 * time.Millisecond
+	if dl, ok := ctx.Deadline(); ok {
+		d = max(d, time.Until(dl))
+	}
+	return d
 }
 
 // wireFormat is how a request body is encoded.
@@ -351,9 +455,9 @@ type inputError struct{ err error }
 func (e *inputError) Error() string { return e.err.Error() }
 func (e *inputError) Unwrap() error { return e.err }
 
-// errRecordFull means the record writer is behind; like a full store it is
-// retryable.
-var errRecordFull = errors.New("record queue is full")
+// errMemoryFull means the requests in flight hold all of MaxInflight;
+// like a full store it is retryable.
+var errMemoryFull = errors.New("requests in flight fill the receiver's memory bound")
 
 // exportResult is what a trace export answers on success.
 type exportResult struct {
@@ -361,12 +465,18 @@ type exportResult struct {
 	message  string
 }
 
-// exportTraces decodes one trace request and hands the spans to the store
-// and, when recording, to the record writer. It acknowledges only what both
-// took: a record slot is reserved before the store submit and released if
-// the store refuses, so an acknowledged span is always recorded. body is
-// only borrowed: the record writer gets its own copy.
-func (s *Server) exportTraces(body []byte, f wireFormat) (exportResult, error) {
+// linePool recycles record line buffers.
+var linePool = sync.Pool{New: func() any { return new([]byte) }}
+
+// exportTraces decodes one trace request and hands the spans to the record
+// writer, when recording, and then to the store. It acknowledges only what
+// both took: a request is answered OK once its lines are written (and
+// synced, with Fsync), and a record that cannot take it (stalled, failing)
+// refuses it as retryable before the store sees it, so the store holds
+// only what the record holds. res is the request's share of the memory
+// bound: it is set to what decoding and rendering measure. body is only
+// borrowed.
+func (s *Server) exportTraces(ctx context.Context, body []byte, f wireFormat, res *reservation) (exportResult, error) {
 	l := s.locals.Get().(*model.Local)
 	var (
 		b   model.Batch
@@ -385,49 +495,80 @@ func (s *Server) exportTraces(body []byte, f wireFormat) (exportResult, error) {
 	if err != nil {
 		return exportResult{}, &inputError{err}
 	}
-	var res exportResult
+	n := len(b.Spans)
+	var res0 exportResult
+	if rep.Rejected > 0 {
+		res0 = exportResult{rejected: int64(rep.Rejected), message: rejectMessage(rep)}
+	}
+	held := int64(len(body)) + b.Bytes()
+	res.setTo(max(res.held, held))
+	if n > 0 && s.rec != nil {
+		// A failing record refuses at once until its next try is due:
+		// decoded only to count what it refuses.
+		if err := s.rec.admit(); err != nil {
+			s.recordRefused.Add(int64(n))
+			s.store.SetRecordState(s.recordState())
+			return exportResult{}, err
+		}
+		if err := s.record(ctx, recordItem{body: recordBody(body, f, rep), format: f, sig: signalTraces}, int64(n), held, res); err != nil {
+			return exportResult{}, err
+		}
+	}
+	if n > 0 {
+		if err := s.store.SubmitWait(b, s.cfg.QueueWait); err != nil {
+			return exportResult{}, err
+		}
+	}
+	// Counted once accepted: a refused request is sent again.
 	if c := rep.capped(); c != (model.Capped{}) {
 		s.cfg.Store.CountCapped(c)
 	}
 	if rep.ValuesRepaired > 0 {
 		s.cfg.Store.CountRepaired(int64(rep.ValuesRepaired))
 	}
-	body = recordBody(body, f, rep)
 	if rep.Rejected > 0 {
 		s.rejected.Add(int64(rep.Rejected))
-		res = exportResult{rejected: int64(rep.Rejected), message: rejectMessage(rep)}
 	}
-	n := len(b.Spans)
-	if n == 0 {
-		return res, nil
+	return res0, nil
+}
+
+// record renders a request's lines and waits for the writer to write them;
+// an error is the retryable refusal to answer. held is what the request
+// holds besides its lines.
+func (s *Server) record(ctx context.Context, it recordItem, spans, held int64, res *reservation) error {
+	bp := linePool.Get().(*[]byte)
+	lines, err := appendRecordLines((*bp)[:0], it)
+	if err != nil {
+		linePool.Put(bp)
+		// The decoder took it but the record cannot hold it: sent again,
+		// it would fail again.
+		return &inputError{err}
 	}
-	if s.rec != nil && !s.rec.reserve() {
-		s.recordRefused.Add(int64(n))
-		return exportResult{}, errRecordFull
-	}
-	if err := s.store.SubmitWait(b, s.cfg.QueueWait); err != nil {
-		if s.rec != nil {
-			s.rec.release()
+	res.setTo(held + int64(cap(lines)))
+	err = s.rec.write(ctx, lines, spans)
+	if err == nil || !errors.Is(err, errRecordStalled) {
+		// The writer is done with the lines (a stalled one may still
+		// read them).
+		if cap(lines) <= maxPooled {
+			*bp = lines[:0]
+			linePool.Put(bp)
 		}
-		return exportResult{}, err
 	}
-	if s.rec != nil {
-		s.rec.push(body, f, n)
+	if err != nil {
+		s.recordRefused.Add(spans)
+		s.store.SetRecordState(s.recordState())
 	}
-	return res, nil
+	return err
 }
 
 // recordBody is what the record gets of an accepted request: the body
 // with the strings the decoder repaired repaired the same way, since the
 // record must hold valid text and reopen as the store holds it.
 func recordBody(body []byte, f wireFormat, rep Report) []byte {
-	if rep.ValuesRepaired == 0 {
-		return body
+	if rep.ValuesRepaired == 0 || f == formatProto {
+		return body // the protobuf conversion repairs strings itself
 	}
-	if f == formatJSON {
-		return validJSONBody(body)
-	}
-	return repairProtoStrings(body)
+	return validJSONBody(body)
 }
 
 // rejectMessage is the one sentence partial_success carries.
@@ -457,31 +598,30 @@ func (g signal) String() string {
 		return "metrics"
 	case signalLogs:
 		return "logs"
+	case signalProfiles:
+		return "profiles"
 	}
 	return "traces"
 }
 
 // exportCounted counts the data points or log records of a metrics or logs
-// request; they are counted, never stored.
-func (s *Server) exportCounted(g signal, body []byte, f wireFormat) error {
+// request; they are counted, never stored. When recording, they are
+// counted once written.
+func (s *Server) exportCounted(ctx context.Context, g signal, body []byte, f wireFormat, res *reservation) error {
 	var (
 		n   int
 		err error
 	)
-	// Reserve the record slot first: a request refused as busy must count
-	// nothing, since the sender will send it again.
-	if s.rec != nil && !s.rec.reserve() {
-		return errRecordFull
-	}
-	byName := func(name []byte, points int) { s.store.CountMetric(string(name), int64(points)) }
+	byName := map[string]int64{}
+	add := func(name []byte, points int) { byName[string(name)] += int64(points) }
 	switch {
 	case g == signalMetrics && f == formatJSON:
-		n, err = MetricPointsByNameJSON(body, byName)
+		n, err = MetricPointsByNameJSON(body, add)
 	case g == signalMetrics:
 		// Validate first, so a request refused as malformed counts nothing,
 		// per name or in total; the walk is cheap and allocates nothing.
 		if n, err = CountMetricPoints(body); err == nil {
-			MetricPointsByName(body, byName)
+			MetricPointsByName(body, add)
 		}
 	case f == formatJSON:
 		n, err = CountLogRecordsJSON(body)
@@ -489,35 +629,60 @@ func (s *Server) exportCounted(g signal, body []byte, f wireFormat) error {
 		n, err = CountLogRecords(body)
 	}
 	if err != nil {
-		if s.rec != nil {
-			s.rec.release()
-		}
 		return &inputError{err}
+	}
+	if s.rec != nil {
+		if err := s.rec.admit(); err != nil {
+			return err
+		}
+		if err := s.record(ctx, recordItem{body: body, format: f, sig: g}, 0, int64(len(body)), res); err != nil {
+			return err
+		}
+	}
+	for name, points := range byName {
+		s.store.CountMetric(name, points)
 	}
 	if g == signalMetrics {
 		s.store.Count(int64(n), 0)
 	} else {
 		s.store.Count(0, int64(n))
 	}
-	if s.rec != nil {
-		s.rec.pushSignal(body, f, g, 0)
-	}
 	return nil
 }
 
-// retryable reports whether err means "busy, try again": a full store or
-// record queue, or a store that is shutting down.
+// retryable reports whether err means "busy, try again": a full store,
+// memory bound or record, a record that cannot write, or a receiver that
+// is shutting down.
 func retryable(err error) bool {
-	return errors.Is(err, model.ErrFull) || errors.Is(err, model.ErrClosed) || errors.Is(err, errRecordFull)
+	var re *recordError
+	return errors.Is(err, model.ErrFull) || errors.Is(err, model.ErrClosed) || errors.Is(err, errMemoryFull) ||
+		errors.Is(err, errRecordStalled) || errors.Is(err, errRecordClosed) || errors.As(err, &re)
 }
 
 // busyMessage is what a retryable refusal tells the sender.
 func busyMessage(err error) string {
+	var re *recordError
 	switch {
-	case errors.Is(err, model.ErrClosed):
+	case errors.Is(err, model.ErrClosed), errors.Is(err, errRecordClosed):
 		return "receiver is shutting down; retry later"
-	case errors.Is(err, errRecordFull):
-		return "record queue is full; retry later"
+	case errors.Is(err, errRecordStalled):
+		return "the record (--record) writer is stalled (a full pipe or a hung disk); retry later"
+	case errors.As(err, &re):
+		return "the record (--record) cannot be written: " + RecordCause(re.err) + "; retry later"
+	case errors.Is(err, errMemoryFull):
+		return "requests in flight fill the receiver's memory bound; retry later"
 	}
 	return "span store queue is full; retry later"
+}
+
+// busyReason names a retryable refusal for the refusal counts.
+func busyReason(err error) string {
+	var re *recordError
+	switch {
+	case errors.Is(err, errRecordStalled):
+		return ReasonRecordStalled
+	case errors.As(err, &re):
+		return ReasonRecordFailed
+	}
+	return ReasonBusy
 }

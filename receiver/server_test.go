@@ -342,7 +342,7 @@ func TestGRPCStatusCodes(t *testing.T) {
 		{name: "wrong token", body: good, auth: "Bearer nope", wantCode: codes.Unauthenticated},
 		{name: "metrics truncated", method: "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export", body: []byte{0x0a, 0x10}, wantCode: codes.InvalidArgument},
 		{name: "logs empty", method: "/opentelemetry.proto.collector.logs.v1.LogsService/Export", body: nil, wantCode: codes.OK},
-		{name: "unknown service", method: "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export", body: nil, wantCode: codes.Unimplemented},
+		{name: "unknown service", method: "/opentelemetry.proto.collector.entities.v1development.EntitiesService/Export", body: nil, wantCode: codes.Unimplemented},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -84,9 +85,18 @@ func BenchmarkUpdateKey(b *testing.B) {
 			{"sort", nil, []string{"s"}},
 			{"trace-search-next", []string{"tab", "/", "g", "y", "m", ".", "m", "enter"}, []string{"n"}},
 			{"trace-next-failure", []string{"tab"}, []string{"f"}},
+			// 200 columns: each new order measures every row for the wider list.
+			{"sort-200x50", []string{"wide"}, []string{"s"}},
 		}
 		for _, c := range cases {
-			m := keys(b, base, c.setup...)
+			m := base
+			for _, k := range c.setup {
+				if k == "wide" {
+					m = send(b, m, tea.WindowSizeMsg{Width: 200, Height: 50})
+					continue
+				}
+				m = keys(b, m, k)
+			}
 			b.Run(fmt.Sprintf("%s/spans=%d", c.name, size), func(b *testing.B) {
 				b.ReportAllocs()
 				i := 0

@@ -6,23 +6,24 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
-// compareView sets two rollouts side by side (gate.CompareRollouts): the
+// compareView sets two rollouts side by side (whatif.CompareRollouts): the
 // marked one (m) as A against the selected one as B; with none marked, or
 // the marked one selected, the selected rollout under the current spec (A)
 // against itself under the previewed spec (B).
 type compareView struct {
 	pager
-	reg *gate.Registry
+	reg *groups.Registry
 	// what the comparison was computed from
 	a, b     *model.Rollout
-	cur, pre gate.Set
+	cur, pre groups.Set
 }
 
-func newCompareView(st *Styles, keys *KeyMap, reg *gate.Registry) *compareView {
+func newCompareView(st *Styles, keys *KeyMap, reg *groups.Registry) *compareView {
 	return &compareView{pager: newPager(st, keys, "c/esc back"), reg: reg}
 }
 
@@ -52,24 +53,24 @@ func (c *compareView) compute(e *env) {
 		return
 	}
 	// A fresh engine: the model's engines belong to running commands.
-	eng := gate.NewEngine(c.reg)
-	var a, b gate.DiffSide
+	eng := whatif.NewEngine(c.reg)
+	var a, b whatif.DiffSide
 	var la, lb string
 	if e.marked != nil && e.marked != e.rollout {
-		a, b = gate.RolloutSide(e.snap, e.marked), gate.RolloutSide(e.snap, e.rollout)
+		a, b = whatif.RolloutSide(e.snap, e.marked), whatif.RolloutSide(e.snap, e.rollout)
 		la, lb = e.marked.ID+" (marked)", e.rollout.ID
 	} else {
 		a, b = eng.SpecSide(e.snap, e.rollout, e.current), eng.SpecSide(e.snap, e.rollout, e.preview)
 		la, lb = e.rollout.ID+" under "+c.reg.Format(e.current), e.rollout.ID+" under "+c.reg.Format(e.preview)
 	}
-	d := gate.CompareRollouts(a, b)
+	d := whatif.CompareRollouts(a, b)
 	c.title = "Compare A " + la + " · B " + lb
 	c.setLines(c.diffLines(d, la, lb))
 }
 
-func (c *compareView) diffLines(d *gate.Diff, la, lb string) []string {
+func (c *compareView) diffLines(d *whatif.Diff, la, lb string) []string {
 	w := c.width
-	side := func(tag, label string, s gate.DiffSummary) string {
+	side := func(tag, label string, s whatif.DiffSummary) string {
 		return clip(fmt.Sprintf(" %s %s: %s, %d errors, %s, %s", tag, label, countNoun(s.Spans, "span"), s.Errors, countNoun(s.Traces, "trace"), fmtDur(s.DurationNS)), w)
 	}
 	out := []string{side("A", la, d.A), side("B", lb, d.B), ""}
@@ -97,7 +98,7 @@ func (c *compareView) diffLines(d *gate.Diff, la, lb string) []string {
 			out = append(out, row(opKey(o.Name, shortService(o.Service), keyW), itoa(o.CountA), itoa(o.CountB), itoa(o.ErrorsA), itoa(o.ErrorsB), fmtDur(o.TotalNSA), fmtDur(o.TotalNSB)))
 		}
 	}
-	list := func(title string, ss []gate.DiffSpan, err bool) {
+	list := func(title string, ss []whatif.DiffSpan, err bool) {
 		if len(ss) == 0 {
 			return
 		}

@@ -12,7 +12,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -90,7 +91,7 @@ func TestExportKey(t *testing.T) {
 	}
 	// X: as under the previewed spec (default drops the model and verify spans).
 	m = keys(t, m, "X")
-	rep := gate.NewEngine(m.reg).Preview(m.snap, m.opts.Current)
+	rep := whatif.NewEngine(m.reg).Preview(m.snap, m.opts.Current)
 	kept := rep.PerRollout[0].Spans
 	if len(calls) != 2 || !strings.HasSuffix(calls[1].path, "gymtrace-r0000-default.jsonl") || len(calls[1].spans) != kept {
 		t.Errorf("X: %d calls, last %s with %d spans; want the %d the preview keeps", len(calls), calls[len(calls)-1].path, len(calls[len(calls)-1].spans), kept)
@@ -107,11 +108,11 @@ func TestExportKey(t *testing.T) {
 func TestWorthView(t *testing.T) {
 	b := newBuilder(t)
 	b.capture(t, 6, false)
-	budget, err := gate.ParseBudget("10spans/rollout")
+	budget, err := whatif.ParseBudget("10spans/rollout")
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := gate.Default()
+	reg := groups.Default()
 	cur, _ := reg.Parse("default")
 	m := New(Options{Source: b.st, Registry: reg, Current: cur, CurrentSpec: "default", Title: "capture.jsonl",
 		SnippetPath: filepath.Join(t.TempDir(), SnippetFile), Now: func() time.Time { return t0.Add(time.Hour) },
@@ -128,7 +129,7 @@ func TestWorthView(t *testing.T) {
 		t.Fatal("w does not open the cost and worth view, or its rows never came")
 	}
 	text := ansi.Strip(strings.Join(m.worth.lines, "\n"))
-	for _, want := range []string{"CPU at 1ms per enabled span; judged against default", "server", "http_client", "keeps 6/0", "model_call", "budget 10spans/rollout: misses by"} {
+	for _, want := range []string{"CPU at 1ms per enabled span; judged against default", "server", "http_client", "keeps (6 vs 0)", "model_call", "budget 10spans/rollout: misses by"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("cost and worth view lacks %q:\n%s", want, text)
 		}
@@ -138,8 +139,8 @@ func TestWorthView(t *testing.T) {
 		t.Errorf("cost and worth view has no CPU per second column:\n%s", text)
 	}
 	for _, g := range m.worth.rows {
-		if m.reg.Name(g.Group) == "server" && !regexp.MustCompile(`(?m)^ server\s+on\s+\S+\s+\S+ \S+\s+\S+\s+`+regexp.QuoteMeta(fmt.Sprintf("%.2f", g.CPUMSPerSecond))+`\s`).MatchString(text) {
-			t.Errorf("server's CPU per second %.2f is not shown:\n%s", g.CPUMSPerSecond, text)
+		if m.reg.Name(g.Group) == "server" && !regexp.MustCompile(`(?m)^ server\s+on\s+\S+\s+\S+\s+\S+\s+`+regexp.QuoteMeta(fmt.Sprintf("%.3f", g.CPUMSPerSecond))+`\s`).MatchString(text) {
+			t.Errorf("server's CPU per second %.3f is not shown:\n%s", g.CPUMSPerSecond, text)
 		}
 	}
 	// A new previewed spec is judged anew.
@@ -163,10 +164,10 @@ func TestStatsScope(t *testing.T) {
 	}
 	m = keys(t, m, "a")
 	// r0001 and r0005 fail: 14 and 17 spans.
-	if l := m.stats.lat; l == nil || l.Rollouts != 2 || l.Spans != 31 || !strings.Contains(m.stats.title, "the listed rollouts · 31 spans in 2 rollouts") {
+	if l := m.stats.lat; l == nil || l.Rollouts != 2 || l.Spans != 31 || !strings.Contains(ansi.Strip(m.stats.view()), "Statistics the listed rollouts · 31 spans in 2 rollouts") {
 		t.Fatalf("a: %s %+v, want the 2 listed rollouts", m.stats.title, l)
 	}
-	var verify gate.LatencyRow
+	var verify whatif.LatencyRow
 	for _, r := range m.stats.lat.ByName {
 		if r.Key == "gym.verify" {
 			verify = r

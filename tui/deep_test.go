@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -80,7 +81,7 @@ func TestDeepChain(t *testing.T) {
 	textTime := time.Since(t2)
 
 	t3 := time.Now()
-	rep := gate.NewEngine(gate.Default()).Check(snap, t0.Add(time.Hour), 0)
+	rep := whatif.NewEngine(groups.Default()).Check(snap, t0.Add(time.Hour), 0)
 	if rep == nil {
 		t.Fatal("no check report")
 	}

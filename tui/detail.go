@@ -7,15 +7,24 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
 // detailView shows every field of one span, scrollable.
 type detailView struct {
-	pager              // lines: body wrapped to width
-	body      []string // unwrapped lines
+	pager                  // lines: body wrapped to width
+	body      []detailLine // unwrapped lines
 	rolloutID string
+}
+
+// detailLine is a line of the detail: its lead (a field's padded name, an
+// attribute's indent) and its value, which wraps under the value column
+// (hang) so a long status message or attribute stays in line.
+type detailLine struct {
+	lead, value string
+	hang        int
 }
 
 func newDetailView(st *Styles, keys *KeyMap) *detailView {
@@ -46,11 +55,18 @@ func (d *detailView) open(e *env) bool {
 func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fragment, i int, group string) {
 	sp := &f.Spans[i]
 	t := snap.Interner()
-	d.title = "Span " + gate.DisplayName(snap.Interner(), sp)
+	d.title = "Span " + rollouts.DisplayName(snap.Interner(), sp)
 	d.rolloutID = r.ID
 	d.vp.GotoTop()
-	var b []string
-	add := func(k, v string) { b = append(b, fmt.Sprintf("%-14s %s", k, v)) }
+	var b []detailLine
+	// keyW is the field column: values start after it, wrapped ones too.
+	const keyW = 14
+	add := func(k, v string) { b = append(b, detailLine{fmt.Sprintf("%-*s ", keyW, k), v, keyW + 1}) }
+	put := func(text string) {
+		v := strings.TrimLeft(text, " ")
+		lead := text[:len(text)-len(v)]
+		b = append(b, detailLine{lead, v, len(lead) + 2})
+	}
 	add("name", snap.Str(sp.Name))
 	add("trace id", sp.TraceID.String())
 	add("span id", sp.SpanID.String())
@@ -95,17 +111,19 @@ func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fr
 	}
 	attrs := func(indent string, a model.Attrs) {
 		a.Each(t, func(k string, v model.Value) bool {
-			b = append(b, indent+k+" = "+v.String())
+			put(indent + k + " = " + valueText(v))
 			return true
 		})
 	}
-	b = append(b, "", "attributes")
+	put("")
+	put("attributes")
 	if sp.Attrs == "" {
-		b = append(b, "  (none)")
+		put("  (none)")
 	}
 	attrs("  ", sp.Attrs)
 	if sp.Extra != nil && len(sp.Extra.Events) > 0 {
-		b = append(b, "", "events")
+		put("")
+		put("events")
 		for _, ev := range sp.Extra.Events {
 			name := snap.Str(ev.Name)
 			head := fmt.Sprintf("  +%s %s", fmtDur(ev.Time-sp.Start), name)
@@ -114,31 +132,33 @@ func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fr
 				msg, _ := ev.Attrs.Get(t, "exception.message")
 				head += ": " + typ.String() + ": " + msg.String()
 			}
-			b = append(b, head)
+			put(head)
 			ev.Attrs.Each(t, func(k string, v model.Value) bool {
 				s := v.String()
 				if k == "exception.stacktrace" {
 					// Every line: the view scrolls.
 					ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
-					b = append(b, "    "+k+":")
+					put("    " + k + ":")
 					for _, l := range ls {
-						b = append(b, "      "+l)
+						put("      " + l)
 					}
 					return true
 				}
-				b = append(b, "    "+k+" = "+s)
+				put("    " + k + " = " + s)
 				return true
 			})
 		}
 	}
 	if sp.Extra != nil && len(sp.Extra.Links) > 0 {
-		b = append(b, "", "links")
+		put("")
+		put("links")
 		for _, l := range sp.Extra.Links {
-			b = append(b, "  trace "+l.TraceID.String()+" span "+l.SpanID.String())
+			put("  trace " + l.TraceID.String() + " span " + l.SpanID.String())
 			attrs("    ", l.Attrs)
 		}
 	}
-	b = append(b, "", "resource")
+	put("")
+	put("resource")
 	attrs("  ", snap.Resource(sp.Resource).Attrs)
 	d.body = b
 	d.layout()
@@ -147,20 +167,15 @@ func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fr
 func (d *detailView) layout() {
 	var lines []string
 	for _, l := range d.body {
-		if l == "" {
-			lines = append(lines, "")
+		if ansi.StringWidth(l.lead+l.value) <= d.width {
+			lines = append(lines, l.lead+l.value)
 			continue
 		}
-		if ansi.StringWidth(l) <= d.width {
-			lines = append(lines, l)
-			continue
-		}
-		indent := len(l) - len(strings.TrimLeft(l, " "))
-		for k, w := range wrap(l, max(d.width-indent-2, 8)) {
-			if k > 0 {
-				w = strings.Repeat(" ", indent+2) + w
+		for k, w := range wrap(l.value, max(d.width-l.hang, 8)) {
+			if k == 0 {
+				w = l.lead + w
 			} else {
-				w = strings.Repeat(" ", indent) + w
+				w = strings.Repeat(" ", l.hang) + w
 			}
 			lines = append(lines, w)
 		}
@@ -170,9 +185,21 @@ func (d *detailView) layout() {
 }
 
 // groupName is the registry name of a span's classified group, or "".
-func groupName(reg *gate.Registry, g gate.Group, ok bool) string {
+func groupName(reg *groups.Registry, g groups.Group, ok bool) string {
 	if !ok {
 		return ""
 	}
 	return reg.Name(g)
+}
+
+// valueText shows an attribute value in the detail panel: as typed, with
+// the kinds text cannot tell apart from strings named.
+func valueText(v model.Value) string {
+	switch v.Kind {
+	case model.ValEmpty:
+		return "(empty value)"
+	case model.ValBytes:
+		return v.Str + " (bytes, base64)"
+	}
+	return v.String()
 }

@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -43,9 +44,9 @@ func exportPath(dir, id, spec string) string {
 
 // exportRollout writes r as captured, or shaped by spec when it is set, on
 // a command's goroutine with an engine of its own.
-func exportRollout(fn ExportFunc, reg *gate.Registry, snap *model.Snapshot, r *model.Rollout, spec *gate.Set, path string) tea.Cmd {
+func exportRollout(fn ExportFunc, reg *groups.Registry, snap *model.Snapshot, r *model.Rollout, spec *groups.Set, path string) tea.Cmd {
 	return func() tea.Msg {
-		spans := gate.NewEngine(reg).ExportSpans(snap, []*model.Rollout{r}, spec)
+		spans := whatif.NewEngine(reg).ExportSpans(snap, []*model.Rollout{r}, spec)
 		return exportedMsg{path: path, spans: len(spans), err: fn(path, snap.Interner(), spans)}
 	}
 }
@@ -61,7 +62,7 @@ func (m *Model) startExport(shaped bool) tea.Cmd {
 		m.status, m.statusErr = "no rollout selected to export", true
 		return nil
 	}
-	var spec *gate.Set
+	var spec *groups.Set
 	specName := ""
 	if shaped {
 		s := m.groups.Preview()

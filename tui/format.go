@@ -207,3 +207,37 @@ func countNoun(n int, noun string) string {
 	}
 	return fmtCount(int64(n)) + " " + noun + "s"
 }
+
+// titlePart is a part of a panel title and its rank: 0 is never left out,
+// higher ranks give way first.
+type titlePart struct {
+	text string
+	rank int
+}
+
+// fitTitle joins head and parts with " · " in width cells, leaving out
+// whole parts, highest rank first, until the title fits; what still does
+// not is cut.
+func fitTitle(width int, head string, parts []titlePart) string {
+	join := func(ps []titlePart) string {
+		s := head
+		for _, p := range ps {
+			s += " · " + p.text
+		}
+		return s
+	}
+	ps := append([]titlePart(nil), parts...)
+	for ansi.StringWidth(join(ps)) > width {
+		worst := -1
+		for i, p := range ps {
+			if p.rank > 0 && (worst < 0 || p.rank >= ps[worst].rank) {
+				worst = i
+			}
+		}
+		if worst < 0 {
+			break
+		}
+		ps = append(ps[:worst], ps[worst+1:]...)
+	}
+	return clip(join(ps), width)
+}

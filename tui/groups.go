@@ -10,7 +10,8 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 // projections are the rollout counts + and - step through.
@@ -19,21 +20,22 @@ var projections = []int{1_000, 10_000, 100_000, 1_000_000}
 // groupsPanel lists every span group with a checkbox for the previewed spec
 // and compares the current spec with the previewed one.
 type groupsPanel struct {
+	basePanel
 	st   *Styles
 	keys *KeyMap
-	reg  *gate.Registry
+	reg  *groups.Registry
 	// budget, when set, is judged against both specs at rate rollouts/s.
-	budget *gate.Budget
+	budget *whatif.Budget
 	rate   float64
 
 	width, height int
 	pending       []string // rollouts the join check still waits for
-	check         *gate.CheckReport
-	current       gate.Set
+	check         *whatif.CheckReport
+	current       groups.Set
 	currentSpec   string
-	preview       gate.Set
-	curRep        *gate.Report
-	prevRep       *gate.Report
+	preview       groups.Set
+	curRep        *whatif.Report
+	prevRep       *whatif.Report
 	proj          int // index into projections
 
 	input     textinput.Model
@@ -46,14 +48,22 @@ type groupsPanel struct {
 	// from what was typed (names it drops); cleared by the next change.
 	notice string
 
-	cursor, offset int
+	// focused: the panel has the keyboard; narrow, it then lists a row per
+	// group, else a run of checkboxes.
+	focused bool
+	// where is the rollout filter the reports cover ("" for all), as the
+	// list shows it: the preview is of those rollouts.
+	where string
+
+	listCursor     // cursor: a group; offset: the first line shown
+	lead       int // lines above the group rows (the verdict, when narrow)
 	// follow keeps the cursor's group in view; scrolling turns it off so the
 	// comparison below the list can be read in a short panel.
 	follow bool
 	out    string
 }
 
-func newGroupsPanel(st *Styles, keys *KeyMap, reg *gate.Registry, current gate.Set, currentSpec string) groupsPanel {
+func newGroupsPanel(st *Styles, keys *KeyMap, reg *groups.Registry, current groups.Set, currentSpec string) *groupsPanel {
 	in := textinput.New()
 	// A static cursor: no blink ticks while typing.
 	in.Cursor.SetMode(cursor.CursorStatic)
@@ -63,65 +73,44 @@ func newGroupsPanel(st *Styles, keys *KeyMap, reg *gate.Registry, current gate.S
 	if currentSpec == "" {
 		currentSpec = reg.Spec(current)
 	}
-	return groupsPanel{st: st, keys: keys, reg: reg, current: current, currentSpec: currentSpec, preview: current, proj: 1, input: in}
+	return &groupsPanel{st: st, keys: keys, reg: reg, current: current, currentSpec: currentSpec, preview: current, proj: 1, input: in}
 }
 
 // Preview returns the previewed spec.
-func (g groupsPanel) Preview() gate.Set { return g.preview }
+func (g *groupsPanel) Preview() groups.Set { return g.preview }
 
 // SetPreview replaces the previewed spec.
-func (g groupsPanel) SetPreview(s gate.Set) groupsPanel {
+func (g *groupsPanel) SetPreview(s groups.Set) {
 	g.preview = s
 	g.render()
-	return g
 }
 
 // SetCheck records which rollouts are still arriving: a preview cannot call
 // them split yet (their parents may simply not have been exported), so the
 // joining verdict counts them apart.
-func (g groupsPanel) SetCheck(c *gate.CheckReport) groupsPanel {
+func (g *groupsPanel) SetCheck(c *whatif.CheckReport) {
 	if c == nil {
-		return g
+		return
 	}
 	g.check = c
 	g.pending = g.pending[:0:0]
 	for id, rc := range c.ByRollout {
-		if rc.Status == gate.JoinPending {
+		if rc.Status == whatif.JoinPending {
 			g.pending = append(g.pending, id)
 		}
 	}
 	g.render()
-	return g
 }
 
-// joinCounts returns a report's joined, split and pending rollouts, pending
-// being the split ones the join check still waits for. A rollout split in
-// the capture itself (the join check's verdict) stays split under any spec.
-func (g *groupsPanel) joinCounts(r *gate.Report) (joined, split, pending int) {
-	joined, split = r.Result.RolloutsJoined, r.Result.RolloutsSplit
-	broken := splitIn(g.check)
-	if (split == 0 || len(g.pending) == 0) && len(broken) == 0 {
-		return joined, split, 0
-	}
-	wait := make(map[string]bool, len(g.pending))
-	for _, id := range g.pending {
-		wait[id] = true
-	}
-	for _, pr := range r.PerRollout {
-		switch {
-		case !pr.Joined && wait[pr.ID]:
-			split--
-			pending++
-		case pr.Joined && broken[pr.ID]:
-			joined--
-			split++
-		}
-	}
-	return joined, split, pending
+// joinCounts returns a report's joined, split and pending rollouts as gate
+// judges them with the capture's own check: the verdict the CLI prints.
+func (g *groupsPanel) joinCounts(r *whatif.Report) (joined, split, pending int) {
+	v := whatif.Verdict(r, g.check)
+	return v.Joined, v.Split, v.Pending
 }
 
 // SetReports installs fresh reports; nil keeps the previous one.
-func (g groupsPanel) SetReports(cur, prev *gate.Report) groupsPanel {
+func (g *groupsPanel) SetReports(cur, prev *whatif.Report) {
 	if cur != nil {
 		g.curRep = cur
 	}
@@ -129,21 +118,35 @@ func (g groupsPanel) SetReports(cur, prev *gate.Report) groupsPanel {
 		g.prevRep = prev
 	}
 	g.render()
-	return g
+}
+
+// SetWhere records the rollout filter the reports were narrowed by.
+func (g *groupsPanel) SetWhere(where string) {
+	if where != g.where {
+		g.where = where
+		g.render()
+	}
+}
+
+// SetFocused tells the panel whether it has the keyboard.
+func (g *groupsPanel) SetFocused(on bool) {
+	if on != g.focused {
+		g.focused = on
+		g.render()
+	}
 }
 
 // Project steps the projection size by d.
-func (g groupsPanel) Project(d int) groupsPanel {
+func (g *groupsPanel) Project(d int) {
 	g.proj = clamp(g.proj+d, 0, len(projections)-1)
 	g.render()
-	return g
 }
 
 // Inputting reports whether the spec input has the keyboard.
-func (g groupsPanel) Inputting() bool { return g.inputting }
+func (g *groupsPanel) Inputting() bool { return g.inputting }
 
 // StartInput opens the spec input, prefilled with the previewed spec.
-func (g groupsPanel) StartInput() (groupsPanel, tea.Cmd) {
+func (g *groupsPanel) StartInput() tea.Cmd {
 	g.inputting = true
 	g.inputErr, g.notice = "", ""
 	g.input.SetValue(g.reg.Spec(g.preview))
@@ -151,43 +154,38 @@ func (g groupsPanel) StartInput() (groupsPanel, tea.Cmd) {
 	g.prefilled = true
 	cmd := g.input.Focus()
 	g.render()
-	return g, cmd
+	return cmd
 }
 
-// SetSize sets the content size.
-func (g groupsPanel) SetSize(w, h int) groupsPanel {
+// setSize sets the content size.
+func (g *groupsPanel) setSize(w, h int) {
 	g.width, g.height = w, h
 	g.input.Width = max(w-len(g.input.Prompt)-2, 4)
 	g.render()
-	return g
 }
 
-// Update handles keys while the panel has focus.
-func (g groupsPanel) Update(msg tea.Msg) (groupsPanel, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return g, nil
-	}
+// key applies a key while the panel has focus.
+func (g *groupsPanel) key(km tea.KeyMsg) tea.Cmd {
 	if g.inputting {
 		switch {
 		case key.Matches(km, g.keys.Back):
 			g.inputting, g.inputErr = false, ""
 			g.input.Blur()
 			g.render()
-			return g, nil
+			return nil
 		case km.Type == tea.KeyEnter:
 			// What Gym itself does with the spec, in the registry's variant.
 			res := g.reg.Resolve(g.input.Value())
 			if res.Off {
 				g.inputErr = "✗ " + res.Effect()
 				g.render()
-				return g, nil
+				return nil
 			}
 			g.preview, g.notice = res.Set, res.Effect()
 			g.inputting, g.inputErr = false, ""
 			g.input.Blur()
 			g.render()
-			return g, nil
+			return nil
 		}
 		if g.prefilled {
 			g.prefilled = false
@@ -195,31 +193,27 @@ func (g groupsPanel) Update(msg tea.Msg) (groupsPanel, tea.Cmd) {
 				g.input.SetValue("")
 				if km.Type == tea.KeyBackspace || km.Type == tea.KeyDelete {
 					g.render()
-					return g, nil
+					return nil
 				}
 			}
 		}
 		var cmd tea.Cmd
 		g.input, cmd = g.input.Update(km)
 		g.render()
-		return g, cmd
+		return cmd
 	}
 	n := len(g.reg.Groups())
 	g.follow = true
 	g.notice = ""
+	// The cursor is over the groups, the window over the panel's lines:
+	// down past the last group and the pages scroll the comparison below.
 	switch {
-	case key.Matches(km, g.keys.Up):
-		g.cursor--
-	case key.Matches(km, g.keys.Down):
-		if g.cursor == n-1 {
-			g.offset++ // past the last group, scroll the comparison into view
-			g.follow = false
-		}
-		g.cursor++
+	case key.Matches(km, g.keys.Down) && g.cursor == n-1:
+		g.offset++
+		g.follow = false
 	case key.Matches(km, g.keys.Top):
 		g.cursor, g.offset = 0, 0
-	case key.Matches(km, g.keys.Bottom):
-		g.cursor = n - 1
+	case !matchesAny(km, g.keys.PageUp, g.keys.PageDown) && g.moveKey(g.keys, km, n, 1):
 	case key.Matches(km, g.keys.PageUp):
 		g.offset -= max(g.height-2, 1)
 		g.follow = false
@@ -231,33 +225,30 @@ func (g groupsPanel) Update(msg tea.Msg) (groupsPanel, tea.Cmd) {
 			g.preview = g.preview.Toggle(g.reg.Groups()[g.cursor].Group)
 		}
 	default:
-		return g, nil
+		return nil
 	}
 	g.cursor = clamp(g.cursor, 0, n-1)
 	g.render()
-	return g, nil
+	return nil
 }
 
-// Scroll moves the content by n lines (mouse wheel).
-func (g groupsPanel) Scroll(n int) groupsPanel {
+// scroll moves the content by n lines (mouse wheel).
+func (g *groupsPanel) scroll(n int) {
 	g.offset += n
 	g.follow = false
 	g.render()
-	return g
 }
 
-// Click selects the group at content line y.
-func (g groupsPanel) Click(y int) groupsPanel {
-	i := y - 2 + g.offset
-	if y >= 2 && i >= 0 && i < len(g.reg.Groups()) {
+// click selects the group at content line y.
+func (g *groupsPanel) click(y int) {
+	if i := g.rowAt(y, 2+g.lead, len(g.reg.Groups())); i >= 0 {
 		g.cursor = i
 		g.follow = true
 		g.render()
 	}
-	return g
 }
 
-func (g *groupsPanel) countsFor(rep *gate.Report, grp gate.Group) (captured, kept int, ok bool) {
+func (g *groupsPanel) countsFor(rep *whatif.Report, grp groups.Group) (captured, kept int, ok bool) {
 	if rep == nil {
 		return 0, 0, false
 	}
@@ -279,7 +270,7 @@ func (g *groupsPanel) listLines(w int) []string {
 		return clip(gut+box+" "+fit(name, nameW)+fitRight(capd, 9)+fitRight(cur, 9)+fitRight(prev, 9)+" "+note, w)
 	}
 	lines := []string{g.st.Panel.Column.Render(row(" ", "   ", "group", "captured", "current", "preview", ""))}
-	var captured gate.Set
+	var captured groups.Set
 	haveCap := g.prevRep != nil
 	if haveCap {
 		captured = g.prevRep.Input.Captured
@@ -335,8 +326,8 @@ func (g *groupsPanel) listLines(w int) []string {
 		}
 		lines = append(lines, line)
 	}
-	if _, _, ok := g.countsFor(g.prevRep, gate.Unclassified); ok {
-		c, _, _ := g.countsFor(g.prevRep, gate.Unclassified)
+	if _, _, ok := g.countsFor(g.prevRep, groups.Unclassified); ok {
+		c, _, _ := g.countsFor(g.prevRep, groups.Unclassified)
 		if c > 0 {
 			lines = append(lines, row(" ", "   ", "unclassified", fmt.Sprint(c), fmt.Sprint(c), fmt.Sprint(c), g.st.Groups.Note.Render("always kept")))
 		}
@@ -347,8 +338,8 @@ func (g *groupsPanel) listLines(w int) []string {
 // metricPoints returns the points captured of the metric grp gates, as the
 // preview or else the current report saw them (a report holds them only for
 // groups of its spec); 0 when neither did.
-func (g *groupsPanel) metricPoints(grp gate.Group) int64 {
-	for _, r := range []*gate.Report{g.prevRep, g.curRep} {
+func (g *groupsPanel) metricPoints(grp groups.Group) int64 {
+	for _, r := range []*whatif.Report{g.prevRep, g.curRep} {
 		if r != nil && r.MetricsSeen[grp] > 0 {
 			return r.MetricsSeen[grp]
 		}
@@ -367,13 +358,13 @@ func (g *groupsPanel) compareLines(w int) []string {
 		return clip(fit(label, labelW-1)+" "+fit(a, colW-1)+" "+fit(b, colW-1), w)
 	}
 	cur, prev := g.curRep, g.prevRep
-	val := func(r *gate.Report, f func(*gate.Report) string) string {
+	val := func(r *whatif.Report, f func(*whatif.Report) string) string {
 		if r == nil {
 			return "…"
 		}
 		return f(r)
 	}
-	both := func(label string, f func(*gate.Report) string) string {
+	both := func(label string, f func(*whatif.Report) string) string {
 		return row(label, val(cur, f), val(prev, f))
 	}
 	n := projections[g.proj]
@@ -390,26 +381,28 @@ func (g *groupsPanel) compareLines(w int) []string {
 	}
 	lines := append([]string{g.st.Panel.Column.Render(row("", "current", "preview"))}, specRows...)
 	lines = append(lines, []string{
-		both("spans", func(r *gate.Report) string {
+		both("spans", func(r *whatif.Report) string {
 			return fmt.Sprintf("%s (-%s)", fmtCount(int64(r.Result.Spans)), fmtCount(int64(r.Result.Dropped)))
 		}),
-		both("p50/p99/max", func(r *gate.Report) string {
+		both("p50/p99/max", func(r *whatif.Report) string {
 			return fmt.Sprintf("%d / %d / %d", r.Result.P50, r.Result.P99, r.Result.Max)
 		}),
-		both("traces", func(r *gate.Report) string { return fmtCount(int64(r.Result.Traces)) }),
-		both("largest trace", func(r *gate.Report) string { return fmtCount(int64(r.Result.LargestTrace)) + " spans" }),
-		both("bytes", func(r *gate.Report) string { return fmtBytes(r.Result.Bytes) }),
-		both("rate", func(r *gate.Report) string {
+		// The traces each spec would send, which a break or job off makes
+		// more than the trace ids captured (the header's).
+		both("traces sent", func(r *whatif.Report) string { return fmtCount(int64(r.Result.Traces)) }),
+		both("largest trace", func(r *whatif.Report) string { return fmtCount(int64(r.Result.LargestTrace)) + " spans" }),
+		both("bytes", func(r *whatif.Report) string { return fmtBytes(r.Result.Bytes) }),
+		both("rate", func(r *whatif.Report) string {
 			return fmtRate(r.Result.SpansPerSecond) + "/s " + fmtBytes(int64(r.Result.BytesPerSecond)) + "/s"
 		}),
-		both("× "+fmtCount(int64(n))+" rollouts", func(r *gate.Report) string {
+		both("× "+fmtCount(int64(n))+" rollouts", func(r *whatif.Report) string {
 			s, b := r.Project(n)
 			return fmtCount(int64(s)) + " · " + fmtBytes(b)
 		}),
 	}...)
 	lines = append(lines, g.joinRows(row, colW-1)...)
 	if b := g.budget; b != nil {
-		cell := func(r *gate.Report) []string {
+		cell := func(r *whatif.Report) []string {
 			if r == nil {
 				return []string{"…"}
 			}
@@ -432,12 +425,20 @@ func (g *groupsPanel) compareLines(w int) []string {
 		texts = append(texts, captureLine(h, w-2))
 	}
 	var notes []string
+	if v := whatif.Verdict(prev, g.check); v.LowerBound() {
+		// The CLI's words: what the preview cannot count.
+		note := "note: " + whatif.LowerBoundNote + ":"
+		for _, gap := range v.Gaps {
+			note += " " + trimGym(gap.String(g.reg)) + ";"
+		}
+		notes = append(notes, strings.TrimSuffix(note, ";"))
+	}
 	for _, h := range leaks {
 		notes = append(notes, captureLine(h, w-2))
 	}
 	for _, side := range []struct {
 		name string
-		rep  *gate.Report
+		rep  *whatif.Report
 	}{{"current", cur}, {"preview", prev}} {
 		for _, b := range aggregateBreaks(side.rep, g.pending) {
 			texts = append(texts, breakLine(side.name, b))
@@ -460,7 +461,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 		}
 	}
 	// Why a spec cannot join at all, as check prints it.
-	cw, pw := gate.SpecWarning(g.current), gate.SpecWarning(g.preview)
+	cw, pw := whatif.SpecWarning(g.current), whatif.SpecWarning(g.preview)
 	for _, n := range []struct{ side, text string }{{"current", cw}, {"preview", pw}} {
 		if n.text == "" || (n.side == "preview" && pw == cw) {
 			continue
@@ -475,7 +476,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 				lines = append(lines, g.st.Groups.Note.Render(l))
 			}
 		}
-		var silent []gate.Group
+		var silent []groups.Group
 		for _, grp := range prev.NoSpans {
 			if n := prev.MetricsSeen[grp]; n > 0 {
 				text := fmt.Sprintf("%s: metric %s, %s points", g.reg.Name(grp), g.reg.Info(grp).Metric, fmtCount(n))
@@ -495,67 +496,211 @@ func (g *groupsPanel) compareLines(w int) []string {
 	return lines
 }
 
-// summaryLines is the current → preview verdict for a short panel: spans,
-// traces, bytes, the projection and joining with its first broken hop.
-func (g *groupsPanel) summaryLines(w int) []string {
+// summary is the current → preview verdict for a short panel: the
+// figures (spans, traces, bytes, the projection), the joining verdict and
+// its broken hops.
+type summary struct {
+	figs  []string
+	join  string // the verdict, unwrapped: "joining ✓ intact 6/6 → ✗ 6/6 split"
+	hops  []hop
+	split bool // the verdict is a split: drawn as one
+}
+
+// hop is a broken hop as the summary says it: caller → callee (span), and
+// its finding with the likely fix.
+type hop struct{ name, why string }
+
+func (g *groupsPanel) summary(w int) summary {
 	cur, prev := g.curRep, g.prevRep
 	if cur == nil || prev == nil {
-		return []string{clip("current → preview: …", w)}
+		return summary{figs: []string{clip("current → preview: …", w)}}
 	}
 	n := projections[g.proj]
 	cs, cb := cur.Project(n)
 	ps, pb := prev.Project(n)
-	// current→preview, tight: the numbers, then the joining verdict with
-	// its first reason, in as few lines as a short panel has.
-	text := fmt.Sprintf("spans %s→%s · traces %s→%s · %s→%s · ×%s %s→%s",
+	text := fmt.Sprintf("spans %s→%s · traces sent %s→%s · %s→%s · ×%s %s→%s",
 		fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
 		fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)),
 		fmtBytes(cur.Result.Bytes), fmtBytes(prev.Result.Bytes),
 		fmtCount(int64(n)), fmtCount(int64(cs))+" "+fmtBytes(cb), fmtCount(int64(ps))+" "+fmtBytes(pb))
 	if ansi.StringWidth(text) > w {
-		text = fmt.Sprintf("spans %s→%s · traces %s→%s · %s→%s · ×%s %s→%s",
+		text = fmt.Sprintf("spans %s→%s · traces sent %s→%s · %s→%s · ×%s %s→%s",
 			fmtCount(int64(cur.Result.Spans)), fmtCount(int64(prev.Result.Spans)),
 			fmtCount(int64(cur.Result.Traces)), fmtCount(int64(prev.Result.Traces)),
 			fmtBytes(cur.Result.Bytes), fmtBytes(prev.Result.Bytes),
 			fmtCount(int64(n)), fmtCount(int64(cs)), fmtCount(int64(ps)))
 	}
-	out := wrap(text, w)
-	join := "joining " + g.joinText(cur) + " → " + g.joinText(prev)
+	out := summary{figs: wrap(text, w)}
+	out.join = "joining " + g.joinText(cur) + " → " + g.joinText(prev)
 	if g.joinText(cur) == g.joinText(prev) {
-		join = "joining " + g.joinText(prev) + " (both)"
+		out.join = "joining " + g.joinText(prev) + " (both)"
 	}
 	side := prev
 	if _, split, _ := g.joinCounts(prev); split == 0 {
 		side = cur
 	}
 	ch, _ := splitHops(captureHops(g.check))
-	bs := aggregateBreaks(side, g.pending)
-	// How many hops break comes before the first one's reason, which the
-	// panel's height may cut.
-	sep := ": "
-	if n := len(ch) + len(bs); n > 1 {
-		sep = ", " + countNoun(n, "hop") + "; "
+	for _, h := range ch {
+		out.hops = append(out.hops, hop{"in capture " + hopName(h.from, h.to, h.span), trimGym(h.short)})
 	}
-	switch {
-	case len(ch) > 0:
-		join += sep + "in capture " + hopText(ch[0].from, ch[0].to, ch[0].span, shortReason(ch[0].reason))
-	case len(bs) > 0:
-		join += sep + hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
-		if fix := hopFix(bs[0].reason); fix != "" {
-			join += "; fix: " + fix
+	for _, b := range aggregateBreaks(side, g.pending) {
+		why := b.reason
+		if fix := b.cause.Fix(); fix != "" {
+			why += "; fix: " + fix
+		}
+		out.hops = append(out.hops, hop{hopName(b.from, b.to, b.span), why})
+	}
+	_, split, _ := g.joinCounts(side)
+	out.split = split > 0
+	return out
+}
+
+// lines renders the summary in at most room lines for the verdict and its
+// hops (the figures come on top). Hops of one cause (a group off) share
+// its sentence and fix: said once, then each hop named on a line of its
+// own. Where that does not fit, as many hops as fit are said whole, and
+// where to see all of them is said.
+func (s summary) lines(st *Styles, w, room int, where string) []string {
+	var verdict []string
+	whole := func(h hop) []string {
+		ls := wrap(glyphSplit+" "+h.name+": "+h.why, w-1)
+		for i := range ls {
+			if i == 0 {
+				ls[i] = " " + ls[i]
+			} else {
+				ls[i] = "   " + ls[i]
+			}
+		}
+		return ls
+	}
+	var whys []string
+	byWhy := map[string][]string{}
+	for _, h := range s.hops {
+		if _, ok := byWhy[h.why]; !ok {
+			whys = append(whys, h.why)
+		}
+		byWhy[h.why] = append(byWhy[h.why], h.name)
+	}
+	switch n := len(s.hops); {
+	case n == 0:
+		verdict = wrap(s.join, w)
+	case n == 1:
+		verdict = wrap(s.join+": "+s.hops[0].name+": "+s.hops[0].why, w)
+	default:
+		head := s.join + " · " + countNoun(n, "broken hop") + ":"
+		if len(whys) == 1 {
+			head = s.join + " · " + countNoun(n, "hop") + ", " + whys[0] + ":"
+		}
+		verdict = wrap(head, w)
+		for _, why := range whys {
+			if len(whys) > 1 {
+				for _, l := range wrap(why+":", w-1) {
+					verdict = append(verdict, " "+l)
+				}
+			}
+			for _, name := range byWhy[why] {
+				verdict = append(verdict, clip(" "+glyphSplit+" "+name, w))
+			}
+		}
+		if len(verdict) <= room {
+			break
+		}
+		// Short of room: the count and where to see all, then the hops
+		// whole, as many as fit (at least the first, cut to a line).
+		verdict = wrap(s.join+" · "+countNoun(n, "broken hop")+" (all: "+where+"):", w)
+		for i, h := range s.hops {
+			ls := whole(h)
+			if len(verdict)+len(ls) > room {
+				if i == 0 {
+					verdict = append(verdict, clip(ls[0], w))
+				}
+				break
+			}
+			verdict = append(verdict, ls...)
 		}
 	}
-	jl := wrap(join, w)
-	if _, split, _ := g.joinCounts(side); split > 0 {
-		for i := range jl {
-			jl[i] = g.st.Join.Split.Render(jl[i])
+	out := append([]string(nil), s.figs...)
+	for _, l := range verdict {
+		if s.split {
+			l = st.Join.Split.Render(l)
 		}
+		out = append(out, l)
 	}
-	return append(out, jl...)
+	return out
+}
+
+// wantLines is how many lines the panel has to show when narrow and not
+// focused: the title, the verdict with every hop, the checkboxes. The root
+// gives the room it does not need to the other panels.
+func (g *groupsPanel) wantLines(w int) int {
+	return 1 + len(g.summary(w).lines(g.st, w, 1<<20, "")) + len(g.checklist(w))
+}
+
+// checklist is the groups as one run of checkboxes, wrapped: what an
+// unfocused narrow panel shows of the list, so the groups are on the
+// first screen without a row each.
+func (g *groupsPanel) checklist(w int) []string {
+	var lines []string
+	line, lineW := "", 0
+	for _, gi := range g.reg.Groups() {
+		if !gi.EmitsSpans && !g.preview.Has(gi.Group) && !g.current.Has(gi.Group) {
+			continue // never emits, never set: noise in a short panel
+		}
+		box, name := "[ ]", gi.Name
+		if g.preview.Has(gi.Group) {
+			box = g.st.Groups.On.Render("[x]")
+		}
+		if g.preview.Has(gi.Group) != g.current.Has(gi.Group) {
+			name = g.st.Groups.Changed.Render(name + "*")
+		}
+		item := box + " " + name
+		iw := ansi.StringWidth(item)
+		if lineW > 0 && lineW+2+iw > w {
+			lines = append(lines, line)
+			line, lineW = "", 0
+		}
+		if lineW > 0 {
+			line += "  "
+			lineW += 2
+		}
+		line += item
+		lineW += iw
+	}
+	if lineW > 0 {
+		lines = append(lines, line)
+	}
+	for i := range lines {
+		lines[i] = clip(lines[i], w)
+	}
+	return lines
+}
+
+// copyWarning says what copying the previewed spec out would break, as
+// the joining verdict on screen says it, or "" when its rollouts join (or
+// the preview is not computed yet for this spec).
+// short is the count alone, for the status line; long adds the cause,
+// for the file and the exit text.
+func (g *groupsPanel) copyWarning() (short, long string) {
+	r := g.prevRep
+	if r == nil || r.Spec != g.preview {
+		return "", ""
+	}
+	joined, split, pending := g.joinCounts(r)
+	// Only the spec's own breaks count: a rollout split in the capture
+	// itself is no reason to hold back a spec that would join it.
+	why := whatif.SpecWarning(g.preview)
+	if bs := aggregateBreaks(r, g.pending); why == "" && len(bs) > 0 {
+		why = hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
+	}
+	if split == 0 || why == "" {
+		return "", ""
+	}
+	short = fmt.Sprintf("this spec splits %d of %d rollouts", split, joined+split+pending)
+	return short, short + ": " + why
 }
 
 // joinText is joinCell without styling, for running text.
-func (g *groupsPanel) joinText(r *gate.Report) string {
+func (g *groupsPanel) joinText(r *whatif.Report) string {
 	joined, split, pending := g.joinCounts(r)
 	n := joined + split + pending
 	switch {
@@ -565,6 +710,9 @@ func (g *groupsPanel) joinText(r *gate.Report) string {
 		return fmt.Sprintf("✓ %d/%d +%d pending", joined, n, pending)
 	case split > 0:
 		return fmt.Sprintf("✗ %d/%d split", split, n)
+	case n == 0:
+		// Nothing to judge is no verdict: not a green ✓.
+		return "no rollouts yet"
 	}
 	return fmt.Sprintf("✓ intact %d/%d", joined, n)
 }
@@ -576,7 +724,7 @@ func plural(n int) string {
 	return "s"
 }
 
-func groupNames(reg *gate.Registry, gs []gate.Group) string {
+func groupNames(reg *groups.Registry, gs []groups.Group) string {
 	var names []string
 	for _, g := range gs {
 		names = append(names, reg.Name(g))
@@ -587,13 +735,15 @@ func groupNames(reg *gate.Registry, gs []gate.Group) string {
 // joinRows is the joining row of the comparison, a verdict too long for
 // its column carried on to the next row rather than cut.
 func (g *groupsPanel) joinRows(row func(label, a, b string) string, colW int) []string {
-	cell := func(r *gate.Report) []string {
+	cell := func(r *whatif.Report) []string {
 		if r == nil {
 			return []string{"…"}
 		}
 		st := g.st.Join.Joined
-		if _, split, _ := g.joinCounts(r); split > 0 {
+		if joined, split, pending := g.joinCounts(r); split > 0 {
 			st = g.st.Join.Split
+		} else if joined+pending == 0 {
+			st = g.st.List.Dim
 		}
 		return styled(wrap(g.joinText(r), colW), st)
 	}
@@ -631,14 +781,21 @@ func wrapRows(row func(label, a, b string) string, label string, a, b []string) 
 // there, as gate sums them for every view.
 type breakSum struct {
 	from, to, span, reason string
+	cause                  whatif.Cause
+	short                  string // the cause in a few words
 	rollouts, spans        int
 }
 
+// newBreakSum is gate's sum of one hop in the panels' terms.
+func newBreakSum(b whatif.BreakSum) breakSum {
+	return breakSum{from: b.FromService, to: b.ToService, span: b.SpanName, reason: b.Reason, cause: b.Cause, short: b.Short(), rollouts: b.Rollouts, spans: b.Spans}
+}
+
 // aggregateBreaks is gate's break summary in the panel's terms.
-func aggregateBreaks(r *gate.Report, pending []string) []breakSum {
+func aggregateBreaks(r *whatif.Report, pending []string) []breakSum {
 	var out []breakSum
 	for _, b := range r.BreakSummary(pending) {
-		out = append(out, breakSum{from: b.FromService, to: b.ToService, span: b.SpanName, reason: b.Reason, rollouts: b.Rollouts, spans: b.Spans})
+		out = append(out, newBreakSum(b))
 	}
 	return out
 }
@@ -649,11 +806,7 @@ func (g *groupsPanel) render() {
 		g.out = ""
 		return
 	}
-	title := "Span groups · preview " + g.reg.Spec(g.preview)
-	if g.preview != g.current {
-		title += " (changed; y copies)"
-	}
-	head := []string{g.st.Panel.Title.Render(clip(title, g.width))}
+	head := []string{""} // the title, once what is hidden is known
 	var foot []string
 	if g.inputting {
 		foot = append(foot, clip(g.input.View(), g.width))
@@ -692,15 +845,25 @@ func (g *groupsPanel) render() {
 			}
 			lines = append(lines, fit(l, listW)+"  "+r)
 		}
+	} else if !g.focused {
+		// Narrow and not focused: the verdict, as many of its broken hops
+		// as fit, and the groups as one run of checkboxes.
+		sum := g.summary(g.width)
+		check := g.checklist(g.width)
+		room := body - len(sum.figs) - len(check)
+		lines = append(sum.lines(g.st, g.width, room, "tab, then pgdn"), check...)
+		g.offset = 0
 	} else {
 		// Too narrow for side by side: the verdict goes first, so a toggle's
-		// effect is visible without scrolling past every group.
-		lines = g.summaryLines(g.width)
+		// effect is visible without scrolling past every group; all of its
+		// hops are listed below the comparison.
+		lines = g.summary(g.width).lines(g.st, g.width, 5, "pgdn")
 		lead = len(lines)
 		lines = append(lines, g.listLines(g.width)...)
 		lines = append(lines, "")
 		lines = append(lines, g.compareLines(g.width)...)
 	}
+	g.lead = lead
 	// Keep the cursor's group (line lead+cursor+1) visible, then apply scrolling.
 	g.offset = clamp(g.offset, 0, max(len(lines)-body, 0))
 	if c := lead + g.cursor + 1; g.follow && c < g.offset {
@@ -708,6 +871,19 @@ func (g *groupsPanel) render() {
 	} else if g.follow && c >= g.offset+body && body > 0 {
 		g.offset = c - body + 1
 	}
+	// The title says the spec, whether it changed, and which lines show
+	// when not all fit, as the other panels do.
+	parts := []titlePart{{"preview " + g.reg.Spec(g.preview), 0}}
+	if g.where != "" && g.prevRep != nil {
+		parts = append(parts, titlePart{fmt.Sprintf("over %s /%s", countNoun(g.prevRep.Input.Rollouts, "rollout"), g.where), 0})
+	}
+	if g.preview != g.current {
+		parts = append(parts, titlePart{"changed, y copies", 2})
+	}
+	if n := len(lines); n > body && body > 0 {
+		parts = append(parts, titlePart{fmt.Sprintf("%d–%d of %d", g.offset+1, min(g.offset+body, n), n), 1})
+	}
+	head[0] = g.st.Panel.Title.Render(fitTitle(g.width, "Span groups", parts))
 	if g.offset < len(lines) {
 		lines = lines[g.offset:]
 	}
@@ -716,5 +892,22 @@ func (g *groupsPanel) render() {
 	g.out = padLines(out, g.height)
 }
 
-// View returns the rendered content.
-func (g groupsPanel) View() string { return g.out }
+func (g *groupsPanel) slot() slot      { return slotGroups }
+func (g *groupsPanel) name() string    { return "span groups" }
+func (g *groupsPanel) view() string    { return g.out }
+func (g *groupsPanel) capturing() bool { return g.inputting }
+
+func (g *groupsPanel) help() []key.Binding {
+	k := g.keys
+	return []key.Binding{k.Toggle, k.Default, k.PerRoll, k.All, k.Spec, k.More, k.Fewer, k.Copy, k.Up, k.Down, k.PageUp, k.PageDown}
+}
+
+// handle takes the panel's own keys while it has focus: movement and
+// toggling, or every key while the spec input is open.
+func (g *groupsPanel) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
+	k := g.keys
+	if !g.inputting && !matchesAny(km, k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown, k.Toggle, k.Expand) {
+		return false, nil
+	}
+	return true, g.key(km)
+}

@@ -2,22 +2,18 @@ package tui
 
 import (
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/model"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestMain(m *testing.M) {
 	// Goldens are plain text: pin the colour profile whatever the terminal.
@@ -297,35 +293,10 @@ func typeText(tb testing.TB, m Model, s string) Model {
 	return m
 }
 
-// golden compares got with testdata/<test name>/<name>.golden.
-func golden(tb testing.TB, name, got string) {
-	tb.Helper()
-	path := filepath.Join("testdata", filepath.Dir(tb.Name()), name+".golden")
-	if !strings.Contains(tb.Name(), "/") {
-		path = filepath.Join("testdata", tb.Name(), name+".golden")
-	}
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatalf("read golden (run with -update to create): %v", err)
-	}
-	if string(want) != got {
-		tb.Errorf("%s differs from the golden; got:\n%s\nwant:\n%s", path, got, want)
-	}
-}
-
 // testRegistry is the Gym variant the test captures were made as: the
 // simulated fleet's, G1c (G1's groups and the concurrency metric).
-func testRegistry() *gate.Registry {
-	v, err := gate.LookupVariant("G1c")
+func testRegistry() *groups.Registry {
+	v, err := groups.LookupVariant("G1c")
 	if err != nil {
 		panic(err)
 	}

@@ -46,61 +46,94 @@ type KeyMap struct {
 	ExportShaped key.Binding
 	Worth        key.Binding
 	Scope        key.Binding
+	Recommend    key.Binding
+	Cohort       key.Binding
+	Path         key.Binding
+
+	long map[string]string // help-screen descriptions, by key and short text
 }
 
-// DefaultKeyMap returns gymtrace's key bindings.
+// DefaultKeyMap returns gymtrace's key bindings. Each has a short
+// description, for the one-line footer, and may have a longer one for the
+// help screen (explain).
 func DefaultKeyMap() *KeyMap {
-	b := func(keys []string, k, help string) key.Binding {
-		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, help))
+	k := &KeyMap{long: map[string]string{}}
+	b := func(keys []string, shown, short string, long ...string) key.Binding {
+		if len(long) > 0 {
+			k.long[shown+" "+short] = long[0]
+		}
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(shown, short))
 	}
-	return &KeyMap{
-		Help:      b([]string{"?"}, "?", "help"),
-		Quit:      b([]string{"q", "ctrl+c"}, "q", "quit"),
-		Filter:    b([]string{"/"}, "/", "filter rollouts by id, trace/span id, name"),
-		Search:    b([]string{"/"}, "/", "search spans (name, attribute, id)"),
-		NextMatch: b([]string{"n"}, "n", "next match"),
-		PrevMatch: b([]string{"N"}, "N", "previous match"),
-		NextError: b([]string{"f"}, "f", "next failed span"),
-		PrevError: b([]string{"F"}, "F", "previous failed span"),
-		Reverse:   b([]string{"S"}, "S", "reverse the order"),
-		NextPanel: b([]string{"tab"}, "tab", "next panel"),
-		PrevPanel: b([]string{"shift+tab"}, "shift+tab", "previous panel"),
-		Up:        b([]string{"up", "k"}, "↑/k", "up"),
-		Down:      b([]string{"down", "j"}, "↓/j", "down"),
-		Top:       b([]string{"g", "home"}, "g", "top"),
-		Bottom:    b([]string{"G", "end"}, "G", "bottom"),
-		PageUp:    b([]string{"pgup"}, "pgup", "page up"),
-		PageDown:  b([]string{"pgdown"}, "pgdn", "page down"),
-		Expand:    b([]string{"enter"}, "enter", "open / expand"),
-		Toggle:    b([]string{" "}, "space", "toggle group / node"),
-		ExpandAll: b([]string{"e"}, "e", "expand all"),
-		Collapse:  b([]string{"E"}, "E", "collapse all"),
-		Detail:    b([]string{"d"}, "d", "span detail"),
-		Default:   b([]string{"1"}, "1", "preset default"),
-		PerRoll:   b([]string{"2"}, "2", "preset per_rollout"),
-		All:       b([]string{"3"}, "3", "preset all"),
-		Spec:      b([]string{":", "i"}, ":/i", "type a spec"),
-		Copy:      b([]string{"y"}, "y", "copy spec"),
-		Preview:   b([]string{"p"}, "p", "preview tree"),
-		Stats:     b([]string{"t"}, "t", "statistics"),
-		Sort:      b([]string{"s"}, "s", "sort: seen, start, duration, spans, errors, id"),
-		More:      b([]string{"+", "="}, "+", "project to more rollouts"),
-		Fewer:     b([]string{"-"}, "-", "project to fewer rollouts"),
-		Back:      b([]string{"esc"}, "esc", "back"),
-		Accept:    b([]string{"enter"}, "enter", "apply"),
+	k.Help = b([]string{"?"}, "?", "help")
+	k.Quit = b([]string{"q", "ctrl+c"}, "q", "quit")
+	k.Filter = b([]string{"/"}, "/", "filter", "filter rollouts by id, name or terms (below)")
+	k.Search = b([]string{"/"}, "/", "search", "search spans: name, attribute, id, or terms")
+	k.NextMatch = b([]string{"n"}, "n", "next hit", "next search hit")
+	k.PrevMatch = b([]string{"N"}, "N", "prev hit", "previous search hit")
+	k.NextError = b([]string{"f"}, "f", "next error", "next failed span")
+	k.PrevError = b([]string{"F"}, "F", "prev error", "previous failed span")
+	k.Reverse = b([]string{"S"}, "S", "reverse", "reverse the sort order")
+	k.NextPanel = b([]string{"tab"}, "tab", "next panel")
+	k.PrevPanel = b([]string{"shift+tab"}, "shift+tab", "previous panel")
+	k.Up = b([]string{"up", "k"}, "↑/k", "up")
+	k.Down = b([]string{"down", "j"}, "↓/j", "down")
+	k.Top = b([]string{"g", "home"}, "g", "top")
+	k.Bottom = b([]string{"G", "end"}, "G", "bottom")
+	k.PageUp = b([]string{"pgup"}, "pgup", "page up")
+	k.PageDown = b([]string{"pgdown"}, "pgdn", "page down")
+	k.Expand = b([]string{"enter"}, "enter", "open", "open / expand")
+	k.Toggle = b([]string{" "}, "space", "toggle", "toggle group / node")
+	k.ExpandAll = b([]string{"e"}, "e", "expand all")
+	k.Collapse = b([]string{"E"}, "E", "collapse all")
+	k.Detail = b([]string{"d"}, "d", "detail", "span detail")
+	k.Default = b([]string{"1"}, "1", "default", "preset default")
+	k.PerRoll = b([]string{"2"}, "2", "per_rollout", "preset per_rollout")
+	k.All = b([]string{"3"}, "3", "all", "preset all")
+	k.Spec = b([]string{":", "i"}, ":/i", "spec", "type a spec")
+	k.Copy = b([]string{"y"}, "y", "copy", "copy the previewed spec out")
+	k.Preview = b([]string{"p"}, "p", "preview", "the tree under the previewed spec")
+	k.Stats = b([]string{"t"}, "t", "stats", "statistics")
+	k.Sort = b([]string{"s"}, "s", "sort", "sort: seen, start, duration, spans, errors, id")
+	k.More = b([]string{"+", "="}, "+", "more", "project to more rollouts")
+	k.Fewer = b([]string{"-"}, "-", "fewer", "project to fewer rollouts")
+	k.Back = b([]string{"esc"}, "esc", "back")
+	k.Accept = b([]string{"enter"}, "enter", "apply")
 
-		Mark:         b([]string{"m"}, "m", "mark the rollout to compare"),
-		Compare:      b([]string{"c"}, "c", "compare with the marked rollout (none: current vs preview)"),
-		Export:       b([]string{"x"}, "x", "export the rollout (OTLP/JSON)"),
-		ExportShaped: b([]string{"X"}, "X", "export it as under the previewed spec"),
-		Worth:        b([]string{"w"}, "w", "cost and worth per group"),
-		Scope:        b([]string{"a"}, "a", "statistics over: this rollout, the listed ones, all"),
+	k.Mark = b([]string{"m"}, "m", "mark", "mark the rollout to compare")
+	k.Compare = b([]string{"c"}, "c", "compare", "compare to the marked rollout (none: specs)")
+	k.Export = b([]string{"x"}, "x", "export", "export the rollout (OTLP/JSON)")
+	k.ExportShaped = b([]string{"X"}, "X", "export previewed", "export it as under the previewed spec")
+	k.Worth = b([]string{"w"}, "w", "cost/worth", "cost and worth per group")
+	k.Scope = b([]string{"a"}, "a", "scope", "scope: this rollout, the listed ones, all")
+	k.Recommend = b([]string{"r"}, "r", "recommend", "preview the spec recommended for --budget")
+	k.Cohort = b([]string{"C"}, "C", "cohort", "compare the filtered rollouts with the others")
+	k.Path = b([]string{"P"}, "P", "critical path", "critical path on the waterfall")
+	return k
+}
+
+// explain is a binding's description for the help screen: the long one
+// when it has one.
+func (k *KeyMap) explain(b key.Binding) string {
+	if l, ok := k.long[b.Help().Key+" "+b.Help().Desc]; ok {
+		return l
 	}
+	return b.Help().Desc
+}
+
+// moves reports a movement key: every panel has them and every user knows
+// them, so the footer leaves them to the help screen.
+func (k *KeyMap) moves(b key.Binding) bool {
+	for _, m := range []key.Binding{k.Up, k.Down, k.Top, k.Bottom, k.PageUp, k.PageDown} {
+		if b.Help() == m.Help() {
+			return true
+		}
+	}
+	return false
 }
 
 // Global lists the keys that work in every panel, for the help screen.
 func (k *KeyMap) Global() []key.Binding {
 	return []key.Binding{k.Quit, k.Back, k.Help, k.NextPanel, k.PrevPanel, k.Filter, k.Sort,
 		k.Default, k.PerRoll, k.All, k.Spec, k.Preview, k.Detail, k.Stats, k.More, k.Fewer, k.Copy,
-		k.Mark, k.Compare, k.Export, k.ExportShaped, k.Worth}
+		k.Mark, k.Compare, k.Export, k.ExportShaped, k.Worth, k.Recommend, k.Cohort, k.Path}
 }

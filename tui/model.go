@@ -1,10 +1,7 @@
 package tui
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -12,16 +9,17 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
 // Options configure the interface.
 type Options struct {
 	Source      Source
-	Registry    *gate.Registry
-	Current     gate.Set // the span_groups setting in force
-	CurrentSpec string   // as the user wrote it; Registry.Format(Current) when empty
+	Registry    *groups.Registry
+	Current     groups.Set // the span_groups setting in force
+	CurrentSpec string     // as the user wrote it; Registry.Format(Current) when empty
 	// Variant names the Gym variant the registry is for and what chose it
 	// ("Gym G1 (resource nemo.gym.version=0.5.1)"), shown in the header.
 	Variant string
@@ -42,10 +40,10 @@ type Options struct {
 	Export    ExportFunc
 	ExportDir string
 	// SpanCost is the CPU per enabled span of the cost and worth view
-	// (gate.DefaultSpanCost when zero); Budget, when set, is judged against
+	// (whatif.DefaultSpanCost when zero); Budget, when set, is judged against
 	// the previewed spec at RolloutRate rollouts/s (0: the capture's rate).
 	SpanCost    time.Duration
-	Budget      *gate.Budget
+	Budget      *whatif.Budget
 	RolloutRate float64
 	// Redetect, when set, is asked with each new snapshot until it settles
 	// which Gym variant a live capture comes from; it returns the options to
@@ -62,61 +60,92 @@ func (r rect) contains(x, y int) bool { return x >= r.x && x < r.x+r.w && y >= r
 type focusMsg struct{ to slot }
 
 // Model is the root of the interface. It owns the panels, routes messages to
-// them and runs the analysis commands, one at a time per engine.
+// them and runs the analysis commands, one at a time per engine. Its state
+// is in parts, each with one owner: what is shown (feed) changes only with
+// snapshots and analyses, the commands in flight (jobs) only as they start
+// and end, the user's own state (interaction) only with keys and mouse,
+// and the screen's geometry (screen) only in layout and renderHeader.
 type Model struct {
 	opts Options
-	st   *Styles
-	keys *KeyMap
-	help help.Model
-	reg  *gate.Registry
-	eng  *gate.Engine // previews and checks; used by one command at a time
-	sim  *gate.Engine // per-rollout simulations; likewise
+	reg  *groups.Registry
+	screen
+	feed
+	jobs
+	views
+	interaction
+}
 
+// screen is the geometry and what is drawn outside the panels: written by
+// layout (sizes, boxes, what the panels wanted then) and renderHeader.
+type screen struct {
+	st            *Styles
+	keys          *KeyMap
+	help          help.Model
 	width, height int
-	snap          *model.Snapshot
-	check         *gate.CheckReport
-	ssnap         *model.Snapshot // snap as the last analysis structured it
+	frameW        int
+	frameH        int
+	rects         [numSlots]rect
+	groupsWant    int // the span groups' wantLines at the last layout
+	listWant      int // the list's wantW at the last layout
+	header        string
+}
 
+// feed is the data shown: the newest snapshot and what the last analysis
+// made of it. Written by setSnapshot and setAnalysis only.
+type feed struct {
+	snap      *model.Snapshot
+	check     *whatif.CheckReport
+	ssnap     *model.Snapshot // snap as the last analysis structured it
+	tally     whatif.Tally    // the last analysis's rollouts, as every face counts them
+	haveTally bool
+	rate      rateMeter // live spans/s, sampled by snapshots and clock ticks
+}
+
+// jobs are the commands that compute off the UI goroutine, one at a time
+// per engine (an engine is not safe for concurrent use), and what the last
+// results were computed from.
+type jobs struct {
+	eng       *whatif.Engine // previews and checks
+	sim       *whatif.Engine // per-rollout simulations
+	worthEng  *whatif.Engine // the cost and worth view's
+	analysing bool
+	dirty     bool   // inputs changed while an analysis ran
+	curSeq    uint64 // snapshot the current spec's report was computed from
+	curWhere  string // and the rollout filter it was narrowed by
+	haveCur   bool
+	simming   bool
+	refresh   time.Duration // throttle between snapshots; tests shorten it
+}
+
+// views are the panels: each owns its state and cache; the root hands
+// them the shared state (env) and routes keys through panels.
+type views struct {
 	rollouts *rolloutList
 	trace    *traceView
-	groups   *groupsSlot
+	groups   *groupsPanel
 	detail   *detailView
 	stats    *statsView
 	compare  *compareView
 	worth    *worthView
-	worthEng *gate.Engine // the worth view's; used by one command at a time
-	marked   string       // the rollout marked for comparison
+	cohort   *cohortView
+	helpView *pager
 	// panels is every panel, base panels before their overlays: the one
 	// list that keys, sizes, help, the mouse and drawing go through.
 	panels []panel
 	env    env
+}
 
-	focus    slot
-	showHelp bool
-	helpView *pager
-	preview  bool // the waterfall shows the previewed spec
-
-	analysing bool
-	dirty     bool   // inputs changed while an analysis ran
-	curSeq    uint64 // snapshot the current spec's report was computed from
-	haveCur   bool
-	simming   bool
-
-	rateAccepted int64
-	rateAt       time.Time
-	rate         float64
-
+// interaction is the user's own state: what has focus, what is open or
+// marked, what the status line says and what copy-out wrote.
+type interaction struct {
+	focus     slot
+	showHelp  bool
+	preview   bool   // the waterfall shows the previewed spec
+	marked    string // the rollout marked for comparison
 	status    string
 	statusErr bool
 	copied    bool
 	wrote     string // the snippet file this run wrote, to overwrite it silently
-
-	refresh time.Duration // throttle between snapshots; tests shorten it
-
-	rects  [numSlots]rect
-	header string
-	frameW int
-	frameH int
 }
 
 // New builds the root model.
@@ -140,28 +169,35 @@ func New(o Options) Model {
 	hv := newPager(st, keys, "q quit · esc or ? close · ↑/↓ pgup/pgdn scroll")
 	hv.title = "Help"
 	m := Model{
-		opts:     o,
-		st:       st,
-		keys:     keys,
-		help:     h,
-		reg:      o.Registry,
-		eng:      gate.NewEngine(o.Registry),
-		sim:      gate.NewEngine(o.Registry),
-		rollouts: newRolloutList(st, keys),
-		trace:    newTraceView(st, keys, o.Registry),
-		groups:   &groupsSlot{groupsPanel: newGroupsPanel(st, keys, o.Registry, o.Current, o.CurrentSpec)},
-		detail:   newDetailView(st, keys),
-		stats:    newStatsView(st, keys, o.Registry),
-		compare:  newCompareView(st, keys, o.Registry),
-		worth:    newWorthView(st, keys, o.Registry, o.SpanCost, o.Budget, o.RolloutRate),
-		worthEng: gate.NewEngine(o.Registry),
-		helpView: &hv,
-		refresh:  refreshEvery,
+		opts:   o,
+		reg:    o.Registry,
+		screen: screen{st: st, keys: keys, help: h},
+		jobs: jobs{
+			eng:      whatif.NewEngine(o.Registry),
+			sim:      whatif.NewEngine(o.Registry),
+			worthEng: whatif.NewEngine(o.Registry),
+			refresh:  refreshEvery,
+		},
+		views: views{
+			rollouts: newRolloutListFor(st, keys, o.Live, o.Addrs),
+			trace:    newTraceView(st, keys, o.Registry),
+			groups:   newGroupsPanel(st, keys, o.Registry, o.Current, o.CurrentSpec),
+			detail:   newDetailView(st, keys),
+			stats:    newStatsView(st, keys, o.Registry),
+			compare:  newCompareView(st, keys, o.Registry),
+			worth:    newWorthView(st, keys, o.Registry, o.SpanCost, o.Budget, o.RolloutRate),
+			cohort:   newCohortView(st, keys, o.Registry),
+			helpView: &hv,
+		},
 	}
-	m.panels = []panel{m.rollouts, m.trace, m.detail, m.stats, m.compare, m.groups, m.worth}
+	m.panels = []panel{m.rollouts, m.trace, m.detail, m.stats, m.compare, m.cohort, m.groups, m.worth}
 	m.groups.budget, m.groups.rate = o.Budget, o.RolloutRate
 	m.frameW, m.frameH = st.Panel.Box.GetFrameSize()
 	m.trace.SetPreview(false, o.Current)
+	if o.Live {
+		// What arrives before the first snapshot counts from now.
+		m.rate.add(o.Now(), 0)
+	}
 	m.renderHeader()
 	return m
 }
@@ -182,7 +218,8 @@ func (m Model) Snippet() string {
 	if !m.copied && m.groups.Preview() == m.opts.Current {
 		return ""
 	}
-	text, err := Snippet(m.reg, m.groups.Preview(), false)
+	_, warn := m.groups.copyWarning()
+	text, err := Snippet(m.reg, m.groups.Preview(), false, warn)
 	if err != nil {
 		return "# no span_groups snippet: " + err.Error() + "\n"
 	}
@@ -237,6 +274,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case worthMsg:
 		m.worth.set(msg)
 		return m, m.afterChange()
+	case cohortMsg:
+		m.cohort.set(msg)
+		return m, m.afterChange()
+	case recommendMsg:
+		return m.setRecommend(msg)
 	}
 	return m, nil
 }
@@ -318,7 +360,7 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(km, k.Spec):
 		m.setFocus(slotGroups)
 		var cmd tea.Cmd
-		m.groups.groupsPanel, cmd = m.groups.StartInput()
+		cmd = m.groups.StartInput()
 		return m, cmd
 	case key.Matches(km, k.Sort):
 		m.rollouts.CycleSort()
@@ -331,31 +373,37 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.trace.SetPreview(m.preview, m.groups.Preview())
 		return m, m.afterChange()
 	case key.Matches(km, k.Copy):
-		text, err := Snippet(m.reg, m.groups.Preview(), true)
+		short, warn := m.groups.copyWarning()
+		text, err := Snippet(m.reg, m.groups.Preview(), true, warn)
 		if err != nil {
 			// Never hand out a spec Gym would refuse or read otherwise.
 			m.status, m.statusErr = "not copied: "+err.Error(), true
 			return m, nil
 		}
-		return m, copySnippet(text, m.opts.SnippetPath, m.wrote, m.opts.Clipboard)
+		return m, copySnippet(text, m.opts.SnippetPath, m.wrote, m.opts.Clipboard, short)
 	case key.Matches(km, k.Default), key.Matches(km, k.PerRoll), key.Matches(km, k.All):
 		name := map[string]string{"1": "default", "2": "per_rollout", "3": "all"}[km.String()]
 		if set, ok := m.reg.PresetSet(name); ok {
-			m.groups.groupsPanel = m.groups.SetPreview(set)
+			m.groups.SetPreview(set)
 		}
 		return m, m.afterChange()
 	case key.Matches(km, k.Mark):
 		m.toggleMark()
 		return m, m.afterChange()
+	case key.Matches(km, k.Recommend):
+		return m, m.startRecommend()
+	case key.Matches(km, k.Path):
+		m.trace.TogglePath()
+		return m, nil
 	case key.Matches(km, k.Export):
 		return m, m.startExport(false)
 	case key.Matches(km, k.ExportShaped):
 		return m, m.startExport(true)
 	case key.Matches(km, k.More):
-		m.groups.groupsPanel = m.groups.Project(1)
+		m.groups.Project(1)
 		return m, nil
 	case key.Matches(km, k.Fewer):
-		m.groups.groupsPanel = m.groups.Project(-1)
+		m.groups.Project(-1)
 		return m, nil
 	}
 	return m, nil
@@ -404,11 +452,17 @@ func (m *Model) afterChange() tea.Cmd {
 	if spec := m.groups.Preview(); spec != m.trace.spec {
 		m.trace.SetPreview(m.preview, spec)
 		cmds = append(cmds, m.requestAnalysis())
+	} else if m.rollouts.where().String() != m.curWhere && m.haveCur {
+		// A new filter: the span groups preview the rollouts it shows.
+		cmds = append(cmds, m.requestAnalysis())
 	}
 	m.trace.SetFocused(m.focus == slotTrace && m.front(slotTrace) == panel(m.trace))
+	m.groups.SetFocused(m.focus == slotGroups)
 	m.syncPanels()
+	m.fitPanels()
 	m.renderHeader()
-	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()))
+	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()),
+		m.cohort.request(m.reg, m.snap, m.rollouts.compiled))
 	return tea.Batch(cmds...)
 }
 
@@ -444,126 +498,8 @@ func (m *Model) setFocus(f slot) {
 		m.closeOverlays(slotTrace)
 	}
 	m.focus = f
+	m.groups.SetFocused(f == slotGroups)
 	m.layout() // the focused panel gets the room
-}
-
-func (m Model) setSnapshot(s *model.Snapshot) (tea.Model, tea.Cmd) {
-	if s == nil || (m.snap != nil && s.Seq < m.snap.Seq) {
-		return m, pauseRefresh(m.refresh)
-	}
-	if m.rateAt.IsZero() {
-		m.rateAccepted, m.rateAt = s.Stats.Accepted, s.Taken
-	} else if dt := s.Taken.Sub(m.rateAt); dt >= time.Second {
-		m.rate = float64(s.Stats.Accepted-m.rateAccepted) / dt.Seconds()
-		m.rateAccepted, m.rateAt = s.Stats.Accepted, s.Taken
-	}
-	if m.opts.Redetect != nil {
-		if o, settled := m.opts.Redetect(s); settled {
-			m.opts.Redetect = nil
-			if o != nil {
-				return m.rebuild(*o, s)
-			}
-		}
-	}
-	m.snap = s
-	// The rollout list follows the analysis: rollouts are found by
-	// structure there, off the UI goroutine.
-	return m, tea.Batch(m.requestAnalysis(), pauseRefresh(m.refresh))
-}
-
-// rateWindow is how long without a new snapshot before the live rate is
-// recomputed from what has not arrived: it falls to 0 once data stops.
-const rateWindow = 2 * time.Second
-
-// decayRate recomputes the live rate on the clock tick when no snapshot has
-// moved it for rateWindow.
-func (m *Model) decayRate() {
-	if m.snap == nil || m.rateAt.IsZero() {
-		return
-	}
-	now := m.opts.Now()
-	if dt := now.Sub(m.rateAt); dt >= rateWindow {
-		m.rate = float64(m.snap.Stats.Accepted-m.rateAccepted) / dt.Seconds()
-		m.rateAccepted, m.rateAt = m.snap.Stats.Accepted, now
-		m.renderHeader()
-	}
-}
-
-// requestAnalysis starts a preview and check unless one is running, in which
-// case the result triggers another run.
-func (m *Model) requestAnalysis() tea.Cmd {
-	if m.snap == nil {
-		return nil
-	}
-	if m.analysing {
-		m.dirty = true
-		return nil
-	}
-	m.analysing, m.dirty = true, false
-	grace := time.Duration(0)
-	if m.opts.Live {
-		grace = liveGrace
-	}
-	return runAnalysis(analysisJob{
-		eng:         m.eng,
-		snap:        m.snap,
-		current:     m.opts.Current,
-		preview:     m.groups.Preview(),
-		needCurrent: !m.haveCur || m.curSeq != m.snap.Seq,
-		now:         m.opts.Now,
-		grace:       grace,
-	})
-}
-
-func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
-	m.analysing = false
-	if a.cur != nil {
-		m.groups.groupsPanel = m.groups.SetReports(a.cur, nil)
-		m.curSeq, m.haveCur = a.seq, true
-	}
-	// A preview for a spec no longer shown is stale: drop it.
-	if a.preview == m.groups.Preview() {
-		m.groups.groupsPanel = m.groups.SetReports(nil, a.prev)
-	} else {
-		m.dirty = true
-	}
-	if a.check != nil {
-		m.check = a.check
-	}
-	m.rollouts.SetCheck(a.check)
-	m.groups.groupsPanel = m.groups.SetCheck(a.check)
-	var cmd tea.Cmd
-	if a.check != nil && a.check.Structure != nil {
-		ss := a.check.Structure.Snap
-		m.ssnap = ss
-		// Refresh the shown rollout with its newest version, even if unchanged id.
-		sel := m.rollouts.Selected()
-		if sel != nil && m.trace.Rollout() != nil && sel.ID == m.trace.Rollout().ID && sel != m.trace.Rollout() {
-			m.trace.SetRollout(ss, sel)
-		}
-		cmd = m.afterChange()
-	}
-	m.syncPanels()
-	m.renderHeader()
-	if m.dirty || (m.snap != nil && a.seq != m.snap.Seq) {
-		return m, tea.Batch(cmd, m.requestAnalysis())
-	}
-	return m, cmd
-}
-
-// requestSim simulates the shown rollout if its simulation is missing and
-// none is running.
-func (m *Model) requestSim() tea.Cmd {
-	key, need := m.trace.NeedsSim(m.groups.Preview())
-	if !need || m.simming || m.snap == nil {
-		return nil
-	}
-	r := m.trace.Rollout()
-	if r == nil || r.ID != key.id {
-		return nil
-	}
-	m.simming = true
-	return runSimulation(m.sim, m.snap, r, key.spec)
 }
 
 func (m Model) updateMouse(msg tea.MouseMsg) (tea.Model, tea.Cmd) {
@@ -593,349 +529,4 @@ func (m Model) updateMouse(msg tea.MouseMsg) (tea.Model, tea.Cmd) {
 		return m, m.afterChange()
 	}
 	return m, nil
-}
-
-// headerLines and footerLines are the rows outside the panels.
-const (
-	headerLines = 2
-	footerLines = 1
-	wideWidth   = 100
-)
-
-// layout computes every panel's box from the window size and the styles'
-// frame sizes, and hands each panel its content size.
-func (m *Model) layout() {
-	avail := m.height - headerLines - footerLines
-	if m.width < 30 || avail < 3*m.frameH+3 {
-		return
-	}
-	if m.width >= wideWidth {
-		top := max(avail*55/100, m.frameH+4)
-		left := m.width * 2 / 5
-		if m.focus == slotTrace {
-			// The waterfall has the keyboard: it gets the width, the list
-			// keeps its verdict columns.
-			left = max(m.width/3, 42)
-		}
-		m.rects[slotRollouts] = rect{0, headerLines, left, top}
-		m.rects[slotTrace] = rect{left, headerLines, m.width - left, top}
-		m.rects[slotGroups] = rect{0, headerLines + top, m.width, avail - top}
-	} else {
-		// Stacked: the focused panel gets half the height; of the rest the
-		// span groups get the larger share, for the what-if answer.
-		big := avail / 2
-		small := (avail - big) / 2
-		y := headerLines
-		for s := slot(0); s < numSlots; s++ {
-			h := small
-			if s == m.focus {
-				h = big
-			} else if s == slotGroups {
-				h = avail - big - small
-			}
-			if s == numSlots-1 {
-				h = headerLines + avail - y
-			}
-			m.rects[s] = rect{0, y, m.width, h}
-			y += h
-		}
-	}
-	for _, p := range m.panels {
-		r := m.rects[p.slot()]
-		p.setSize(r.w-m.frameW, r.h-m.frameH)
-	}
-	m.help.Width = m.width
-	m.helpView.resize(m.width, avail)
-	if m.showHelp {
-		m.helpView.setLines(m.helpLines())
-	}
-	m.renderHeader()
-}
-
-// openHelp renders the help screen for the focused panel and shows it.
-func (m *Model) openHelp() {
-	m.showHelp = true
-	m.helpView.setLines(m.helpLines())
-	m.helpView.vp.GotoTop()
-}
-
-// helpLines is the help screen: how to leave first, then the focused
-// panel's keys, the global keys, every other panel's keys and the legend.
-func (m *Model) helpLines() []string {
-	k := m.keys
-	seen := map[string]bool{}
-	type section struct {
-		title string
-		keys  []key.Binding
-	}
-	var secs []section
-	add := func(title string, bs []key.Binding) {
-		var out []key.Binding
-		for _, b := range bs {
-			id := b.Help().Key + " " + b.Help().Desc
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, b)
-			}
-		}
-		if len(out) > 0 {
-			secs = append(secs, section{title, out})
-		}
-	}
-	add("leave", []key.Binding{k.Quit, k.Back, k.Help})
-	front := m.front(m.focus)
-	add(front.name()+" (focused)", front.help())
-	add("everywhere", k.Global())
-	for _, p := range m.panels {
-		if p != front {
-			add(p.name(), p.help())
-		}
-	}
-	const keyW, colW = 9, 58
-	var lines []string
-	for _, sec := range secs {
-		lines = append(lines, m.st.Panel.Title.Render(sec.title))
-		for _, b := range sec.keys {
-			lines = append(lines, "  "+m.st.App.Title.Render(fit(b.Help().Key, keyW))+" "+b.Help().Desc)
-		}
-	}
-	lines = append(lines, m.st.Panel.Title.Render("legend"))
-	if m.snap != nil {
-		for _, sv := range m.services() {
-			lines = append(lines, "  "+fit(m.st.Service(uint32(sv.id)).Render("███"), keyW)+" "+sv.name)
-		}
-	}
-	for _, g := range [][2]string{
-		{glyphError, "failed span (error status); rollouts: error spans"},
-		{glyphSplit, "join broken: split rollout, broken hop, new trace"},
-		{glyphJoined, "joined: the rollout is one trace tree"},
-		{glyphPending, "pending: spans may still arrive"},
-		{glyphTruncated, "truncated: force-closed at shutdown"},
-		{glyphFolded + " +N", "collapsed node and the spans it hides"},
-		{string(glyphEvent), "span event (an exception, say) on its bar"},
-		{glyphMatch, "search hit"},
-		{"·", "time-axis tick"},
-		{"›", "cursor"},
-		{glyphMarked, "rollout marked for comparison (m)"},
-		{"name*", "group changed from the current spec"},
-	} {
-		lines = append(lines, "  "+fit(g[0], keyW)+" "+g[1])
-	}
-	// As many columns as fit, filled top to bottom.
-	cols := clamp(m.width/colW, 1, 4)
-	if cols == 1 {
-		for i, l := range lines {
-			lines[i] = clip(l, max(m.width, 1))
-		}
-		return append(lines, filterHelp(m.st, m.width)...)
-	}
-	h := (len(lines) + cols - 1) / cols
-	out := make([]string, h)
-	for i, l := range lines {
-		if i/h < cols-1 {
-			l = fit(l, colW)
-		}
-		out[i%h] += l
-	}
-	for i := range out {
-		out[i] = clip(out[i], m.width)
-	}
-	return append(out, filterHelp(m.st, m.width)...)
-}
-
-// filterHelp is the rollout filter's syntax, full width.
-func filterHelp(st *Styles, w int) []string {
-	lines := []string{st.Panel.Title.Render("rollout filter (/)")}
-	for _, l := range strings.Split(gate.FilterHelp, "\n") {
-		lines = append(lines, clip("  "+l, w))
-	}
-	return lines
-}
-
-// service is a resource and its short service name.
-type service struct {
-	id   model.ResourceID
-	name string
-}
-
-// services lists the capture's services in resource order, for the legend.
-func (m *Model) services() []service {
-	seen := map[model.ResourceID]bool{}
-	var out []service
-	for _, r := range m.snap.Rollouts {
-		for _, f := range r.Fragments {
-			for i := range f.Spans {
-				if id := f.Spans[i].Resource; !seen[id] {
-					seen[id] = true
-					out = append(out, service{id, shortService(m.snap.ServiceName(id))})
-				}
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out
-}
-
-func (m Model) setCopied(msg copiedMsg) Model {
-	m.copied = true
-	if msg.errText != "" && msg.path == "" && !msg.clip {
-		m.status, m.statusErr = msg.errText, true
-		return m
-	}
-	// What happened first (the clipboard's fate, never "copied" when it
-	// was not); the env line, long and printed on exit anyway, last, where
-	// the width cuts it.
-	parts := []string{msg.clipText}
-	if msg.path != "" {
-		m.wrote = msg.path
-		shown := msg.path
-		if wd, err := os.Getwd(); err == nil {
-			if rel, err := filepath.Rel(wd, msg.path); err == nil && !strings.HasPrefix(rel, "..") {
-				shown = rel
-			}
-		}
-		if msg.replaced {
-			parts = append(parts, "replaced the earlier "+shown+" (kept as "+shown+".bak)")
-		} else {
-			parts = append(parts, "wrote "+shown)
-		}
-	}
-	if msg.errText != "" {
-		parts = append(parts, msg.errText)
-	}
-	spec, _ := m.reg.CopyOut(m.groups.Preview())
-	parts = append(parts, gate.EnvLine(spec))
-	m.status, m.statusErr = strings.Join(parts, " · "), msg.errText != ""
-	return m
-}
-
-// renderHeader caches the two header lines.
-func (m *Model) renderHeader() {
-	if m.width <= 0 {
-		return
-	}
-	src := strings.TrimPrefix(m.opts.Title, "gymtrace ")
-	if len(m.opts.Addrs) > 0 {
-		src = strings.Join(m.opts.Addrs, " ")
-		if t := strings.TrimPrefix(m.opts.Title, "gymtrace "); t != "" {
-			src = t + " · " + src
-		}
-	}
-	mode := "file"
-	if m.opts.Live {
-		mode = "live " + fmtRate(m.rate) + " spans/s"
-	}
-	l1 := m.st.App.Title.Render("gymtrace") + " " + m.st.App.Header.Render(src) + m.st.App.Dim.Render(" · "+mode+" · current "+m.opts.CurrentSpec)
-	if m.opts.Variant != "" {
-		l1 += m.st.App.Dim.Render(" · " + m.opts.Variant)
-	}
-	var parts []string
-	if s := m.snap; s != nil {
-		st := s.Stats
-		if st.NotRecorded > 0 {
-			// First, so a narrow terminal still shows it: the record file
-			// is missing spans the screen has.
-			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("record failed: %s, %s spans not recorded", st.RecordError, fmtCount(st.NotRecorded))))
-		}
-		rolls := "rollouts …"
-		if m.ssnap != nil {
-			rolls = "rollouts " + fmtCount(int64(m.ssnap.Stats.Rollouts))
-		}
-		parts = append(parts,
-			"spans "+fmtCount(int64(st.Stored)),
-			rolls,
-			"trace ids "+fmtCount(int64(st.Traces)))
-		if st.Refused > 0 {
-			parts = append(parts, m.st.App.Error.Render("refused "+fmtCount(st.Refused)))
-		}
-		if st.RequestsRefused > 0 {
-			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("requests refused %s (last: %s)", fmtCount(st.RequestsRefused), st.LastRefusal)))
-		}
-		if st.EvictedSpans > 0 {
-			ev := fmt.Sprintf("evicted %s spans (%s rollouts)", fmtCount(st.EvictedSpans), fmtCount(st.EvictedRollouts))
-			if !m.opts.Live {
-				// Files are read one after another: a rollout evicted while
-				// one file was read may get spans again from the next, and
-				// then looks split. The verdicts cannot be trusted whole.
-				ev += ": verdicts partial, raise --max-spans"
-			}
-			parts = append(parts, m.st.App.Error.Render(ev))
-		}
-		if st.Duplicates > 0 {
-			parts = append(parts, "duplicates "+fmtCount(st.Duplicates))
-		}
-		if st.AttrsDropped > 0 || st.ValuesTruncated > 0 {
-			parts = append(parts, fmt.Sprintf("capped %s attrs, %s values", fmtCount(st.AttrsDropped), fmtCount(st.ValuesTruncated)))
-		}
-		if st.ValuesRepaired > 0 {
-			parts = append(parts, "repaired UTF-8 "+fmtCount(st.ValuesRepaired))
-		}
-		if st.EventsDropped > 0 || st.LinksDropped > 0 || st.NamesTruncated > 0 {
-			parts = append(parts, fmt.Sprintf("capped %s events, %s links, %s names", fmtCount(st.EventsDropped), fmtCount(st.LinksDropped), fmtCount(st.NamesTruncated)))
-		}
-		parts = append(parts, "metric points "+fmtCount(st.MetricPoints), "log records "+fmtCount(st.LogRecords))
-	} else {
-		parts = append(parts, "loading…")
-	}
-	if m.analysing {
-		parts = append(parts, m.st.App.Dim.Render("analysing…"))
-	}
-	l2 := m.st.App.Header.Render(strings.Join(parts, " · "))
-	m.header = clip(l1, m.width) + "\n" + clip(l2, m.width)
-}
-
-// View draws the screen from cached panel renders; it does no other work.
-func (m Model) View() string {
-	if m.width == 0 {
-		return ""
-	}
-	avail := m.height - headerLines - footerLines
-	if m.width < 30 || avail < 3*m.frameH+3 {
-		return clip(fmt.Sprintf("too small: %d×%d, need 30×%d · q quits", m.width, m.height, 3*m.frameH+3+headerLines+footerLines), m.width)
-	}
-	var body string
-	if m.showHelp {
-		body = m.helpView.view()
-	} else {
-		box := func(s slot) string {
-			st := m.st.Panel.Box
-			if s == m.focus {
-				st = m.st.Panel.Focused
-			}
-			r := m.rects[s]
-			return st.Width(r.w - m.frameW).Height(r.h - m.frameH).Render(m.front(s).view())
-		}
-		roll, tr, gr := box(slotRollouts), box(slotTrace), box(slotGroups)
-		if m.width >= wideWidth {
-			body = lipgloss.JoinVertical(lipgloss.Left, lipgloss.JoinHorizontal(lipgloss.Top, roll, tr), gr)
-		} else {
-			body = lipgloss.JoinVertical(lipgloss.Left, roll, tr, gr)
-		}
-	}
-	footer := m.footer()
-	if m.status != "" {
-		st := m.st.App.Status
-		if m.statusErr {
-			st = m.st.App.Error
-		}
-		footer = st.Render(clip(m.status, m.width))
-	}
-	return m.header + "\n" + body + "\n" + clip(footer, m.width)
-}
-
-// footer is the one-line help: how to get help and leave first, then the
-// focused panel's own keys.
-func (m *Model) footer() string {
-	k := m.keys
-	bs := []key.Binding{k.Help, k.Quit}
-	if m.showHelp {
-		bs = []key.Binding{k.Quit, k.Back}
-	} else if p := m.front(m.focus); p != nil {
-		if p != m.base(m.focus) {
-			bs = append(bs, k.Back)
-		}
-		bs = append(bs, k.NextPanel)
-		bs = append(bs, p.help()...)
-	}
-	return m.help.ShortHelpView(bs)
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,8 +13,11 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -50,8 +55,34 @@ func TestSortCycles(t *testing.T) {
 		}
 	}
 	m = keys(t, m, "s", "S") // start time, reversed: the latest first
-	if got := ids(m.rollouts.rows)[:2]; !slices.Equal(got, []string{"r0005", "r0004"}) || !strings.Contains(m.View(), "sort start time ↑") {
+	if got := ids(m.rollouts.rows)[:2]; !slices.Equal(got, []string{"r0005", "r0004"}) || !strings.Contains(m.View(), "sort: latest start") {
 		t.Errorf("reversed start-time sort: first rows = %v", got)
+	}
+	m = keys(t, m, "s", "s", "s", "s") // id, still reversed: ids descend, and the title says so
+	if got := ids(m.rollouts.rows)[:2]; !slices.Equal(got, []string{"r0005", "r0004"}) || !strings.Contains(m.View(), "sort: id z→a") {
+		t.Errorf("reversed id sort: first rows = %v\n%s", got, m.View())
+	}
+}
+
+// A new sort order starts from the top: the cursor, far down the old
+// order, does not pull the view to where its rollout went.
+func TestSortStartsAtTop(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 40, false)
+	m := newTestModel(t, b, 80, 24, "default")
+	m = keys(t, m, "G") // the last rollout, the list scrolled to it
+	if m.rollouts.offset == 0 {
+		t.Fatalf("the list did not scroll to the bottom")
+	}
+	for _, k := range []string{"s", "S"} {
+		m = keys(t, m, k)
+		if m.rollouts.cursor != 0 || m.rollouts.offset != 0 {
+			t.Errorf("after %s: cursor %d, offset %d; want the top", k, m.rollouts.cursor, m.rollouts.offset)
+		}
+		if sel := m.rollouts.Selected(); sel == nil || sel != m.rollouts.rows[0] || m.trace.Rollout() != sel {
+			t.Errorf("after %s: the first row is not the one shown", k)
+		}
+		m = keys(t, m, "G")
 	}
 }
 
@@ -140,7 +171,7 @@ func TestPresetsAndToggle(t *testing.T) {
 	withJob := m.groups.prevRep.Result.Traces
 	// Toggle job off in the groups panel: every rollout becomes its own trace.
 	m = keys(t, m, "tab", "tab", "g", " ")
-	if m.groups.Preview().Has(gate.Job) {
+	if m.groups.Preview().Has(groups.Job) {
 		t.Fatalf("space did not toggle job off")
 	}
 	if got := m.groups.prevRep.Result.Traces; got != 5 || withJob != 1 {
@@ -153,7 +184,7 @@ func TestHTTPClientOffReportsBreak(t *testing.T) {
 	b.capture(t, 3, false)
 	m := newTestModel(t, b, 120, 40, "all")
 	m = keys(t, m, "2", "tab", "tab", "g", "down", "down", " ")
-	if m.groups.Preview().Has(gate.HTTPClient) {
+	if m.groups.Preview().Has(groups.HTTPClient) {
 		t.Fatalf("http_client still on")
 	}
 	rep := m.groups.prevRep
@@ -198,7 +229,7 @@ func TestHTTPClientOffReportsBreak(t *testing.T) {
 // TestSpecInputDrops: from G2 on Gym drops an unknown name and applies the
 // rest; the panel previews the rest and says what was dropped.
 func TestSpecInputDrops(t *testing.T) {
-	v, _ := gate.LookupVariant("G3")
+	v, _ := groups.LookupVariant("G3")
 	b := newBuilder(t)
 	b.capture(t, 2, false)
 	m := newTestModel(t, b, 120, 40, "default")
@@ -290,13 +321,51 @@ func TestCopyOut(t *testing.T) {
 	}
 }
 
+// TestCopyOutWarnsOfSplits copies out a spec that breaks every join: it is
+// handed out (the user may mean it), but the status says so first, in the
+// error style, and the file and the exit text carry the warning; a spec
+// that joins carries none.
+func TestCopyOutWarnsOfSplits(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 4, false)
+	m := newTestModel(t, b, 80, 24, "default")
+	m = keys(t, m, ":")
+	m = typeText(t, m, "server,rollout,verify")
+	m = keys(t, m, "enter", "y")
+	const warn = "this spec splits 4 of 4 rollouts: the spec lacks http_client"
+	if !m.statusErr || !strings.HasPrefix(m.status, glyphSplit+" this spec splits 4 of 4 rollouts · ") {
+		t.Errorf("status %q (error %v), want it to start with the warning", m.status, m.statusErr)
+	}
+	if !strings.Contains(m.View(), glyphSplit+" this spec splits 4 of 4") {
+		t.Errorf("the 80-column footer cuts the warning:\n%s", m.View())
+	}
+	data, err := os.ReadFile(m.opts.SnippetPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), "# warning: "+warn) || !strings.Contains(string(data), `span_groups: "server,rollout,verify"`) {
+		t.Errorf("file:\n%s\nwant the warning first, then the spec", data)
+	}
+	if s := m.Snippet(); !strings.HasPrefix(s, "# warning: "+warn) {
+		t.Errorf("exit snippet lacks the warning:\n%s", s)
+	}
+
+	m = keys(t, m, "2", "y")
+	if m.statusErr || strings.Contains(m.status, "splits") {
+		t.Errorf("a joining spec copied with status %q (error %v)", m.status, m.statusErr)
+	}
+	if data, _ := os.ReadFile(m.opts.SnippetPath); strings.Contains(string(data), "warning") {
+		t.Errorf("a joining spec's file has a warning:\n%s", data)
+	}
+}
+
 func TestCopyOutOSC52(t *testing.T) {
 	f, err := os.CreateTemp(t.TempDir(), "tty")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("TMUX", "")
-	msg := copySnippet("hello", t.TempDir()+"/s.yaml", "", f)().(copiedMsg)
+	msg := copySnippet("hello", t.TempDir()+"/s.yaml", "", f, "")().(copiedMsg)
 	if !msg.clip || msg.errText != "" {
 		t.Fatalf("copied = %+v", msg)
 	}
@@ -304,7 +373,7 @@ func TestCopyOutOSC52(t *testing.T) {
 	if want := "\x1b]52;c;aGVsbG8=\a"; string(got) != want {
 		t.Errorf("OSC 52 = %q, want %q", got, want)
 	}
-	bad := copySnippet("x", t.TempDir()+"/missing/dir/s.yaml", "", nil)().(copiedMsg)
+	bad := copySnippet("x", t.TempDir()+"/missing/dir/s.yaml", "", nil, "")().(copiedMsg)
 	if !strings.Contains(bad.errText, "no such file or directory") || strings.Contains(bad.errText, "open ") {
 		t.Errorf("error text %q should be the cause only", bad.errText)
 	}
@@ -316,7 +385,7 @@ func TestStaleAnalysisDropped(t *testing.T) {
 	b.capture(t, 2, false)
 	m := newTestModel(t, b, 120, 40, "default")
 	before := m.groups.prevRep
-	stale := &gate.Report{Spec: 12345}
+	stale := &whatif.Report{Spec: 12345}
 	next, cmd := m.Update(analysisMsg{seq: m.snap.Seq, current: m.opts.Current, preview: 12345, prev: stale})
 	m = next.(Model)
 	if m.groups.prevRep != before {
@@ -577,6 +646,57 @@ func TestSpanSearch(t *testing.T) {
 	}
 }
 
+// The waterfall's search reads the rollout filter's terms on each span, as
+// the rollout filter does on the rollout: a failed rollout's error span is
+// found by status=error, kinds and attribute comparisons hold per span, and
+// a term half typed says why instead of matching nothing silently.
+func TestSpanSearchTerms(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, false)
+	m := newTestModel(t, b, 80, 24, "default")
+	m = keys(t, m, "down", "tab") // r0001 fails its verify
+	search := func(q string) []string {
+		t.Helper()
+		m = keys(t, m, "/")
+		m.trace.search.input.SetValue("")
+		m = typeText(t, m, q)
+		m = keys(t, m, "enter")
+		var names []string
+		for _, h := range m.trace.search.hits {
+			names = append(names, m.snap.Str(m.trace.r.Fragments[h.frag].Spans[h.idx].Name))
+		}
+		return names
+	}
+	for _, tc := range []struct {
+		q    string
+		want []string
+	}{
+		{"status=error", []string{"gym.verify"}},
+		{"error", []string{"gym.verify"}},
+		{"kind=server service=example_tools", []string{"POST /verify"}},
+		{"http.request.method=POST url.full~verify", []string{"HTTP POST"}},
+		{"-kind=internal -kind=client name~verify", []string{"POST /verify"}},
+		{"dur>10s", nil},
+		{"verifier rejected", []string{"gym.verify"}}, // the status message, word by word
+	} {
+		if got := search(tc.q); !slices.Equal(got, tc.want) {
+			t.Errorf("/%s hits %q, want %q", tc.q, got, tc.want)
+		}
+	}
+	if got := search("status=error"); len(got) == 1 {
+		if f, i, ok := m.trace.SelectedSpan(); !ok || f.Spans[i].Status != model.StatusError {
+			t.Errorf("/status=error left the cursor off the error span")
+		}
+		if v := m.View(); !strings.Contains(v, "/status=error 1/1") {
+			t.Errorf("the 80×24 title lacks the hit count:\n%s", v)
+		}
+	}
+	search("dur>1")
+	if !strings.Contains(m.trace.search.status(), "no match · bad duration") {
+		t.Errorf("a half-typed term says %q", m.trace.search.status())
+	}
+}
+
 // The spec input opens with the previewed spec; typing replaces it, while a
 // movement key first keeps it for editing.
 func TestSpecInputPrefill(t *testing.T) {
@@ -606,22 +726,54 @@ func TestFmtDur(t *testing.T) {
 	}
 }
 
-// The live rate falls to 0 once spans stop arriving: the clock recomputes it
-// when no snapshot has for a while.
-func TestLiveRateDecays(t *testing.T) {
-	b := newBuilder(t)
-	b.capture(t, 2, false)
-	m := newTestModel(t, b, 120, 40, "default")
-	m.opts.Live = true
-	m.rate = 50
-	m.renderHeader()
-	if !strings.Contains(m.header, "live 50 spans/s") {
-		t.Fatalf("header: %s", m.header)
+// The live rate moves with each batch and falls to 0 once spans stop: an
+// exporter sends a batch every five seconds, and no frame after a batch
+// arrived reads 0 spans/s; once none comes for the window, it does.
+func TestLiveRate(t *testing.T) {
+	start := t0
+	now := start
+	st := model.NewStore(model.Options{Now: func() time.Time { return now }})
+	t.Cleanup(st.Close)
+	b := &builder{st: st, l: model.NewLocal(st.Interner()), res: map[string]model.ResourceID{}}
+	reg := testRegistry()
+	cur, _ := reg.Parse("default")
+	m := New(Options{Source: st, Registry: reg, Current: cur, Live: true, Title: "gymtrace serve",
+		SnippetPath: filepath.Join(t.TempDir(), SnippetFile), Now: func() time.Time { return now }})
+	m = send(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	shown := func() string {
+		return regexp.MustCompile(`live (\S+) spans/s`).FindStringSubmatch(m.header)[1]
 	}
-	next, _ := m.Update(clockMsg{})
-	m = next.(Model)
-	if m.rate != 0 || !strings.Contains(m.header, "live 0 spans/s") {
-		t.Errorf("rate %v after data stopped; header: %s", m.rate, m.header)
+	// Batches of 900 at 0.5 s, 5.5 s, 10.5 s; clock ticks every second.
+	for tick := 0; tick <= 20; tick++ {
+		now = start.Add(time.Duration(tick) * time.Second)
+		if tick%5 == 0 && tick <= 10 {
+			now = now.Add(500 * time.Millisecond)
+			spans := make([]model.Span, 900)
+			for i := range spans {
+				spans[i] = model.Span{TraceID: traceID(tick*1000 + i), SpanID: b.id(), Name: b.str("GET /health"),
+					Resource: b.resource("policy_model"), Kind: model.KindServer, Start: now.UnixNano(), End: now.UnixNano() + 1000}
+			}
+			if err := st.Add(model.Batch{Spans: spans}); err != nil {
+				t.Fatal(err)
+			}
+			st.Sync()
+			// The header follows the batch's analysis, with the list.
+			m = send(t, m, snapshotMsg{snap: st.Snapshot()})
+			if got := shown(); got == "0" {
+				t.Errorf("at %s, the frame after 900 spans arrived reads live 0 spans/s", now.Sub(start))
+			}
+			now = now.Add(-500 * time.Millisecond)
+		}
+		next, _ := m.Update(clockMsg{})
+		m = next.(Model)
+		if tick > 5 && tick <= 10 {
+			if got := shown(); got != "180" {
+				t.Errorf("at %ds, with a batch of 900 every 5 s, live %s spans/s, want 180", tick, got)
+			}
+		}
+	}
+	if got := shown(); got != "0" {
+		t.Errorf("10 s after the last batch, live %s spans/s, want 0", got)
 	}
 }
 
@@ -700,7 +852,7 @@ func TestCopyRefused(t *testing.T) {
 	b := newBuilder(t)
 	b.capture(t, 2, false)
 	m := newTestModel(t, b, 120, 40, "server")
-	m.groups.groupsPanel = m.groups.SetPreview(0)
+	m.groups.SetPreview(0)
 	m = keys(t, m, "y")
 	if !m.statusErr || !strings.Contains(m.status, "not copied: no group selected: Gym reads a blank span_groups as default") {
 		t.Errorf("status %q (error %v), want the refusal", m.status, m.statusErr)
@@ -721,5 +873,126 @@ func TestHeaderNamesVariant(t *testing.T) {
 	m = send(t, m, tea.WindowSizeMsg{Width: 160, Height: 40})
 	if v := m.View(); !strings.Contains(strings.SplitN(v, "\n", 2)[0], "Gym G1 (resource nemo.gym.version=0.5.1)") {
 		t.Errorf("header lacks the variant:\n%s", strings.SplitN(v, "\n", 2)[0])
+	}
+}
+
+// TestHeaderKeepsSpecAndVariant opens four long log paths, as `open` is
+// usually given them: the header names the files and keeps the current spec
+// and the variant at every width; the paths' directory gives way first.
+func TestHeaderKeepsSpecAndVariant(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 2, false)
+	dir := "/home/someone/experiments/2026-03-01/run-17/nemo-gym/logs"
+	title := "gymtrace open " + dir + "/driver.log.gz " + dir + "/agent.log.gz " + dir + "/model.log.gz " + dir + "/resources.log.gz"
+	for _, w := range []int{80, 120, 200} {
+		reg := testRegistry()
+		cur, _ := reg.Parse("default")
+		m := New(Options{Source: b.st, Registry: reg, Current: cur, CurrentSpec: "default", Title: title,
+			Variant:     "Gym G1c (resource nemo.gym.version=0.5.1 and the concurrency metric)",
+			SnippetPath: filepath.Join(t.TempDir(), SnippetFile)})
+		m.refresh = time.Nanosecond
+		m = send(t, m, tea.WindowSizeMsg{Width: w, Height: 24})
+		m = run(t, m, m.Init())
+		l1 := strings.Split(m.View(), "\n")[0]
+		for _, want := range []string{"open driver.log.gz", "current default", "Gym G1c"} {
+			if !strings.Contains(l1, want) {
+				t.Errorf("%d columns: header %q lacks %q", w, l1, want)
+			}
+		}
+		if ansi.StringWidth(l1) > w {
+			t.Errorf("%d columns: header is %d wide", w, ansi.StringWidth(l1))
+		}
+		if w == 200 && !strings.Contains(l1, "resources.log.gz (in /home/") {
+			t.Errorf("200 columns: header %q lacks every file and their directory", l1)
+		}
+	}
+}
+
+// TestFilterErrorWhole types a filter term with a bad value: the narrow
+// list shows the error whole, ending with the values it takes, as the CLI
+// prints them.
+func TestFilterErrorWhole(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 50}} {
+		b := newBuilder(t)
+		b.capture(t, 3, false)
+		m := newTestModel(t, b, sz[0], sz[1], "default")
+		m = keys(t, m, "/")
+		m = typeText(t, m, "kind=foo")
+		view := m.rollouts.view()
+		flat := strings.Join(strings.Fields(ansi.Strip(view)), " ")
+		const want = `filter "kind=foo": unknown kind "foo" (want server, client, internal, producer, consumer or unspecified)`
+		if !strings.Contains(flat, want) {
+			t.Errorf("%dx%d: the list lacks %q:\n%s", sz[0], sz[1], want, view)
+		}
+		if got := len(strings.Split(view, "\n")); got != m.rollouts.height {
+			t.Errorf("%dx%d: list is %d lines, want %d", sz[0], sz[1], got, m.rollouts.height)
+		}
+	}
+}
+
+// TestTwoTraceCounts: the header's count is of trace ids captured, the span
+// groups' of traces each spec would send; both say which, and the help
+// says how they differ.
+func TestTwoTraceCounts(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, true) // one trace for the run, under gym.job
+	m := newTestModel(t, b, 120, 40, "default")
+	m = keys(t, m, "shift+tab", " ") // job off: a trace per rollout
+	v := ansi.Strip(m.View())
+	if !strings.Contains(v, "captured trace ids 1 ") || !regexp.MustCompile(`traces sent\s+1\s+6\s`).MatchString(v) {
+		t.Errorf("the two counts are not told apart:\n%s", v)
+	}
+	m = keys(t, m, "?")
+	v = ansi.Strip(m.View())
+	for _, want := range []string{"header: distinct trace ids captured", "span groups: traces each spec would send"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+// TestGroupsSayWhatIsHidden: the span groups panel, like the others, says
+// which of its lines show when not all fit, and the cue follows scrolling.
+func TestGroupsSayWhatIsHidden(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 4, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	cue := regexp.MustCompile(`Span groups · preview default · (\d+)–(\d+) of (\d+)`)
+	got := cue.FindStringSubmatch(m.groups.view())
+	if got == nil || got[1] != "1" {
+		t.Fatalf("no 1–N of M cue:\n%s", m.groups.view())
+	}
+	m = keys(t, m, "shift+tab", "pgdown")
+	if after := cue.FindStringSubmatch(m.groups.view()); after == nil || after[1] == "1" || after[3] != got[3] {
+		t.Errorf("after pgdn the cue reads %v, before %v", after, got)
+	}
+}
+
+// TestGroupsFollowTheFilter: the span groups preview the rollouts the list
+// shows, as preview --where does, and say so; clearing the filter brings
+// back the whole capture.
+func TestGroupsFollowTheFilter(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 6, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	all := m.groups.prevRep.Result.Spans
+	m = keys(t, m, "/")
+	m = typeText(t, m, "status=error")
+	m = keys(t, m, "enter")
+	f, _ := filter.Parse("status=error")
+	want := whatif.NewEngine(m.reg).Preview(whatif.NewEngine(m.reg).Select(m.snap, f), m.groups.Preview())
+	if got := m.groups.prevRep; got.Input.Rollouts != 2 || got.Result.Spans != want.Result.Spans || got.Result.Spans >= all {
+		t.Errorf("filtered preview: %d rollouts, %d spans; preview --where: %d rollouts, %d spans (all: %d)",
+			got.Input.Rollouts, got.Result.Spans, want.Input.Rollouts, want.Result.Spans, all)
+	}
+	if v := ansi.Strip(m.groups.view()); !strings.Contains(v, "Span groups · preview default · over 2 rollouts /status=error") {
+		t.Errorf("the groups panel does not say it follows the filter:\n%s", v)
+	}
+	if m.groups.curRep.Input.Rollouts != 2 {
+		t.Errorf("the current spec's column covers %d rollouts, want the 2 listed", m.groups.curRep.Input.Rollouts)
+	}
+	m = keys(t, m, "esc")
+	if m.groups.prevRep.Result.Spans != all || strings.Contains(m.groups.view(), "over ") {
+		t.Errorf("after esc the preview has %d spans, want %d:\n%s", m.groups.prevRep.Result.Spans, all, m.groups.view())
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -20,9 +22,9 @@ const refreshEvery = 100 * time.Millisecond
 // clockEvery re-runs the join check while live, so rollouts leave "pending".
 const clockEvery = time.Second
 
-// liveGrace is how long a fresh rollout stays pending while spans may still
-// arrive: exporters batch for about five seconds.
-const liveGrace = 5 * time.Second
+// liveGrace is how long a fresh rollout stays pending: gate's, which the
+// headless status line uses too.
+const liveGrace = whatif.LiveGrace
 
 // snapshotMsg carries a newly published snapshot.
 type snapshotMsg struct{ snap *model.Snapshot }
@@ -37,26 +39,27 @@ type clockMsg struct{}
 // was computed from so results for an old spec are dropped.
 type analysisMsg struct {
 	seq     uint64
-	current gate.Set
-	preview gate.Set
-	cur     *gate.Report // nil when the current report was still fresh
-	prev    *gate.Report
-	check   *gate.CheckReport
+	current groups.Set
+	preview groups.Set
+	where   string         // the rollout filter the previews were narrowed by
+	cur     *whatif.Report // nil when the current report was still fresh
+	prev    *whatif.Report
+	check   *whatif.CheckReport
 }
 
 // simMsg is one rollout simulated under every group (for group tags) and
 // under the previewed spec.
 type simMsg struct {
 	key  simKey
-	all  *gate.RolloutSim
-	prev *gate.RolloutSim
+	all  *whatif.RolloutSim
+	prev *whatif.RolloutSim
 }
 
 // simKey identifies a simulation's inputs; a result for another key is stale.
 type simKey struct {
 	id      string
 	version uint64
-	spec    gate.Set
+	spec    groups.Set
 }
 
 // copiedMsg reports the outcome of a copy-out.
@@ -66,6 +69,7 @@ type copiedMsg struct {
 	clip     bool   // OSC 52 sent
 	clipText string // what happened to the clipboard
 	errText  string
+	warn     string // what the copied spec breaks, "" when nothing
 }
 
 // waitForChange blocks until the source publishes, then delivers the latest
@@ -90,12 +94,15 @@ func tickClock() tea.Cmd {
 
 // analysisJob is what runAnalysis needs, captured by value.
 type analysisJob struct {
-	eng              *gate.Engine
+	eng              *whatif.Engine
 	snap             *model.Snapshot
-	current, preview gate.Set
-	needCurrent      bool
-	now              func() time.Time
-	grace            time.Duration
+	current, preview groups.Set
+	// where narrows both previews to the rollouts the list's filter
+	// shows, as preview --where does; the join check stays whole.
+	where       *filter.Filter
+	needCurrent bool
+	now         func() time.Time
+	grace       time.Duration
 }
 
 // runAnalysis computes both previews and the join check. Only one runs at a
@@ -103,11 +110,12 @@ type analysisJob struct {
 // concurrent use.
 func runAnalysis(j analysisJob) tea.Cmd {
 	return func() tea.Msg {
-		m := analysisMsg{seq: j.snap.Seq, current: j.current, preview: j.preview}
+		m := analysisMsg{seq: j.snap.Seq, current: j.current, preview: j.preview, where: j.where.String()}
+		sel := j.eng.Select(j.snap, j.where)
 		if j.needCurrent {
-			m.cur = j.eng.Preview(j.snap, j.current)
+			m.cur = j.eng.Preview(sel, j.current)
 		}
-		m.prev = j.eng.Preview(j.snap, j.preview)
+		m.prev = j.eng.Preview(sel, j.preview)
 		m.check = j.eng.Check(j.snap, j.now(), j.grace)
 		return m
 	}
@@ -115,7 +123,7 @@ func runAnalysis(j analysisJob) tea.Cmd {
 
 // runSimulation simulates one rollout on its own engine, so moving the
 // cursor never waits behind a large preview.
-func runSimulation(eng *gate.Engine, snap *model.Snapshot, r *model.Rollout, spec gate.Set) tea.Cmd {
+func runSimulation(eng *whatif.Engine, snap *model.Snapshot, r *model.Rollout, spec groups.Set) tea.Cmd {
 	key := simKey{id: r.ID, version: r.Version, spec: spec}
 	all := eng.Registry().All()
 	return func() tea.Msg {

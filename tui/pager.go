@@ -17,8 +17,9 @@ type pager struct {
 
 	width, height int
 	title         string
-	hint          string   // how to leave, after the title ("esc back")
-	lines         []string // already fitted to width
+	more          []titlePart // said after the title while they fit (counts)
+	hint          string      // how to leave, after the title ("esc back")
+	lines         []string    // already fitted to width
 	vp            viewport.Model
 	opened        bool
 }
@@ -87,9 +88,11 @@ func (p *pager) render() string {
 	if p.width <= 0 || p.height <= 0 {
 		return ""
 	}
-	title := p.title + " · " + p.hint
+	// On a narrow panel the counts give way first, then how to leave (the
+	// footer says it too), never which lines show.
+	parts := append(append([]titlePart(nil), p.more...), titlePart{p.hint, 2})
 	if n := len(p.lines); n > p.vp.Height && p.vp.Height > 0 {
-		title += " · " + itoa(p.vp.YOffset+1) + "–" + itoa(min(p.vp.YOffset+p.vp.Height, n)) + " of " + itoa(n)
+		parts = append(parts, titlePart{itoa(p.vp.YOffset+1) + "–" + itoa(min(p.vp.YOffset+p.vp.Height, n)) + " of " + itoa(n), 1})
 	}
-	return p.st.Panel.Title.Render(clip(title, p.width)) + "\n" + p.vp.View()
+	return p.st.Panel.Title.Render(fitTitle(p.width, p.title, parts)) + "\n" + p.vp.View()
 }

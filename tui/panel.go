@@ -3,7 +3,8 @@ package tui
 import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -69,13 +70,13 @@ type overlay interface {
 // env is the state every panel may read, kept by the root model. Panels
 // must treat it as read-only.
 type env struct {
-	reg              *gate.Registry
+	reg              *groups.Registry
 	snap             *model.Snapshot
-	current, preview gate.Set
-	rollout          *model.Rollout   // the rollout list's selection
-	sim              *gate.RolloutSim // rollout classified under every group
-	cur, prev        *gate.Report     // the current and previewed spec's reports
-	check            *gate.CheckReport
+	current, preview groups.Set
+	rollout          *model.Rollout     // the rollout list's selection
+	sim              *whatif.RolloutSim // rollout classified under every group
+	cur, prev        *whatif.Report     // the current and previewed spec's reports
+	check            *whatif.CheckReport
 	marked           *model.Rollout // marked for comparison (m), nil when none
 	// rsnap is the snapshot the rollout list shows (rollouts found by
 	// structure); rows the rollouts it lists, filtered and sorted.

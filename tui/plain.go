@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -126,7 +126,7 @@ func (p *plainPrinter) span(sp *model.Span, depth int) {
 	if depth > maxIndent {
 		fmt.Fprintf(w, "⋯%d ", depth-2)
 	}
-	fmt.Fprintf(w, "%s [%s] %s %s", gate.DisplayName(p.snap.Interner(), sp), p.snap.ServiceName(sp.Resource), sp.Kind, plainDur(sp.Duration()))
+	fmt.Fprintf(w, "%s [%s] %s %s", rollouts.DisplayName(p.snap.Interner(), sp), p.snap.ServiceName(sp.Resource), sp.Kind, plainDur(sp.Duration()))
 	if sp.Status == model.StatusError {
 		w.WriteString(" ERROR")
 		if sp.Extra != nil && sp.Extra.StatusMessage != "" {

@@ -1,18 +1,15 @@
 package tui_test
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nemo-gym/gymtrace/internal/golden"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 	"github.com/nemo-gym/gymtrace/tui"
 )
-
-var updatePlain = flag.Bool("update-plain", false, "rewrite the PlainTree golden files")
 
 func TestPlainTree(t *testing.T) {
 	tests := []struct {
@@ -51,21 +48,7 @@ func TestPlainTree(t *testing.T) {
 			if lines != tt.spans {
 				t.Errorf("%d span lines, want %d", lines, tt.spans)
 			}
-			path := filepath.Join("testdata", "TestPlainTree", tt.name+".golden")
-			if *updatePlain {
-				os.MkdirAll(filepath.Dir(path), 0o755)
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update-plain)", err)
-			}
-			if got != string(want) {
-				t.Errorf("PlainTree output differs from %s; run with -update-plain and review the diff", path)
-			}
+			golden.Check(t, []byte(got))
 		})
 	}
 }

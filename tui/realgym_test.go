@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/json"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -13,8 +14,12 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/muesli/termenv"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
+	"github.com/nemo-gym/gymtrace/internal/golden"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -26,6 +31,9 @@ const realGym = "../testdata/real-gym/"
 func realFiles(tb testing.TB, name string) []string {
 	tb.Helper()
 	files, err := filepath.Glob(filepath.Join(realGym, name, "console", "*.log.gz"))
+	if len(files) == 0 {
+		files, err = filepath.Glob(filepath.Join(realGym, name, "otlp", "*.jsonl.gz"))
+	}
 	if err != nil || len(files) == 0 {
 		tb.Fatalf("no console logs under %s: %v", name, err)
 	}
@@ -42,7 +50,7 @@ func realModel(tb testing.TB, name string, w, h int, current string) Model {
 		tb.Fatal(err)
 	}
 	st.Sync()
-	v, _ := gate.DetectVariant(st.Snapshot())
+	v, _ := groups.DetectVariant(st.Snapshot())
 	reg := v.Registry()
 	cur, err := reg.Parse(current)
 	if err != nil {
@@ -210,8 +218,8 @@ func TestRealGymSearchStatusShown(t *testing.T) {
 // first broken hop, its finding and its likely fix, uncut.
 func TestRealGymShortVerdictWhole(t *testing.T) {
 	for _, tc := range []struct{ capture, want string }{
-		{"s41-obs0-iso/spec-server+rollout+verify", "joining ✗ 20/20 split (both), 9 hops; in capture ? → policy_model (POST /v1/responses): no CLIENT span calls it (http_client off? server off?)"},
-		{"s41-obs0-iso/broken-model", "joining ✗ 20/20 split (both): in capture simple_agent → policy_model (POST /v1/responses): CLIENT span has no SERVER child (server off in policy_model?)"},
+		{"s41-obs0-iso/spec-server+rollout+verify", "joining ✓ intact 20/20 (both) · 9 broken hops (all: tab, then pgdn): ✗ in capture ? → policy_model (POST /v1/responses): no CLIENT span calls it (http_client off? server off?)"},
+		{"s41-obs0-iso/broken-model", "joining ✓ intact 20/20 (both): in capture simple_agent → policy_model (POST /v1/responses): CLIENT span has no SERVER child (server off in policy_model?)"},
 	} {
 		m := realModel(t, tc.capture, 80, 24, "default")
 		scr := m.View()
@@ -306,10 +314,10 @@ func TestRealGymBudgetUncut(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Sync()
-	v, _ := gate.DetectVariant(st.Snapshot())
+	v, _ := groups.DetectVariant(st.Snapshot())
 	reg := v.Registry()
 	cur, _ := reg.Parse("default")
-	budget, err := gate.ParseBudget("30spans/rollout")
+	budget, err := whatif.ParseBudget("30spans/rollout")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +420,153 @@ func TestRealGymScreens(t *testing.T) {
 					t.Errorf("line %d is %d cells wide, want ≤ %d", i, w, tc.w)
 				}
 			}
-			golden(t, tc.name, got)
+			golden.Check(t, []byte(got))
 		})
+	}
+}
+
+// TestNoColorNamesTheProcess: without colour, nothing but the service
+// column says which process a span is in, so the focused waterfall keeps
+// it however long the names, and each process's bars and legend are drawn
+// with a fill of their own; with colour the column may give way to names.
+func TestNoColorNamesTheProcess(t *testing.T) {
+	for _, color := range []bool{false, true} {
+		m := realModel(t, "s41-obs0-iso/broken-model", 120, 40, "default")
+		if color {
+			r := lipgloss.NewRenderer(io.Discard)
+			r.SetColorProfile(termenv.TrueColor)
+			m.opts.Renderer = r
+			m = New(m.opts)
+			m.refresh = time.Nanosecond
+			m = send(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+			m = run(t, m, m.Init())
+		}
+		m = keys(t, m, "tab")
+		head := ansi.Strip(strings.Split(m.trace.view(), "\n")[1])
+		if hasSvc := strings.Contains(head, "service"); hasSvc == color {
+			t.Errorf("colour %v: the focused waterfall's columns %q (service column shown: %v)", color, head, hasSvc)
+		}
+		if color {
+			continue
+		}
+		m = keys(t, m, "?")
+		legend := map[string]bool{}
+		for _, f := range regexp.MustCompile(`(?:^|\s)([█▒░▚▞▌]{3}) +[a-z]`).FindAllStringSubmatch(ansi.Strip(m.View()), -1) {
+			if r := []rune(f[1]); r[0] != r[1] || r[1] != r[2] {
+				continue
+			}
+			if legend[f[1]] {
+				t.Errorf("two processes share the fill %q in the legend", f[1])
+			}
+			legend[f[1]] = true
+		}
+		if len(legend) < 3 {
+			t.Errorf("the legend tells %d processes apart by fill", len(legend))
+		}
+	}
+}
+
+// TestRealGymWorthAsCLI: the cost and worth view reads as preview's table
+// does for the same capture and spec, figure for figure, rounded alike.
+func TestRealGymWorthAsCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := cli(t)
+	for _, tc := range []struct{ capture, spec string }{
+		{"s41-obs0-iso/all", "default"},
+		{"s41-obs0-iso/spec-server+rollout+verify", "server,rollout,verify"},
+	} {
+		t.Run(tc.capture, func(t *testing.T) {
+			m := realModel(t, tc.capture, 200, 50, tc.spec)
+			m = keys(t, m, "w")
+			tuiRows := map[string][]string{}
+			for _, l := range m.worth.lines {
+				f := strings.Fields(ansi.Strip(l))
+				if len(f) >= 9 && f[0] != "group" && (f[1] == "on" || f[1] == "off") {
+					// group on spans/r bytes/r cpu ms/s wall p50 p99 [err] [joins…]
+					row := []string{f[1], f[2], f[3], f[4], f[6], f[7], f[8]}
+					rest := f[9:]
+					errs := "0"
+					if len(rest) > 0 && rest[0] != "keeps" {
+						errs, rest = rest[0], rest[1:]
+					}
+					joins := strings.Join(rest, " ")
+					if joins == "" {
+						joins = "-"
+					}
+					tuiRows[f[0]] = append(row, errs, joins)
+				}
+			}
+			args := append([]string{"preview", "--spec", tc.spec, "--current", tc.spec}, realFiles(t, tc.capture)...)
+			out, err := exec.Command(bin, args...).Output()
+			if err != nil {
+				t.Fatalf("preview: %v", err)
+			}
+			_, table, ok := strings.Cut(string(out), "cost and worth per group")
+			if !ok {
+				t.Fatalf("no cost and worth table:\n%s", out)
+			}
+			n := 0
+			for _, l := range strings.Split(table, "\n")[2:] {
+				f := strings.Fields(l)
+				if len(f) < 10 {
+					break
+				}
+				// group preview spans/r bytes/r cpu wall p50 p99 errors joins…
+				want := append([]string{f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]}, strings.Join(f[9:], " "))
+				got, ok := tuiRows[f[0]]
+				if !ok {
+					t.Errorf("group %s: in preview's table, not in the TUI's", f[0])
+					continue
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("group %s: TUI %q, preview %q", f[0], got, want)
+				}
+				n++
+			}
+			if n < 3 || n != len(tuiRows) {
+				t.Errorf("%d groups compared, the TUI lists %d:\n%s", n, len(tuiRows), table)
+			}
+		})
+	}
+}
+
+// TestRealGymWideShowsWhole: at 200 columns the list widens towards its ids
+// and services (up to half the screen: whole ids, the first services
+// whole), and the focused waterfall's service column to its names.
+func TestRealGymWideShowsWhole(t *testing.T) {
+	m := realModel(t, "s41-obs0-iso/all", 200, 50, "all")
+	rows := 0
+	for _, l := range strings.Split(ansi.Strip(m.rollouts.view()), "\n")[2:] {
+		if strings.Contains(l, "joined") || strings.Contains(l, "split") {
+			rows++
+			f := strings.Fields(strings.TrimLeft(l, " ›"))
+			svcs := strings.Split(f[len(f)-1], ",")
+			if strings.Contains(f[0], "…") || len(svcs) < 3 || strings.Contains(strings.Join(svcs[:2], ","), "…") {
+				t.Errorf("a rollout row cuts its id or its first two services at 200 columns: %q", l)
+			}
+		}
+	}
+	if rows < 5 {
+		t.Fatalf("%d rollout rows:\n%s", rows, m.rollouts.view())
+	}
+	m = keys(t, m, "tab")
+	if v := ansi.Strip(m.trace.view()); !strings.Contains(v, " example_single_tool_call ") {
+		t.Errorf("the focused waterfall cuts the service name at 200 columns:\n%s", v)
+	}
+}
+
+// TestRealGymStatsTitleFits: at 80 columns the statistics title keeps
+// which lines show, whole, letting the counts and the hint go first.
+func TestRealGymStatsTitleFits(t *testing.T) {
+	m := realModel(t, "s41-obs0-iso/all", 80, 24, "all")
+	m = keys(t, m, "t")
+	title := ansi.Strip(strings.Split(m.stats.view(), "\n")[0])
+	if !regexp.MustCompile(`^Statistics ~\S+ .*· 1–\d+ of \d+$`).MatchString(title) {
+		t.Errorf("statistics title at 80 columns: %q", title)
+	}
+	if ansi.StringWidth(title) > m.stats.width {
+		t.Errorf("title %d wide, panel %d", ansi.StringWidth(title), m.stats.width)
 	}
 }

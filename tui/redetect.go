@@ -13,6 +13,7 @@ func (m Model) rebuild(o Options, s *model.Snapshot) (tea.Model, tea.Cmd) {
 	o.Redetect = nil
 	n := New(o)
 	n.width, n.height = m.width, m.height
+	n.rate = m.rate
 	n.layout()
 	n.status = "variant from the capture: " + o.Variant
 	return n.setSnapshot(s)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -16,15 +16,15 @@ import (
 // and the question is not asked again.
 func TestRedetectRebuildsForTheCapturedVariant(t *testing.T) {
 	b := newBuilder(t)
-	newest := gate.Newest()
-	g1, err := gate.LookupVariant("G1")
+	newest := groups.Newest()
+	g1, err := groups.LookupVariant("G1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g1 == newest {
 		t.Fatal("the test needs a variant other than the newest")
 	}
-	def := func(v *gate.Variant) gate.Set { s, _ := v.Registry().PresetSet("default"); return s }
+	def := func(v *groups.Variant) groups.Set { s, _ := v.Registry().PresetSet("default"); return s }
 	asked := 0
 	var opts Options
 	opts = Options{Source: b.st, Registry: newest.Registry(), Current: def(newest), Live: true,

@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -12,7 +13,9 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -28,6 +31,30 @@ const (
 	sortID
 	numSortModes
 )
+
+// order says which rows come first under the mode, as the title shows it:
+// the direction in words, since an arrow reads either way.
+func (s sortMode) order(reverse bool) string {
+	pick := func(a, b string) string {
+		if reverse {
+			return b
+		}
+		return a
+	}
+	switch s {
+	case sortStart:
+		return pick("earliest start", "latest start")
+	case sortDuration:
+		return pick("longest first", "shortest first")
+	case sortSpans:
+		return pick("most spans", "fewest spans")
+	case sortErrors:
+		return pick("most errors", "fewest errors")
+	case sortID:
+		return pick("id a→z", "id z→a")
+	}
+	return pick("oldest first", "newest first")
+}
 
 // String names the sort order as the panel title shows it.
 func (s sortMode) String() string {
@@ -49,8 +76,9 @@ func (s sortMode) String() string {
 // rowInfo is per-rollout text derived from its spans, cached by version
 // because deriving it walks every span.
 type rowInfo struct {
-	version  uint64
-	services string
+	version   uint64
+	services  string
+	servicesW int
 	// matchOf and match cache the filter's verdict: the filter walks the
 	// rollout's spans, so it runs once per rollout version and filter text.
 	matchOf string
@@ -67,7 +95,7 @@ type rolloutList struct {
 	snap          *model.Snapshot
 	rows          []*model.Rollout // sorted and filtered
 	info          map[string]*rowInfo
-	join          map[string]gate.RolloutCheck
+	join          map[string]whatif.RolloutCheck
 	haveJoin      bool
 
 	sort    sortMode
@@ -75,32 +103,45 @@ type rolloutList struct {
 	filter  string
 	// compiled is the last filter text that parsed; while a term is half
 	// typed (dur>1) the list keeps it and filterErr says what is wrong.
-	compiled  *gate.Filter
+	compiled  *filter.Filter
 	filterErr string
 	marked    string // the rollout marked for comparison
 	input     textinput.Model
 	filtering bool
 
-	cursor, offset int
-	selected       string          // the cursor's rollout id, kept across refreshes
-	structure      *gate.Structure // the last check's: run-level traffic, unattributed
-	awaiting       int             // spans of fragments still waiting for a parent
-	waiting        int             // spans of hidden waitingOrphan rollouts
-	waitingN       int             // how many rollouts are hidden as waitingOrphan
+	listCursor
+	selected  string              // the cursor's rollout id, kept across refreshes
+	structure *rollouts.Structure // the last check's: run-level traffic, unattributed
+	awaiting  int                 // spans of fragments still waiting for a parent
+	inFlight  int                 // rollouts whose root has not arrived
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
+	// wantW is the width that shows every id and services whole, measured
+	// while wide (a screen that gives the list the room) is set.
+	wantW int
+	wide  bool
+
+	// live and addrs shape the empty state: where to send spans.
+	live  bool
+	addrs []string
 
 	out string
 }
 
 func newRolloutList(st *Styles, keys *KeyMap) *rolloutList {
+	return newRolloutListFor(st, keys, false, nil)
+}
+
+// newRolloutListFor is a list of a live capture (spans may still come)
+// received on addrs ("grpc 127.0.0.1:4317"), which its empty state names.
+func newRolloutListFor(st *Styles, keys *KeyMap, live bool, addrs []string) *rolloutList {
 	in := textinput.New()
 	// A static cursor: no blink ticks while typing.
 	in.Cursor.SetMode(cursor.CursorStatic)
 	in.Prompt = "/"
 	in.PromptStyle = st.Input.Prompt
 	in.Placeholder = "id, trace/span id, service, error, name; key=value status=error dur>100ms (? for help)"
-	return &rolloutList{st: st, keys: keys, info: map[string]*rowInfo{}, input: in, idW: 8, spansW: 5}
+	return &rolloutList{st: st, keys: keys, info: map[string]*rowInfo{}, input: in, idW: 8, spansW: 5, live: live, addrs: addrs}
 }
 
 func (l *rolloutList) slot() slot      { return slotRollouts }
@@ -138,7 +179,7 @@ func (l *rolloutList) SetSnapshot(s *model.Snapshot) {
 }
 
 // SetCheck records the join status of each rollout.
-func (l *rolloutList) SetCheck(c *gate.CheckReport) {
+func (l *rolloutList) SetCheck(c *whatif.CheckReport) {
 	if c != nil {
 		l.join, l.haveJoin = c.ByRollout, true
 		if c.Structure != nil {
@@ -149,6 +190,15 @@ func (l *rolloutList) SetCheck(c *gate.CheckReport) {
 		}
 	}
 	l.rebuild()
+}
+
+// where is the filter the list applies (the last that parsed), nil when
+// none: the span groups preview the same rollouts.
+func (l *rolloutList) where() *filter.Filter {
+	if l.filter == "" || l.compiled.Empty() {
+		return nil
+	}
+	return l.compiled
 }
 
 // Selected returns the rollout under the cursor, or nil.
@@ -169,15 +219,18 @@ func (l *rolloutList) StartFilter() tea.Cmd {
 	return cmd
 }
 
-// CycleSort moves to the next sort order.
+// CycleSort moves to the next sort order, from the top of the list: what
+// a new order puts first is what the user sorted for.
 func (l *rolloutList) CycleSort() {
 	l.sort = (l.sort + 1) % numSortModes
+	l.selected, l.offset = "", 0
 	l.rebuild()
 }
 
-// Reverse flips the sort order.
+// Reverse flips the sort order, from the top of the list.
 func (l *rolloutList) Reverse() {
 	l.reverse = !l.reverse
+	l.selected, l.offset = "", 0
 	l.rebuild()
 }
 
@@ -227,21 +280,7 @@ func (l *rolloutList) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 }
 
 func (l *rolloutList) move(km tea.KeyMsg) bool {
-	page := max(l.listHeight(), 1)
-	switch {
-	case key.Matches(km, l.keys.Up):
-		l.cursor--
-	case key.Matches(km, l.keys.Down):
-		l.cursor++
-	case key.Matches(km, l.keys.Top):
-		l.cursor = 0
-	case key.Matches(km, l.keys.Bottom):
-		l.cursor = len(l.rows) - 1
-	case key.Matches(km, l.keys.PageUp):
-		l.cursor -= page
-	case key.Matches(km, l.keys.PageDown):
-		l.cursor += page
-	default:
+	if !l.moveKey(l.keys, km, len(l.rows), l.listHeight()) {
 		return false
 	}
 	l.setCursor(l.cursor)
@@ -250,11 +289,9 @@ func (l *rolloutList) move(km tea.KeyMsg) bool {
 
 // click selects the row at content line y.
 func (l *rolloutList) click(y int) {
-	i := y - 2 + l.offset
-	if y < 2 || i >= len(l.rows) {
-		return
+	if i := l.rowAt(y, 2, len(l.rows)); i >= 0 {
+		l.setCursor(i)
 	}
-	l.setCursor(i)
 }
 
 func (l *rolloutList) setCursor(i int) {
@@ -280,8 +317,8 @@ func (l *rolloutList) rebuild() {
 		l.render()
 		return
 	}
-	if f, err := gate.ParseFilter(l.filter); err != nil {
-		var fe *gate.FilterError
+	if f, err := filter.Parse(l.filter); err != nil {
+		var fe *filter.Error
 		if errors.As(err, &fe) {
 			l.filterErr = fmt.Sprintf("%q: %s", fe.Term, fe.Reason)
 		} else {
@@ -291,12 +328,10 @@ func (l *rolloutList) rebuild() {
 		l.compiled, l.filterErr = f, ""
 	}
 	rows := l.rows[:0]
-	l.waiting, l.waitingN = 0, 0
+	l.inFlight = 0
 	for _, r := range l.snap.Rollouts {
-		if l.waitingOrphan(r) {
-			l.waiting += r.Spans
-			l.waitingN++
-			continue
+		if c, ok := l.join[r.ID]; ok && c.InFlight {
+			l.inFlight++
 		}
 		if l.compiled.Empty() || l.matches(r) {
 			rows = append(rows, r)
@@ -322,7 +357,7 @@ func (l *rolloutList) rebuild() {
 	// traffic by kind, and the fragments no rollout could be named for.
 	if st := l.structure; st != nil && l.compiled.Empty() {
 		for _, r := range st.Apart() {
-			if r.ID == gate.UnattributedRow && r.Spans <= l.awaiting {
+			if r.ID == rollouts.UnattributedRow && r.Spans <= l.awaiting {
 				continue // all still waiting for a parent: counted in the title
 			}
 			rows = append(rows, r)
@@ -343,32 +378,35 @@ func (l *rolloutList) rebuild() {
 		// before any rollout) is not held once rollouts come.
 		l.selected = r.ID
 	}
+	l.measure()
 	l.render()
+}
+
+// measure sets wantW, the width that shows every id and services whole,
+// when a wide screen asks for it (measuring reads every row's services).
+// Run-level rows (probes of every server) would claim room for lists no
+// rollout has, and before the analysis has found the rollouts, so would
+// the store's stand-ins.
+func (l *rolloutList) measure() {
+	l.wantW = 0
+	if !l.wide || l.structure == nil {
+		return
+	}
+	svcW, idLen := 0, 0
+	for _, r := range l.rows {
+		if !isApart(r.ID) {
+			svcW = max(svcW, l.rowInfo(r).servicesW)
+			idLen = max(idLen, ansi.StringWidth(r.ID))
+		}
+	}
+	if idLen > 0 {
+		l.wantW = 1 + idLen + 1 + 5 + 1 + 7 + 1 + l.spansW + 1 + 9 + 1 + svcW
+	}
 }
 
 // isApart reports whether a row id is one of gate's Apart rows.
 func isApart(id string) bool {
-	return strings.HasPrefix(id, gate.RunRowPrefix) || id == gate.UnattributedRow
-}
-
-// waitingOrphan reports a rollout that is nothing yet but spans exported
-// ahead of their still-open parents (an ASGI send span ends before its
-// SERVER span): no id, every fragment waiting, and still inside the grace
-// window. Listing each as a rollout would flood the list with one-span rows
-// that vanish a moment later; they are counted in the title instead.
-func (l *rolloutList) waitingOrphan(r *model.Rollout) bool {
-	if !r.Synthetic || !l.haveJoin {
-		return false
-	}
-	if c, ok := l.join[r.ID]; !ok || c.Status != gate.JoinPending {
-		return false
-	}
-	for _, f := range r.Fragments {
-		if !f.Orphan() {
-			return false
-		}
-	}
-	return true
+	return strings.HasPrefix(id, rollouts.RunRowPrefix) || id == rollouts.UnattributedRow
 }
 
 // matches applies the compiled filter to r, cached per rollout version.
@@ -399,6 +437,7 @@ func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
 	}
 	sort.Strings(svc)
 	in := &rowInfo{version: r.Version, services: strings.Join(svc, ",")}
+	in.servicesW = ansi.StringWidth(in.services)
 	l.info[r.ID] = in
 	return in
 }
@@ -411,18 +450,22 @@ func (l *rolloutList) joinCell(id string) string {
 	c, ok := l.join[id]
 	if !ok {
 		switch {
-		case strings.HasPrefix(id, gate.RunRowPrefix):
+		case strings.HasPrefix(id, rollouts.RunRowPrefix):
 			return l.st.List.Dim.Render("run-level")
-		case id == gate.UnattributedRow:
+		case id == rollouts.UnattributedRow:
 			return l.st.Join.Split.Render("no owner")
 		}
 		return l.st.List.Dim.Render("?")
 	}
 	switch c.Status {
-	case gate.Joined:
+	case whatif.Joined:
 		return l.st.Join.Joined.Render("✓ joined")
-	case gate.Split:
+	case whatif.Split:
 		return l.st.Join.Split.Render(glyphSplit + " split")
+	}
+	if c.InFlight {
+		// Its spans are here; the call that started it is not yet.
+		return l.st.Join.Pending.Render("… in flight")
 	}
 	return l.st.Join.Pending.Render("… pending")
 }
@@ -435,35 +478,37 @@ func (l *rolloutList) render() {
 	}
 	total := 0
 	if l.snap != nil {
-		total = len(l.snap.Rollouts) - l.waitingN
+		total = len(l.snap.Rollouts)
 	}
-	title := fmt.Sprintf("Rollouts %d", total)
+	head := fmt.Sprintf("Rollouts %d", total)
 	if l.filter != "" {
-		title = fmt.Sprintf("Rollouts %d/%d", len(l.rows), total)
+		head = fmt.Sprintf("Rollouts %d/%d", len(l.rows), total)
 	}
-	title += " · sort " + l.sort.String()
-	if l.reverse {
-		title += " ↑"
+	// Parts in the order shown, each with its rank: on a narrow panel the
+	// highest ranks give way first, whole, rather than the line being cut.
+	parts := []titlePart{{"sort: " + l.sort.order(l.reverse), 1}}
+	if l.inFlight > 0 {
+		parts = append(parts, titlePart{fmtCount(int64(l.inFlight)) + " in flight", 2})
 	}
-	if n := l.waiting + l.awaiting; n > 0 {
+	if n := l.awaiting; n > 0 {
+		text := countNoun(n, "span") + " await parents"
 		if n == 1 {
-			title += " · 1 span awaits its parent"
-		} else {
-			title += " · " + fmtCount(int64(n)) + " spans await parents"
+			text = "1 span awaits its parent"
 		}
+		parts = append(parts, titlePart{text, 3})
 	}
 	if st := l.structure; st != nil {
 		if st.RunSpans > 0 {
-			title += " · run-level " + fmtCount(int64(st.RunSpans))
+			parts = append(parts, titlePart{"run-level " + fmtCount(int64(st.RunSpans)), 5})
 		}
 		if n := len(st.Unattributed); n > 0 && l.awaiting == 0 {
-			title += fmt.Sprintf(" · %d unattributed", n)
+			parts = append(parts, titlePart{fmt.Sprintf("%d unattributed", n), 4})
 		}
 	}
 	if l.filter != "" && !l.filtering {
-		title += " · /" + l.filter
+		parts = append(parts, titlePart{"/" + l.filter, 0})
 	}
-	lines := []string{l.st.Panel.Title.Render(clip(title, l.width))}
+	lines := []string{l.st.Panel.Title.Render(fitTitle(l.width, head, parts))}
 
 	shared, sharedN, longest := "", 0, 0 // the leading text every rollout id shares
 	for _, r := range l.rows {
@@ -499,7 +544,7 @@ func (l *rolloutList) render() {
 	lines = append(lines, l.st.Panel.Column.Render(cols(" ", "rollout", "state", "time", "spans", "join", "services")))
 
 	h := l.listHeight()
-	l.offset = window(l.cursor, l.offset, h, len(l.rows))
+	l.follow(h, len(l.rows))
 	for i := l.offset; i < len(l.rows) && i < l.offset+h; i++ {
 		r := l.rows[i]
 		in := l.rowInfo(r)
@@ -521,20 +566,93 @@ func (l *rolloutList) render() {
 		lines = append(lines, line)
 	}
 	if len(l.rows) == 0 {
-		msg := "waiting for spans…"
-		if l.filter != "" {
-			msg = "no rollout matches " + fmt.Sprintf("%q", l.filter)
+		var msg []string
+		switch {
+		case l.filter != "":
+			msg = []string{"no rollout matches " + fmt.Sprintf("%q", l.filter)}
+		case l.live && l.snap != nil && l.snap.Stats.Stored > 0:
+			msg = []string{"no NeMo Gym rollout yet in " + countNoun(int(l.snap.Stats.Stored), "span")}
+		case l.live:
+			msg = emptyLive(l.addrs)
+			if hintWidth(msg)+2 > l.width {
+				// Too narrow to copy from: the waterfall beside says it.
+				msg = msg[:1]
+			}
+		case l.snap != nil:
+			msg = []string{"no NeMo Gym rollout in the capture"}
+		default:
+			msg = []string{"loading…"}
 		}
-		lines = append(lines, l.st.List.Dim.Render(clip("  "+msg, l.width)))
+		for _, m := range msg {
+			lines = append(lines, l.st.List.Dim.Render(clip("  "+m, l.width)))
+		}
 	}
 	if l.filtering {
 		lines = padLinesSlice(lines, l.height-1)
 		if l.filterErr != "" {
-			lines[len(lines)-1] = l.st.Tree.Error.Render(clip("  filter "+l.filterErr, l.width))
+			// Whole, as the CLI prints it: the valid values end the text.
+			el := wrap("filter "+l.filterErr, l.width-2)
+			if n := len(lines) - 2; len(el) > n {
+				el = el[len(el)-max(n, 1):] // the end names what is accepted
+			}
+			for i, e := range el {
+				lines[len(lines)-len(el)+i] = l.st.Tree.Error.Render("  " + e)
+			}
 		}
 		lines = append(lines, clip(l.input.View(), l.width))
 	}
 	l.out = padLines(lines, l.height)
+}
+
+// emptyLive is a live list's empty state: where spans are received and
+// how to point NeMo Gym's exporters at it, lines to copy whole.
+func emptyLive(addrs []string) []string {
+	var grpc, http string
+	for _, a := range addrs {
+		kind, addr, _ := strings.Cut(a, " ")
+		switch kind {
+		case "grpc":
+			grpc = loopback(addr)
+		case "http":
+			http = loopback(addr)
+		}
+	}
+	out := []string{"waiting for spans on " + strings.Join(addrs, " · ")}
+	if grpc == "" && http == "" {
+		return out
+	}
+	out = append(out, "point NeMo Gym at it (telemetry enabled, span_groups all):", "  export NEMO_GYM_OTEL_EXPORTER=otlp")
+	if grpc != "" {
+		out = append(out, "  export OTEL_EXPORTER_OTLP_ENDPOINT=http://"+grpc)
+		if _, port, err := net.SplitHostPort(http); err == nil {
+			out = append(out, "or OTLP/HTTP: OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf, port "+port)
+		}
+	} else {
+		out = append(out, "  export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "  export OTEL_EXPORTER_OTLP_ENDPOINT=http://"+http)
+	}
+	return out
+}
+
+// hintWidth is the widest line of lines.
+func hintWidth(lines []string) int {
+	w := 0
+	for _, l := range lines {
+		w = max(w, ansi.StringWidth(l))
+	}
+	return w
+}
+
+// loopback is addr with an unspecified host (all interfaces) written as
+// the loopback address, which a process on this machine can dial.
+func loopback(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // padLinesSlice is padLines that keeps the slice form.

@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/internal/golden"
 )
 
 func TestScreens(t *testing.T) {
@@ -44,13 +45,15 @@ func TestScreens(t *testing.T) {
 		{name: "search-typing-80x24", w: 80, h: 24, current: "all", keys: []string{"tab", "/"}, text: "verify"},
 		{name: "break-80x24", w: 80, h: 24, current: "all", keys: []string{"2", "shift+tab", "down", "down", " "}},
 		{name: "break-120x40", w: 120, h: 40, current: "all", keys: []string{"2", "shift+tab", "down", "down", " "}},
+		{name: "worth-80x24", w: 80, h: 24, current: "default", keys: []string{"3", "w"}},
+		{name: "worth-120x40", w: 120, h: 40, current: "default", keys: []string{"w"}},
 		{name: "groups-metric-120x40", w: 120, h: 40, current: "per_rollout", metric: 1234, keys: []string{"2"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newBuilder(t)
 			b.st.Count(tc.metric, 0)
-			b.st.CountMetric(gate.ConcurrencyMetric, tc.metric)
+			b.st.CountMetric(groups.ConcurrencyMetric, tc.metric)
 			b.capture(t, 6, tc.job)
 			m := newTestModel(t, b, tc.w, tc.h, tc.current)
 			m = keys(t, m, tc.keys...)
@@ -78,7 +81,7 @@ func TestScreens(t *testing.T) {
 					}
 				}
 			}
-			golden(t, tc.name, got)
+			golden.Check(t, []byte(got))
 		})
 	}
 }

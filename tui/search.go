@@ -1,25 +1,32 @@
 package tui
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
 // spanSearch finds spans of the shown rollout by name, attribute key or
-// value, span id or trace id; n and N step through the hits.
+// value, span id or trace id, or by the rollout filter's terms read on one
+// span (status=error, http.status_code>=500, dur>1s); n and N step
+// through the hits.
 type spanSearch struct {
 	input  textinput.Model
 	typing bool
 	query  string
-	hits   []spanRef // in fragment and span order
-	set    map[spanRef]bool
-	at     int // index in hits of the cursor's span, -1 when elsewhere
+	// err says why the query does not parse as filter terms (a term half
+	// typed: dur>1); the hits are then the query's text alone.
+	err  string
+	hits []spanRef // in fragment and span order
+	set  map[spanRef]bool
+	at   int // index in hits of the cursor's span, -1 when elsewhere
 }
 
 func newSpanSearch(st *Styles) spanSearch {
@@ -27,7 +34,7 @@ func newSpanSearch(st *Styles) spanSearch {
 	in.Cursor.SetMode(cursor.CursorStatic)
 	in.Prompt = "search spans: "
 	in.PromptStyle = st.Input.Prompt
-	in.Placeholder = "name, attribute key or value, span or trace id"
+	in.Placeholder = "name, attribute, span or trace id; status=error dur>1s key>=N"
 	return spanSearch{input: in, at: -1}
 }
 
@@ -41,15 +48,18 @@ func (s *spanSearch) start() {
 }
 
 func (s *spanSearch) clear() {
-	s.typing, s.query, s.hits, s.set, s.at = false, "", nil, nil, -1
+	s.typing, s.query, s.err, s.hits, s.set, s.at = false, "", "", nil, nil, -1
 	s.input.Blur()
 }
 
 func (s *spanSearch) hit(frag, idx int32) bool { return s.set[spanRef{frag, idx}] }
 
-// status is "2/5" (the cursor on the second hit), "5 hits" or "no match".
+// status is "2/5" (the cursor on the second hit), "5 hits" or "no match",
+// or why the terms do not parse when nothing matches.
 func (s *spanSearch) status() string {
 	switch {
+	case len(s.hits) == 0 && s.err != "":
+		return "no match · " + s.err
 	case len(s.hits) == 0:
 		return "no match"
 	case s.at >= 0:
@@ -84,29 +94,50 @@ func (s *spanSearch) key(t *traceView, km tea.KeyMsg) {
 	}
 }
 
-// find collects the hits of the query in t's rollout.
+// find collects the hits of the query in t's rollout. The query is read
+// as filter terms, each held by the span itself; a word is found in the
+// span's name, ids, attribute keys and values or status message. A query
+// that does not parse is searched for as text.
 func (s *spanSearch) find(t *traceView) {
-	s.hits, s.set, s.at = nil, nil, -1
-	needle := strings.ToLower(s.query)
-	if needle == "" || t.r == nil {
+	s.hits, s.set, s.at, s.err = nil, nil, -1, ""
+	if s.query == "" || t.r == nil {
 		return
 	}
+	f, err := filter.Parse(s.query)
+	if err != nil {
+		var fe *filter.Error
+		if errors.As(err, &fe) {
+			s.err = fe.Reason
+		} else {
+			s.err = err.Error()
+		}
+		f = nil
+	}
 	in := t.snap.Interner()
-	has := func(x string) bool { return strings.Contains(strings.ToLower(x), needle) }
 	s.set = map[spanRef]bool{}
-	for fi, f := range t.r.Fragments {
-		traceHit := has(f.TraceID.String())
-		for i := range f.Spans {
-			sp := &f.Spans[i]
-			ok := traceHit || has(t.snap.Str(sp.Name)) || has(gate.DisplayName(t.snap.Interner(), sp)) || has(sp.SpanID.String())
-			if !ok {
-				sp.Attrs.Each(in, func(k string, v model.Value) bool {
-					ok = has(k) || has(v.String())
-					return !ok
-				})
+	for fi, fr := range t.r.Fragments {
+		trace := strings.ToLower(fr.TraceID.String())
+		for i := range fr.Spans {
+			sp := &fr.Spans[i]
+			word := func(w string) bool {
+				has := func(x string) bool { return strings.Contains(strings.ToLower(x), w) }
+				ok := strings.Contains(trace, w) || has(t.snap.Str(sp.Name)) || has(rollouts.DisplayName(in, sp)) || has(sp.SpanID.String())
+				if !ok {
+					sp.Attrs.Each(in, func(k string, v model.Value) bool {
+						ok = has(k) || has(v.String())
+						return !ok
+					})
+				}
+				if !ok && sp.Extra != nil && sp.Extra.StatusMessage != "" {
+					ok = has(sp.Extra.StatusMessage)
+				}
+				return ok
 			}
-			if !ok && sp.Extra != nil && sp.Extra.StatusMessage != "" {
-				ok = has(sp.Extra.StatusMessage)
+			var ok bool
+			if f != nil {
+				ok = f.HitSpan(t.snap, sp, word)
+			} else {
+				ok = word(strings.ToLower(s.query))
 			}
 			if ok {
 				ref := spanRef{int32(fi), int32(i)}

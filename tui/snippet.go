@@ -3,11 +3,12 @@ package tui
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	osc52 "github.com/aymanbagabas/go-osc52/v2"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 )
 
 // SnippetFile is where copy-out writes, in the working directory.
@@ -17,7 +18,9 @@ const SnippetFile = "gymtrace-span-groups.yaml"
 // environment line. In a file the environment line is a comment, so the file
 // stays valid YAML. It refuses (an error for the status bar) a set the
 // registry's Gym variant would reject or apply otherwise, and the empty set.
-func Snippet(reg *gate.Registry, s gate.Set, file bool) (string, error) {
+// warn, when set, heads the text as a comment: a spec that breaks joins is
+// still handed out (the user may want exactly that), but never silently.
+func Snippet(reg *groups.Registry, s groups.Set, file bool, warn string) (string, error) {
 	// The shortest equivalent spec: it may leave out groups no Gym code emits under.
 	spec, err := reg.CopyOut(s)
 	if err != nil {
@@ -26,11 +29,15 @@ func Snippet(reg *gate.Registry, s gate.Set, file bool) (string, error) {
 	if eff := reg.Resolve(spec); !eff.Off {
 		s = eff.Set
 	}
-	env := gate.EnvLine(spec) + "\n"
+	env := groups.EnvLine(spec) + "\n"
 	if file {
 		env = "# or, in the environment:\n# " + env
 	}
-	return "# span groups: " + strings.Join(reg.Names(s), ", ") + "\n" + gate.TelemetryYAML(spec) + "\n" + env, nil
+	head := ""
+	if warn != "" {
+		head = "# warning: " + warn + "\n"
+	}
+	return head + "# span groups: " + strings.Join(reg.Names(s), ", ") + "\n" + groups.TelemetryYAML(spec) + "\n" + env, nil
 }
 
 // copySnippet writes the snippet to path and, when clip is non-nil, sends
@@ -39,9 +46,9 @@ func Snippet(reg *gate.Registry, s gate.Set, file bool) (string, error) {
 // the terminal, while a DCS passthrough wrapper is dropped unless
 // allow-passthrough is on. A file there already that
 // this run did not write is kept as path.bak, and the status says so.
-func copySnippet(text, path, wrote string, clip *os.File) tea.Cmd {
+func copySnippet(text, path, wrote string, clip *os.File, warn string) tea.Cmd {
 	return func() tea.Msg {
-		m := copiedMsg{path: path}
+		m := copiedMsg{path: path, warn: warn}
 		if old, err := os.ReadFile(path); err == nil && path != wrote && string(old) != text {
 			if err := os.Rename(path, path+".bak"); err != nil {
 				m.errText = "did not replace " + path + ": " + errText(err)
@@ -96,4 +103,41 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+func (m Model) setCopied(msg copiedMsg) Model {
+	m.copied = true
+	if msg.errText != "" && msg.path == "" && !msg.clip {
+		m.status, m.statusErr = msg.errText, true
+		return m
+	}
+	// What happened first (the clipboard's fate, never "copied" when it
+	// was not); the env line, long and printed on exit anyway, last, where
+	// the width cuts it.
+	parts := []string{msg.clipText}
+	if msg.warn != "" {
+		// A spec that breaks joins is said first, where no width cuts it.
+		parts = append([]string{glyphSplit + " " + msg.warn}, parts...)
+	}
+	if msg.path != "" {
+		m.wrote = msg.path
+		shown := msg.path
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, msg.path); err == nil && !strings.HasPrefix(rel, "..") {
+				shown = rel
+			}
+		}
+		if msg.replaced {
+			parts = append(parts, "replaced the earlier "+shown+" (kept as "+shown+".bak)")
+		} else {
+			parts = append(parts, "wrote "+shown)
+		}
+	}
+	if msg.errText != "" {
+		parts = append(parts, msg.errText)
+	}
+	spec, _ := m.reg.CopyOut(m.groups.Preview())
+	parts = append(parts, groups.EnvLine(spec))
+	m.status, m.statusErr = strings.Join(parts, " · "), msg.errText != "" || msg.warn != ""
+	return m
 }

@@ -8,7 +8,8 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -32,17 +33,17 @@ func (s statsScope) String() string {
 	return "this rollout"
 }
 
-// statsView is latency by operation (gate.Latency): per service, span name
+// statsView is latency by operation (whatif.Latency): per service, span name
 // and group, the spans' count, p50/p90/p99/max duration, total and self
 // time, over the selected rollout, the listed ones or all (a cycles).
 type statsView struct {
 	pager
-	reg *gate.Registry
+	reg *groups.Registry
 	// eng classifies for the view alone, on the UI goroutine: the model's
 	// engines belong to running commands.
-	eng   *gate.Engine
+	eng   *whatif.Engine
 	scope statsScope
-	lat   *gate.Latency
+	lat   *whatif.Latency
 	// what lat was computed from
 	r      *model.Rollout
 	snap   *model.Snapshot
@@ -50,8 +51,8 @@ type statsView struct {
 	scoped statsScope
 }
 
-func newStatsView(st *Styles, keys *KeyMap, reg *gate.Registry) *statsView {
-	return &statsView{pager: newPager(st, keys, "t/esc back · a scope"), reg: reg, eng: gate.NewEngine(reg)}
+func newStatsView(st *Styles, keys *KeyMap, reg *groups.Registry) *statsView {
+	return &statsView{pager: newPager(st, keys, "t/esc back · a scope"), reg: reg, eng: whatif.NewEngine(reg)}
 }
 
 func (s *statsView) name() string        { return "statistics" }
@@ -103,7 +104,7 @@ func (s *statsView) compute(e *env) {
 		}
 	}
 	if len(rolls) == 0 || e.snap == nil {
-		s.title, s.lat = "Statistics · "+s.scope.String(), nil
+		s.title, s.more, s.lat = "Statistics · "+s.scope.String(), nil, nil
 		s.layout()
 		return
 	}
@@ -112,10 +113,12 @@ func (s *statsView) compute(e *env) {
 	if s.scope == scopeRollout {
 		what = e.rollout.ID
 	}
-	s.title = fmt.Sprintf("Statistics %s · %s", what, countNoun(s.lat.Spans, "span"))
+	s.title = "Statistics " + what
+	count := countNoun(s.lat.Spans, "span")
 	if s.scope != scopeRollout {
-		s.title += " in " + countNoun(s.lat.Rollouts, "rollout")
+		count += " in " + countNoun(s.lat.Rollouts, "rollout")
 	}
+	s.more = []titlePart{{count, 3}}
 	s.layout()
 }
 
@@ -123,15 +126,15 @@ func (s *statsView) compute(e *env) {
 // panel the last ones give way before the name does.
 var statCols = []struct {
 	head string
-	val  func(gate.LatencyRow) string
+	val  func(whatif.LatencyRow) string
 }{
-	{"spans", func(r gate.LatencyRow) string { return fmtCount(int64(r.Count)) }},
-	{"p50", func(r gate.LatencyRow) string { return fmtDur(r.P50) }},
-	{"p90", func(r gate.LatencyRow) string { return fmtDur(r.P90) }},
-	{"p99", func(r gate.LatencyRow) string { return fmtDur(r.P99) }},
-	{"max", func(r gate.LatencyRow) string { return fmtDur(r.Max) }},
-	{"self", func(r gate.LatencyRow) string { return fmtDur(r.Self) }},
-	{"total", func(r gate.LatencyRow) string { return fmtDur(r.Total) }},
+	{"spans", func(r whatif.LatencyRow) string { return fmtCount(int64(r.Count)) }},
+	{"p50", func(r whatif.LatencyRow) string { return fmtDur(r.P50) }},
+	{"p90", func(r whatif.LatencyRow) string { return fmtDur(r.P90) }},
+	{"p99", func(r whatif.LatencyRow) string { return fmtDur(r.P99) }},
+	{"max", func(r whatif.LatencyRow) string { return fmtDur(r.Max) }},
+	{"self", func(r whatif.LatencyRow) string { return fmtDur(r.Self) }},
+	{"total", func(r whatif.LatencyRow) string { return fmtDur(r.Total) }},
 }
 
 func (s *statsView) layout() {
@@ -158,7 +161,7 @@ func (s *statsView) layout() {
 	var lines []string
 	for k, sec := range []struct {
 		title string
-		rows  []gate.LatencyRow
+		rows  []whatif.LatencyRow
 	}{{"by service", s.lat.ByService}, {"by span name", s.lat.ByName}, {"by group", s.lat.ByGroup}} {
 		if k > 0 {
 			lines = append(lines, "")
@@ -190,7 +193,7 @@ func (s *statsView) layout() {
 
 // selfTimes returns each span's duration minus the time covered by its
 // children (clipped to the span), as Jaeger's trace statistics define it.
-func selfTimes(f *model.Fragment) []int64 { return gate.SelfTimes(f, nil) }
+func selfTimes(f *model.Fragment) []int64 { return whatif.SelfTimes(f, nil) }
 
 // fitMiddle is fit that cuts out of the middle: operation names differ at
 // their end ("POST /v1/responses http receive" and "… http send"), so both

@@ -1,6 +1,9 @@
 package tui
 
-import "github.com/charmbracelet/lipgloss"
+import (
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+)
 
 // Glyphs carry every state on screen, so it survives NO_COLOR and any width.
 // Each has one meaning everywhere; the help screen's legend lists them.
@@ -20,7 +23,10 @@ const (
 // create colours of their own, so NO_COLOR and the colour profile are decided
 // in one place: the renderer DefaultStyles is built from.
 type Styles struct {
-	App struct {
+	// Color is false under NO_COLOR (an ASCII profile): what colour tells
+	// (a span's process) must then be said by the columns and glyphs.
+	Color bool
+	App   struct {
 		Title  lipgloss.Style
 		Header lipgloss.Style
 		Dim    lipgloss.Style
@@ -87,7 +93,7 @@ func DefaultStyles(r *lipgloss.Renderer) *Styles {
 		warn   = lipgloss.AdaptiveColor{Light: "#A66300", Dark: "#FFAF00"}
 		selBg  = lipgloss.AdaptiveColor{Light: "#DCDAFB", Dark: "#3A3870"}
 	)
-	s := &Styles{}
+	s := &Styles{Color: r.ColorProfile() != termenv.Ascii}
 	s.App.Title = r.NewStyle().Bold(true).Foreground(accent)
 	s.App.Header = r.NewStyle().Foreground(text)
 	s.App.Dim = r.NewStyle().Foreground(subtle)
@@ -139,6 +145,19 @@ func DefaultStyles(r *lipgloss.Renderer) *Styles {
 	s.Input.Prompt = r.NewStyle().Foreground(accent).Bold(true)
 	s.Input.Error = r.NewStyle().Foreground(bad)
 	return s
+}
+
+// fills are the bar glyphs of the services without colour, cycled by
+// resource id like the colours; with colour every bar is solid. ▓ is not
+// one: it marks the critical path.
+var fills = []rune{'█', '▒', '░', '▚', '▞', '▌'}
+
+// Fill is the glyph a resource's bars are drawn with.
+func (s *Styles) Fill(id uint32) rune {
+	if s.Color {
+		return '█'
+	}
+	return fills[int(id)%len(fills)]
 }
 
 // Service returns the style for a resource, stable per resource id.

@@ -33,8 +33,14 @@ func TestTmuxRealGymSizes(t *testing.T) {
 	dir := t.TempDir()
 
 	s := startTmux(t, dir, bin+" open "+realConsole(t, "s41-obs0-iso/spec-server+rollout+verify"), 80, 24)
-	scr := s.waitFor("the short what-if", regexp.MustCompile(`joining ✗ 20/20 split \(both\), 9 hops; in capture`))
-	if !strings.Contains(scr, "no CLIENT span calls it (http_client off? server off?)") {
+	scr := s.waitFor("the short what-if", regexp.MustCompile(`joining ✓ intact 20/20 \(both\) · 9 broken hops`))
+	// Four long paths: the header still names the spec in force and the variant.
+	if l1 := strings.SplitN(scr, "\n", 2)[0]; !strings.Contains(l1, "open agent.log.gz ") || !regexp.MustCompile(`· current default · Gym G\w+`).MatchString(l1) {
+		t.Errorf("the 80-column header drops the files, the spec or the variant: %q", l1)
+	}
+	// The first hop is said whole, wrapped within the panel.
+	flat := strings.Join(strings.Fields(strings.NewReplacer("│", " ", "┃", " ").Replace(scr)), " ")
+	if !strings.Contains(flat, "✗ in capture ? → policy_model (POST /v1/responses): no CLIENT span calls it (http_client off? server off?)") {
 		t.Errorf("the first broken hop's finding and fixes are cut at 80×24:\n%s", scr)
 	}
 	s.keys("q")

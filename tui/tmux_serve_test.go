@@ -16,6 +16,11 @@ func TestTmuxServeRefusalsKeepScreen(t *testing.T) {
 	s := startTmux(t, t.TempDir(), bin+" serve --grpc-addr off --http-addr 127.0.0.1:0", 160, 40)
 	scr := s.waitFor("the receiver's address", regexp.MustCompile(`http 127\.0\.0\.1:\d+`))
 	addr := regexp.MustCompile(`http (127\.0\.0\.1:\d+)`).FindStringSubmatch(scr)[1]
+	// Before the first span: how to point NeMo Gym at this receiver.
+	scr = s.waitFor("the empty state's how-to", regexp.MustCompile(`export OTEL_EXPORTER_OTLP_ENDPOINT=http://`+regexp.QuoteMeta(addr)))
+	if !strings.Contains(scr, "export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf") || strings.Contains(scr, "intact 0/0") {
+		t.Errorf("the empty screen lacks the HTTP protocol line or claims a verdict:\n%s", scr)
+	}
 	req, err := http.NewRequest("POST", "http://"+addr+"/v1/traces", bytes.NewReader([]byte("x")))
 	if err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ func TestTmuxOpen(t *testing.T) {
 
 	s.waitFor("the rollout list", regexp.MustCompile(`Rollouts 6 `))
 	// The capture names no known Gym version: the newest variant is assumed.
-	s.waitFor("the variant", regexp.MustCompile(`Gym G3 \(newest`))
+	s.waitFor("the variant", regexp.MustCompile(`Gym G3\b`))
 	s.waitFor("the join check", regexp.MustCompile(`✓ joined`))
 	s.keys("j")
 	s.waitFor("the second rollout's trace", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans`))
@@ -100,7 +100,7 @@ func TestTmuxOpen(t *testing.T) {
 	// job off: the run's single trace becomes one trace per rollout.
 	s.keys("Tab", "Tab", "Space")
 	s.waitFor("job unchecked", regexp.MustCompile(`\[ \] job\*`))
-	s.waitFor("traces 1 → 6", regexp.MustCompile(`traces\s+1\s+6\s`))
+	s.waitFor("traces 1 → 6", regexp.MustCompile(`traces sent\s+1\s+6\s`))
 
 	// per_rollout, then http_client off: the join breaks, and why.
 	s.keys("2")
@@ -118,10 +118,11 @@ func TestTmuxOpen(t *testing.T) {
 	s.tmux("set-option", "-g", "set-clipboard", "external")
 	s.keys("y")
 	snippet := filepath.Join(dir, "gymtrace-span-groups.yaml")
-	s.waitFor("the copy status", regexp.MustCompile(`(?m)^clipboard not set \(tmux set-clipboard external; set it on\) · wrote gymtrace-span-groups.yaml · NEMO_GYM`))
+	// The spec splits every rollout: copied, but said first.
+	s.waitFor("the copy status", regexp.MustCompile(`(?m)^✗ this spec splits 6 of 6 rollouts · clipboard not set \(tmux set-clipboard external; set it on\) · wrote gymtrace-span-g`))
 	s.tmux("set-option", "-g", "set-clipboard", "on")
 	s.keys("y")
-	s.waitFor("the clipboard status", regexp.MustCompile(`(?m)^copied: sent to tmux and the terminal clipboard · `))
+	s.waitFor("the clipboard status", regexp.MustCompile(`(?m)^✗ this spec splits 6 of 6 rollouts · copied: sent to tmux and the terminal clipboard · `))
 	if buf := s.tmux("show-buffer"); !strings.Contains(buf, "NEMO_GYM_OTEL_SPAN_GROUPS=") {
 		t.Errorf("tmux's buffer after y:\n%s", buf)
 	}
@@ -133,10 +134,14 @@ func TestTmuxOpen(t *testing.T) {
 	if !strings.Contains(string(body), `span_groups: "`+spec+`"`) {
 		t.Errorf("snippet file:\n%s\nwant span_groups %q", body, spec)
 	}
+	const warn = "# warning: this spec splits 6 of 6 rollouts: the spec lacks http_client"
+	if !strings.HasPrefix(string(body), warn) {
+		t.Errorf("snippet file:\n%s\nwant it to start with %q", body, warn)
+	}
 
 	s.keys("q")
 	scr = s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
-	for _, want := range []string{"telemetry:", `span_groups: "` + spec + `"`, "NEMO_GYM_OTEL_SPAN_GROUPS=" + spec} {
+	for _, want := range []string{warn, "telemetry:", `span_groups: "` + spec + `"`, "NEMO_GYM_OTEL_SPAN_GROUPS=" + spec} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("after quitting the screen lacks %q:\n%s", want, scr)
 		}
@@ -156,7 +161,7 @@ func TestTmuxDemo(t *testing.T) {
 	s.waitFor("the fleet's rollouts", regexp.MustCompile(`Rollouts 8 `))
 	// The run's gym.job span ends last; once it is in, the run is one
 	// trace beside the three servers' health probes.
-	s.waitFor("the whole run in one trace", regexp.MustCompile(`traces\s+4\s+4\s`))
+	s.waitFor("the whole run in one trace", regexp.MustCompile(`traces sent\s+4\s+4\s`))
 	// From the top: the run-level rows (listed after the rollouts) may
 	// still be arriving and take the cursor.
 	s.keys("g", "j", "j")
@@ -165,7 +170,7 @@ func TestTmuxDemo(t *testing.T) {
 	s.keys("Tab", "Tab", "Space")
 	s.waitFor("job unchecked", regexp.MustCompile(`\[ \] job\*`))
 	// A trace per rollout, the probes, and /aggregate_metrics.
-	s.waitFor("traces 4 → 12", regexp.MustCompile(`traces\s+4\s+12\s`))
+	s.waitFor("traces 4 → 12", regexp.MustCompile(`traces sent\s+4\s+12\s`))
 
 	s.keys("2")
 	s.waitFor("per_rollout previewed", regexp.MustCompile(`preview per_rollout\s`))
@@ -177,7 +182,7 @@ func TestTmuxDemo(t *testing.T) {
 	}
 
 	s.keys("y")
-	s.waitFor("the copy status", regexp.MustCompile(`(copied: sent to tmux|clipboard not set \(tmux).* · wrote gymtrace-span-groups.yaml`))
+	s.waitFor("the copy status", regexp.MustCompile(`✗ this spec splits 8 of 8 rollouts · (copied: sent to tmux|clipboard not set \(tmux).* · wrote gymtrace-span-g`))
 	const spec = "server,rollout,agent,model_call,verify" // G1's per_rollout (the demo fleet's variant), http_client off
 	body, err := os.ReadFile(filepath.Join(dir, "gymtrace-span-groups.yaml"))
 	if err != nil || !strings.Contains(string(body), `span_groups: "`+spec+`"`) {
@@ -245,7 +250,14 @@ func TestTmuxFindAndFailures(t *testing.T) {
 	}
 	// A key right after Escape would read as alt+key: wait for it to act.
 	s.keys("Escape")
-	s.waitFor("the search cleared", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans · 1 trace · [\d.]+\w+\s+┃`))
+	s.waitFor("the search cleared", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans · 1 trace · [\d.]+\w+( · tokens \d+ in / \d+ out)?\s+┃`))
+	// The search reads filter terms on each span, as the rollout filter does.
+	s.keys("/")
+	s.typeText("status=error")
+	s.keys("Enter")
+	s.waitFor("the error spans found by status=error", regexp.MustCompile(`/status=error \d+/\d+[\s\S]*┃›!`))
+	s.keys("Escape")
+	s.waitFor("the search cleared", regexp.MustCompile(`Trace s3-r\d{4} · \d+ spans · 1 trace · [\d.]+\w+( · tokens \d+ in / \d+ out)?\s+┃`))
 	s.keys("g", "j", "f")
 	scr = s.waitFor("a failed span under the cursor", regexp.MustCompile(`┃›!`))
 
@@ -306,10 +318,11 @@ func TestTmuxBreaksInCapture(t *testing.T) {
 		files = append(files, name)
 	}
 	s := startTmux(t, dir, bin+" open "+strings.Join(files, " "), 200, 50)
-	scr := s.waitFor("the joining verdict", regexp.MustCompile(`joining\s+✗ 20/20 split\s+✗ 20/20 split`))
+	scr := s.waitFor("the joining verdict", regexp.MustCompile(`joining\s+✓ intact 20/20\s+✓ intact 20/20`))
 	// The hop is named by caller, callee and the call's span.
 	const hop = "simple_agent → policy_model (POST /v1/responses): CLIENT span has no SERVER child"
-	if !strings.Contains(scr, "✗ split: "+hop) {
+	// Wrapped within the waterfall, never cut.
+	if !strings.Contains(scr, "✗ split: "+hop) && !strings.Contains(waterfallText(scr), "✗ split: "+hop) {
 		t.Errorf("the split rollout's waterfall does not name the hop:\n%s", scr)
 	}
 	if !strings.Contains(scr, "✗ in capture: "+hop) {
@@ -328,4 +341,25 @@ func TestTmuxBreaksInCapture(t *testing.T) {
 	}
 	s.keys("q")
 	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
+}
+
+// waterfallText is the text of the panel right of the list (from the
+// second box on each line), its lines joined with spaces, so a line the
+// panel wrapped reads whole.
+func waterfallText(scr string) string {
+	var parts []string
+	for _, l := range strings.Split(scr, "\n") {
+		rs := []rune(l)
+		boxes := 0
+		for i, r := range rs {
+			if r == '│' || r == '┃' {
+				boxes++
+				if boxes == 3 { // the list's left and right edges, then the waterfall's left
+					parts = append(parts, strings.Trim(string(rs[i+1:]), " │┃"))
+					break
+				}
+			}
+		}
+	}
+	return strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
 }

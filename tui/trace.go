@@ -10,7 +10,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -35,32 +37,44 @@ type traceView struct {
 	basePanel
 	st   *Styles
 	keys *KeyMap
-	reg  *gate.Registry
+	reg  *groups.Registry
 
 	width, height int
 	focused       bool // the name column may take the room it needs
 	snap          *model.Snapshot
 	r             *model.Rollout
-	simAll        *gate.RolloutSim
-	simPrev       *gate.RolloutSim
+	simAll        *whatif.RolloutSim
+	simPrev       *whatif.RolloutSim
 	simKey        simKey
 
 	preview   bool
-	spec      gate.Set // the previewed spec
+	spec      groups.Set // the previewed spec
 	collapsed map[model.SpanID]bool
 
-	rows           []traceRow
-	dropped        int
-	needName       int // widest name cell of any row
-	cursor, offset int
-	search         spanSearch
+	rows     []traceRow
+	dropped  int
+	needName int // widest name cell of any row
+	needSvc  int // longest short service name of any row
+	listCursor
+	moved  bool // the user moved the cursor in this rollout
+	search spanSearch
 	// check is the last join check: a split rollout's hops head its rows.
-	check *gate.CheckReport
-	out   string
+	check *whatif.CheckReport
+	// hint, with no rollout to show, is said instead: how to send spans,
+	// when the list beside is too narrow to say it.
+	hint  []string
+	marks pathMarks
+	// tokens: the rollout's token usage, for the title.
+	tokens rolloutTokens
+	out    string
 }
 
 // refresh picks up a new join check.
 func (t *traceView) refresh(e *env) {
+	if t.r == nil && e.snap != t.snap {
+		t.snap = e.snap // the empty state reads whether spans came
+		t.render()
+	}
 	if e.check != t.check {
 		t.check = e.check
 		t.rebuild()
@@ -74,7 +88,7 @@ func (t *traceView) splitNotes() []traceRow {
 		return nil
 	}
 	rc, ok := t.check.ByRollout[t.r.ID]
-	if !ok || rc.Status != gate.Split {
+	if !ok || rc.Status != whatif.Split {
 		return nil
 	}
 	var rows []traceRow
@@ -85,7 +99,7 @@ func (t *traceView) splitNotes() []traceRow {
 				text += fmt.Sprintf(" ×%d", h.Count)
 			}
 			return text
-		}, h.Reason, t.width-3)
+		}, h.Reason, h.Short(), t.width-3)
 		for k, l := range wrap(text, t.width-3) {
 			if k > 0 {
 				l = "  " + l
@@ -96,7 +110,7 @@ func (t *traceView) splitNotes() []traceRow {
 	return rows
 }
 
-func newTraceView(st *Styles, keys *KeyMap, reg *gate.Registry) *traceView {
+func newTraceView(st *Styles, keys *KeyMap, reg *groups.Registry) *traceView {
 	return &traceView{st: st, keys: keys, reg: reg, collapsed: map[model.SpanID]bool{}, search: newSpanSearch(st)}
 }
 
@@ -139,7 +153,7 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 	same := t.r != nil && r != nil && t.r.ID == r.ID
 	if !same {
 		t.collapsed = map[model.SpanID]bool{}
-		t.cursor, t.offset = 0, 0
+		t.cursor, t.offset, t.moved = 0, 0, false
 		t.search.clear()
 	}
 	if same && t.r.Version == r.Version && t.snap != nil {
@@ -149,21 +163,38 @@ func (t *traceView) SetRollout(snap *model.Snapshot, r *model.Rollout) {
 	if r == nil || t.simKey.id != r.ID || t.simKey.version != r.Version {
 		t.simAll, t.simPrev = nil, nil
 	}
+	// The cursor's span, read while the rows still index the old version.
+	keep := t.cursorSpan()
 	t.snap, t.r = snap, r
+	t.tokens.set(snap, r)
 	if t.search.query != "" {
 		t.search.find(t)
 	}
-	t.rebuild()
-	if !same {
-		// Start on the first span, below any notes.
-		for j, row := range t.rows {
-			if row.isSpan() {
-				t.cursor = j
-				break
-			}
-		}
-		t.render()
+	t.syncPath()
+	t.rebuildKeeping(keep)
+}
+
+// cursorSpan is the id of the span under the cursor, zero when none.
+func (t *traceView) cursorSpan() model.SpanID {
+	if f, i, ok := t.SelectedSpan(); ok {
+		return f.Spans[i].SpanID
 	}
+	return model.SpanID{}
+}
+
+// startRow is where the cursor rests until the user moves it: the first
+// span, below the notes that explain a split, or the first note when the
+// notes fill the panel, so the explanation is read first.
+func (t *traceView) startRow() int {
+	for j, row := range t.rows {
+		if row.isSpan() {
+			if j >= t.listHeight() {
+				return 0
+			}
+			return j
+		}
+	}
+	return 0
 }
 
 // SetSim installs a simulation result if it is for the shown rollout.
@@ -176,7 +207,7 @@ func (t *traceView) SetSim(m simMsg) {
 }
 
 // NeedsSim returns the simulation the view is missing, if any.
-func (t *traceView) NeedsSim(spec gate.Set) (simKey, bool) {
+func (t *traceView) NeedsSim(spec groups.Set) (simKey, bool) {
 	if t.r == nil {
 		return simKey{}, false
 	}
@@ -185,7 +216,7 @@ func (t *traceView) NeedsSim(spec gate.Set) (simKey, bool) {
 }
 
 // SetPreview switches preview mode and the previewed spec.
-func (t *traceView) SetPreview(on bool, spec gate.Set) {
+func (t *traceView) SetPreview(on bool, spec groups.Set) {
 	if on == t.preview && spec == t.spec {
 		return
 	}
@@ -214,11 +245,11 @@ func (t *traceView) selectedRef() (int, int, bool) {
 }
 
 // GroupOf returns the classified group of a span, if a simulation has it.
-func (t *traceView) GroupOf(frag, idx int) (gate.Group, bool) {
+func (t *traceView) GroupOf(frag, idx int) (groups.Group, bool) {
 	return simGroup(t.simAll, frag, idx)
 }
 
-func simGroup(s *gate.RolloutSim, frag, idx int) (gate.Group, bool) {
+func simGroup(s *whatif.RolloutSim, frag, idx int) (groups.Group, bool) {
 	if s == nil || frag >= len(s.Frags) || idx >= len(s.Frags[frag].Group) {
 		return 0, false
 	}
@@ -232,20 +263,8 @@ func (t *traceView) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 		t.render()
 		return true, nil
 	}
-	page := max(t.listHeight(), 1)
 	switch {
-	case key.Matches(km, t.keys.Up):
-		t.cursor--
-	case key.Matches(km, t.keys.Down):
-		t.cursor++
-	case key.Matches(km, t.keys.Top):
-		t.cursor = 0
-	case key.Matches(km, t.keys.Bottom):
-		t.cursor = len(t.rows) - 1
-	case key.Matches(km, t.keys.PageUp):
-		t.cursor -= page
-	case key.Matches(km, t.keys.PageDown):
-		t.cursor += page
+	case t.moveKey(t.keys, km, len(t.rows), t.listHeight()):
 	case key.Matches(km, t.keys.Search):
 		t.search.start()
 	case key.Matches(km, t.keys.NextMatch) && len(t.search.hits) > 0:
@@ -283,6 +302,7 @@ func (t *traceView) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 	default:
 		return false, nil
 	}
+	t.moved = true
 	t.cursor = clamp(t.cursor, 0, len(t.rows)-1)
 	t.render()
 	return true, nil
@@ -297,6 +317,7 @@ func (t *traceView) step(refs []spanRef, d int) {
 	if len(refs) == 0 || t.r == nil {
 		return
 	}
+	t.moved = true
 	for _, ref := range refs {
 		t.expandTo(ref)
 	}
@@ -387,18 +408,17 @@ func (t *traceView) expandTo(ref spanRef) {
 
 // scroll moves the cursor by n rows (mouse wheel).
 func (t *traceView) scroll(n int) {
+	t.moved = true
 	t.cursor = clamp(t.cursor+n, 0, len(t.rows)-1)
 	t.render()
 }
 
 // click selects the row at content line y.
 func (t *traceView) click(y int) {
-	i := y - 2 + t.offset
-	if y < 2 || i >= len(t.rows) {
-		return
+	if i := t.rowAt(y, 2, len(t.rows)); i >= 0 {
+		t.cursor, t.moved = i, true
+		t.render()
 	}
-	t.cursor = i
-	t.render()
 }
 
 func (t *traceView) collapseAll() {
@@ -425,7 +445,7 @@ func (t *traceView) listHeight() int {
 
 // fragSim returns the previewed simulation of fragment fi when preview mode
 // is on and the simulation matches the fragment.
-func (t *traceView) fragSim(fi int) *gate.FragSim {
+func (t *traceView) fragSim(fi int) *whatif.FragSim {
 	if !t.preview || t.simPrev == nil || fi >= len(t.simPrev.Frags) {
 		return nil
 	}
@@ -438,14 +458,13 @@ func (t *traceView) fragSim(fi int) *gate.FragSim {
 }
 
 // rebuild flattens the rollout into rows, honouring collapse and preview.
-func (t *traceView) rebuild() {
-	var cur model.SpanID
-	if f, i, ok := t.SelectedSpan(); ok {
-		cur = f.Spans[i].SpanID
-	}
+func (t *traceView) rebuild() { t.rebuildKeeping(t.cursorSpan()) }
+
+// rebuildKeeping is rebuild with the cursor kept on span cur (once moved).
+func (t *traceView) rebuildKeeping(cur model.SpanID) {
 	t.rows = t.rows[:0]
 	t.dropped = 0
-	t.needName = 0
+	t.needName, t.needSvc = 0, 0
 	if t.r == nil {
 		t.render()
 		return
@@ -514,6 +533,7 @@ func (t *traceView) rebuild() {
 				}
 				t.rows = append(t.rows, row)
 				t.needName = max(t.needName, t.nameWidth(&t.rows[len(t.rows)-1]))
+				t.needSvc = max(t.needSvc, ansi.StringWidth(shortService(t.snap.ServiceName(f.Spans[i].Resource))))
 				if len(ks) == 0 || folded {
 					return false
 				}
@@ -529,8 +549,9 @@ func (t *traceView) rebuild() {
 		walk(roots)
 		byStart(cutRoots)
 		for _, i := range cutRoots {
-			note := glyphSplit + " new trace: " + t.cutReason(fi, int(i))
-			if fix := hopFix(t.cutReason(fi, int(i))); fix != "" {
+			reason, cause := t.cutReason(fi, int(i))
+			note := glyphSplit + " new trace: " + reason
+			if fix := cause.Fix(); fix != "" {
 				note += "; fix: " + fix
 			}
 			t.rows = append(t.rows, traceRow{frag: int32(fi), idx: -1, note: note, noteStyle: 1})
@@ -538,7 +559,13 @@ func (t *traceView) rebuild() {
 		}
 	}
 	t.cursor = clamp(t.cursor, 0, len(t.rows)-1)
-	if !cur.IsZero() {
+	switch {
+	case !t.moved:
+		// Live, a rollout grows and its fragments reorder under a cursor
+		// nobody has moved: it stays at the top, where the split's
+		// explanation is, rather than following a span down the list.
+		t.cursor, t.offset = t.startRow(), 0
+	case !cur.IsZero():
 		for j, row := range t.rows {
 			if row.isSpan() && t.r.Fragments[row.frag].Spans[row.idx].SpanID == cur {
 				t.cursor = j
@@ -564,36 +591,40 @@ func (t *traceView) fragNote(fi int, f *model.Fragment) string {
 }
 
 // cutReason explains why a kept span starts a new trace under the preview.
-func (t *traceView) cutReason(fi, i int) string {
+func (t *traceView) cutReason(fi, i int) (string, whatif.Cause) {
 	sp := &t.r.Fragments[fi].Spans[i]
-	name, svc := gate.DisplayName(t.snap.Interner(), sp), t.snap.ServiceName(sp.Resource)
+	name, svc := rollouts.DisplayName(t.snap.Interner(), sp), t.snap.ServiceName(sp.Resource)
 	if t.simPrev != nil {
 		for _, b := range t.simPrev.Breaks {
 			if b.SpanName == name && b.ToService == svc && b.Reason != "" {
-				return b.Reason
+				return b.Reason, b.Cause
 			}
 		}
 	}
-	return hopReason(t.reg, t.spec)
+	c := hopCause(t.spec)
+	if c == whatif.CauseNone {
+		return "parent dropped", c
+	}
+	return c.Sentence(), c
 }
 
-// hopReason is the generic reason a cross-process hop breaks under spec.
-func hopReason(reg *gate.Registry, spec gate.Set) string {
+// hopCause is why any cross-process hop breaks under spec.
+func hopCause(spec groups.Set) whatif.Cause {
 	switch {
-	case !spec.Has(gate.HTTPClient) && !spec.Has(gate.Server):
-		return "http_client and server off: no traceparent sent or read"
-	case !spec.Has(gate.HTTPClient):
-		return "http_client off: no traceparent sent"
-	case !spec.Has(gate.Server):
-		return "server off: traceparent not extracted"
+	case !spec.Has(groups.HTTPClient) && !spec.Has(groups.Server):
+		return whatif.CauseNeither
+	case !spec.Has(groups.HTTPClient):
+		return whatif.CauseNoClient
+	case !spec.Has(groups.Server):
+		return whatif.CauseNoServer
 	}
-	return "parent dropped"
+	return whatif.CauseNone
 }
 
 // nameCell is a span row's name cell: tree glyphs, a collapsed node's
 // glyph, the name and how many spans the fold hides.
 func (t *traceView) nameCell(row *traceRow, sp *model.Span) (glyphs, text string) {
-	text = gate.DisplayName(t.snap.Interner(), sp)
+	text = rollouts.DisplayName(t.snap.Interner(), sp)
 	if row.hidden > 0 {
 		text = glyphFolded + " " + text + " +" + itoa(int(row.hidden))
 	}
@@ -614,7 +645,13 @@ const rowLead = 2
 // layoutColumns fits the columns into w cells. need is the widest name cell;
 // focused, the name gets it first and the group, then the service column
 // give way, and the bar shrinks to its minimum.
-func layoutColumns(w, need int, focused bool) columns {
+//
+// keepSvc keeps the service column whatever the names need: without colour
+// it alone tells which process a span is in.
+//
+// svcNeed is the longest service name: where the bar keeps a sixth of the
+// width (24 cells at least), the service column grows to it, up to 24.
+func layoutColumns(w, need, svcNeed int, focused, keepSvc bool) columns {
 	c := columns{dur: 7}
 	if w >= 50 {
 		c.svc = 12
@@ -635,7 +672,11 @@ func layoutColumns(w, need int, focused bool) columns {
 		return n
 	}
 	if focused {
-		for _, give := range []*int{&c.tag, &c.svc} {
+		gives := []*int{&c.tag, &c.svc}
+		if keepSvc {
+			gives = gives[:1]
+		}
+		for _, give := range gives {
 			if name() >= need {
 				break
 			}
@@ -648,6 +689,10 @@ func layoutColumns(w, need int, focused bool) columns {
 	// Room the names do not use goes to the bar.
 	if need > 0 && c.bar > 0 && name() > need {
 		c.bar += name() - need
+	}
+	if grow := min(svcNeed, 24) - c.svc; c.svc > 0 && grow > 0 && c.bar-grow >= max(24, w/6) {
+		c.svc += grow
+		c.bar -= grow
 	}
 	c.name = name()
 	return c
@@ -728,31 +773,46 @@ func (t *traceView) render() {
 	}
 	var lines []string
 	if t.r == nil {
-		lines = append(lines, t.st.Panel.Title.Render("Trace"), t.st.List.Dim.Render(clip("  no rollout selected", t.width)))
+		lines = append(lines, t.st.Panel.Title.Render("Trace"))
+		msg := []string{"no rollout selected"}
+		if len(t.hint) > 0 && (t.snap == nil || t.snap.Stats.Stored == 0) {
+			msg = t.hint
+		}
+		for _, l := range msg {
+			lines = append(lines, t.st.List.Dim.Render(clip("  "+l, t.width)))
+		}
 		t.out = padLines(lines, t.height)
 		return
 	}
 	r := t.r
-	title := fmt.Sprintf("Trace %s · %s · %s", r.ID, countNoun(r.Spans, "span"), countNoun(r.Traces, "trace"))
-	title += " · " + fmtDur(r.End-r.Start)
-	if t.preview {
-		title = "Preview " + r.ID
-		switch {
-		case t.simPrev == nil:
-			title += " · simulating…"
-		default:
-			title += fmt.Sprintf(" · %s · %d dropped (hidden)", countNoun(t.simPrev.Traces, "trace"), t.dropped)
+	// On a narrow panel the counts give way first, whole; the search and
+	// its hit count, what the user is looking at, never do.
+	name := "Trace " + r.ID
+	parts := []titlePart{{countNoun(r.Spans, "span"), 3}, {countNoun(r.Traces, "trace"), 4}, {fmtDur(r.End - r.Start), 2}}
+	for _, extra := range []string{t.tokens.title(), t.pathTitle()} {
+		if extra != "" {
+			parts = append(parts, titlePart{strings.TrimPrefix(extra, " · "), 1})
 		}
-		title += " · " + t.reg.Spec(t.spec)
+	}
+	if t.preview {
+		name = "Preview " + r.ID
+		parts = []titlePart{{"simulating…", 1}}
+		if t.simPrev != nil {
+			parts = []titlePart{{countNoun(t.simPrev.Traces, "trace"), 1}, {fmt.Sprintf("%d dropped (hidden)", t.dropped), 2}}
+		}
+		parts = append(parts, titlePart{t.reg.Spec(t.spec), 3}) // the span groups title says it too
 	}
 	if q := t.search.query; q != "" {
-		// The search and its hit count are what the user is looking at:
-		// the rest of the title gives way to them.
+		parts = append(parts, titlePart{"/" + q + " " + t.search.status(), 0})
+	}
+	title := fitTitle(t.width, name, parts)
+	if q := t.search.query; q != "" && !strings.Contains(title, "/"+q+" ") {
+		// A long id: it gives way to the search rather than the search to it.
 		found := " · /" + q + " " + t.search.status()
-		title = clip(title, max(t.width-ansi.StringWidth(found), 12)) + found
+		title = clip(name, max(t.width-ansi.StringWidth(found), 12)) + found
 	}
 	lines = append(lines, t.st.Panel.Title.Render(clip(title, t.width)))
-	c := layoutColumns(t.width, t.needName, t.focused)
+	c := layoutColumns(t.width, t.needName, t.needSvc, t.focused, !t.st.Color)
 	ax := newAxis(r.End-r.Start, c.bar)
 	head := strings.Repeat(" ", rowLead) + fit("span", c.name) + " " + fitRight("time", c.dur)
 	if c.svc > 0 {
@@ -767,7 +827,7 @@ func (t *traceView) render() {
 	lines = append(lines, t.st.Panel.Column.Render(clip(head, t.width)))
 
 	h := t.listHeight()
-	t.offset = window(t.cursor, t.offset, h, len(t.rows))
+	t.follow(h, len(t.rows))
 	for j := t.offset; j < len(t.rows) && j < t.offset+h; j++ {
 		lines = append(lines, t.renderRow(j, c, &ax))
 	}
@@ -865,8 +925,9 @@ func (t *traceView) bar(sp *model.Span, width int, ax *axis, paint lipgloss.Styl
 		}
 	}
 	for i := a; i < b; i++ {
-		cells[i] = '█'
+		cells[i] = t.st.Fill(uint32(sp.Resource))
 	}
+	t.paintPath(sp, cells, a, b)
 	if sp.Extra != nil && t.r.End > t.r.Start {
 		for _, ev := range sp.Extra.Events {
 			i := int((ev.Time - t.r.Start) * int64(width) / (t.r.End - t.r.Start))

@@ -2,46 +2,36 @@ package tui
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 // captureHops lists the capture's own broken hops as the join check
 // (check --json) reports them: one line per hop (caller, callee, span,
 // reason), in its order, with its spans and the rollouts it was found in.
-func captureHops(c *gate.CheckReport) []breakSum {
+func captureHops(c *whatif.CheckReport) []breakSum {
 	var out []breakSum
 	for _, b := range c.HopSummary() {
-		out = append(out, breakSum{from: b.FromService, to: b.ToService, span: b.SpanName, reason: b.Reason, rollouts: b.Rollouts, spans: b.Spans})
+		out = append(out, newBreakSum(b))
 	}
 	return out
 }
 
 // hopText is a hop as one line: caller → callee (span): reason.
 func hopText(from, to, span, reason string) string {
-	return gate.HopName(gate.BreakSum{FromService: from, ToService: to, SpanName: span}, "→", shortService) + ": " + reason
+	return hopName(from, to, span) + ": " + reason
 }
 
-// hopFix is the fix for a break the previewed spec would cause, from its
-// reason; "" when the reason already says it.
-func hopFix(reason string) string {
-	switch {
-	case strings.HasPrefix(reason, "http_client and server off"):
-		return "keep server and http_client on"
-	case strings.HasPrefix(reason, "http_client off"):
-		return "keep http_client on"
-	case strings.HasPrefix(reason, "server off"):
-		return "keep server on"
-	}
-	return ""
+// hopName is a hop as a phrase: caller → callee (span).
+func hopName(from, to, span string) string {
+	return whatif.HopName(whatif.BreakSum{FromService: from, ToService: to, SpanName: span}, "→", shortService)
 }
 
 // breakLine is a previewed break as one line with its fix and counts.
 func breakLine(side string, b breakSum) string {
 	text := glyphSplit + " " + side + ": " + hopText(b.from, b.to, b.span, b.reason)
-	if fix := hopFix(b.reason); fix != "" {
+	if fix := b.cause.Fix(); fix != "" {
 		text += "; fix: " + fix
 	}
 	return text + " · " + countNoun(b.rollouts, "rollout") + ", " + countNoun(b.spans, "span")
@@ -52,20 +42,20 @@ func breakLine(side string, b breakSum) string {
 // A context leak is no join break: it is said as a leak, without ✗.
 func captureLine(h breakSum, width int) string {
 	what := glyphSplit + " in capture"
-	if gate.IsContextLeak(h.reason) {
+	if h.cause.Leak() {
 		what = "context leak in capture"
 	}
 	line := func(reason string) string {
 		return fmt.Sprintf("%s: %s · %s, ×%d", what, hopText(h.from, h.to, h.span, reason),
 			countNoun(h.rollouts, "rollout"), h.spans)
 	}
-	return fitReason(line, h.reason, width)
+	return fitReason(line, h.reason, h.short, width)
 }
 
 // splitHops separates a capture's broken hops from its context leaks.
 func splitHops(hs []breakSum) (breaks, leaks []breakSum) {
 	for _, h := range hs {
-		if gate.IsContextLeak(h.reason) {
+		if h.cause.Leak() {
 			leaks = append(leaks, h)
 		} else {
 			breaks = append(breaks, h)
@@ -77,50 +67,27 @@ func splitHops(hs []breakSum) (breaks, leaks []breakSum) {
 // fitReason is line(reason) when it wraps into at most two lines of width,
 // else line of the reason's finding and likely fixes: a list of hops stays
 // a list, each still saying what broke and what to turn on.
-func fitReason(line func(reason string) string, reason string, width int) string {
+func fitReason(line func(reason string) string, reason, short string, width int) string {
 	if full := line(reason); width <= 0 || len(wrap(full, width)) <= 2 {
 		return full
 	}
-	return line(shortReason(reason))
+	return line(trimGym(short))
 }
 
 // splitIn returns the rollouts split in the capture itself (the check's
 // verdict), which no spec can join again.
-func splitIn(c *gate.CheckReport) map[string]bool {
+func splitIn(c *whatif.CheckReport) map[string]bool {
 	if c == nil || c.Split == 0 {
 		return nil
 	}
 	out := make(map[string]bool, c.Split)
 	for id, rc := range c.ByRollout {
-		if rc.Status == gate.Split {
+		if rc.Status == whatif.Split {
 			out[id] = true
 		}
 	}
 	return out
 }
 
-// shortReason keeps a check reason's finding and its likely fixes, the
-// parenthesised ends, dropping the explanation between: "CLIENT span
-// has no SERVER child (server off in nemo-gym/policy_model?)". A fragment
-// nobody called is said in a few words, so the short what-if keeps it whole.
-func shortReason(reason string) string {
-	head, rest, ok := strings.Cut(reason, ": ")
-	if !ok {
-		return reason
-	}
-	if strings.HasPrefix(head, "a fragment of ") {
-		head = "no CLIENT span calls it"
-	}
-	var fixes []string
-	for _, m := range fixRe.FindAllStringSubmatch(rest, -1) {
-		fixes = append(fixes, m[1])
-	}
-	if len(fixes) == 0 {
-		return head
-	}
-	return head + " (" + strings.ReplaceAll(strings.Join(fixes, " "), "nemo-gym/", "") + ")"
-}
-
-// fixRe finds a reason's likely fixes and notes: "(http_client off?)",
-// "(a server-side context leak, not a span_groups setting)".
-var fixRe = regexp.MustCompile(`\(([^()]*)\)`)
+// trimGym drops Gym's service prefix inside a cause's short words.
+func trimGym(s string) string { return strings.ReplaceAll(s, "nemo-gym/", "") }

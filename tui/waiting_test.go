@@ -7,7 +7,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -26,7 +26,7 @@ func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
 	}
 	b.st.Sync()
 	snap := b.st.Snapshot()
-	eng := gate.NewEngine(testRegistry())
+	eng := whatif.NewEngine(testRegistry())
 	keys := DefaultKeyMap()
 	st := DefaultStyles(lipgloss.DefaultRenderer())
 
@@ -39,7 +39,7 @@ func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
 		// Rows: the 2 rollouts, then (past the grace only) the fragment
 		// nobody owns, listed as such.
 		{"fresh: hidden and counted", 5 * time.Second, 2, "1 span awaits its parent"},
-		{"past grace: unattributed", 0, 3, "Rollouts 2 · sort first seen · 1 unattributed"},
+		{"past grace: unattributed", 0, 3, "Rollouts 2 · sort: oldest first · 1 unattributed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newRolloutList(st, keys)
@@ -72,7 +72,7 @@ func TestPendingNotCalledSplit(t *testing.T) {
 	b.st.Sync()
 	snap := b.st.Snapshot()
 	reg := testRegistry()
-	eng := gate.NewEngine(reg)
+	eng := whatif.NewEngine(reg)
 	all := reg.All()
 	rep := eng.Preview(snap, all)
 	if rep.Result.RolloutsSplit != 1 {
@@ -83,20 +83,22 @@ func TestPendingNotCalledSplit(t *testing.T) {
 		grace time.Duration
 		want  string
 	}{
-		{"fresh", 5 * time.Second, "✓ 1/2 +1 pending"},
+		{"fresh", 5 * time.Second, "✓ 0/2 +2 pending"}, // both fresh: pending, as the list says
 		{"past grace", 0, "✗ 1/2 split"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newGroupsPanel(DefaultStyles(lipgloss.DefaultRenderer()), DefaultKeyMap(), reg, all, "all")
-			g = g.SetSize(120, 30).SetReports(rep, rep).SetCheck(eng.Check(snap, t0, tc.grace))
-			if !strings.Contains(g.View(), tc.want) {
-				t.Errorf("joining verdict lacks %q:\n%s", tc.want, g.View())
+			g.setSize(120, 30)
+			g.SetReports(rep, rep)
+			g.SetCheck(eng.Check(snap, t0, tc.grace))
+			if !strings.Contains(g.view(), tc.want) {
+				t.Errorf("joining verdict lacks %q:\n%s", tc.want, g.view())
 			}
 			// Side by side at its narrowest, the verdict is carried on to
 			// the next row, never cut.
-			g = g.SetSize(104, 30)
+			g.setSize(104, 30)
 			var words []string
-			lines := strings.Split(g.View(), "\n")
+			lines := strings.Split(g.view(), "\n")
 			for i, l := range lines {
 				label := strings.TrimSpace(ansi.Cut(l, 66, 66+16))
 				if label != "joining" {
@@ -115,7 +117,7 @@ func TestPendingNotCalledSplit(t *testing.T) {
 				break
 			}
 			if got := strings.Join(words, " "); got != tc.want {
-				t.Errorf("at 104 columns the current verdict reads %q, want %q:\n%s", got, tc.want, g.View())
+				t.Errorf("at 104 columns the current verdict reads %q, want %q:\n%s", got, tc.want, g.view())
 			}
 		})
 	}

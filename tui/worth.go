@@ -6,40 +6,41 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
-// worthView is the cost and worth of every group (gate.Worth), over the
+// worthView is the cost and worth of every group (whatif.Engine.Worth), over the
 // groups slot: what each costs per rollout (spans, bytes, CPU) against what
 // it buys (wall share, durations, errors only it shows, joins it keeps),
 // judged against the previewed spec, and the budget verdict.
 type worthView struct {
 	pager
-	reg      *gate.Registry
+	reg      *groups.Registry
 	spanCost time.Duration
-	budget   *gate.Budget
+	budget   *whatif.Budget
 	rate     float64
 
-	rows     []gate.GroupWorth
-	rowsSeq  uint64   // snapshot the rows were computed from
-	rowsSpec gate.Set // spec they were judged against
+	rows     []whatif.GroupWorth
+	rowsSeq  uint64     // snapshot the rows were computed from
+	rowsSpec groups.Set // spec they were judged against
 	have     bool
 	running  bool
-	prev     *gate.Report
-	spec     gate.Set
+	prev     *whatif.Report
+	spec     groups.Set
 }
 
 // worthMsg carries computed rows.
 type worthMsg struct {
 	seq  uint64
-	spec gate.Set
-	rows []gate.GroupWorth
+	spec groups.Set
+	rows []whatif.GroupWorth
 }
 
-func newWorthView(st *Styles, keys *KeyMap, reg *gate.Registry, spanCost time.Duration, budget *gate.Budget, rate float64) *worthView {
+func newWorthView(st *Styles, keys *KeyMap, reg *groups.Registry, spanCost time.Duration, budget *whatif.Budget, rate float64) *worthView {
 	if spanCost <= 0 {
-		spanCost = gate.DefaultSpanCost
+		spanCost = whatif.DefaultSpanCost
 	}
 	w := &worthView{pager: newPager(st, keys, "w/esc back"), reg: reg, spanCost: spanCost, budget: budget, rate: rate}
 	w.title = "Cost and worth"
@@ -68,7 +69,7 @@ func (w *worthView) refresh(e *env) {
 
 // request starts a computation when the open view's rows are stale and
 // none runs; eng is used by that command alone.
-func (w *worthView) request(eng *gate.Engine, snap *model.Snapshot, spec gate.Set) tea.Cmd {
+func (w *worthView) request(eng *whatif.Engine, snap *model.Snapshot, spec groups.Set) tea.Cmd {
 	if !w.opened || w.running || snap == nil || (w.have && w.rowsSeq == snap.Seq && w.rowsSpec == spec) {
 		return nil
 	}
@@ -85,19 +86,85 @@ func (w *worthView) set(msg worthMsg) {
 	w.layout()
 }
 
+// worthCols are the table's columns after the group and its on/off, in
+// order; drop is the order they give way in on a narrow panel, so the
+// errors only a group shows and the joins it keeps stay longest.
+var worthCols = []struct {
+	head  string
+	width int
+	left  bool // aligned left (text), else right (figures)
+	drop  int  // 0: never dropped; lower numbers go first
+	val   func(w *worthView, g whatif.GroupWorth) string
+}{
+	// Rounded as preview's table rounds them, so both read the same.
+	{"spans/r", 7, false, 0, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.2f", g.SpansPerRollout) }},
+	{"bytes/r", 8, false, 6, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.0f", g.BytesPerRollout) }},
+	{"cpu ms", 7, false, 5, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.3f", g.CPUMSPerRollout) }},
+	{"ms/s", 7, false, 3, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.3f", g.CPUMSPerSecond) }},
+	{"wall", 6, false, 4, func(_ *worthView, g whatif.GroupWorth) string { return fmt.Sprintf("%.1f%%", 100*g.WallShare) }},
+	{"p50", 9, false, 2, func(_ *worthView, g whatif.GroupWorth) string { return worthDur(g.P50) }},
+	{"p99", 9, false, 1, func(_ *worthView, g whatif.GroupWorth) string { return worthDur(g.P99) }},
+	{"err", 5, false, 0, func(w *worthView, g whatif.GroupWorth) string {
+		if g.ErrorSpans > 0 {
+			return w.st.Tree.Error.Render(itoa(g.ErrorSpans))
+		}
+		return ""
+	}},
+	{"joins", 15, true, 0, func(_ *worthView, g whatif.GroupWorth) string {
+		if g.KeepsJoins {
+			return fmt.Sprintf("keeps (%d vs %d)", g.JoinedWith, g.JoinedWithout)
+		}
+		return ""
+	}},
+}
+
+// worthDur is a group's span duration as preview's table writes it:
+// rounded to the microsecond.
+func worthDur(ns int64) string { return time.Duration(ns).Round(time.Microsecond).String() }
+
 func (w *worthView) layout() {
 	width := w.width
 	var lines []string
 	if v := w.verdict(); v != "" {
 		lines = append(lines, v, "")
 	}
-	lines = append(lines, clip(fmt.Sprintf(" CPU at %v per enabled span; judged against %s", w.spanCost, w.reg.Format(w.rowsSpec)), width))
-	keyW := 12
-	row := func(g, on, spans, bytes, cpu, cpuSec, wall, p50, p99, errs, joins string) string {
-		return clip(" "+fit(g, keyW)+" "+fit(on, 3)+" "+fitRight(spans, 7)+" "+fitRight(bytes, 8)+" "+fitRight(cpu, 7)+" "+fitRight(cpuSec, 7)+" "+
-			fitRight(wall, 6)+" "+fitRight(p50, 8)+" "+fitRight(p99, 8)+" "+fitRight(errs, 5)+" "+fit(joins, 12), width)
+	for _, l := range wrap(fmt.Sprintf("CPU at %v per enabled span; judged against %s", w.spanCost, w.reg.Format(w.rowsSpec)), width-1) {
+		lines = append(lines, " "+l)
 	}
-	lines = append(lines, w.st.Panel.Column.Render(row("group", "on", "spans/r", "bytes/r", "cpu ms", "ms/s", "wall", "p50", "p99", "err", "joins")))
+	const keyW = 12
+	// Drop columns, lowest drop first, until the row fits.
+	shown := make([]bool, len(worthCols))
+	rowW := 1 + keyW + 1 + 3
+	for i, c := range worthCols {
+		shown[i] = true
+		rowW += 1 + c.width
+	}
+	for d := 1; rowW > width; d++ {
+		found := false
+		for i, c := range worthCols {
+			if c.drop == d && shown[i] {
+				shown[i], rowW, found = false, rowW-1-c.width, true
+			}
+		}
+		if !found && d > len(worthCols) {
+			break
+		}
+	}
+	row := func(g, on string, cells func(i int) string) string {
+		line := " " + fit(g, keyW) + " " + fit(on, 3)
+		for i, c := range worthCols {
+			if !shown[i] {
+				continue
+			}
+			if c.left {
+				line += " " + fit(cells(i), c.width)
+			} else {
+				line += " " + fitRight(cells(i), c.width)
+			}
+		}
+		return clip(line, width)
+	}
+	lines = append(lines, w.st.Panel.Column.Render(row("group", "on", func(i int) string { return worthCols[i].head })))
 	if !w.have {
 		lines = append(lines, w.st.List.Dim.Render(clip("  computing…", width)))
 	}
@@ -106,22 +173,20 @@ func (w *worthView) layout() {
 			continue
 		}
 		on := "off"
-		if g.Group == gate.Unclassified || w.rowsSpec.Has(g.Group) {
+		if g.Group == groups.Unclassified || w.rowsSpec.Has(g.Group) {
 			on = "on"
 		}
-		joins := ""
-		if g.KeepsJoins {
-			joins = fmt.Sprintf("keeps %d/%d", g.JoinedWith, g.JoinedWithout)
-		}
-		errs := ""
-		if g.ErrorSpans > 0 {
-			errs = w.st.Tree.Error.Render(itoa(g.ErrorSpans))
-		}
-		lines = append(lines, row(w.reg.Name(g.Group), on, fmt.Sprintf("%.1f", g.SpansPerRollout), fmtBytes(int64(g.BytesPerRollout)),
-			fmt.Sprintf("%.2f", g.CPUMSPerRollout), fmt.Sprintf("%.2f", g.CPUMSPerSecond), fmt.Sprintf("%.0f%%", 100*g.WallShare), fmtDur(g.P50), fmtDur(g.P99), errs, joins))
+		lines = append(lines, row(w.reg.Name(g.Group), on, func(i int) string { return worthCols[i].val(w, g) }))
 	}
-	lines = append(lines, "", w.st.List.Dim.Render(clip(" spans/r, bytes/r, cpu ms: per rollout when on · ms/s: CPU ms per second at the capture's rate", width)),
-		w.st.List.Dim.Render(clip(" wall: share of a rollout's time its spans cover · joins: rollouts joined with the group / without it", width)))
+	lines = append(lines, "")
+	for _, note := range []string{
+		"spans/r, bytes/r, cpu ms: per rollout when on · ms/s: CPU ms per second at the capture's rate",
+		"wall: share of a rollout's time its spans cover · joins: rollouts joined with the group vs without it",
+	} {
+		for _, l := range wrap(note, width-1) {
+			lines = append(lines, w.st.List.Dim.Render(" "+l))
+		}
+	}
 	w.setLines(lines)
 }
 
@@ -135,7 +200,7 @@ func (w *worthView) verdict() string {
 
 // budgetLine renders a budget verdict: fits with what is left, or by how
 // much it misses.
-func budgetLine(st *Styles, v gate.BudgetVerdict, width int) string {
+func budgetLine(st *Styles, v whatif.BudgetVerdict, width int) string {
 	style := st.Join.Split
 	if v.Fits {
 		style = st.Join.Joined
@@ -145,7 +210,7 @@ func budgetLine(st *Styles, v gate.BudgetVerdict, width int) string {
 
 // budgetCell is a verdict in a few characters: fits, or misses by how
 // much, with the value against the limit.
-func budgetCell(v gate.BudgetVerdict) string {
+func budgetCell(v whatif.BudgetVerdict) string {
 	if v.Fits {
 		return fmt.Sprintf("fits (%s of %s)", fmtRate(v.Value), v.Budget)
 	}

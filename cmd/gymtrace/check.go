@@ -8,12 +8,13 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 func cmdCheck(args []string) int { return runCheck(args, os.Stdout, os.Stderr) }
 
-// checkJSON is the documented schema of `check --json` (README.md, "JSON output").
+// checkJSON is the documented schema of `check --json` (docs/json.md).
 type checkJSON struct {
 	variantJSON
 	Spans           int          `json:"spans"`
@@ -29,6 +30,10 @@ type checkJSON struct {
 	Spec            string       `json:"spec"`
 	SpecSource      string       `json:"spec_source"`
 	SpecWarning     string       `json:"spec_warning"`
+	// Tokens and RolloutTokens are present only when spans report token
+	// usage (a model backend with GenAI tracing).
+	Tokens        *tokenTotalJSON        `json:"tokens,omitempty"`
+	RolloutTokens map[string]*tokensJSON `json:"rollout_tokens,omitempty"`
 	trafficJSON
 }
 
@@ -36,21 +41,26 @@ type hopJSON struct {
 	FromService string `json:"from_service"`
 	ToService   string `json:"to_service"`
 	SpanName    string `json:"span_name"`
+	Cause       string `json:"cause"` // the reason's stable code
 	Reason      string `json:"reason"`
+	Fix         string `json:"fix,omitempty"`
 	Count       int    `json:"count"`
 	Rollouts    int    `json:"rollouts"`
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	su := newSetup("check", stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n\n"+
-		"Checks that every rollout of a capture is one trace across processes.\n"+
-		"Exit status: 0 intact, 1 broken, 2 bad input or usage.\n\n")
+	su := newSetup("check", stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n"+
+		"       gymtrace check --baseline GOLDEN [--tolerance 10%] [--json] FILE...\n\n"+
+		"Checks that every rollout of a capture is one trace across processes; with --baseline, holds the\n"+
+		"capture to a golden capture's telemetry (joins, spans and bytes per rollout, names, orphans, secrets).\n"+
+		"Exit status: 0 intact (the contract holds), 1 broken, 2 bad input or usage.\n\n")
 	fs := su.fs
 	su.settingFlags("spec", "the span_groups the capture was made with, for advice")
 	su.variantFlags("the capture; default: detected from the capture, else the newest")
 	grace := fs.Duration("grace", 0, "rollouts whose spans arrived within this of the capture's last span are pending, not broken (files are complete: 0)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
 	where := whereFlag(fs)
+	cf := addContractFlags(fs)
 	files, code, done := su.parse(args)
 	if done {
 		return code
@@ -58,6 +68,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fail := su.fail
 	if len(files) == 0 {
 		return su.failUsage("no capture files given")
+	}
+	if *cf.baseline != "" {
+		return runContract(su, cf, files, *where, *asJSON, stdout)
 	}
 	if *grace < 0 {
 		return fail("--grace %v: want a duration >= 0", *grace)
@@ -73,16 +86,16 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	res := reg.Resolve(specText)
-	warning := gate.SpecWarning(res.Set)
+	warning := whatif.SpecWarning(res.Set)
 	if e := res.Effect(); e != "" {
 		warning = e
-		if w := gate.SpecWarning(res.Set); w != "" && !res.Off {
+		if w := whatif.SpecWarning(res.Set); w != "" && !res.Off {
 			warning += "; " + w
 		}
 	}
 	// Every rollout of a file arrived at load time, so any grace > 0 keeps
 	// them all pending: files are complete, hence the default of 0.
-	rep := gate.NewEngine(reg).Check(snap, time.Now(), *grace)
+	rep := whatif.NewEngine(reg).Check(snap, time.Now(), *grace)
 
 	out := checkJSON{
 		Spans: rep.Spans, Rollouts: rep.Rollouts, Traces: rep.Traces, Intact: rep.Intact,
@@ -91,12 +104,20 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		Spec: specText, SpecSource: source, SpecWarning: warning, variantJSON: vc.json(),
 		trafficJSON: trafficOf(rep.Structure),
 	}
+	toks := tokenReport(rep.Structure)
+	out.Tokens = tokenTotal(toks)
+	for id, t := range toks.PerRollout {
+		if out.RolloutTokens == nil {
+			out.RolloutTokens = map[string]*tokensJSON{}
+		}
+		out.RolloutTokens[id] = tokensOut(t)
+	}
 	hops := rep.HopSummary()
 	for _, h := range hops {
-		out.BrokenHops = append(out.BrokenHops, hopJSON{h.FromService, h.ToService, h.SpanName, h.Reason, h.Spans, h.Rollouts})
+		out.BrokenHops = append(out.BrokenHops, hopJSON{h.FromService, h.ToService, h.SpanName, h.Cause.Code(), h.Reason, h.Cause.Fix(), h.Spans, h.Rollouts})
 	}
 	for id, rc := range rep.ByRollout {
-		if rc.Status == gate.Split {
+		if rc.Status == whatif.Split {
 			out.SplitRollouts = append(out.SplitRollouts, id)
 		}
 	}
@@ -123,8 +144,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "skipped %d lines that are not spans (%d unreadable)\n", out.BadLines.Count, out.BadLines.Bad)
 	}
 	for _, h := range hops {
-		fmt.Fprintf(stdout, "  %s %s: %s\n", gate.HopName(h, "->", keepName), hopCounts(h), h.Reason)
+		fmt.Fprintf(stdout, "  %s %s: %s\n", whatif.HopName(h, "->", keepName), hopCounts(h), h.Reason)
 	}
+	writeTokensText(stdout, toks)
 	if len(out.SplitRollouts) > 0 {
 		fmt.Fprintf(stdout, "split rollouts: %s\n", joinMax(out.SplitRollouts, 10))
 	}
@@ -139,7 +161,7 @@ func keepName(s string) string { return s }
 
 // hopCounts is a hop's counts in text reports: spans, and the rollouts it
 // was found in when it names any.
-func hopCounts(b gate.BreakSum) string {
+func hopCounts(b whatif.BreakSum) string {
 	if b.Rollouts == 0 {
 		return fmt.Sprintf("x%d", b.Spans)
 	}
@@ -189,7 +211,7 @@ type leakJSON struct {
 	Cause   string `json:"cause"`
 }
 
-func trafficOf(st *gate.Structure) trafficJSON {
+func trafficOf(st *rollouts.Structure) trafficJSON {
 	if st == nil {
 		return trafficJSON{RunTraffic: runTrafficJSON{Kinds: map[string]int{}}, ContextLeakDetails: []leakJSON{}}
 	}
@@ -201,7 +223,7 @@ func trafficOf(st *gate.Structure) trafficJSON {
 		ContextLeakDetails:    []leakJSON{},
 	}
 	for _, l := range t.Leaks {
-		out.ContextLeakDetails = append(out.ContextLeakDetails, leakJSON{l.Service, l.Name, l.Count, gate.LeakCause})
+		out.ContextLeakDetails = append(out.ContextLeakDetails, leakJSON{l.Service, l.Name, l.Count, rollouts.LeakCause})
 	}
 	return out
 }

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+
 	"github.com/nemo-gym/gymtrace/gymsim"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -45,12 +46,17 @@ type demoOptions struct {
 	// standalone runs the driver without telemetry.
 	standalone bool
 	leak       float64
-	record     string
+	// race is the share of 200 answers whose caller is gone before the
+	// last body message (G3's disconnect listener hears it).
+	race   float64
+	record string
+	// backend is the model backend behind the model server ("" none).
+	backend string
 }
 
 // runDemo starts the receivers, a simulated fleet exporting real OTLP to
 // them, and the TUI (or the headless status lines). It returns when the user
-// quits, on ctx's end (SIGINT/SIGTERM), or, headless with --rollouts, when
+// quits, on ctx's end (SIGINT/SIGTERM/SIGHUP), or, headless with --rollouts, when
 // every rollout was answered and flushed.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
 	su := newSetup("demo", stderr, "usage: gymtrace demo [flags]\n\nRuns a simulated NeMo Gym fleet exporting real OTLP to the receivers and shows it.\n\n")
@@ -60,11 +66,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	variantUsage := "the Gym telemetry variant (" + strings.Join(gymsim.VariantNames(), ", ") + ") or Gym version the fleet runs; specs are read as it reads them"
 	fs.StringVar(&o.variant, "gym-version", "G1", variantUsage)
 	fs.StringVar(&o.variant, "gym-variant", "G1", variantUsage+" (the same as --gym-version)")
-	groups := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	groupsFile := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	fs.BoolVar(&o.obs, "observability", false, "Gym's observability_enabled: rollout ids on spans and /ng-rollout/{id}/ URL prefixes")
 	fs.BoolVar(&o.aiohttp, "aiohttp", false, "the aiohttp client instrumentation (as NeMo-RL runs it): a second CLIENT span per call that injects traceparent whatever the spec")
 	fs.BoolVar(&o.standalone, "standalone", false, "the driver runs without telemetry (standalone collect_rollouts): no gym.job, each /run a root")
 	fs.Float64Var(&o.leak, "context-leak", 0, "share of requests (0-1) whose span is carried over from the previous request on a kept-alive connection")
+	fs.Float64Var(&o.race, "disconnect-race", 0.01, "G3: share of 200 answers (0-1) whose caller is gone before the last body message, so the disconnect listener's receive says http.disconnect and one http send is missing (a few per real run)")
+	fs.StringVar(&o.backend, "model-backend", "", "a model backend behind the model server whose spans carry GenAI token usage: vllm (vLLM's llm_request under Gym's call) or gateway (an OpenAI-style `chat <model>` CLIENT span, vLLM's span under it); default none")
 	fs.StringVar(&o.record, "record", "", "append every accepted trace request to FILE as OTLP/JSON lines (as serve --record)")
 	fs.Float64Var(&o.rate, "rate", 3, "rollouts started per second (0 = as fast as possible)")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "rollouts in flight at most")
@@ -102,9 +110,19 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	if o.leak < 0 || o.leak > 1 {
 		return fail("--context-leak must be between 0 and 1")
 	}
+	if o.race < 0 || o.race > 1 {
+		return fail("--disconnect-race must be between 0 and 1")
+	}
+	switch o.backend {
+	case "none":
+		o.backend = ""
+	case "", gymsim.BackendVLLM, gymsim.BackendGateway:
+	default:
+		return fail("--model-backend %q: want %s, %s or none", o.backend, gymsim.BackendVLLM, gymsim.BackendGateway)
+	}
 	// The registry follows the fleet's variant, so the preview reads specs
 	// as the simulated Gym does.
-	gv, err := gate.LookupVariant(o.variant)
+	gv, err := groups.LookupVariant(o.variant)
 	if err != nil {
 		return fail("--gym-version: %v", err)
 	}
@@ -113,7 +131,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		return fail("--gym-version: %v", err)
 	}
 	vc := variantChoice{gv, "--gym-version: the variant the simulated fleet runs"}
-	reg, err := loadRegistry(vc, *groups)
+	reg, err := loadRegistry(vc, *groupsFile)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -139,6 +157,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		Concurrency: o.concurrency, Protocol: o.protocol, Endpoint: endpoint,
 		Latency: o.latency, BatchTimeout: o.batch,
 		Observability: o.obs, AIOHTTP: o.aiohttp, Standalone: o.standalone, ContextLeak: o.leak,
+		DisconnectRace: o.race, ModelBackend: o.backend,
 	})
 	if err != nil {
 		_ = rr.stop()
@@ -165,6 +184,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		uiErr := runUI(uiConfig{
 			Store: rr.Store, Registry: reg, Current: spec, CurrentSpec: o.spec, Variant: vc.String(),
 			Addrs: rr.Addrs, Live: true, Worth: worth,
+			// SIGHUP (the terminal gone) ends the demo as it ends serve.
+			Ctx:   ctx,
 			Title: fmt.Sprintf("gymtrace demo (seed %d, Gym %s, %s%s)", o.seed, variant.Name, o.spec, formatProcessSpecs(variant, procSpecs, "; ", "")),
 		})
 		held.release()
@@ -180,6 +201,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	finished := fleet.Done()
+	tl := newTallier(reg)
 loop:
 	for {
 		select {
@@ -191,23 +213,21 @@ loop:
 			}
 			finished = nil
 		case <-tick.C:
-			fmt.Fprintln(stderr, statusLine(rr.Store.Snapshot(), rr.Server.Stats()))
+			snap := rr.Store.Snapshot()
+			fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live(snap, time.Now())))
 		}
 	}
 	err = stopAll()
 	snap := rr.Store.Snapshot()
-	fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats()))
+	tally := tl.final(snap)
+	fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tally))
 	if err != nil {
 		fmt.Fprintf(stderr, "gymtrace demo: shutdown: %v\n", err)
 	}
 	if o.json {
-		sum := newServeSummary(snap, rr.Server.Stats())
+		sum := newServeSummary(snap, rr.Server.Stats(), tally)
 		sum.variantJSON = vc.json()
-		// Rollouts as found by structure: the run-level traffic (health
-		// probes, /aggregate_metrics, gym.job) is counted apart.
-		st := gate.NewEngine(reg).Structure(snap)
-		sum.Rollouts = len(st.Snap.Rollouts)
-		run := demoRunTraffic{Spans: st.RunSpans, Traces: st.RunTraces}
+		run := demoRunTraffic{Spans: tally.RunSpans, Traces: tally.RunTraces}
 		if err := writeDemoSummary(stdout, sum, run, fleet.Stats(), o.spec, variant.Name, procSpecs); err != nil {
 			return fail("%v", err)
 		}
@@ -311,8 +331,8 @@ func parseProcessSpecs(v *gymsim.Variant, vals []string) (map[string]string, err
 
 // previewSet is the fleet's spec as the preview knows it: the parts the
 // registry knows, unioned; a part Gym would reject or drop is left out.
-func previewSet(reg *gate.Registry, spec string) gate.Set {
-	var set gate.Set
+func previewSet(reg *groups.Registry, spec string) groups.Set {
+	var set groups.Set
 	for _, part := range strings.Split(spec, ",") {
 		if strings.TrimSpace(part) == "" {
 			continue
@@ -341,6 +361,9 @@ func fleetSwitches(o demoOptions) string {
 	}
 	if o.leak > 0 {
 		on = append(on, fmt.Sprintf("context leak %g", o.leak))
+	}
+	if o.backend != "" {
+		on = append(on, "model backend "+o.backend)
 	}
 	if len(on) == 0 {
 		return ""

@@ -4,40 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nemo-gym/gymtrace/internal/golden"
 )
-
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-// demoGolden compares got with testdata/<TestName>/<case>.golden.
-func demoGolden(t *testing.T, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".golden")
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-}
 
 // demoArgs are the flags every test run uses: free loopback ports, no
 // simulated latency, a short batch delay.
@@ -75,7 +47,7 @@ func runDemoJSON(t *testing.T, ctx context.Context, args []string) demoJSON {
 	if !strings.Contains(stderr.String(), "spans=") {
 		t.Fatalf("no status line on stderr:\n%s", stderr.String())
 	}
-	demoGolden(t, stdout.Bytes())
+	golden.Check(t, stdout.Bytes())
 	return sum
 }
 
@@ -134,6 +106,7 @@ func TestDemoUsage(t *testing.T) {
 	}{
 		{"unknown variant", []string{"--gym-variant", "G9"}, `gymtrace demo: --gym-version: unknown Gym variant "G9": want one of G1, G1c, G2, G3`},
 		{"leak out of range", []string{"--context-leak", "1.5"}, "--context-leak must be between 0 and 1"},
+		{"disconnect race out of range", []string{"--disconnect-race", "-0.1"}, "--disconnect-race must be between 0 and 1"},
 		{"bad protocol", []string{"--protocol", "zipkin"}, `--protocol "zipkin": want grpc or http`},
 		{"extra argument", []string{"capture.jsonl"}, `gymtrace demo: unexpected argument "capture.jsonl"`},
 		{"negative rollouts", []string{"--rollouts", "-1"}, "--rollouts and --rate must be 0 or more"},
@@ -231,6 +204,6 @@ func runDemoJSONOut(t *testing.T, args []string, stdout, stderr *bytes.Buffer) d
 	if sum.SpansReceived != sum.Fleet.SpansEmitted || sum.Fleet.ExportErrors != 0 {
 		t.Fatalf("received %d, emitted %d, export errors %d", sum.SpansReceived, sum.Fleet.SpansEmitted, sum.Fleet.ExportErrors)
 	}
-	demoGolden(t, stdout.Bytes())
+	golden.Check(t, stdout.Bytes())
 	return sum
 }

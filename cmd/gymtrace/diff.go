@@ -8,13 +8,14 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
 func cmdDiff(args []string) int { return runDiff(args, os.Stdout, os.Stderr) }
 
-// diffJSON is the documented schema of `diff --json` (README.md, "JSON output").
+// diffJSON is the documented schema of `diff --json` (docs/json.md).
 type diffJSON struct {
 	variantJSON
 	A               diffSideJSON    `json:"a"`
@@ -92,21 +93,30 @@ func splitBFrom(args []string) (rest, bFiles []string) {
 }
 
 func runDiff(args []string, stdout, stderr io.Writer) int {
-	su := newSetup("diff", stderr, "usage: gymtrace diff [--json] [--a-spec S] [--b-spec S] ROLLOUT_A ROLLOUT_B FILE... [--b-from FILE...]\n\n"+
+	su := newSetup("diff", stderr, "usage: gymtrace diff [--json] [--a-spec S] [--b-spec S] ROLLOUT_A ROLLOUT_B FILE... [--b-from FILE...]\n"+
+		"       gymtrace diff --cohort FILTER [--baseline FILTER] [--top N] [--json] FILE...\n\n"+
 		"Compares two rollouts span by span: operations side by side, spans only one has, the first\n"+
-		"place the trees part, error differences. A rollout against itself (same spec) has no difference.\n\n")
+		"place the trees part, error differences. A rollout against itself (same spec) has no difference.\n"+
+		"With --cohort, compares a cohort of rollouts with a baseline: the span names, groups, services and\n"+
+		"attribute values whose count per rollout, time share or error rate differ most, by effect size.\n\n")
 	fs := su.fs
 	asJSON := fs.Bool("json", false, "print the comparison as JSON (schema: the README's JSON output section)")
 	specA := fs.String("a-spec", "", "compare rollout A as it would be under this span_groups spec")
 	specB := fs.String("b-spec", "", "compare rollout B as it would be under this span_groups spec")
 	su.variantFlags("A's capture; default: detected from it, else the newest")
 	fs.String("b-from", "", "read rollout B from these files (FILE... up to the next flag) instead of A's capture")
+	cohortF := fs.String("cohort", "", "compare the rollouts this filter selects with the baseline, feature by feature (FILE... only)")
+	baselineF := fs.String("baseline", "", "with --cohort: the baseline's filter (default: every rollout not in the cohort)")
+	top := fs.Int("top", 20, "with --cohort: how many rows to print (0: all)")
 	args, bFiles := splitBFrom(args)
 	pos, code, done := su.parse(args)
 	if done {
 		return code
 	}
 	fail := su.fail
+	if *cohortF != "" || *baselineF != "" {
+		return runCohort(su, *cohortF, *baselineF, *top, *asJSON, pos, len(bFiles) > 0, stdout)
+	}
 	if len(pos) < 3 {
 		return su.failUsage("want ROLLOUT_A ROLLOUT_B and at least one capture file")
 	}
@@ -135,14 +145,14 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		}
 		snapB, filesB = s, bFiles
 	}
-	eng := gate.NewEngine(reg)
-	side := func(snap *model.Snapshot, id string, set gate.Set, under bool, which string) (gate.DiffSide, error) {
+	eng := whatif.NewEngine(reg)
+	side := func(snap *model.Snapshot, id string, set groups.Set, under bool, which string) (whatif.DiffSide, error) {
 		r, err := findRollout(eng.Structure(snap).Snap, id)
 		if err != nil {
-			return gate.DiffSide{}, fmt.Errorf("rollout %s %w", which, err)
+			return whatif.DiffSide{}, fmt.Errorf("rollout %s %w", which, err)
 		}
 		if !under {
-			return gate.RolloutSide(snap, r), nil
+			return whatif.RolloutSide(snap, r), nil
 		}
 		return eng.SpecSide(snap, r, set), nil
 	}
@@ -152,13 +162,13 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	// The engine caches per snapshot: B from another capture gets its own.
 	if snapB != snapA {
-		eng = gate.NewEngine(reg)
+		eng = whatif.NewEngine(reg)
 	}
 	b, err := side(snapB, idB, setB, underB, "B")
 	if err != nil {
 		return fail("%v", err)
 	}
-	d := gate.CompareRollouts(a, b)
+	d := whatif.CompareRollouts(a, b)
 	out := diffJSON{
 		variantJSON: vc.json(),
 		A:           sideJSON(d.A, files, *specA), B: sideJSON(d.B, filesB, *specB),
@@ -187,11 +197,11 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func sideJSON(s gate.DiffSummary, files []string, spec string) diffSideJSON {
+func sideJSON(s whatif.DiffSummary, files []string, spec string) diffSideJSON {
 	return diffSideJSON{RolloutID: s.Rollout, Files: files, Spec: spec, Spans: s.Spans, Errors: s.Errors, Traces: s.Traces, DurationMS: ms(s.DurationNS)}
 }
 
-func opJSON(o gate.OpDiff) diffOpJSON {
+func opJSON(o whatif.OpDiff) diffOpJSON {
 	return diffOpJSON{
 		Service: o.Service, Name: o.Name, CountA: o.CountA, CountB: o.CountB, ErrorsA: o.ErrorsA, ErrorsB: o.ErrorsB,
 		TotalMSA: ms(o.TotalNSA), TotalMSB: ms(o.TotalNSB), MaxMSA: ms(o.MaxNSA), MaxMSB: ms(o.MaxNSB),
@@ -199,7 +209,7 @@ func opJSON(o gate.OpDiff) diffOpJSON {
 	}
 }
 
-func spansJSON(ss []gate.DiffSpan) []diffSpanJSON {
+func spansJSON(ss []whatif.DiffSpan) []diffSpanJSON {
 	out := []diffSpanJSON{}
 	for _, s := range ss {
 		out = append(out, diffSpanJSON{Service: s.Service, Name: s.Name, SpanID: s.SpanID.String(), Path: s.Path, Status: s.Status.String(), Message: s.Message})

@@ -8,7 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -54,7 +55,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	}
 	defer c.store.Close()
 	snap, reg := c.snap, c.reg
-	var set *gate.Set
+	var set *groups.Set
 	if s, ok, err := su.appliedFlag(reg, *spec, "spec"); err != nil {
 		return fail("%v", err)
 	} else if ok {
@@ -63,7 +64,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	if snap, err = selectWhere(reg, snap, *where); err != nil {
 		return fail("%v", err)
 	}
-	eng := gate.NewEngine(reg)
+	eng := whatif.NewEngine(reg)
 	var spans []model.Span
 	var what string
 	if len(ids) == 0 && *where == "" {

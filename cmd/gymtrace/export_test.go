@@ -12,7 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/tui"
 )
@@ -176,12 +177,12 @@ func TestExportSpec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reg := gate.Default()
+			reg := groups.Default()
 			set, err := reg.Parse(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			eng := gate.NewEngine(reg)
+			eng := whatif.NewEngine(reg)
 			rep := eng.Preview(orig, set)
 			if back.Stats.Stored != rep.Result.Spans || back.Stats.Traces != rep.Result.Traces {
 				t.Errorf("export: %d spans in %d traces; preview: %d spans in %d traces",

@@ -4,55 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/internal/golden"
 )
-
-// The -update flag may be registered by another test file of this package
-// first; register it only once and read it by name.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func gateUpdating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// golden compares got with testdata/<test name>/<case>.golden.
-func gateGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", strings.Split(t.Name(), "/")[0], name+".golden")
-	if gateUpdating() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden %s:\n%s", name, path, got)
-	}
-}
 
 const gateCaptures = "testdata/captures/"
 
 func runGateCmd(t *testing.T, fn func([]string, *bytes.Buffer, *bytes.Buffer) int, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	t.Setenv(gate.EnvSpanGroups, "")
+	t.Setenv(groups.EnvSpanGroups, "")
 	var o, e bytes.Buffer
 	code = fn(args, &o, &e)
 	return code, o.String(), e.String()
@@ -78,7 +43,7 @@ func TestPreviewJSON(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr %s", code, errOut)
 			}
-			gateGolden(t, tc.name, []byte(out))
+			golden.Check(t, []byte(out))
 		})
 	}
 }
@@ -88,7 +53,24 @@ func TestPreviewText(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
-	gateGolden(t, "all_to_per_rollout", []byte(out))
+	golden.Check(t, []byte(out))
+}
+
+// A spec that breaks joins still gets its snippet, but the text before it
+// says so; one that joins says only how to use it.
+func TestPreviewTextSnippetWarns(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"job,server,rollout,agent,model_call,verify", "\nto use it anyway (it splits 6 of 6 rollouts, as above), in the Gym config:\n"},
+		{"per_rollout", "\nto use it, in the Gym config:\n"},
+	} {
+		code, out, errOut := runGateCmd(t, previewCmd, "--spec", tc.spec, gateCaptures+"all.console.jsonl")
+		if code != exitOK {
+			t.Fatalf("exit %d, stderr %s", code, errOut)
+		}
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("preview --spec %s lacks %q:\n%s", tc.spec, tc.want, out)
+		}
+	}
 }
 
 // Previewing per_rollout over a real Gym `all` capture must predict exactly
@@ -212,7 +194,7 @@ func TestCheckJSON(t *testing.T) {
 				t.Fatalf("exit %d, want %d; stderr %s", code, tc.code, errOut)
 			}
 			out = strings.ReplaceAll(out, filepath.Dir(args[len(args)-1])+"/", "")
-			gateGolden(t, tc.name, []byte(out))
+			golden.Check(t, []byte(out))
 		})
 	}
 }
@@ -222,7 +204,7 @@ func TestCheckText(t *testing.T) {
 	if code != exitBroken {
 		t.Fatalf("exit %d, want %d; stderr %s", code, exitBroken, errOut)
 	}
-	gateGolden(t, "model_not_joined", []byte(out))
+	golden.Check(t, []byte(out))
 }
 
 func TestExitCodes(t *testing.T) {
@@ -299,7 +281,7 @@ func TestGroupsOutput(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr %s", code, errOut)
 			}
-			gateGolden(t, tc.name, []byte(out))
+			golden.Check(t, []byte(out))
 		})
 	}
 }

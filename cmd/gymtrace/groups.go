@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 )
 
 func cmdGroups(args []string) int { return runGroups(args, os.Stdout, os.Stderr) }
@@ -106,7 +106,7 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func unknownEffect(v *gate.Variant) string {
+func unknownEffect(v *groups.Variant) string {
 	if v.DropsUnknown() {
 		return "is dropped with a warning"
 	}
@@ -115,7 +115,7 @@ func unknownEffect(v *gate.Variant) string {
 
 // allKind says whether the registry's all preset is a fixed list or every
 // registered group.
-func allKind(reg *gate.Registry) string {
+func allKind(reg *groups.Registry) string {
 	if reg.AllFixed() {
 		return "a fixed list"
 	}

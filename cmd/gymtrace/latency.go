@@ -1,6 +1,6 @@
 package main
 
-import "github.com/nemo-gym/gymtrace/gate"
+import "github.com/nemo-gym/gymtrace/gate/whatif"
 
 // latencyJSON is the latency object of `preview --json`: durations by
 // operation over the selected rollouts, as captured.
@@ -26,8 +26,8 @@ type latencyRowJSON struct {
 	SelfMS  float64 `json:"self_ms"`
 }
 
-func latencyOut(l *gate.Latency) latencyJSON {
-	rows := func(rs []gate.LatencyRow, set func(*latencyRowJSON, string)) []latencyRowJSON {
+func latencyOut(l *whatif.Latency) latencyJSON {
+	rows := func(rs []whatif.LatencyRow, set func(*latencyRowJSON, string)) []latencyRowJSON {
 		out := []latencyRowJSON{}
 		for _, r := range rs {
 			j := latencyRowJSON{Count: r.Count, Errors: r.Errors, P50MS: ms(r.P50), P90MS: ms(r.P90), P99MS: ms(r.P99),

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 	"github.com/nemo-gym/gymtrace/tui"
@@ -34,7 +34,8 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 	su.variantFlags("the capture; default: detected from the capture, else the newest")
 	text := fs.Bool("text", false, "print the rollouts as a plain-text tree instead of opening the TUI")
 	maxSpans := fs.Int("max-spans", 0, "keep at most this many spans, evicting the oldest rollouts (0: no bound)")
-	maxLine := fs.Int("max-line", receiver.DefaultMaxLine, "longest line accepted, in bytes")
+	maxLine := new(int)
+	intByteSizeVar(fs, maxLine, "max-line", receiver.DefaultMaxLine, "longest line accepted, e.g. 256MiB")
 	wf := addWorthFlags(fs)
 	files, code, done := su.parse(args)
 	if done {
@@ -71,7 +72,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 	}
 	current := res.Set
 	if *text || !tty {
-		if err := tui.PlainTree(stdout, gate.NewEngine(reg).Structure(snap).Listed()); err != nil {
+		if err := tui.PlainTree(stdout, whatif.NewEngine(reg).Structure(snap).Listed()); err != nil {
 			return su.fail("%v", err)
 		}
 		return exitOK

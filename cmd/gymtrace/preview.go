@@ -8,8 +8,10 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
 
@@ -46,7 +48,7 @@ func badLines(rep receiver.FileReport) badLinesJSON {
 	return out
 }
 
-// previewJSON is the documented schema of `preview --json` (README.md, "JSON output").
+// previewJSON is the documented schema of `preview --json` (docs/json.md).
 type previewJSON struct {
 	variantJSON
 	Spec   string   `json:"spec"`
@@ -75,7 +77,23 @@ type previewJSON struct {
 	Breaks          []breakJSON  `json:"breaks"`
 	Latency         latencyJSON  `json:"latency"`
 	Budget          *budgetJSON  `json:"budget"`
+	// SpansSpread says how far a run under the spec may differ from
+	// result.spans in timing-dependent spans (G3); null when exact.
+	SpansSpread *spreadJSON `json:"spans_spread"`
+	// Tokens: the capture's token usage, when spans report any.
+	Tokens *tokenTotalJSON `json:"tokens,omitempty"`
 	trafficJSON
+}
+
+type spreadJSON struct {
+	Note     string `json:"note"`
+	Requests int    `json:"requests"`
+	Fewer    int    `json:"fewer"`
+	More     int    `json:"more"`
+	Run      int    `json:"run"`
+	SpansMin int    `json:"spans_min"`
+	SpansMax int    `json:"spans_max"`
+	Rollout  int    `json:"rollout"`
 }
 
 type previewInputJSON struct {
@@ -97,6 +115,10 @@ type previewResultJSON struct {
 	SpansPerRollout percentiles `json:"spans_per_rollout"`
 	SpansPerSecond  float64     `json:"spans_per_second"`
 	BytesPerSecond  float64     `json:"bytes_per_second"`
+	// SpansLowerBound: the capture lacks spans the spec emits (CaptureGaps),
+	// so spans, bytes and traces count at least this many.
+	SpansLowerBound bool      `json:"spans_lower_bound"`
+	CaptureGaps     []gapJSON `json:"capture_gaps"`
 }
 
 type percentiles struct {
@@ -119,13 +141,22 @@ type rolloutJSON struct {
 	Captured  int            `json:"captured"`
 	Joined    bool           `json:"joined"`
 	PerGroup  map[string]int `json:"per_group"`
+	// SpansMin and SpansMax bound the rollout's spans in a run under the
+	// spec when spans_spread is set.
+	SpansMin *int `json:"spans_min,omitempty"`
+	SpansMax *int `json:"spans_max,omitempty"`
+	// Tokens: the rollout's token usage as captured, when its spans
+	// report any.
+	Tokens *tokensJSON `json:"tokens,omitempty"`
 }
 
 type breakJSON struct {
 	FromService string `json:"from_service"`
 	ToService   string `json:"to_service"`
 	SpanName    string `json:"span_name"`
+	Cause       string `json:"cause"` // the reason's stable code
 	Reason      string `json:"reason"`
+	Fix         string `json:"fix,omitempty"`
 	Count       int    `json:"count"`
 	Rollouts    int    `json:"rollouts"`
 }
@@ -144,10 +175,22 @@ type previewCurrentJSON struct {
 	Result       previewResultJSON `json:"result"`
 }
 
-func resultJSON(r gate.Result) previewResultJSON {
+// gapJSON is a group the spec keeps that a process did not emit when the
+// capture was made.
+type gapJSON struct {
+	Service string `json:"service"`
+	Group   string `json:"group"`
+	Cause   string `json:"cause"`
+}
+
+func resultJSON(reg *groups.Registry, r whatif.Result, v whatif.JoinVerdict) previewResultJSON {
+	gaps := []gapJSON{}
+	for _, g := range v.Gaps {
+		gaps = append(gaps, gapJSON{Service: g.Service, Group: reg.Name(g.Group), Cause: g.Cause.Code()})
+	}
 	return previewResultJSON{
 		Spans: r.Spans, Dropped: r.Dropped, Traces: r.Traces, Bytes: r.Bytes, LargestTrace: r.LargestTrace,
-		RolloutsJoined: r.RolloutsJoined, RolloutsSplit: r.RolloutsSplit,
+		RolloutsJoined: v.Joined, RolloutsSplit: v.Split, SpansLowerBound: v.LowerBound(), CaptureGaps: gaps,
 		SpansPerRollout: percentiles{r.P50, r.P99, r.Max},
 		SpansPerSecond:  round2(r.SpansPerSecond), BytesPerSecond: round2(r.BytesPerSecond),
 	}
@@ -155,7 +198,7 @@ func resultJSON(r gate.Result) previewResultJSON {
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
 
-func groupNames(reg *gate.Registry, gs []gate.Group) []string {
+func groupNames(reg *groups.Registry, gs []groups.Group) []string {
 	out := []string{}
 	for _, g := range gs {
 		out = append(out, reg.Name(g))
@@ -207,15 +250,20 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	res := reg.Resolve(*spec)
 	curRes := reg.Resolve(curSpec)
 	set := res.Set
-	eng := gate.NewEngine(reg)
+	eng := whatif.NewEngine(reg)
 	cur := eng.PreviewResolution(snap, curRes)
 	rep := eng.PreviewResolution(snap, res)
 	copySpec, refused := reg.CopyOut(set)
 	if res.Off {
-		refused = fmt.Errorf("%w: %s", gate.ErrNotGymSpec, res.Effect())
+		refused = fmt.Errorf("%w: %s", groups.ErrNotGymSpec, res.Effect())
 	}
+	// One joining verdict with the TUI's: the preview read with what the
+	// capture itself shows broken.
+	chk := eng.Check(snap, time.Now(), 0)
+	curV, repV := whatif.Verdict(cur, chk), whatif.Verdict(rep, chk)
+	spread := eng.TimingSpread(snap, rep)
 	worth := eng.Worth(snap, set, *wf.spanCost)
-	var verdict *gate.BudgetVerdict
+	var verdict *whatif.BudgetVerdict
 	if budget != nil {
 		v := budget.Judge(rep, *wf.rate)
 		verdict = &v
@@ -233,7 +281,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 				Spans: rep.Input.Spans, Rollouts: rep.Input.Rollouts, Traces: rep.Input.Traces,
 				CapturedGroups: reg.Names(rep.Input.Captured), Unclassified: rep.Input.Unclassified,
 			},
-			Result:       resultJSON(rep.Result),
+			Result:       resultJSON(reg, rep.Result, repV),
 			PerGroup:     map[string]groupJSON{},
 			PerRollout:   []rolloutJSON{},
 			NotInCapture: groupNames(reg, rep.NotInCapture),
@@ -241,7 +289,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			Metrics:      map[string]int64{},
 			WallSeconds:  round2(rep.WallSeconds),
 			Current: &previewCurrentJSON{Spec: curSpec, Source: curSource, TelemetryOff: curRes.Off,
-				Dropped: nonNil(curRes.Dropped), Result: resultJSON(cur.Result)},
+				Dropped: nonNil(curRes.Dropped), Result: resultJSON(reg, cur.Result, curV)},
 			Snippets:    map[string]string{},
 			BadLines:    badLines(frep),
 			Breaks:      []breakJSON{},
@@ -250,7 +298,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		if refused != nil {
 			out.SnippetsRefused = refused.Error()
 		} else {
-			out.Snippets["yaml"], out.Snippets["env"] = gate.TelemetryYAML(copySpec), gate.EnvLine(copySpec)
+			out.Snippets["yaml"], out.Snippets["env"] = groups.TelemetryYAML(copySpec), groups.EnvLine(copySpec)
 		}
 		for g, n := range rep.MetricsSeen {
 			out.Metrics[reg.Name(g)] = n
@@ -264,13 +312,19 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		out.Projection.Rollouts = *rollouts
 		out.Projection.Spans, out.Projection.Bytes = rep.Project(*rollouts)
 		for _, gc := range rep.PerGroup {
-			if gc.Group == gate.Unclassified && gc.Captured == 0 || !shownGroup(reg, gc.Group) {
+			if gc.Group == groups.Unclassified && gc.Captured == 0 || !shownGroup(reg, gc.Group) {
 				continue
 			}
 			out.PerGroup[reg.Name(gc.Group)] = groupJSON{Captured: gc.Captured, Kept: gc.Kept}
 		}
+		toks := tokenReport(rep.Structure)
+		out.Tokens = tokenTotal(toks)
 		for _, r := range rep.PerRollout {
-			rj := rolloutJSON{RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Joined, PerGroup: map[string]int{}}
+			rj := rolloutJSON{Tokens: tokensOut(toks.PerRollout[r.ID]), RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Spans > 0 && !repV.IsSplit(r.ID), PerGroup: map[string]int{}}
+			if spread != nil {
+				rr := spread.PerRollout[r.ID]
+				rj.SpansMin, rj.SpansMax = &rr.Min, &rr.Max
+			}
 			for _, gc := range r.Groups {
 				if gc.Kept > 0 {
 					rj.PerGroup[reg.Name(gc.Group)] = gc.Kept
@@ -279,10 +333,14 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			out.PerRollout = append(out.PerRollout, rj)
 		}
 		out.Breaks = collectBreaks(rep)
-		out.Latency = latencyOut(eng.Latency(snap, eng.Structure(snap).Snap.Rollouts))
+		out.Latency = latencyOut(eng.Latency(snap, eng.Structure(snap).Rollouts))
 		addWorth(out.PerGroup, reg, worth, *wf.spanCost)
 		if verdict != nil {
 			out.Budget = budgetOut(*verdict)
+		}
+		if spread != nil {
+			out.SpansSpread = &spreadJSON{Note: spread.Sentence(), Requests: spread.Requests, Fewer: spread.Fewer, More: spread.More,
+				Run: spread.Run, SpansMin: spread.SpansMin, SpansMax: spread.SpansMax, Rollout: spread.Rollout}
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -291,15 +349,15 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, frep, *rollouts, copySpec, refused)
+	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, curV, repV, spread, frep, *rollouts, copySpec, refused)
 	writeWorthText(stdout, reg, set, worth, *wf.spanCost, verdict)
 	return exitOK
 }
 
 // shownGroup: a report lists the variant's groups and the pseudo-groups,
 // never the placeholders of built-in groups the variant lacks.
-func shownGroup(reg *gate.Registry, g gate.Group) bool {
-	return g == gate.Unclassified || g == gate.Ungated || reg.Known(g)
+func shownGroup(reg *groups.Registry, g groups.Group) bool {
+	return g == groups.Unclassified || g == groups.Ungated || reg.Known(g)
 }
 
 func nonNil(xs []string) []string {
@@ -310,15 +368,15 @@ func nonNil(xs []string) []string {
 }
 
 // collectBreaks lists the hops the spec cuts as gate sums them for every view.
-func collectBreaks(rep *gate.Report) []breakJSON {
+func collectBreaks(rep *whatif.Report) []breakJSON {
 	out := []breakJSON{}
 	for _, b := range rep.BreakSummary(nil) {
-		out = append(out, breakJSON{FromService: b.FromService, ToService: b.ToService, SpanName: b.SpanName, Reason: b.Reason, Count: b.Spans, Rollouts: b.Rollouts})
+		out = append(out, breakJSON{FromService: b.FromService, ToService: b.ToService, SpanName: b.SpanName, Cause: b.Cause.Code(), Reason: b.Reason, Fix: b.Cause.Fix(), Count: b.Spans, Rollouts: b.Rollouts})
 	}
 	return out
 }
 
-func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec string, res gate.Resolution, curSpec, curSource string, cur, rep *gate.Report, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
+func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec string, res groups.Resolution, curSpec, curSource string, cur, rep *whatif.Report, curV, repV whatif.JoinVerdict, spread *whatif.Spread, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
 	fmt.Fprintf(w, "variant: %s\n", vc)
 	if e := res.Effect(); e != "" {
 		fmt.Fprintf(w, "%s\n", e)
@@ -328,6 +386,7 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 	if n := frep.Skipped + frep.BadLines; n > 0 {
 		fmt.Fprintf(w, "skipped %d lines that are not spans (first: %s)\n", n, firstSample(frep))
 	}
+	writeTokensText(w, tokenReport(rep.Structure))
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "\tcurrent: %s\tpreview: %s\t\n", curSpec, spec)
@@ -337,8 +396,8 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 	row("spans dropped", c.Dropped, r.Dropped)
 	row("traces", c.Traces, r.Traces)
 	row("largest trace (spans)", c.LargestTrace, r.LargestTrace)
-	row("rollouts joined", c.RolloutsJoined, r.RolloutsJoined)
-	row("rollouts split", c.RolloutsSplit, r.RolloutsSplit)
+	row("rollouts joined", curV.Joined, repV.Joined)
+	row("rollouts split", curV.Split, repV.Split)
 	row("spans/rollout p50", c.P50, r.P50)
 	row("spans/rollout p99", c.P99, r.P99)
 	row("spans/rollout max", c.Max, r.Max)
@@ -349,12 +408,22 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 	row(fmt.Sprintf("at %d rollouts: spans", projectTo), cs, ps)
 	row(fmt.Sprintf("at %d rollouts: bytes", projectTo), cb, pb)
 	tw.Flush()
-	fmt.Fprintf(w, "(current from %s)\n\n", curSource)
+	fmt.Fprintf(w, "(current from %s)\n", curSource)
+	if repV.LowerBound() {
+		fmt.Fprintf(w, "note: %s:\n", whatif.LowerBoundNote)
+		for _, g := range repV.Gaps {
+			fmt.Fprintf(w, "  %s\n", g.String(reg))
+		}
+	}
+	if spread != nil {
+		fmt.Fprintf(w, "%s\n", spread.Sentence())
+	}
+	fmt.Fprintln(w)
 
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "group\tcaptured\tkept now\tkept in preview\n")
 	for i, gc := range rep.PerGroup {
-		if gc.Captured == 0 && gc.Group == gate.Unclassified || !shownGroup(reg, gc.Group) {
+		if gc.Captured == 0 && gc.Group == groups.Unclassified || !shownGroup(reg, gc.Group) {
 			continue
 		}
 		if gc.Captured == 0 && !rep.Spec.Has(gc.Group) && !cur.Spec.Has(gc.Group) {
@@ -368,7 +437,7 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 	}
 	// A span-less group whose metric was captured is shown at work, not
 	// listed as emitting nothing.
-	var silent []gate.Group
+	var silent []groups.Group
 	for _, g := range rep.NoSpans {
 		if n, ok := rep.MetricsSeen[g]; ok {
 			fmt.Fprintf(w, "%s: metric %s, %d points\n", reg.Name(g), reg.Info(g).Metric, n)
@@ -379,17 +448,23 @@ func writePreviewText(w io.Writer, reg *gate.Registry, vc variantChoice, spec st
 	if len(silent) > 0 {
 		fmt.Fprintf(w, "no spans (these groups never emit spans in Gym): %s\n", strings.Join(groupNames(reg, silent), ", "))
 	}
-	if br := rep.BreakSummary(nil); len(br) > 0 {
+	br := rep.BreakSummary(nil)
+	if len(br) > 0 {
 		fmt.Fprintf(w, "\nbroken joins under the preview:\n")
 		for _, b := range br {
-			fmt.Fprintf(w, "  %s %s: %s\n", gate.HopName(b, "->", keepName), hopCounts(b), b.Reason)
+			fmt.Fprintf(w, "  %s %s: %s\n", whatif.HopName(b, "->", keepName), hopCounts(b), b.Reason)
 		}
 	}
 	if refused != nil {
 		fmt.Fprintf(w, "\nno snippet: %v\n", refused)
 		return
 	}
-	fmt.Fprintf(w, "\nto use it, in the Gym config:\n%s\nor in the environment:\n  %s\n", indent(gate.TelemetryYAML(copySpec)), gate.EnvLine(copySpec))
+	use := "to use it"
+	if repV.Split > 0 {
+		// The snippet follows the broken joins: say it keeps them.
+		use = fmt.Sprintf("to use it anyway (it splits %d of %d rollouts, as above)", repV.Split, repV.Joined+repV.Split)
+	}
+	fmt.Fprintf(w, "\n%s, in the Gym config:\n%s\nor in the environment:\n  %s\n", use, indent(groups.TelemetryYAML(copySpec)), groups.EnvLine(copySpec))
 }
 
 func firstSample(rep receiver.FileReport) string {

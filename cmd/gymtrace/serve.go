@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -51,10 +53,12 @@ type receiverOptions struct {
 	Queue              int   // batches waiting for the store writer; 0: the store's default
 	MaxRecvBytes       int   // 0: receiver.DefaultMaxRecvBytes
 	MaxDecompressed    int   // 0: receiver.DefaultMaxDecompressed
+	MaxInflight        int64 // 0: a share of MaxBytes (splitMaxBytes)
 	BodyTimeout        time.Duration
 	AllowHosts         []string
 	Limits             receiver.Limits
 	Record             string
+	Fsync              bool
 	// Warn receives warnings such as --insecure on an open address; nil
 	// discards them.
 	Warn io.Writer
@@ -81,7 +85,8 @@ func startReceivers(ctx context.Context, o receiverOptions) (*runningReceivers, 
 	if warn == nil {
 		warn = io.Discard
 	}
-	store := model.NewStore(model.Options{MaxSpans: o.MaxSpans, MaxBytes: o.MaxBytes, QueueLen: o.Queue, LeanGC: true})
+	storeBytes, inflight := splitMaxBytes(o.MaxBytes, o.MaxInflight)
+	store := model.NewStore(model.Options{MaxSpans: o.MaxSpans, MaxBytes: storeBytes, QueueLen: o.Queue, LeanGC: true})
 	srv, err := receiver.NewServer(receiver.Config{
 		Store:           store,
 		GRPCAddr:        o.GRPCAddr,
@@ -90,10 +95,12 @@ func startReceivers(ctx context.Context, o receiverOptions) (*runningReceivers, 
 		Insecure:        o.Insecure,
 		MaxRecvBytes:    o.MaxRecvBytes,
 		MaxDecompressed: o.MaxDecompressed,
+		MaxInflight:     inflight,
 		BodyTimeout:     o.BodyTimeout,
 		AllowHosts:      o.AllowHosts,
 		Limits:          o.Limits,
 		RecordPath:      o.Record,
+		RecordOptions:   receiver.RecordOptions{Fsync: o.Fsync},
 		Log:             o.Warn,
 	})
 	if err == nil {
@@ -101,7 +108,7 @@ func startReceivers(ctx context.Context, o receiverOptions) (*runningReceivers, 
 	}
 	if err != nil {
 		store.Close()
-		return nil, err
+		return nil, withListenHint(err)
 	}
 	r := &runningReceivers{Store: store, Server: srv}
 	r.GRPCAddr, r.HTTPAddr = srv.Addrs()
@@ -121,17 +128,41 @@ func startReceivers(ctx context.Context, o receiverOptions) (*runningReceivers, 
 	return r, nil
 }
 
+// receiverStop bounds how long the receivers take to stop: requests in
+// flight get receiver.DefaultStopGrace, then bodies still arriving are cut
+// off, and what is left is closed at this deadline; the record writer then
+// gets half a second. A stop ends within 2 s whatever clients do, inside
+// Docker's 10 s before SIGKILL.
+const receiverStop = 1200 * time.Millisecond
+
 // stop shuts everything down in order: the receivers (in-flight requests
-// finish), then the record flush and sync, then the store. Safe to call
-// more than once.
+// finish or are cut off), then the record's last writes and sync, then the
+// store. Safe to call more than once.
 func (r *runningReceivers) stop() error {
 	r.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), receiverStop)
 		defer cancel()
 		r.stopErr = r.Server.Shutdown(ctx)
 		r.Store.Close()
 	})
 	return r.stopErr
+}
+
+// splitMaxBytes divides --max-bytes between the store and the requests in
+// flight (bodies, decoded spans, record lines), which get a quarter: at
+// least 16 MiB, at most receiver.DefaultMaxInflight (four of the largest
+// requests). The store gets the rest, at least half.
+func splitMaxBytes(maxBytes, inflight int64) (store, requests int64) {
+	if inflight <= 0 {
+		inflight = receiver.DefaultMaxInflight
+		if maxBytes > 0 {
+			inflight = min(max(maxBytes/4, 16<<20), receiver.DefaultMaxInflight)
+		}
+	}
+	if maxBytes <= 0 {
+		return 0, inflight
+	}
+	return max(maxBytes-inflight, maxBytes/2), inflight
 }
 
 // serveFlags are the flags of gymtrace serve.
@@ -153,8 +184,9 @@ func parseServeFlags(args []string, stderr io.Writer) (su *setup, f *serveFlags,
 	su.settingFlags("spec", "span_groups spec to preview against")
 	su.variantFlags("the fleet; default: the newest (the summary names the one the capture shows)")
 	fs.IntVar(&f.MaxSpans, "max-spans", defaultMaxSpans, "keep at most this many spans, evicting the oldest rollouts (0: no bound)")
-	fs.Int64Var(&f.MaxBytes, "max-bytes", defaultMaxBytes(), "keep at most this many bytes of spans, evicting the oldest rollouts (0: no bound; default a quarter of the machine's memory)")
-	fs.StringVar(&f.Record, "record", "", "append every accepted trace request to FILE as OTLP/JSON lines")
+	byteSizeVar(fs, &f.MaxBytes, "max-bytes", defaultMaxBytes(), "memory for spans and the requests being received (a quarter of it, at most 256MiB, for requests), e.g. 4GiB; past it the oldest rollouts are evicted (0: no bound; default a quarter of the machine's memory)")
+	fs.StringVar(&f.Record, "record", "", "append every accepted request to FILE as OTLP/JSON lines; a request is answered OK only once written")
+	fs.BoolVar(&f.Fsync, "fsync", false, "with --record: sync FILE to its disk before answering OK, so an acknowledged span survives a power loss, not only a kill")
 	fs.BoolVar(&f.headless, "headless", false, "no terminal interface: a status line on stderr every second (automatic when stdout is not a terminal)")
 	fs.BoolVar(&f.json, "json", false, "headless: on SIGINT/SIGTERM print a JSON summary on stdout")
 	fs.StringVar(&f.AuthToken, "auth-token", os.Getenv(envAuthToken), "require 'authorization: Bearer TOKEN' on every request (default $"+envAuthToken+")")
@@ -163,14 +195,15 @@ func parseServeFlags(args []string, stderr io.Writer) (su *setup, f *serveFlags,
 		return nil
 	})
 	fs.BoolVar(&f.Insecure, "insecure", false, "allow a non-loopback address without a token")
-	fs.IntVar(&f.MaxRecvBytes, "max-recv-bytes", receiver.DefaultMaxRecvBytes, "largest request accepted, in bytes")
-	fs.IntVar(&f.MaxDecompressed, "max-decompressed-bytes", receiver.DefaultMaxDecompressed, "largest HTTP body accepted after decompression, in bytes")
+	intByteSizeVar(fs, &f.MaxRecvBytes, "max-recv-bytes", receiver.DefaultMaxRecvBytes, "largest request accepted as sent (and, over gRPC, decompressed), e.g. 64MB; larger ones get 413 / RESOURCE_EXHAUSTED")
+	intByteSizeVar(fs, &f.MaxDecompressed, "max-decompressed-bytes", receiver.DefaultMaxDecompressed, "largest HTTP body accepted after decompression, e.g. 64MiB")
+	byteSizeVar(fs, &f.MaxInflight, "max-inflight-bytes", 0, "memory the requests being received may hold at once, taken from --max-bytes (default a quarter of it, at most 256MiB)")
 	fs.DurationVar(&f.BodyTimeout, "body-timeout", receiver.DefaultBodyTimeout, "longest an HTTP request body may take to arrive")
 	fs.IntVar(&f.Limits.MaxAttrs, "max-attrs", receiver.DefaultMaxAttrs, "attributes kept per span, event or link; the rest are dropped and counted")
-	fs.IntVar(&f.Limits.MaxValueLen, "max-value-len", receiver.DefaultMaxValueLen, "longest attribute value kept, in bytes; longer ones are cut and counted")
+	intByteSizeVar(fs, &f.Limits.MaxValueLen, "max-value-len", receiver.DefaultMaxValueLen, "longest attribute value kept, e.g. 4KiB; longer ones are cut and counted")
 	fs.IntVar(&f.Limits.MaxEvents, "max-events", receiver.DefaultMaxEvents, "events kept per span; the rest are dropped and counted")
 	fs.IntVar(&f.Limits.MaxLinks, "max-links", receiver.DefaultMaxLinks, "links kept per span; the rest are dropped and counted")
-	fs.IntVar(&f.Limits.MaxNameLen, "max-name-len", receiver.DefaultMaxNameLen, "longest span, event or attribute key name kept, in bytes; longer ones are cut and counted")
+	intByteSizeVar(fs, &f.Limits.MaxNameLen, "max-name-len", receiver.DefaultMaxNameLen, "longest span, event or attribute key name kept, e.g. 1KiB; longer ones are cut and counted")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to FILE")
 	fs.IntVar(&f.Queue, "queue", 256, "batches that may wait for the store; past it senders are told to retry")
 	wf := addWorthFlags(fs)
@@ -182,6 +215,9 @@ func parseServeFlags(args []string, stderr io.Writer) (su *setup, f *serveFlags,
 		return su, nil, su.fail("%v", err), true
 	}
 	f.worth = worth
+	if f.Fsync && f.Record == "" {
+		return su, nil, su.fail("--fsync needs --record FILE"), true
+	}
 	if f.json && !f.headless {
 		// --json only makes sense without the TUI.
 		f.headless = true
@@ -229,7 +265,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		ready(rr)
 	}
 	if f.headless || !tty {
-		return runHeadless(ctx, rr, stdout, stderr, f.json, time.Second, *su.gymVersion)
+		return runHeadless(ctx, rr, reg, stdout, stderr, f.json, time.Second, *su.gymVersion)
 	}
 	held.hold()
 	uiErr := runUI(uiConfig{
@@ -256,23 +292,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 
 // runHeadless prints a status line every tick until ctx ends, then stops
 // the receivers (flushing --record) and, with jsonOut, prints the summary.
-func runHeadless(ctx context.Context, rr *runningReceivers, stdout, stderr io.Writer, jsonOut bool, every time.Duration, gymVersion string) int {
+func runHeadless(ctx context.Context, rr *runningReceivers, reg *groups.Registry, stdout, stderr io.Writer, jsonOut bool, every time.Duration, gymVersion string) int {
 	fmt.Fprintf(stderr, "gymtrace: receiving OTLP on %s\n", joinAddrs(rr.Addrs))
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	failed := rr.Server.RecordFailed()
+	changed := rr.Server.RecordChanged()
+	tl := newTallier(reg)
 loop:
 	for {
 		select {
 		case <-ctx.Done():
 			break loop
-		case <-failed:
-			// At once, not at the next tick or at exit: the disk is full
-			// now, and only the live store keeps what arrives.
-			failed = nil
-			fmt.Fprintf(stderr, "gymtrace: record failed: %v; spans are still received and kept in memory, but not recorded\n", rr.Server.Stats().RecordError)
+		case <-changed:
+			// At once, not at the next tick: the disk is full now, and
+			// senders are being refused.
+			fmt.Fprintln(stderr, recordNotice(rr.Server.Stats()))
 		case <-tick.C:
-			fmt.Fprintln(stderr, statusLine(rr.Store.Snapshot(), rr.Server.Stats()))
+			snap := rr.Store.Snapshot()
+			fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live(snap, time.Now())))
 		}
 	}
 	// Stop first: the summary must count every acknowledged span, and the
@@ -284,11 +321,12 @@ loop:
 		fmt.Fprintf(stderr, "gymtrace serve: %v\n", stopErr)
 		code = exitUsage
 	}
+	tally := tl.final(snap)
 	if !jsonOut {
-		fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats()))
+		fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tally))
 		return code
 	}
-	sum := newServeSummary(snap, rr.Server.Stats())
+	sum := newServeSummary(snap, rr.Server.Stats(), tally)
 	// By now the capture can tell the variant.
 	if vc, err := chooseVariant(gymVersion, snap); err == nil {
 		sum.variantJSON = vc.json()
@@ -313,19 +351,48 @@ func joinAddrs(addrs []string) string {
 	return out
 }
 
+// recordNotice is the line printed when the record starts or stops
+// failing.
+func recordNotice(st receiver.Stats) string {
+	if st.RecordFailing {
+		return fmt.Sprintf("gymtrace: record failing: %s; requests are refused as retryable (senders keep their spans) until it can be written again, tried every second",
+			receiver.RecordCause(st.RecordError))
+	}
+	return fmt.Sprintf("gymtrace: record resumed after %d failed writes (%s); %d spans were refused meanwhile",
+		st.RecordFailures, receiver.RecordCause(st.RecordError), st.RecordRefused)
+}
+
 // statusLine is the headless status: N cumulative accepted spans, D spans
 // lost (evicted by --max-spans or rejected as invalid), R spans refused
 // with a retryable status (senders retry them), and the requests refused
-// whole, by reason. A failed record adds record_failed (the cause) and
-// not_recorded.
-func statusLine(s *model.Snapshot, st receiver.Stats) string {
+// whole, by reason. A record that could not write adds record_refused
+// (spans), record_failures, and record_error (the latest cause), with
+// record_failing=true while it lasts.
+//
+// Rollouts are t's, found by gate's structure rules as everywhere else; a
+// live line adds in_flight (rollouts whose root has not arrived) and, once an
+// end-of-run span is in, job=running or job=ended.
+func statusLine(s *model.Snapshot, st receiver.Stats, t whatif.Tally) string {
 	line := fmt.Sprintf("spans=%d rollouts=%d traces=%d dropped=%d refused=%d requests_refused=%d",
-		s.Stats.Accepted, s.Stats.Rollouts, s.Stats.Traces, dropped(s, st), refused(s, st), total(st.RequestsRefused))
+		s.Stats.Accepted, t.Rollouts, s.Stats.Traces, dropped(s, st), refused(s, st), total(st.RequestsRefused))
 	if len(st.RequestsRefused) > 0 {
 		line += " (" + receiver.FormatRefusals(st.RequestsRefused) + ")"
 	}
-	if st.RecordError != nil || st.RecordLost > 0 {
-		line += fmt.Sprintf(" record_failed=%q not_recorded=%d", receiver.RecordCause(st.RecordError), st.RecordLost)
+	line += fmt.Sprintf(" in_flight=%d joined=%d split=%d pending=%d", t.InFlight, t.Joined, t.Split, t.Pending)
+	if t.Job != whatif.JobUnknown {
+		line += " job=" + t.Job.String()
+	}
+	if st.RecordRefused > 0 || st.RecordFailures > 0 {
+		line += fmt.Sprintf(" record_refused=%d record_failures=%d", st.RecordRefused, st.RecordFailures)
+		if st.RecordError != nil {
+			line += fmt.Sprintf(" record_error=%q", receiver.RecordCause(st.RecordError))
+		}
+		if st.RecordFailing {
+			line += " record_failing=true"
+		}
+	}
+	if st.Profiles > 0 {
+		line += fmt.Sprintf(" profiles=%d", st.Profiles)
 	}
 	return line
 }
@@ -358,7 +425,11 @@ type serveSummary struct {
 	StringBytes     int64            `json:"string_bytes"`    // interned names, keys and short values
 	StringsDropped  int64            `json:"strings_dropped"` // not interned: the string table was full
 	SpansDropped    int64            `json:"spans_dropped"`   // lost: evicted + rejected
-	Rollouts        int              `json:"rollouts"`
+	Rollouts        int              `json:"rollouts"`        // found by structure, as check counts them
+	RolloutsJoined  int              `json:"rollouts_joined"`
+	RolloutsSplit   int              `json:"rollouts_split"`
+	RunSpans        int              `json:"run_level_spans"` // probes, gym.job, /aggregate_metrics, start-up: no rollout's
+	Job             string           `json:"job"`             // unknown, running or ended
 	Traces          int              `json:"traces"`
 	Services        map[string]int64 `json:"services"` // service.name → stored spans
 	SpansRefused    int64            `json:"spans_refused"`
@@ -375,13 +446,25 @@ type serveSummary struct {
 	EventsDropped   int64            `json:"events_dropped"`   // past the per-span event cap
 	LinksDropped    int64            `json:"links_dropped"`    // past the per-span link cap
 	NamesTruncated  int64            `json:"names_truncated"`  // past the name length cap
-	// SpansNotRecorded are acknowledged spans --record does not hold (a
-	// write failed: RecordError says why); the live store has them.
-	SpansNotRecorded int64  `json:"spans_not_recorded"`
-	RecordError      string `json:"record_error,omitempty"`
+	// SpansNotRecorded are acknowledged spans --record does not hold:
+	// none, since a request is answered OK only once written.
+	SpansNotRecorded int64 `json:"spans_not_recorded"`
+	// RecordError is the latest failed write's cause; RecordFailures
+	// counts failed writes, RecordRefusedSpans the spans refused (as
+	// retryable) because the record could not take them, RecordFailing
+	// whether it still failed at exit, and SpansRecorded what it holds.
+	RecordError        string `json:"record_error,omitempty"`
+	RecordFailures     int64  `json:"record_failures"`
+	RecordRefusedSpans int64  `json:"record_refused_spans"`
+	RecordFailing      bool   `json:"record_failing"`
+	SpansRecorded      int64  `json:"spans_recorded"`
+	// RequestsCutOff counts requests whose body was still arriving when the
+	// stop cut it off (also in requests_refused as cut_off_at_stop).
+	RequestsCutOff int64 `json:"requests_cut_off"`
+	Profiles       int64 `json:"profiles"` // OTLP profiles received (counted, not stored)
 }
 
-func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
+func newServeSummary(s *model.Snapshot, st receiver.Stats, t whatif.Tally) serveSummary {
 	services := map[string]int64{}
 	for id, n := range s.Services {
 		if n > 0 {
@@ -395,7 +478,11 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
 		StringBytes:     s.Stats.StringBytes,
 		StringsDropped:  s.Stats.StringsDropped,
 		SpansDropped:    dropped(s, st),
-		Rollouts:        s.Stats.Rollouts,
+		Rollouts:        t.Rollouts,
+		RolloutsJoined:  t.Joined,
+		RolloutsSplit:   t.Split,
+		RunSpans:        t.RunSpans,
+		Job:             t.Job.String(),
 		Traces:          s.Stats.Traces,
 		Services:        services,
 		SpansRefused:    refused(s, st),
@@ -411,9 +498,11 @@ func newServeSummary(s *model.Snapshot, st receiver.Stats) serveSummary {
 		RequestsRefused: st.RequestsRefused,
 	}
 	sum.EventsDropped, sum.LinksDropped, sum.NamesTruncated = s.Stats.EventsDropped, s.Stats.LinksDropped, s.Stats.NamesTruncated
-	sum.SpansNotRecorded = st.RecordLost
 	if st.RecordError != nil {
 		sum.RecordError = st.RecordError.Error()
 	}
+	sum.RecordFailures, sum.RecordRefusedSpans, sum.RecordFailing = st.RecordFailures, st.RecordRefused, st.RecordFailing
+	sum.SpansRecorded = st.RecordedSpans
+	sum.RequestsCutOff, sum.Profiles = st.CutOff, st.Profiles
 	return sum
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,43 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/internal/golden"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
-
-// The -update flag may be declared by another test file of this package;
-// share it rather than redefine it.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func updateGoldens() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// checkGolden compares got with testdata/<test name>.golden.
-func checkGolden(t *testing.T, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".golden")
-	if updateGoldens() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s:\ngot:\n%s\nwant:\n%s", path, got, want)
-	}
-}
 
 // syncBuffer is a bytes.Buffer safe for the status-line writer and the test.
 type syncBuffer struct {
@@ -149,7 +115,7 @@ func TestServeHeadlessJSON(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("serve did not stop")
 			}
-			checkGolden(t, []byte(stdout.String()))
+			golden.Check(t, []byte(stdout.String()))
 			if !strings.Contains(stderr.String(), "gymtrace: receiving OTLP on grpc 127.0.0.1:") {
 				t.Errorf("stderr lacks the listening line:\n%s", stderr.String())
 			}

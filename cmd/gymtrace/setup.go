@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -61,7 +61,7 @@ func (s *setup) warn(format string, a ...any) {
 // variantFlags adds --gym-version and --groups, which every command that
 // reads specs takes. what names the capture the variant is told from.
 func (s *setup) variantFlags(what string) {
-	s.gymVersion = s.fs.String("gym-version", "", "the Gym telemetry variant ("+strings.Join(gate.VariantNames(), ", ")+
+	s.gymVersion = s.fs.String("gym-version", "", "the Gym telemetry variant ("+strings.Join(groups.VariantNames(), ", ")+
 		") or Gym version of "+what)
 	s.groups = s.fs.String("groups", "", "groups file adding span groups, presets and rules")
 }
@@ -70,7 +70,7 @@ func (s *setup) variantFlags(what string) {
 // --gym-config, found as Gym finds its setting (see setting).
 func (s *setup) settingFlags(flagName, what string) {
 	s.specFlag = flagName
-	s.spec = s.fs.String(flagName, "", what+" (default $"+gate.EnvSpanGroups+", else --gym-config, else $"+gate.EnvLensSpanGroups+", else default)")
+	s.spec = s.fs.String(flagName, "", what+" (default $"+groups.EnvSpanGroups+", else --gym-config, else $"+groups.EnvLensSpanGroups+", else default)")
 	s.gymConfig = s.fs.String("gym-config", "", "Gym config YAML to read telemetry.span_groups from")
 }
 
@@ -144,10 +144,10 @@ func (s *setup) checkFlags() error {
 // setting is the span_groups setting in force and where it came from:
 // the setting flag, else $NEMO_GYM_OTEL_SPAN_GROUPS, else --gym-config's
 // telemetry.span_groups, else $NEMO_LENS_SPAN_GROUPS, else default (Gym's
-// own order; gate.FindSpec).
+// own order; groups.FindSpec).
 func (s *setup) setting() (spec, source string, err error) {
-	spec, source, err = gate.FindSpec(*s.spec, os.Getenv, *s.gymConfig)
-	if source == gate.SourceFlag {
+	spec, source, err = groups.FindSpec(*s.spec, os.Getenv, *s.gymConfig)
+	if source == groups.SourceFlag {
 		source = "--" + s.specFlag
 	}
 	return spec, source, err
@@ -157,7 +157,7 @@ func (s *setup) setting() (spec, source string, err error) {
 // spec Gym refuses (telemetry off), or one that leaves no group on, gives
 // nothing to work with and is an error; names Gym drops are warned about
 // and the rest applies.
-func (s *setup) applied(reg *gate.Registry, spec, source string) (gate.Resolution, error) {
+func (s *setup) applied(reg *groups.Registry, spec, source string) (groups.Resolution, error) {
 	res := reg.Resolve(spec)
 	switch {
 	case res.Off:
@@ -175,7 +175,7 @@ func (s *setup) applied(reg *gate.Registry, spec, source string) (gate.Resolutio
 
 // appliedFlag is applied for an optional what-if spec flag: ok is false
 // when the flag was not given.
-func (s *setup) appliedFlag(reg *gate.Registry, spec, flagName string) (set gate.Set, ok bool, err error) {
+func (s *setup) appliedFlag(reg *groups.Registry, spec, flagName string) (set groups.Set, ok bool, err error) {
 	if strings.TrimSpace(spec) == "" {
 		return 0, false, nil
 	}
@@ -185,13 +185,13 @@ func (s *setup) appliedFlag(reg *gate.Registry, spec, flagName string) (set gate
 
 // registry is the variant and registry for a command with no capture to
 // tell the variant from: --gym-version, else the newest.
-func (s *setup) registry(newestWhy string) (variantChoice, *gate.Registry, error) {
+func (s *setup) registry(newestWhy string) (variantChoice, *groups.Registry, error) {
 	vc, pinned, err := pinnedVariant(*s.gymVersion)
 	if err != nil {
 		return vc, nil, err
 	}
 	if !pinned {
-		vc = variantChoice{gate.Newest(), newestWhy}
+		vc = variantChoice{groups.Newest(), newestWhy}
 	}
 	reg, err := loadRegistry(vc, *s.groups)
 	return vc, reg, err
@@ -205,7 +205,7 @@ type captures struct {
 	snap  *model.Snapshot
 	frep  receiver.FileReport
 	vc    variantChoice
-	reg   *gate.Registry
+	reg   *groups.Registry
 }
 
 // readOptions bound what reading captures keeps.
@@ -258,20 +258,23 @@ func loadCapturesWith(files []string, o readOptions) (*model.Store, *model.Snaps
 	}
 	snap := store.Snapshot()
 	if err == nil && snap.Stats.Stored == 0 {
-		err = noSpans(files, rep)
+		err = noSpans(files, rep, o.listBad != nil)
 	}
 	return store, snap, rep, err
 }
 
 // noSpans says why files gave no span: what they held instead, so a wrong
-// file or a log written with telemetry off is told apart from a bug.
-func noSpans(files []string, rep receiver.FileReport) error {
+// file or a log written with telemetry off is told apart from a bug. listed
+// says the bad lines were printed already: they are not repeated.
+func noSpans(files []string, rep receiver.FileReport, listed bool) error {
 	err := fmt.Errorf("no spans in %s", strings.Join(files, ", "))
 	lines := 0
 	for _, f := range rep.Files {
 		lines += f.Lines
 	}
 	switch {
+	case len(rep.BadSamples) > 0 && listed:
+		return fmt.Errorf("%w (%d bad, listed above)", err, rep.BadLines)
 	case len(rep.BadSamples) > 0:
 		return fmt.Errorf("%w (%d bad, first %s)", err, rep.BadLines, rep.BadSamples[0])
 	case rep.MetricPoints > 0 || rep.LogRecords > 0:

@@ -13,7 +13,7 @@ import (
 
 // stopSignals end serve and demo: Ctrl-C, kill, and the terminal closing
 // (SIGHUP: an SSH session dropped, a tmux pane killed). Each one stops the
-// receivers in order, so every acknowledged span is in --record.
+// receivers in order; every acknowledged span is in --record already.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 // signalContext is a context ended by the first of stopSignals.
@@ -21,13 +21,14 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), stopSignals...)
 }
 
-// shutdownDeadline bounds an orderly stop. A record writer blocked for good
-// (a FIFO nobody reads, a hung network mount) would otherwise keep the
-// process alive and deaf to signals.
-var shutdownDeadline = 20 * time.Second
+// shutdownDeadline bounds an orderly stop, a net under the receivers' own
+// bound (about 2 s): whatever blocks, the process does not stay alive and
+// deaf to signals.
+var shutdownDeadline = 10 * time.Second
 
-// stopNotice is how long a stop may take before it says what it waits for.
-const stopNotice = time.Second
+// stopNotice is how long a stop may take before it says what it waits for:
+// past the receivers' own bound, so something is wrong.
+const stopNotice = 3 * time.Second
 
 // errAbandoned means the stop was given up: see the message printed.
 var errAbandoned = errors.New("shutdown abandoned")
@@ -55,7 +56,7 @@ wait:
 			return err
 		case <-notice.C:
 			if st := r.Server.Stats(); st.UnwrittenRequests > 0 {
-				fmt.Fprintf(stderr, "gymtrace: stopping: %d acknowledged spans still to be written to the record; signal again to exit now (or it will in %s)\n",
+				fmt.Fprintf(stderr, "gymtrace: stopping: the record writer still holds %d spans (not acknowledged); signal again to exit now (or it will in %s)\n",
 					st.UnwrittenSpans, (shutdownDeadline - stopNotice).Round(time.Second))
 			} else {
 				fmt.Fprintf(stderr, "gymtrace: stopping: requests still in flight; signal again to exit now (or it will in %s)\n",
@@ -71,7 +72,7 @@ wait:
 	}
 	st := r.Server.Stats()
 	if st.UnwrittenRequests > 0 {
-		fmt.Fprintf(stderr, "gymtrace: %s: exiting with %d acknowledged spans (%d requests) not written to the record: its writer is blocked\n",
+		fmt.Fprintf(stderr, "gymtrace: %s: exiting with %d spans (%d requests) not written to the record, none acknowledged: its writer is blocked\n",
 			why, st.UnwrittenSpans, st.UnwrittenRequests)
 	} else {
 		fmt.Fprintf(stderr, "gymtrace: %s: exiting before the receivers finished stopping\n", why)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,7 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -31,9 +32,14 @@ var (
 	binErr  error
 )
 
-// gymtraceBinary builds the real binary once per test run.
+// gymtraceBinary builds the real binary once per test run, or returns
+// $GYMTRACE_TEST_BIN: BENCHMARKS.md runs these tests against an older build
+// to compare.
 func gymtraceBinary(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv("GYMTRACE_TEST_BIN"); p != "" {
+		return p
+	}
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "gymtrace-bin")
 		if err != nil {
@@ -54,10 +60,10 @@ func gymtraceBinary(t *testing.T) string {
 
 // servedBinary is a running gymtrace serve --headless.
 type servedBinary struct {
-	cmd    *exec.Cmd
-	base   string // http://host:port
-	stderr *syncBuffer
-	exited chan error
+	cmd            *exec.Cmd
+	base           string // http://host:port
+	stdout, stderr *syncBuffer
+	exited         chan error
 }
 
 func startServeBinary(t *testing.T, args ...string) *servedBinary {
@@ -67,10 +73,11 @@ func startServeBinary(t *testing.T, args ...string) *servedBinary {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sb := &servedBinary{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	cmd.Stdout = sb.stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sb := &servedBinary{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
@@ -226,10 +233,12 @@ func TestServeSIGHUPKeepsAcknowledged(t *testing.T) {
 	t.Logf("%d acknowledged spans, all recorded", len(acked))
 }
 
-// TestServeStuckRecordWriter records into a FIFO nobody reads: the writer
-// blocks for good. SIGTERM starts the stop; a second SIGTERM must end the
-// process, saying what was not written.
-func TestServeStuckRecordWriter(t *testing.T) {
+// TestServeRecordFIFONobodyReads records into a FIFO nobody reads: the
+// pipe takes the first requests, then the writer blocks for good. Requests
+// it did not write are refused (429, retry) instead of acknowledged, the
+// counts in the summary are exactly what the senders saw, and a stop ends
+// within 2 s, naming what the blocked writer holds.
+func TestServeRecordFIFONobodyReads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and drives the binary")
 	}
@@ -237,32 +246,77 @@ func TestServeStuckRecordWriter(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	sb := startServeBinary(t, "--record", fifo)
-	// Enough to fill the pipe (64 KiB) and the writer's buffer.
-	body := floodRequest(1, 200)
-	for i := 0; i < 60; i++ {
-		resp, err := http.Post(sb.base+"/v1/traces", "application/x-protobuf", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
+	sb := startServeBinary(t, "--record", fifo, "--json")
+	// 200 spans are about 30 KB of record: the pipe (64 KiB) takes two
+	// requests, then the writer blocks.
+	const reqs, per = 12, 200
+	codes := make([]int, reqs)
+	var wg sync.WaitGroup
+	for i := range codes {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			resp, err := http.Post(sb.base+"/v1/traces", "application/x-protobuf", bytes.NewReader(floodRequest(uint64(i*per+1), per)))
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+			if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+				t.Errorf("request %d: 429 without Retry-After", i)
+			}
+		}(i)
+		// In order, so the first ones reach the writer first.
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+	var acked, refused int
+	for i, c := range codes {
+		switch c {
+		case http.StatusOK:
+			acked++
+		case http.StatusTooManyRequests:
+			refused++
+		default:
+			t.Errorf("request %d answered %d, want 200 (written) or 429 (the writer is stalled)", i, c)
 		}
-		resp.Body.Close()
 	}
-	sb.cmd.Process.Signal(syscall.SIGTERM)
-	time.Sleep(1500 * time.Millisecond)
-	select {
-	case err := <-sb.exited:
-		t.Fatalf("serve exited (%v) while its record writer was blocked: %s", err, sb.stderr.String())
-	default:
+	if acked == 0 || refused == 0 {
+		t.Fatalf("%d acknowledged, %d refused: want both (the pipe takes some, then blocks)", acked, refused)
 	}
-	// The wait is explained while it lasts, not only at the end.
-	if out := sb.stderr.String(); !strings.Contains(out, "acknowledged spans still to be written to the record; signal again to exit now") {
-		t.Errorf("a stop held by the record writer does not say so:\n%s", out)
-	}
+	t0 := time.Now()
 	sb.cmd.Process.Signal(syscall.SIGTERM)
 	sb.wait(t, 10*time.Second)
-	if out := sb.stderr.String(); !strings.Contains(out, "not written to the record") {
-		t.Errorf("exit message does not say what was not written:\n%s", out)
+	if d := time.Since(t0); d > 2500*time.Millisecond {
+		t.Errorf("stop took %v with a blocked record writer, want about 2 s at most", d)
 	}
+	var sum struct {
+		SpansReceived   int64            `json:"spans_received"`
+		SpansRecorded   int64            `json:"spans_recorded"`
+		RecordRefused   int64            `json:"record_refused_spans"`
+		NotRecorded     int64            `json:"spans_not_recorded"`
+		RequestsRefused map[string]int64 `json:"requests_refused"`
+	}
+	if err := json.Unmarshal([]byte(sb.stdout.String()), &sum); err != nil {
+		t.Fatalf("summary: %v\n%s\n%s", err, sb.stdout.String(), sb.stderr.String())
+	}
+	if sum.SpansReceived != int64(acked*per) || sum.SpansRecorded != int64(acked*per) || sum.NotRecorded != 0 {
+		t.Errorf("summary: %d received, %d recorded, %d not recorded; senders saw %d acknowledged", sum.SpansReceived, sum.SpansRecorded, sum.NotRecorded, acked*per)
+	}
+	if sum.RecordRefused != int64(refused*per) || sum.RequestsRefused["record_stalled"] != int64(refused) {
+		t.Errorf("summary: %d spans refused by the record, requests refused %v; senders saw %d requests (%d spans) refused",
+			sum.RecordRefused, sum.RequestsRefused, refused, refused*per)
+	}
+	m := regexp.MustCompile(`record writer blocked: (\d+) spans \((\d+) requests\) not written; none was acknowledged`).FindStringSubmatch(sb.stderr.String())
+	if m == nil {
+		t.Fatalf("the stop does not say what the blocked writer held:\n%s", sb.stderr.String())
+	}
+	if n, _ := strconv.Atoi(m[1]); n == 0 || n > refused*per || n%per != 0 {
+		t.Errorf("the blocked writer held %s spans; want whole requests among the %d refused", m[1], refused)
+	}
+	t.Logf("%d requests acknowledged, %d refused; stopped in %v: %s", acked, refused, time.Since(t0).Round(time.Millisecond), m[0])
 }
 
 var _ = context.Background

@@ -10,7 +10,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/term"
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/tui"
 )
@@ -18,8 +18,8 @@ import (
 // uiConfig is what every TUI-opening command hands runUI.
 type uiConfig struct {
 	Store       *model.Store
-	Registry    *gate.Registry
-	Current     gate.Set // the span_groups setting in force, to preview against
+	Registry    *groups.Registry
+	Current     groups.Set // the span_groups setting in force, to preview against
 	CurrentSpec string
 	Variant     string   // the Gym variant in use and what chose it
 	Addrs       []string // receiver addresses for the header; empty for files
@@ -55,7 +55,7 @@ func runUI(cfg uiConfig) error {
 		input = tty
 	}
 	if cfg.Registry == nil {
-		cfg.Registry = gate.Default()
+		cfg.Registry = groups.Default()
 	}
 	if path := os.Getenv("DEBUG"); path != "" {
 		f, err := tea.LogToFile(path, "gymtrace")

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -13,7 +13,7 @@ const sourceGymVersionFlag = "--gym-version"
 
 // variantChoice is the Gym variant in use and what chose it.
 type variantChoice struct {
-	V      *gate.Variant
+	V      *groups.Variant
 	Source string // "--gym-version", what the capture showed, or why the newest
 }
 
@@ -22,7 +22,7 @@ func pinnedVariant(flagVal string) (c variantChoice, ok bool, err error) {
 	if strings.TrimSpace(flagVal) == "" {
 		return variantChoice{}, false, nil
 	}
-	v, err := gate.LookupVariant(flagVal)
+	v, err := groups.LookupVariant(flagVal)
 	if err != nil {
 		return variantChoice{}, false, fmt.Errorf("--gym-version: %w", err)
 	}
@@ -36,7 +36,7 @@ func chooseVariant(flagVal string, snap *model.Snapshot) (variantChoice, error) 
 	if err != nil || ok {
 		return c, err
 	}
-	v, source := gate.DetectVariant(snap)
+	v, source := groups.DetectVariant(snap)
 	return variantChoice{v, source}, nil
 }
 
@@ -52,7 +52,7 @@ func (c variantChoice) json() variantJSON { return variantJSON{c.V.Name, c.Sourc
 func (c variantChoice) String() string { return "Gym " + c.V.Name + " (" + c.Source + ")" }
 
 // loadRegistry returns the variant's registry, extended by a groups file.
-func loadRegistry(c variantChoice, groupsFile string) (*gate.Registry, error) {
+func loadRegistry(c variantChoice, groupsFile string) (*groups.Registry, error) {
 	if groupsFile == "" {
 		return c.V.Registry(), nil
 	}
@@ -80,7 +80,7 @@ func liveVariant(gymVersion, groupsFile, spec string) func(*model.Snapshot) (*ui
 		if snap == nil || snap.Stats.Stored == 0 {
 			return nil, false
 		}
-		v, source := gate.DetectVariant(snap)
+		v, source := groups.DetectVariant(snap)
 		if strings.HasPrefix(source, "newest") {
 			return nil, snap.Stats.Stored >= redetectUpTo
 		}

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -16,10 +18,10 @@ func whereFlag(fs *flag.FlagSet) *string { return fs.String("where", "", whereUs
 
 // selectWhere narrows snap to the rollouts matching where; an empty filter
 // returns snap itself.
-func selectWhere(reg *gate.Registry, snap *model.Snapshot, where string) (*model.Snapshot, error) {
-	f, err := gate.ParseFilter(where)
+func selectWhere(reg *groups.Registry, snap *model.Snapshot, where string) (*model.Snapshot, error) {
+	f, err := filter.Parse(where)
 	if err != nil {
 		return nil, fmt.Errorf("--where: %w", err)
 	}
-	return gate.NewEngine(reg).Select(snap, f), nil
+	return whatif.NewEngine(reg).Select(snap, f), nil
 }

@@ -8,7 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nemo-gym/gymtrace/gate"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 // worthFlags are the cost and budget flags of preview.
@@ -20,14 +21,14 @@ type worthFlags struct {
 
 func addWorthFlags(fs *flag.FlagSet) worthFlags {
 	return worthFlags{
-		spanCost: fs.Duration("span-cost", gate.DefaultSpanCost, "CPU one enabled span costs the emitting process (default: the OTel Python SDK measured, see BENCHMARKS.md)"),
+		spanCost: fs.Duration("span-cost", whatif.DefaultSpanCost, "CPU one enabled span costs the emitting process (default: the OTel Python SDK measured, see BENCHMARKS.md)"),
 		budget:   fs.String("budget", "", "a ceiling the previewed spec must fit: spans or bytes per rollout, per second or per day, e.g. 120spans/rollout, 40KB/rollout, 50GB/day"),
 		rate:     fs.Float64("rollout-rate", 0, "rollouts per second for /s and /day budgets (default: the capture's own rate)"),
 	}
 }
 
 // check validates the flags before any file is read.
-func (w worthFlags) check() (*gate.Budget, error) {
+func (w worthFlags) check() (*whatif.Budget, error) {
 	if *w.spanCost < 0 {
 		return nil, fmt.Errorf("--span-cost %v: want a duration >= 0", *w.spanCost)
 	}
@@ -37,7 +38,7 @@ func (w worthFlags) check() (*gate.Budget, error) {
 	if *w.budget == "" {
 		return nil, nil
 	}
-	b, err := gate.ParseBudget(*w.budget)
+	b, err := whatif.ParseBudget(*w.budget)
 	if err != nil {
 		return nil, fmt.Errorf("--budget: %w", err)
 	}
@@ -82,7 +83,7 @@ type budgetJSON struct {
 // uiWorth is what the TUI's cost and worth view and budget row need.
 type uiWorth struct {
 	SpanCost time.Duration
-	Budget   *gate.Budget
+	Budget   *whatif.Budget
 	Rate     float64
 }
 
@@ -98,7 +99,7 @@ func (w worthFlags) ui() (uiWorth, error) {
 func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
 
 // addWorth fills per_group[g].cost and .worth.
-func addWorth(per map[string]groupJSON, reg *gate.Registry, ws []gate.GroupWorth, spanCost time.Duration) {
+func addWorth(per map[string]groupJSON, reg *groups.Registry, ws []whatif.GroupWorth, spanCost time.Duration) {
 	for _, w := range ws {
 		name := reg.Name(w.Group)
 		g, ok := per[name]
@@ -120,7 +121,7 @@ func addWorth(per map[string]groupJSON, reg *gate.Registry, ws []gate.GroupWorth
 	}
 }
 
-func budgetOut(v gate.BudgetVerdict) *budgetJSON {
+func budgetOut(v whatif.BudgetVerdict) *budgetJSON {
 	unit := "spans"
 	if v.Budget.Bytes {
 		unit = "bytes"
@@ -132,7 +133,7 @@ func budgetOut(v gate.BudgetVerdict) *budgetJSON {
 }
 
 // writeWorthText prints the cost and worth table and the budget verdict.
-func writeWorthText(w io.Writer, reg *gate.Registry, spec gate.Set, ws []gate.GroupWorth, spanCost time.Duration, verdict *gate.BudgetVerdict) {
+func writeWorthText(w io.Writer, reg *groups.Registry, spec groups.Set, ws []whatif.GroupWorth, spanCost time.Duration, verdict *whatif.BudgetVerdict) {
 	fmt.Fprintf(w, "\ncost and worth per group (%v CPU per span):\n", spanCost)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "group\tpreview\tspans/rollout\tbytes/rollout\tcpu ms/rollout\twall share\tp50\tp99\terrors\tjoins\n")
@@ -141,7 +142,7 @@ func writeWorthText(w io.Writer, reg *gate.Registry, spec gate.Set, ws []gate.Gr
 			continue
 		}
 		on := "off"
-		if g.Group == gate.Unclassified || spec.Has(g.Group) {
+		if g.Group == groups.Unclassified || spec.Has(g.Group) {
 			on = "on"
 		}
 		joins := "-"

@@ -1,0 +1,421 @@
+// Package cohort compares a cohort of rollouts (those a filter selects)
+// with a baseline (another filter's, or the other rollouts) and ranks the
+// span names, groups, services and attribute values whose count per
+// rollout, share of the rollout's time or error rate differ most, by an
+// effect size.
+//
+// It reads rollouts as gate/rollouts finds them by structure and imports
+// model and gate's stage packages only; never receiver, tui or the
+// OpenTelemetry SDK.
+package cohort
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// Kind is what a feature is.
+type Kind uint8
+
+// Feature kinds.
+const (
+	SpanName Kind = iota + 1 // a process's span name (rollouts.DisplayName)
+	Group                    // the span group that gates the spans
+	Service                  // a process
+	Attr                     // an attribute value: key=value on the span or its events
+)
+
+// String names the kind as --json spells it.
+func (k Kind) String() string {
+	switch k {
+	case SpanName:
+		return "span"
+	case Group:
+		return "group"
+	case Service:
+		return "service"
+	case Attr:
+		return "attribute"
+	}
+	return "unknown"
+}
+
+// Metric is what is compared of a feature.
+type Metric uint8
+
+// Metrics.
+const (
+	Count     Metric = iota + 1 // spans per rollout
+	Share                       // share of the rollout's wall time the spans hold on their own
+	ErrorRate                   // error spans over spans, in rollouts that have any
+)
+
+// String names the metric as --json spells it.
+func (m Metric) String() string {
+	switch m {
+	case Count:
+		return "count"
+	case Share:
+		return "share"
+	case ErrorRate:
+		return "error_rate"
+	}
+	return "unknown"
+}
+
+// Feature is one thing spans have.
+type Feature struct {
+	Kind Kind
+	// Service is set for span names; Name is the span name, the group,
+	// the service, or key=value.
+	Service, Name string
+}
+
+// String is the feature as reports show it.
+func (f Feature) String() string {
+	if f.Kind == SpanName {
+		return f.Service + " " + f.Name
+	}
+	return f.Name
+}
+
+// Row is one feature's metric compared between the two sides.
+type Row struct {
+	Feature Feature
+	Metric  Metric
+	// Cohort and Baseline are the metric's mean over each side's rollouts
+	// (for ErrorRate, over the rollouts with such spans); N counts them.
+	Cohort, Baseline   float64
+	CohortN, BaselineN int
+	// Same lists features whose values are exactly this row's on every
+	// rollout of both sides (an attribute that only one span name has):
+	// one row stands for them.
+	Same []Feature
+	// Effect is Cliff's delta: the chance that a cohort rollout's value
+	// exceeds a baseline rollout's, less the chance it falls below, from
+	// -1 to +1. Rank-based, so it needs no normal law and stays defined
+	// when one side never varies.
+	Effect float64
+}
+
+// Comparison is a cohort held against its baseline.
+type Comparison struct {
+	Cohort, Baseline []*model.Rollout
+	// Overlap counts rollouts on both sides (an explicit baseline filter
+	// may match cohort rollouts; they count on both).
+	Overlap int
+	// Rows differ between the sides (Effect not 0), largest effect first.
+	Rows []Row
+}
+
+// MaxValues bounds the distinct values an attribute key may have to be
+// compared value by value: more, and they are ids, paths or messages, which
+// set no cohort apart.
+const MaxValues = 24
+
+// maxValueLen bounds an attribute value's length for the same reason.
+const maxValueLen = 80
+
+// sample is one rollout's figures for one feature.
+type sample struct {
+	count, errors int
+	self          int64
+}
+
+// Compare splits the structural rollouts of snap into the cohort (cohort
+// matches) and the baseline (baseline matches; nil: every other rollout)
+// and ranks what differs. An empty side is an error naming the filter.
+func Compare(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *filter.Filter) (*Comparison, error) {
+	st := eng.Structure(snap).Snap
+	c := &Comparison{}
+	for _, r := range st.Rollouts {
+		in := cohort.Match(st, r)
+		if in {
+			c.Cohort = append(c.Cohort, r)
+		}
+		switch {
+		case baseline == nil && !in:
+			c.Baseline = append(c.Baseline, r)
+		case baseline != nil && baseline.Match(st, r):
+			c.Baseline = append(c.Baseline, r)
+			if in {
+				c.Overlap++
+			}
+		}
+	}
+	switch {
+	case len(st.Rollouts) == 0:
+		return nil, fmt.Errorf("the capture has no rollouts to compare")
+	case len(c.Cohort) == 0:
+		return nil, fmt.Errorf("cohort %q matches none of the %d rollouts", cohort, len(st.Rollouts))
+	case len(c.Baseline) == 0 && baseline == nil:
+		return nil, fmt.Errorf("cohort %q matches all %d rollouts: no other rollout is left as the baseline", cohort, len(st.Rollouts))
+	case len(c.Baseline) == 0:
+		return nil, fmt.Errorf("baseline %q matches none of the %d rollouts", baseline, len(st.Rollouts))
+	}
+	reg := eng.Registry()
+	in := st.Interner()
+	comparable := distinctValues(st, in)
+	type side struct {
+		per  map[Feature][]sample
+		wall []int64
+	}
+	measure := func(rolls []*model.Rollout) side {
+		s := side{per: map[Feature][]sample{}}
+		for ri, r := range rolls {
+			s.wall = append(s.wall, r.End-r.Start)
+			sim := eng.SimulateRollout(st, r, reg.All())
+			add := func(f Feature, sp *model.Span, self int64) {
+				xs := s.per[f]
+				for len(xs) <= ri {
+					xs = append(xs, sample{})
+				}
+				xs[ri].count++
+				xs[ri].self += self
+				if sp.Status == model.StatusError {
+					xs[ri].errors++
+				}
+				s.per[f] = xs
+			}
+			var self []int64
+			for fi, f := range r.Fragments {
+				self = whatif.SelfTimes(f, self)
+				for i := range f.Spans {
+					sp := &f.Spans[i]
+					service := snap.ServiceName(sp.Resource)
+					add(Feature{Kind: SpanName, Service: service, Name: rollouts.DisplayName(in, sp)}, sp, self[i])
+					add(Feature{Kind: Service, Name: service}, sp, self[i])
+					if fi < len(sim.Frags) && i < len(sim.Frags[fi].Group) {
+						add(Feature{Kind: Group, Name: reg.Name(sim.Frags[fi].Group[i])}, sp, self[i])
+					}
+					for _, kv := range attrValues(in, sp, comparable) {
+						add(Feature{Kind: Attr, Name: kv}, sp, self[i])
+					}
+				}
+			}
+		}
+		// Every rollout has a sample of every feature, zero when absent.
+		for f, xs := range s.per {
+			for len(xs) < len(rolls) {
+				xs = append(xs, sample{})
+			}
+			s.per[f] = xs
+		}
+		return s
+	}
+	a, b := measure(c.Cohort), measure(c.Baseline)
+	feats := map[Feature]bool{}
+	for f := range a.per {
+		feats[f] = true
+	}
+	for f := range b.per {
+		feats[f] = true
+	}
+	zeros := func(n int) []sample { return make([]sample, n) }
+	// Rows are built in a stable order so that of identical rows the
+	// first kind (span name, group, service, attribute) speaks.
+	order := make([]Feature, 0, len(feats))
+	for f := range feats {
+		order = append(order, f)
+	}
+	sort.Slice(order, func(i, j int) bool {
+		if order[i].Kind != order[j].Kind {
+			return order[i].Kind < order[j].Kind
+		}
+		return order[i].String() < order[j].String()
+	})
+	same := map[string]int{} // metric and values -> row index
+	for _, f := range order {
+		xa, xb := a.per[f], b.per[f]
+		if xa == nil {
+			xa = zeros(len(c.Cohort))
+		}
+		if xb == nil {
+			xb = zeros(len(c.Baseline))
+		}
+		for _, m := range []Metric{Count, Share, ErrorRate} {
+			va, vb := values(m, xa, a.wall), values(m, xb, b.wall)
+			if len(va) == 0 || len(vb) == 0 {
+				continue
+			}
+			row := Row{Feature: f, Metric: m, Cohort: mean(va), Baseline: mean(vb), CohortN: len(va), BaselineN: len(vb), Effect: cliff(va, vb)}
+			if row.Effect == 0 {
+				continue
+			}
+			key := fmt.Sprint(m, va, "|", vb)
+			if i, ok := same[key]; ok {
+				c.Rows[i].Same = append(c.Rows[i].Same, f)
+				continue
+			}
+			same[key] = len(c.Rows)
+			c.Rows = append(c.Rows, row)
+		}
+	}
+	sort.Slice(c.Rows, func(i, j int) bool { return before(c.Rows[i], c.Rows[j]) })
+	return c, nil
+}
+
+// values is one metric of a feature over a side's rollouts. ErrorRate
+// leaves out rollouts without such spans: a rate of nothing is no rate.
+func values(m Metric, xs []sample, wall []int64) []float64 {
+	out := make([]float64, 0, len(xs))
+	for i, x := range xs {
+		switch m {
+		case Count:
+			out = append(out, float64(x.count))
+		case Share:
+			if wall[i] > 0 {
+				out = append(out, float64(x.self)/float64(wall[i]))
+			}
+		case ErrorRate:
+			if x.count > 0 {
+				out = append(out, float64(x.errors)/float64(x.count))
+			}
+		}
+	}
+	return out
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// cliff is Cliff's delta of a over b, by sorting b once.
+func cliff(a, b []float64) float64 {
+	sb := append([]float64(nil), b...)
+	sort.Float64s(sb)
+	var gt, lt int
+	for _, x := range a {
+		lo := sort.SearchFloat64s(sb, x)                                  // b values < x
+		hi := sort.Search(len(sb), func(i int) bool { return sb[i] > x }) // b values <= x
+		gt += lo
+		lt += len(sb) - hi
+	}
+	return float64(gt-lt) / float64(len(a)*len(b))
+}
+
+// before ranks rows: the larger effect, then the more rollouts behind it
+// (an error rate over one rollout is weak evidence), then the larger
+// relative difference of the means, then kind, name and metric for a
+// stable order.
+func before(x, y Row) bool {
+	if ax, ay := math.Abs(x.Effect), math.Abs(y.Effect); ax != ay {
+		return ax > ay
+	}
+	if nx, ny := min(x.CohortN, x.BaselineN), min(y.CohortN, y.BaselineN); nx != ny {
+		return nx > ny
+	}
+	if rx, ry := rel(x), rel(y); rx != ry {
+		return rx > ry
+	}
+	if x.Feature.Kind != y.Feature.Kind {
+		return x.Feature.Kind < y.Feature.Kind
+	}
+	if x.Feature.String() != y.Feature.String() {
+		return x.Feature.String() < y.Feature.String()
+	}
+	return x.Metric < y.Metric
+}
+
+// rel is the difference of the means over the larger of them.
+func rel(r Row) float64 {
+	d := math.Max(math.Abs(r.Cohort), math.Abs(r.Baseline))
+	if d == 0 {
+		return 0
+	}
+	return math.Abs(r.Cohort-r.Baseline) / d
+}
+
+// distinctValues returns, per attribute key, whether the capture's
+// rollouts give it few enough distinct short values to compare value by
+// value.
+func distinctValues(snap *model.Snapshot, in *model.Interner) map[string]bool {
+	seen := map[string]map[string]bool{}
+	tooMany := map[string]bool{}
+	note := func(a model.Attrs) {
+		a.Each(in, func(k string, v model.Value) bool {
+			if tooMany[k] {
+				return true
+			}
+			s := v.String()
+			vs := seen[k]
+			if vs == nil {
+				vs = map[string]bool{}
+				seen[k] = vs
+			}
+			vs[s] = true
+			if len(s) > maxValueLen || len(vs) > MaxValues {
+				tooMany[k] = true
+			}
+			return true
+		})
+	}
+	for _, r := range snap.Rollouts {
+		for _, f := range r.Fragments {
+			for i := range f.Spans {
+				note(f.Spans[i].Attrs)
+				if f.Spans[i].Extra != nil {
+					for _, ev := range f.Spans[i].Extra.Events {
+						note(ev.Attrs)
+					}
+				}
+			}
+		}
+	}
+	ok := map[string]bool{}
+	for k, vs := range seen {
+		// One value everywhere says no more than the span's kind does.
+		ok[k] = !tooMany[k] && len(vs) > 1 && !endpointKey(k)
+	}
+	return ok
+}
+
+// endpointKey reports keys that name a connection's ends (ports, peer
+// addresses, the host a server was reached at): they tell connections
+// apart, not rollouts, and the service already names the process.
+func endpointKey(k string) bool {
+	for _, suf := range []string{".port", ".ip", ".address", "http.host", "http.server_name"} {
+		if strings.HasSuffix(k, suf) {
+			return true
+		}
+	}
+	return strings.Contains(k, ".peer.")
+}
+
+// attrValues lists a span's comparable attribute values as key=value,
+// its events' included, each once.
+func attrValues(in *model.Interner, sp *model.Span, ok map[string]bool) []string {
+	var out []string
+	add := func(a model.Attrs) {
+		a.Each(in, func(k string, v model.Value) bool {
+			if ok[k] {
+				kv := k + "=" + v.String()
+				for _, x := range out {
+					if x == kv {
+						return true
+					}
+				}
+				out = append(out, kv)
+			}
+			return true
+		})
+	}
+	add(sp.Attrs)
+	if sp.Extra != nil {
+		for _, ev := range sp.Extra.Events {
+			add(ev.Attrs)
+		}
+	}
+	return out
+}

@@ -1,0 +1,452 @@
+package rollouts
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"strings"
+
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// assemble turns the attributed units into rollouts, run-level pieces and
+// unattributed fragments, and the snapshot seen through them.
+func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find func(int) int) *Structure {
+	// The units of each union-find root, in unit order, and the roots in
+	// order of their first unit: slices indexed by unit, not maps, since a
+	// live view rebuilds this for every snapshot.
+	n := len(us)
+	roots := make([]int32, n)
+	gi := make([]int32, n) // root -> 1 + its group's index; 0: not a root
+	var order []int
+	var cnt []int32
+	for i := range us {
+		r := find(i)
+		roots[i] = int32(r)
+		if gi[r] == 0 {
+			order = append(order, r)
+			cnt = append(cnt, 0)
+			gi[r] = int32(len(order))
+		}
+		cnt[gi[r]-1]++
+	}
+	off := make([]int32, len(order)+1)
+	for g, c := range cnt {
+		off[g+1] = off[g] + c
+	}
+	pos := append([]int32(nil), off[:len(order)]...)
+	mem := make([]int, n)
+	for i := range us {
+		g := gi[roots[i]] - 1
+		mem[pos[g]] = i
+		pos[g]++
+	}
+	// grafts[u] lists the units hung under u's CLIENT spans: leaked request
+	// spans go back under the call that made them.
+	grafts := map[int][]int{}
+	for i := range us {
+		if u := &us[i]; u.graft >= 0 && u.info.leak && u.how == attrClient {
+			grafts[u.graft] = append(grafts[u.graft], i)
+		}
+	}
+	// A leak whose carried context came from another rollout (or from
+	// run-level traffic) sits in that one's trace in the capture, grafted
+	// back or attributed otherwise: without a job span over both it splits
+	// its own rollout under any spec, and adds no trace. Only the fragments
+	// holding a leak are looked up by fragment.
+	var unitAt map[*model.Fragment][]int
+	for i := range us {
+		if us[i].info.leak {
+			if unitAt == nil {
+				unitAt = map[*model.Fragment][]int{}
+			}
+			unitAt[us[i].f] = nil
+		}
+	}
+	if unitAt != nil {
+		for i := range us {
+			if l, ok := unitAt[us[i].f]; ok {
+				unitAt[us[i].f] = append(l, i)
+			}
+		}
+	}
+	if cap(e.carried) < n {
+		e.carried = make([]bool, n)
+	}
+	e.carried = e.carried[:n]
+	clear(e.carried)
+	for i := range us {
+		u := &us[i]
+		if !u.info.leak || u.info.hostUnit < 0 {
+			continue
+		}
+		for _, j := range unitAt[u.f] {
+			if us[j].ui == u.info.hostUnit && find(j) != find(i) {
+				e.carried[i] = true
+			}
+		}
+	}
+	rollOf := make([]string, n) // union-find root -> rollout id ("": none)
+	rolls := make([]*model.Rollout, 0, len(order))
+	cache := make(map[string]*cachedRoll, len(order))
+	runTraces := map[model.TraceID]bool{}
+	rollTraces := map[model.TraceID]bool{}
+	for g, root := range order {
+		members := mem[off[g]:off[g+1]]
+		isRoll := false
+		for _, i := range members {
+			if us[i].info.class == classRollout {
+				isRoll = true
+				break
+			}
+		}
+		if !isRoll {
+			for _, i := range members {
+				u := &us[i]
+				if u.graft >= 0 && u.info.leak && u.how == attrClient {
+					continue // inside its caller's fragment
+				}
+				f := e.unitFragment(snap, us, i, grafts)
+				if u.info.class == classRun {
+					st.Run = append(st.Run, RunPiece{Kind: u.info.run, Frag: f})
+					st.RunSpans += len(f.Spans)
+					runTraces[f.TraceID] = true
+				} else {
+					st.Unattributed = append(st.Unattributed, f)
+				}
+			}
+			continue
+		}
+		c := e.rollout(snap, us, members, grafts)
+		cache[c.r.ID] = c
+		rollOf[root] = c.r.ID
+		rolls = append(rolls, c.r)
+		for _, i := range members {
+			rollTraces[us[i].f.TraceID] = true
+			if us[i].how != attrNone && !us[i].info.leak && us[i].info.class == classOrphan {
+				st.Attributed++
+			}
+		}
+	}
+	e.rollCache = cache
+	st.RunTraces = len(runTraces)
+	st.RolloutTraces = len(rollTraces)
+	for _, p := range st.suspectUnits {
+		id := rollOf[find(p[0])]
+		if id == "" {
+			continue
+		}
+		u := &us[p[1]]
+		top := &u.f.Spans[u.info.root]
+		st.Suspect[id] = append(st.Suspect[id], Suspect{Service: snap.ServiceName(top.Resource), Span: DisplayName(e.in, top)})
+	}
+	// Leaks, with the rollout they belong to and the one they were put under.
+	for i := range us {
+		u := &us[i]
+		if !u.info.leak {
+			continue
+		}
+		top := &u.f.Spans[u.info.root]
+		l := Leak{Service: snap.ServiceName(top.Resource), Name: DisplayName(e.in, top), Rollout: rollOf[find(i)]}
+		if hu := u.info.hostUnit; hu >= 0 {
+			for _, j := range unitAt[u.f] {
+				if us[j].ui == hu {
+					l.Host = rollOf[find(j)]
+				}
+			}
+		}
+		st.Leaks = append(st.Leaks, l)
+	}
+	st.Rollouts = rolls
+	st.Snap = snap.Derive(rolls)
+	return st
+}
+
+// cachedRoll is a rollout built for an earlier structure, with what it was
+// built from and the job spans its building told of.
+type cachedRoll struct {
+	r    *model.Rollout
+	key  uint64 // hash of the units it was built from (rolloutKey)
+	jobs []jobCall
+}
+
+// jobCall is one call of the JobSpans interface, replayed when a rollout
+// is reused.
+type jobCall struct {
+	virtual bool
+	id      model.SpanID
+	res     model.ResourceID
+	f       *model.Fragment
+	span    int32
+}
+
+// rollout returns the rollout of members: the one built for an earlier
+// structure when it was built from the same units (same fragment versions,
+// cut, grafted and carried the same way), else a new one. A rollout is a
+// function of its units, so a live view pays only for those that changed.
+func (e *Finder) rollout(snap *model.Snapshot, us []gunit, members []int, grafts map[int][]int) *cachedRoll {
+	id, key := e.rolloutKey(us, members)
+	if old, ok := e.rollCache[id]; ok && old.key == key {
+		for _, j := range old.jobs {
+			e.callJobs(j)
+		}
+		return old
+	}
+	var calls []jobCall
+	e.rec = &calls
+	r := e.buildRollout(snap, us, members, grafts)
+	e.rec = nil
+	if old, ok := e.rollCache[r.ID]; ok && old.r.Version == r.Version {
+		r = old.r
+	}
+	return &cachedRoll{r: r, key: key, jobs: calls}
+}
+
+// rolloutKey returns the id buildRollout gives members and a hash of every
+// input it reads but the stored rollouts' arrival times (which a reused
+// rollout of the same version never took either).
+func (e *Finder) rolloutKey(us []gunit, members []int) (string, uint64) {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	bestRank := int8(0)
+	idFrom := ""
+	best := -1 // the unit whose span names a synthetic id, read only if needed
+	var b [8 + 4 + 1 + 8 + 4 + 4 + 8 + 8]byte
+	for _, i := range members {
+		u := &us[i]
+		if idFrom == "" && u.info.rid != "" {
+			idFrom = u.info.rid
+		}
+		if u.info.class == classRollout && u.info.idRank > bestRank {
+			bestRank = u.info.idRank
+			best = i
+		}
+		binary.LittleEndian.PutUint64(b[0:], u.f.Version)
+		binary.LittleEndian.PutUint32(b[8:], uint32(u.ui))
+		b[12] = byte(u.how)
+		if e.carried[i] {
+			b[12] |= 0x80
+		}
+		gv, gu := uint64(0), int32(-1)
+		if u.graft >= 0 {
+			gv, gu = us[u.graft].f.Version, us[u.graft].ui
+		}
+		binary.LittleEndian.PutUint64(b[13:], gv)
+		binary.LittleEndian.PutUint32(b[21:], uint32(gu))
+		binary.LittleEndian.PutUint32(b[25:], uint32(u.at))
+		copy(b[29:], u.f.Job[:])
+		copy(b[37:], u.f.TopParent[:])
+		h.Write(b[:])
+	}
+	if idFrom != "" {
+		return idFrom, h.Sum64()
+	}
+	var idTrace model.TraceID
+	var idSpan model.SpanID
+	if best >= 0 {
+		u := &us[best]
+		idTrace, idSpan = u.f.TraceID, u.f.Spans[u.info.idSpan].SpanID
+	}
+	return syntheticID(idTrace, idSpan), h.Sum64()
+}
+
+// callJobs passes one call on to Jobs, recording it while a rollout is
+// built.
+func (e *Finder) callJobs(j jobCall) {
+	if e.rec != nil {
+		*e.rec = append(*e.rec, j)
+	}
+	if e.Jobs == nil {
+		return
+	}
+	if j.virtual {
+		e.Jobs.VirtualJob(j.id, j.res)
+	} else {
+		e.Jobs.CallerJob(j.id, j.f, j.span)
+	}
+}
+
+// buildRollout makes one rollout of its units.
+func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, grafts map[int][]int) *model.Rollout {
+	r := &model.Rollout{}
+	var h maphash.Hash
+	h.SetSeed(seed)
+	bestRank := int8(0)
+	idFrom := ""
+	var idTrace model.TraceID
+	var idSpan model.SpanID
+	traces := map[model.TraceID]bool{}
+	first := true
+	for _, i := range members {
+		u := &us[i]
+		traces[u.f.TraceID] = true
+		if idFrom == "" && u.info.rid != "" {
+			idFrom = u.info.rid
+		}
+		if u.info.class == classRollout && u.info.idRank > bestRank {
+			bestRank = u.info.idRank
+			idTrace, idSpan = u.f.TraceID, u.f.Spans[u.info.idSpan].SpanID
+		}
+		if u.roll != nil {
+			if first || u.roll.FirstSeen.Before(r.FirstSeen) {
+				r.FirstSeen = u.roll.FirstSeen
+			}
+			if first || u.roll.LastSeen.After(r.LastSeen) {
+				r.LastSeen = u.roll.LastSeen
+			}
+		}
+		r.Errors += u.info.errors
+		if first || u.info.start < r.Start {
+			r.Start = u.info.start
+		}
+		if first || u.info.end > r.End {
+			r.End = u.info.end
+		}
+		first = false
+		if u.graft >= 0 && u.info.leak && u.how == attrClient {
+			continue // inside its caller's fragment
+		}
+		f := e.unitFragment(snap, us, i, grafts)
+		r.Fragments = append(r.Fragments, f)
+		r.Spans += len(f.Spans)
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], f.Version)
+		h.Write(b[:])
+	}
+	if idFrom != "" {
+		r.ID = idFrom
+	} else {
+		r.ID, r.Synthetic = syntheticID(idTrace, idSpan), true
+	}
+	r.Traces = len(traces)
+	r.Version = h.Sum64()
+	return r
+}
+
+// unitFragment returns unit i as a fragment: the stored fragment itself when
+// the unit is all of it, else a copy of its spans with the grafted units
+// appended under their callers.
+func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts map[int][]int) *model.Fragment {
+	u := &us[i]
+	f := u.f
+	if u.info.idx == nil && len(grafts[i]) == 0 && !e.carried[i] {
+		return e.withVirtualJob(snap, f)
+	}
+	var h maphash.Hash
+	h.SetSeed(seed)
+	var spans []model.Span
+	var add func(j int, parent int32)
+	add = func(j int, parent int32) {
+		g := &us[j]
+		carried := e.carried[j]
+		var b [13]byte
+		binary.LittleEndian.PutUint64(b[:], g.f.Version)
+		binary.LittleEndian.PutUint32(b[8:], uint32(g.info.root))
+		if carried {
+			b[12] = 1
+		}
+		h.Write(b[:])
+		pos := map[int32]int32{}
+		each := func(k int32) {
+			sp := g.f.Spans[k]
+			if k == g.info.root {
+				sp.Parent = parent
+				if carried {
+					sp.Flags |= model.FlagCarried
+				}
+			} else {
+				sp.Parent = pos[sp.Parent]
+			}
+			pos[k] = int32(len(spans))
+			spans = append(spans, sp)
+		}
+		if g.info.idx == nil {
+			for k := range g.f.Spans {
+				each(int32(k))
+			}
+		} else {
+			for _, k := range g.info.idx {
+				each(k)
+			}
+		}
+		for _, c := range grafts[j] {
+			if at, ok := pos[us[c].at]; ok {
+				add(c, at)
+			}
+		}
+	}
+	add(i, -1)
+	d := &model.Fragment{TraceID: f.TraceID, Spans: spans, TopParent: spans[0].ParentID}
+	if u.info.root == 0 {
+		d.Job = f.Job
+	} else if u.info.cut {
+		// The caller's span above the rollout plays gym.job's part: kept,
+		// it holds every rollout it called in its one trace.
+		top := &f.Spans[u.info.root]
+		d.Job = top.ParentID
+		e.callJobs(jobCall{id: d.Job, f: f, span: top.Parent})
+	}
+	d.Version = h.Sum64() | 1<<63
+	return e.withVirtualJob(snap, d)
+}
+
+// withVirtualJob treats the missing parent of a driver's span at the top of a
+// fragment as the run's gym.job, still open: the job span is exported when
+// the run ends, so until then every rollout of a live capture waits for it.
+func (e *Finder) withVirtualJob(snap *model.Snapshot, f *model.Fragment) *model.Fragment {
+	if !f.Job.IsZero() || f.TopParent.IsZero() || !e.isDriver(snap, f.Spans[0].Resource) {
+		return f
+	}
+	e.callJobs(jobCall{virtual: true, id: f.TopParent, res: f.Spans[0].Resource})
+	d := *f
+	d.Job = f.TopParent
+	d.Version = f.Version ^ 0x5bd1e9955bd1e995
+	return &d
+}
+
+// isDriver reports whether a process is Gym's driver (rollout collection).
+func (e *Finder) isDriver(snap *model.Snapshot, id model.ResourceID) bool {
+	if v, ok := e.driver[id]; ok {
+		return v
+	}
+	res := snap.Resource(id)
+	v := false
+	if t, ok := res.Attrs.Get(e.in, "nemo.gym.server.type"); ok && t.String() == "orchestrator" {
+		v = true
+	}
+	svc := e.in.Str(res.Service)
+	for _, s := range []string{"/orchestrator", "/supervisor", "/rollout_collection"} {
+		if strings.HasSuffix(svc, s) {
+			v = true
+		}
+	}
+	e.driver[id] = v
+	return v
+}
+
+// ForOthers calls fn with each run-level piece (but gym.job, which reports
+// count apart) and unattributed fragment as a one-fragment rollout, built
+// once per fragment version so the engine's caches hold.
+func (st *Structure) ForOthers(fn func(r *model.Rollout)) {
+	if st.others == nil {
+		for _, p := range st.Run {
+			if p.Kind != RunJob {
+				st.others = append(st.others, otherRollout(p.Frag))
+			}
+		}
+		for _, f := range st.Unattributed {
+			st.others = append(st.others, otherRollout(f))
+		}
+	}
+	for _, r := range st.others {
+		fn(r)
+	}
+}
+
+func otherRollout(f *model.Fragment) *model.Rollout {
+	sp := &f.Spans[0]
+	r := &model.Rollout{ID: "\x00" + syntheticID(f.TraceID, sp.SpanID), Version: f.Version, Fragments: []*model.Fragment{f}, Spans: len(f.Spans), Traces: 1, Start: sp.Start, End: sp.End}
+	for i := range f.Spans {
+		r.Start, r.End = min(r.Start, f.Spans[i].Start), max(r.End, f.Spans[i].End)
+	}
+	return r
+}

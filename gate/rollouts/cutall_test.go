@@ -1,0 +1,45 @@
+package rollouts
+
+import (
+	"reflect"
+	"runtime"
+	"testing"
+)
+
+// TestCutAllMatchesSequential cuts a capture large enough for the
+// two-core pass and checks its units and structure against the sequential
+// pass's.
+func TestCutAllMatchesSequential(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*fleet)
+	}{
+		{"joined", nil},
+		{"cut to model", func(f *fleet) { f.Cut = func(_, callee string) bool { return callee == "model" } }},
+		{"no server in resources", func(f *fleet) { f.NoServer = map[string]bool{"resources": true} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := gymCapture(t, 2*minParallelUnits, 2, 2, true, tc.mod)
+			par := NewFinder()
+			parSt := par.Structure(snap)
+			prev := runtime.GOMAXPROCS(1)
+			seq := NewFinder()
+			seqSt := seq.Structure(snap)
+			runtime.GOMAXPROCS(prev)
+			if len(par.units) != len(seq.units) || len(par.units) < minParallelUnits {
+				t.Fatalf("units cached: %d on two cores, %d on one", len(par.units), len(seq.units))
+			}
+			for v, fu := range seq.units {
+				if !reflect.DeepEqual(par.units[v].units, fu.units) {
+					t.Fatalf("fragment %x cut differently on two cores", v)
+				}
+			}
+			if !reflect.DeepEqual(parSt.Rollouts, seqSt.Rollouts) || !reflect.DeepEqual(parSt.Run, seqSt.Run) ||
+				!reflect.DeepEqual(parSt.Unattributed, seqSt.Unattributed) || !reflect.DeepEqual(parSt.Leaks, seqSt.Leaks) ||
+				!reflect.DeepEqual(parSt.Suspect, seqSt.Suspect) || parSt.Attributed != seqSt.Attributed {
+				t.Fatalf("structure differs: %d rollouts %d attributed on two cores, %d %d on one",
+					len(parSt.Rollouts), parSt.Attributed, len(seqSt.Rollouts), seqSt.Attributed)
+			}
+		})
+	}
+}

@@ -1,0 +1,1159 @@
+package rollouts
+
+import (
+	"encoding/hex"
+	"hash/maphash"
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// A rollout, in Gym, is the agent's POST /run request and everything it causes
+// across processes. By default no span names its rollout, so rollouts are
+// found by structure: the store's fragments (connected pieces of one trace)
+// are cut into units at request spans that a context carry-over parented to
+// an unrelated span, each unit is classified (a rollout's, run-level traffic,
+// or an orphan cut off by a broken hop), and orphans are attributed to the
+// rollout whose CLIENT span called them.
+
+// RunKind says what run-level traffic a piece is.
+type RunKind uint8
+
+// Run-level traffic: spans of the run that are no rollout's.
+const (
+	RunProbe     RunKind = iota + 1 // a health probe: a root GET on a liveness path
+	RunAggregate                    // the /aggregate_metrics calls at the end of a run
+	RunJob                          // gym.job, around the whole run
+	RunStartup                      // start-up trees (gym.startup*, gym.server.startup*)
+	RunDriver                       // another call of the driver's, outside every rollout
+	RunCaller                       // spans above the rollouts of a client that is not Gym's driver (NeMo-RL's training loop)
+)
+
+// String names the kind as the TUI and the JSON output show it.
+func (k RunKind) String() string {
+	switch k {
+	case RunProbe:
+		return "health_probe"
+	case RunAggregate:
+		return "aggregate_metrics"
+	case RunJob:
+		return "job"
+	case RunStartup:
+		return "startup"
+	case RunDriver:
+		return "driver_call"
+	case RunCaller:
+		return "caller"
+	}
+	return "other"
+}
+
+// RunPiece is one unit of run-level traffic.
+type RunPiece struct {
+	Kind RunKind
+	Frag *model.Fragment
+}
+
+// Leak is a request span that a reused keep-alive connection created
+// INTERNAL under another request's span.
+type Leak struct {
+	Service string // the process that served the request
+	Name    string // the request span's name
+	// Rollout is the rollout the request belongs to ("" when it could not be
+	// attributed); Host the rollout whose span it was parented to.
+	Rollout, Host string
+}
+
+// Suspect is an unattributed fragment a rollout may own: its process and
+// its top span's name.
+type Suspect struct {
+	Service, Span string
+}
+
+// Structure is a snapshot seen as Gym makes it: its rollouts, its run-level
+// traffic and what could not be attributed. Snap is the snapshot with its
+// Rollouts replaced by the structural ones (every other field shared), so
+// everything that reads rollouts from a snapshot reads these.
+type Structure struct {
+	// Rollouts are the capture's rollouts, found by structure, oldest
+	// first: the one list every face counts.
+	Rollouts []*model.Rollout
+	// Snap is the snapshot seen through Rollouts (its rollouts swapped,
+	// everything else shared), for code that walks a snapshot.
+	Snap         *model.Snapshot
+	Run          []RunPiece
+	Unattributed []*model.Fragment
+	Leaks        []Leak
+	// Attributed counts fragments joined to a rollout across a broken hop.
+	Attributed int
+	// Suspect holds the rollouts an unattributed fragment may belong to:
+	// split, as far as the capture can tell.
+	Suspect map[string][]Suspect // rollout id -> those fragments
+	// RunSpans and RunTraces count run-level traffic.
+	RunSpans, RunTraces int
+	// RolloutTraces counts the distinct trace ids of rollout spans.
+	RolloutTraces int
+
+	src          *model.Snapshot
+	others       []*model.Rollout // run-level pieces and unattributed, for ForOthers
+	apart        []*model.Rollout // the same, grouped for views
+	suspectUnits [][2]int         // (union-find root of a rollout, unattributed unit)
+}
+
+// runKinds returns the run-level spans per kind.
+func (s *Structure) runKinds() map[RunKind]int {
+	out := map[RunKind]int{}
+	for _, p := range s.Run {
+		out[p.Kind] += len(p.Frag.Spans)
+	}
+	return out
+}
+
+// RunKindSpans returns the spans of run-level traffic per kind name.
+func (s *Structure) RunKindSpans() map[string]int {
+	out := map[string]int{}
+	for k, n := range s.runKinds() {
+		out[k.String()] = n
+	}
+	return out
+}
+
+type unitClass uint8
+
+const (
+	classOrphan unitClass = iota
+	classRollout
+	classRun
+)
+
+// unitInfo is what one fragment's walk learns about one of its units; cached
+// per fragment version.
+type unitInfo struct {
+	root  int32   // index of the unit's top span in the fragment
+	idx   []int32 // the unit's spans in index order; nil: the whole fragment
+	class unitClass
+	run   RunKind
+	leak  bool // the top is a request span carried over onto another's context
+	// cut: the top is a call to /run made under another client's own spans
+	// (NeMo-RL's run_rollouts): a rollout starts there, whatever is above.
+	// caller: units were cut out of this one that way.
+	cut, caller bool
+	idSpan      int32 // the span that names a synthetic rollout id, -1 if none
+	idRank      int8  // how good idSpan is: 3 SERVER /run, 2 gym.rollout, 1 CLIENT /run
+	rid         string
+	path        string // the top's request path, when it is a request span
+	host        string // host:port the top served, when it says
+	start       int64
+	end         int64
+	clients     []danglingClient
+	servers     []hostRes // host:port served, from request spans
+	errors      int
+	spans       int
+	calls       bool // has CLIENT spans other than calls to /run
+	// hostUnit is, for a leaked top, the unit of the span it was parented to.
+	hostUnit int32
+}
+
+type hostRes struct {
+	host string
+	res  model.ResourceID
+}
+
+// danglingClient is a CLIENT span with no callee span under it.
+type danglingClient struct {
+	span       int32
+	host, path string
+	start, end int64
+}
+
+type fragUnits struct {
+	units []unitInfo
+	gen   uint64
+}
+
+// maxAnchorDepth bounds where a rollout's anchor may sit below its unit's
+// top: the driver's CLIENT call, an aiohttp CLIENT span, POST /run, gym.rollout.
+const maxAnchorDepth = 3
+
+// fragUnits cuts f into units and classifies each; cached by version.
+func (e *Finder) fragUnits(f *model.Fragment, job bool) *fragUnits {
+	if fu, ok := e.units[f.Version]; ok {
+		fu.gen = e.gen
+		return fu
+	}
+	fu := &fragUnits{units: cutUnits(&e.keys, &e.sc, f, job), gen: e.gen}
+	e.units[f.Version] = fu
+	return fu
+}
+
+// cutUnits is fragUnits' work: a function of the fragment alone (k and sc
+// are caches and scratch), so fragments may be cut on several cores.
+func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool) []unitInfo {
+	in := k.in
+	n := len(f.Spans)
+	// Per-span walk state, reused across fragments: only units are kept.
+	unitOf, depth, called := sc.unitWalk(n) // called: has a CLIENT, SERVER or request child
+	served := sc.served
+	var units []unitInfo
+	leaked := sc.leaked[:0]
+	for i := 0; i < n; i++ {
+		sp := &f.Spans[i]
+		p := sp.Parent
+		var parent *model.Span
+		if i > 0 && p >= 0 && int(p) < i {
+			parent = &f.Spans[p]
+		}
+		lk, cut := false, false
+		if sp.Kind == model.KindInternal {
+			lk = k.isLeaked(sp, parent)
+		}
+		if parent != nil {
+			served[i] = served[p] || sp.Kind == model.KindServer
+			cut = !lk && k.callerCut(sp, parent, served[p])
+		} else {
+			served[i] = sp.Kind == model.KindServer || lk
+		}
+		if parent == nil || lk || cut {
+			unitOf[i] = int32(len(units))
+			hu := int32(-1)
+			if parent != nil {
+				hu = unitOf[p]
+			}
+			if cut {
+				units[hu].caller = true
+			}
+			units = append(units, unitInfo{root: int32(i), idSpan: -1, start: sp.Start, end: sp.End, leak: lk && parent != nil, cut: cut, hostUnit: hu})
+			leaked = append(leaked, lk)
+		} else {
+			unitOf[i] = unitOf[p]
+			if depth[p] < 255 {
+				depth[i] = depth[p] + 1
+			}
+			if sp.Kind == model.KindClient || sp.Kind == model.KindServer {
+				called[p] = true
+			}
+		}
+		if lk && parent != nil {
+			called[p] = true
+		}
+		u := &units[unitOf[i]]
+		u.start, u.end = min(u.start, sp.Start), max(u.end, sp.End)
+		u.spans++
+		if sp.Status == model.StatusError {
+			u.errors++
+		}
+	}
+	if len(units) > 1 {
+		for i := range units {
+			units[i].idx = make([]int32, 0, 8)
+		}
+		for i := 0; i < n; i++ {
+			u := &units[unitOf[i]]
+			u.idx = append(u.idx, int32(i))
+		}
+	}
+	for i := 0; i < n; i++ {
+		sp := &f.Spans[i]
+		u := &units[unitOf[i]]
+		d := depth[i]
+		switch sp.Kind {
+		case model.KindClient:
+			if called[i] && (d > maxAnchorDepth || (u.idRank >= 1 && u.calls)) {
+				// Answered, and nothing its attributes could change: too
+				// deep to start a rollout, or in a unit already anchored
+				// and known to call out.
+				u.calls = true
+				break
+			}
+			// spanRoute's path of a CLIENT span, with the host from the
+			// same URL: one walk of the attributes instead of three.
+			url, ok := k.url(sp.Attrs)
+			host, path := SplitURL(url)
+			if path = stripRolloutPrefix(path); !ok {
+				path = ""
+			}
+			if !called[i] {
+				u.clients = append(u.clients, danglingClient{span: int32(i), host: host, path: path, start: sp.Start, end: sp.End})
+			}
+			if path == "/run" {
+				if d <= maxAnchorDepth && u.idRank < 1 {
+					u.idSpan, u.idRank = int32(i), 1
+				}
+			} else {
+				u.calls = true
+			}
+		case model.KindServer, model.KindInternal:
+			if sp.Kind == model.KindServer || (int32(i) == u.root && u.leak) || (sp.Kind == model.KindInternal && d == 0 && k.isRequestSpan(sp)) {
+				// One host per process is enough: read it once per unit.
+				if !slices.ContainsFunc(u.servers, func(h hostRes) bool { return h.res == sp.Resource }) {
+					if h := k.hostOf(sp); h != "" {
+						u.servers = append(u.servers, hostRes{host: h, res: sp.Resource})
+					}
+				}
+				if d <= maxAnchorDepth && u.idRank < 3 {
+					if _, path := k.spanRoute(sp); path == "/run" {
+						u.idSpan, u.idRank = int32(i), 3
+					}
+				}
+			} else if d <= maxAnchorDepth && u.idRank < 2 && k.name(sp.Name)&nameRollout != 0 {
+				u.idSpan, u.idRank = int32(i), 2
+			}
+		}
+		// Rollout ids sit on CLIENT and semantic spans (and in a top's
+		// path): the request spans' long attribute lists are skipped.
+		if u.rid == "" && d <= maxAnchorDepth+1 && sp.Attrs != "" &&
+			(d == 0 || sp.Kind == model.KindClient || k.name(sp.Name)&nameGym != 0) {
+			u.rid = k.rolloutIDOf(sp)
+		}
+	}
+	for ui := range units {
+		u := &units[ui]
+		top := &f.Spans[u.root]
+		name := in.Str(top.Name)
+		if top.Kind == model.KindServer || leaked[ui] || (top.Kind == model.KindInternal && k.isRequestSpan(top)) {
+			_, u.path = k.spanRoute(top)
+			u.host = k.hostOf(top)
+		} else if top.Kind == model.KindClient {
+			_, u.path = k.spanRoute(top)
+		} else {
+			u.path = semanticRoute[name]
+		}
+		switch {
+		case job || name == model.JobSpanName:
+			u.class, u.run = classRun, RunJob
+		case strings.HasPrefix(name, "gym.startup") || strings.HasPrefix(name, "gym.server.startup"):
+			u.class, u.run = classRun, RunStartup
+		case u.caller && u.idRank == 0:
+			u.class, u.run = classRun, RunCaller
+		case u.idRank > 0:
+			u.class = classRollout
+		case u.path == "/aggregate_metrics" || strings.HasSuffix(u.path, "/aggregate_metrics"):
+			u.class, u.run = classRun, RunAggregate
+		case top.ParentID.IsZero() && isLiveness(u.path) && (top.Kind == model.KindServer || k.isRequestSpan(top)) && strings.HasPrefix(name, "GET"):
+			u.class, u.run = classRun, RunProbe
+		case u.root == 0 && !f.Job.IsZero():
+			// A call of the driver's directly under gym.job that starts no
+			// rollout: run-level.
+			u.class, u.run = classRun, RunDriver
+		}
+	}
+	sc.leaked = leaked
+	return units
+}
+
+// minParallelUnits is how many uncut fragments make cutting them on more
+// than one core worth a goroutine.
+const minParallelUnits = 512
+
+// cutAll cuts the snapshot's fragments missing from the unit cache on up to
+// two cores and caches them: each fragment's units depend on it alone, so
+// the structure is the same as from the sequential pass.
+func (e *Finder) cutAll(snap *model.Snapshot) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		return
+	}
+	type cut struct {
+		f     *model.Fragment
+		job   bool
+		units []unitInfo
+	}
+	var todo []cut
+	queued := map[uint64]bool{}
+	add := func(f *model.Fragment, job bool) {
+		if _, ok := e.units[f.Version]; !ok && !queued[f.Version] {
+			queued[f.Version] = true
+			todo = append(todo, cut{f: f, job: job})
+		}
+	}
+	for _, j := range snap.Jobs {
+		add(j, true)
+	}
+	for _, r := range snap.Rollouts {
+		for _, f := range r.Fragments {
+			add(f, false)
+		}
+	}
+	if len(todo) < minParallelUnits {
+		return // the sequential pass cuts them
+	}
+	half := len(todo) / 2
+	k2 := e.keys // a name cache of its own
+	var sc2 scratch
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := half; i < len(todo); i++ {
+			todo[i].units = cutUnits(&k2, &sc2, todo[i].f, todo[i].job)
+		}
+	}()
+	for i := 0; i < half; i++ {
+		todo[i].units = cutUnits(&e.keys, &e.sc, todo[i].f, todo[i].job)
+	}
+	wg.Wait()
+	for _, c := range todo {
+		e.units[c.f.Version] = &fragUnits{units: c.units, gen: e.gen}
+	}
+}
+
+// semanticRoute is the route whose handler opens each of Gym's semantic
+// spans: with server off in a process, the span a call produces there.
+var semanticRoute = map[string]string{
+	"gym.rollout":                "/run",
+	"gym.agent.responses":        "/v1/responses",
+	"gym.model.responses":        "/v1/responses",
+	"gym.model.chat_completions": "/v1/chat/completions",
+	"gym.model.messages":         "/v1/messages",
+	"gym.verify":                 "/verify",
+}
+
+// cref is a dangling CLIENT span of a unit.
+type cref struct {
+	unit int
+	c    *danglingClient
+	used bool
+}
+
+// need is a unit looking for the call that caused it.
+type need struct {
+	unit  int   // -1 once attributed
+	cands []int // indices into the clients
+}
+
+// maxLeakMatch bounds the leaks matched as a whole (an augmenting-path
+// matching, quadratic at worst); past it they are matched closest first.
+const maxLeakMatch = 4096
+
+// matchLeaks pairs carried-over request spans with the calls that made
+// them. A carry-over always leaves its caller's CLIENT span without a child,
+// so every leak has a free call on its route and host: the pairing is a
+// matching, found whole (augmenting paths, cheapest candidates tried first),
+// with no time window beyond the call starting first (under load a
+// handler's span may open long after the call).
+func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, parent int)) {
+	var leaks []int
+	for n := range needs {
+		if needs[n].unit >= 0 && us[needs[n].unit].info.leak {
+			leaks = append(leaks, n)
+		}
+	}
+	if len(leaks) == 0 {
+		return
+	}
+	adj := make(map[int][]int, len(leaks))
+	for _, n := range leaks {
+		info := us[needs[n].unit].info
+		type cand struct {
+			k    int
+			cost int64
+		}
+		var cs []cand
+		for k := range clients {
+			c := clients[k].c
+			if clients[k].used || clients[k].unit == needs[n].unit || c.start > info.start+callSlack {
+				continue
+			}
+			if (info.host != "" && c.host != info.host) || (info.path != "" && c.path != "" && c.path != info.path) {
+				continue
+			}
+			cs = append(cs, cand{k, matchCost(info.start, info.end, c.start, c.end)})
+		}
+		sort.Slice(cs, func(a, b int) bool { return cs[a].cost < cs[b].cost })
+		for _, c := range cs {
+			adj[n] = append(adj[n], c.k)
+		}
+	}
+	attachMatched(us, needs, clients, union, augment(leaks, adj, len(leaks) <= maxLeakMatch))
+}
+
+// matchRuns pairs each rollout whose agent side is a root of its own (server
+// off in the agent: no extraction) with the driver's call to /run that
+// started it. Every such rollout has exactly one call, so the pairing is a
+// matching, found whole (augmenting paths, closest candidates first): a
+// greedy pick of the closest pair can leave a rollout whose only candidate
+// another took, which then counts as a rollout of its own beside its call.
+func matchRuns(us []gunit, needs []need, clients []cref, union func(child, parent int)) {
+	var runs []int
+	for n := range needs {
+		if needs[n].unit >= 0 && us[needs[n].unit].info.class == classRollout && len(needs[n].cands) > 0 {
+			runs = append(runs, n)
+		}
+	}
+	if len(runs) == 0 {
+		return
+	}
+	adj := make(map[int][]int, len(runs))
+	for _, n := range runs {
+		info := us[needs[n].unit].info
+		cs := make([]int, 0, len(needs[n].cands))
+		for _, k := range needs[n].cands {
+			if !clients[k].used {
+				cs = append(cs, k)
+			}
+		}
+		sort.SliceStable(cs, func(a, b int) bool {
+			ca, cb := clients[cs[a]].c, clients[cs[b]].c
+			return matchCost(info.start, info.end, ca.start, ca.end) < matchCost(info.start, info.end, cb.start, cb.end)
+		})
+		adj[n] = cs
+	}
+	// Closest pairs first, so that the matching keeps the greedy answer
+	// wherever the greedy answer is whole.
+	sort.SliceStable(runs, func(a, b int) bool {
+		ia, ib := us[needs[runs[a]].unit].info, us[needs[runs[b]].unit].info
+		ga, gb := int64(math.MaxInt64), int64(math.MaxInt64)
+		if c := adj[runs[a]]; len(c) > 0 {
+			ga = matchCost(ia.start, ia.end, clients[c[0]].c.start, clients[c[0]].c.end)
+		}
+		if c := adj[runs[b]]; len(c) > 0 {
+			gb = matchCost(ib.start, ib.end, clients[c[0]].c.start, clients[c[0]].c.end)
+		}
+		return ga < gb
+	})
+	attachMatched(us, needs, clients, union, augment(runs, adj, true))
+}
+
+// augment matches needs (in order, each trying its candidates in adj's
+// order) to clients one to one by augmenting paths: a need whose
+// candidates are taken re-routes an earlier one when that one has another.
+// Without reroute a taken candidate is skipped (closest first, greedy).
+func augment(order []int, adj map[int][]int, reroute bool) map[int]int {
+	matched := map[int]int{} // client -> need
+	var try func(n int, seen map[int]bool) bool
+	try = func(n int, seen map[int]bool) bool {
+		for _, k := range adj[n] {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if m, ok := matched[k]; !ok || (reroute && try(m, seen)) {
+				matched[k] = n
+				return true
+			}
+		}
+		return false
+	}
+	for _, n := range order {
+		try(n, map[int]bool{})
+	}
+	return matched
+}
+
+// attachMatched hangs each matched need's unit under the CLIENT span that
+// called it.
+func attachMatched(us []gunit, needs []need, clients []cref, union func(child, parent int), matched map[int]int) {
+	for k, n := range matched {
+		clients[k].used = true
+		u := &us[needs[n].unit]
+		u.graft, u.at, u.how = clients[k].unit, clients[k].c.span, attrClient
+		union(needs[n].unit, clients[k].unit)
+		needs[n].unit = -1
+	}
+}
+
+// gunit is one unit in the structure being built.
+type gunit struct {
+	f     *model.Fragment
+	info  *unitInfo
+	roll  *model.Rollout // the model rollout the fragment was stored under
+	ui    int32          // the unit's index among its fragment's units
+	up    int            // union-find parent
+	graft int            // unit whose CLIENT span this unit hangs under, -1
+	at    int32          // that CLIENT span's index in its fragment
+	// how the unit was attributed, for the check's findings
+	how attribution
+}
+
+type attribution uint8
+
+const (
+	attrNone    attribution = iota
+	attrClient              // matched to the CLIENT span that called it
+	attrRollout             // every candidate CLIENT span is the same rollout's
+	attrID                  // it names the rollout's id
+	attrTrace               // its parent has not arrived; its trace is one rollout's
+	attrWindow              // only one rollout was running when it started
+)
+
+// callSlack is how much earlier than its CLIENT span a callee's span may
+// appear to start: the processes share one clock, but timestamps are taken
+// at slightly different points.
+const callSlack = int64(2 * time.Millisecond)
+
+// Structure returns snap seen as Gym makes it, cached for the last snapshot.
+// snap may be a snapshot Structure made: it is returned as is.
+func (e *Finder) Structure(snap *model.Snapshot) *Structure {
+	if st := e.Cached(snap); st != nil {
+		return st
+	}
+	e.gen++
+	e.sync(snap)
+	st := e.buildStructure(snap)
+	e.st = st
+	e.evictUnits()
+	return st
+}
+
+func (e *Finder) evictUnits() {
+	for v, fu := range e.units {
+		if fu.gen != e.gen {
+			delete(e.units, v)
+		}
+	}
+}
+
+func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
+	st := &Structure{src: snap, Suspect: map[string][]Suspect{}}
+	e.cutAll(snap)
+	var us []gunit
+	for _, j := range snap.Jobs {
+		fu := e.fragUnits(j, true)
+		for k := range fu.units {
+			us = append(us, gunit{f: j, info: &fu.units[k], ui: int32(k), graft: -1})
+		}
+	}
+	for _, r := range snap.Rollouts {
+		for _, f := range r.Fragments {
+			fu := e.fragUnits(f, false)
+			for k := range fu.units {
+				us = append(us, gunit{f: f, info: &fu.units[k], ui: int32(k), roll: r, graft: -1})
+			}
+		}
+	}
+	for i := range us {
+		us[i].up = i
+	}
+	find := func(i int) int {
+		for us[i].up != i {
+			us[i].up = us[us[i].up].up
+			i = us[i].up
+		}
+		return i
+	}
+	union := func(child, parent int) {
+		a, b := find(child), find(parent)
+		if a != b {
+			us[a].up = b
+		}
+	}
+	// Hosts each process serves, from its request spans.
+	// A fleet serves few hosts, each unit repeating them: the maps' current
+	// entries are mirrored in short slices, so a repeat costs no hashing.
+	var hostNow []hostRes
+	hostRes := map[string]model.ResourceID{}
+	resHost := map[model.ResourceID]string{}
+	var resSeen []model.ResourceID
+	const mirrored = 32
+	for i := range us {
+		for _, h := range us[i].info.servers {
+			k := 0
+			for k < len(hostNow) && hostNow[k].host != h.host {
+				k++
+			}
+			if k < len(hostNow) {
+				if hostNow[k].res != h.res {
+					hostNow[k].res = h.res
+					hostRes[h.host] = h.res
+				}
+			} else {
+				if len(hostNow) < mirrored {
+					hostNow = append(hostNow, h)
+				}
+				hostRes[h.host] = h.res
+			}
+			if slices.Contains(resSeen, h.res) {
+				continue
+			}
+			if _, ok := resHost[h.res]; !ok {
+				resHost[h.res] = h.host
+			}
+			if len(resSeen) < mirrored {
+				resSeen = append(resSeen, h.res)
+			}
+		}
+	}
+	// Rollout ids and traces of the anchored units.
+	byID := map[string]int{}
+	traceRoll := map[model.TraceID]int{} // trace -> anchored unit, -1 when several
+	for i := range us {
+		u := &us[i]
+		if u.info.class != classRollout {
+			continue
+		}
+		if u.info.rid != "" {
+			if j, ok := byID[u.info.rid]; ok {
+				union(i, j)
+			} else {
+				byID[u.info.rid] = i
+			}
+		}
+		if j, ok := traceRoll[u.f.TraceID]; !ok {
+			traceRoll[u.f.TraceID] = i
+		} else if j != i {
+			traceRoll[u.f.TraceID] = -1
+		}
+	}
+	// Dangling CLIENT spans, by start time.
+	var clients []cref
+	maxDur := int64(0)
+	for i := range us {
+		for k := range us[i].info.clients {
+			c := &us[i].info.clients[k]
+			clients = append(clients, cref{unit: i, c: c})
+			maxDur = max(maxDur, c.end-c.start)
+		}
+	}
+	sort.Slice(clients, func(a, b int) bool { return clients[a].c.start < clients[b].c.start })
+	// Units that need a caller: orphans, leaked request spans, and rollout
+	// units whose top is the agent's side of a /run call.
+	var needs []need
+	for i := range us {
+		u := &us[i]
+		info := u.info
+		top := &u.f.Spans[info.root]
+		switch {
+		case info.class == classRun && !info.leak:
+			continue
+		case info.cut:
+			continue // its caller is the span above it
+		case info.class == classRollout && top.Kind == model.KindClient:
+			continue // the driver's own call to /run: it has no caller
+		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !slices.ContainsFunc(clients, func(c cref) bool { return c.c.path == "/run" }):
+			continue // a rollout started without a driver span (standalone)
+		}
+		if info.class == classOrphan && info.rid != "" {
+			if j, ok := byID[info.rid]; ok {
+				union(i, j)
+				u.how = attrID
+				continue
+			}
+		}
+		if !info.leak && !top.ParentID.IsZero() {
+			// The parent's id is known but it is not here: not exported, or
+			// not yet. Only its trace can tell whose it is.
+			if j, ok := traceRoll[u.f.TraceID]; ok && j >= 0 && info.class == classOrphan {
+				union(i, j)
+				u.how = attrTrace
+			}
+			continue
+		}
+		host := info.host
+		if host == "" {
+			host = resHost[top.Resource]
+		}
+		nd := need{unit: i}
+		lo := sort.Search(len(clients), func(k int) bool { return clients[k].c.start >= info.start-maxDur-callSlack })
+		for k := lo; k < len(clients) && clients[k].c.start <= info.start+callSlack; k++ {
+			c := clients[k].c
+			if clients[k].unit == i || info.start > c.end+callSlack || info.end > c.end+endSlack(c) {
+				continue
+			}
+			if host != "" {
+				if c.host != host {
+					continue
+				}
+			} else if r, ok := hostRes[c.host]; ok && r != top.Resource {
+				continue
+			}
+			if info.path != "" && c.path != "" && c.path != info.path {
+				continue
+			}
+			if info.class == classRollout && c.path != "/run" {
+				continue
+			}
+			nd.cands = append(nd.cands, k)
+		}
+		needs = append(needs, nd)
+	}
+	// Learn which routes open which root spans from the calls that have one
+	// candidate only, and keep, for the others, the candidates on those
+	// routes (a sandbox's spans come from the tool route that uses it).
+	routes := map[model.Str]map[string]bool{}
+	for n := range needs {
+		if len(needs[n].cands) == 1 {
+			u := &us[needs[n].unit]
+			name := u.f.Spans[u.info.root].Name
+			if routes[name] == nil {
+				routes[name] = map[string]bool{}
+			}
+			routes[name][clients[needs[n].cands[0]].c.path] = true
+		}
+	}
+	for n := range needs {
+		u := &us[needs[n].unit]
+		known := routes[u.f.Spans[u.info.root].Name]
+		if len(needs[n].cands) < 2 || known == nil {
+			continue
+		}
+		var keep []int
+		for _, k := range needs[n].cands {
+			if known[clients[k].c.path] {
+				keep = append(keep, k)
+			}
+		}
+		if len(keep) > 0 {
+			needs[n].cands = keep
+		}
+	}
+	// One to one, closest first. A CLIENT span ends when the response
+	// headers arrive, right after the callee's handler returns, so ends
+	// align tightly; starts less so (a handler may wait before its span
+	// opens). The pair with the smallest gap is matched first, and each
+	// CLIENT span calls one callee.
+	type edge struct {
+		need, client int
+		gap          int64
+	}
+	matchLeaks(us, needs, clients, union)
+	matchRuns(us, needs, clients, union)
+	var edges []edge
+	for n := range needs {
+		if needs[n].unit < 0 {
+			continue
+		}
+		info := us[needs[n].unit].info
+		for _, k := range needs[n].cands {
+			c := clients[k].c
+			gap := matchCost(info.start, info.end, c.start, c.end)
+			edges = append(edges, edge{n, k, gap})
+		}
+	}
+	sort.Slice(edges, func(a, b int) bool { return edges[a].gap < edges[b].gap })
+	// One handler may open several spans that become roots (a sandbox's
+	// start and exec), but never two of the same name.
+	type taken struct {
+		client int
+		name   model.Str
+	}
+	took := map[taken]bool{}
+	for _, ed := range edges {
+		nd := &needs[ed.need]
+		if nd.unit < 0 {
+			continue
+		}
+		u := &us[nd.unit]
+		key := taken{ed.client, u.f.Spans[u.info.root].Name}
+		if took[key] {
+			continue
+		}
+		took[key] = true
+		clients[ed.client].used = true
+		u.graft, u.at, u.how = clients[ed.client].unit, clients[ed.client].c.span, attrClient
+		union(nd.unit, clients[ed.client].unit)
+		nd.unit = -1
+	}
+	// Several candidates, all of one rollout: the rollout is certain even if
+	// the call is not. Rounds, because a candidate's unit may itself be
+	// attributed in a later pass.
+	rolloutOf := func(i int) int {
+		r := find(i)
+		return r
+	}
+	for round := 0; round < 3; round++ {
+		for n := range needs {
+			nd := &needs[n]
+			if nd.unit < 0 || len(nd.cands) == 0 {
+				continue
+			}
+			r := -1
+			same := true
+			for _, k := range nd.cands {
+				if clients[k].used {
+					continue
+				}
+				x := rolloutOf(clients[k].unit)
+				if r == -1 {
+					r = x
+				} else if r != x {
+					same = false
+				}
+			}
+			if r >= 0 && same {
+				us[nd.unit].how = attrRollout
+				union(nd.unit, r)
+				nd.unit = -1
+			}
+		}
+	}
+	// Which union-find roots hold a rollout.
+	hasRollout := map[int]bool{}
+	for i := range us {
+		if us[i].info.class == classRollout {
+			hasRollout[find(i)] = true
+		}
+	}
+	// A call on a route that was seen to open a span in a new trace did so
+	// in its own rollout too, even where that span could not be told apart
+	// from another's: the rollout is split, as far as the capture can tell.
+	emits := map[string]int{} // host+path -> a unit that route produced
+	for i := range us {
+		if u := &us[i]; u.how == attrClient && !u.info.leak {
+			for k := range clients {
+				if clients[k].unit == u.graft && clients[k].c.span == u.at {
+					emits[clients[k].c.host+clients[k].c.path] = i
+					break
+				}
+			}
+		}
+	}
+	for k := range clients {
+		c := &clients[k]
+		if c.used {
+			continue
+		}
+		if j, ok := emits[c.c.host+c.c.path]; ok {
+			st.suspectUnits = append(st.suspectUnits, [2]int{c.unit, j})
+		}
+	}
+	// Without any candidate call (no CLIENT spans were captured for the
+	// hop), the only rollout running when the unit started is its own.
+	// Only rollouts that show no outbound CLIENT span at all qualify: where
+	// the caller records its calls, a fragment no call matches is no
+	// rollout's (a server called from outside the fleet).
+	type window struct {
+		root       int
+		start, end int64
+		calls      bool
+	}
+	var wins []window
+	{
+		seen := map[int]int{}
+		for i := range us {
+			if us[i].info.class != classRollout {
+				continue
+			}
+			r := find(i)
+			if k, ok := seen[r]; ok {
+				wins[k].start, wins[k].end = min(wins[k].start, us[i].info.start), max(wins[k].end, us[i].info.end)
+				wins[k].calls = wins[k].calls || us[i].info.calls
+				continue
+			}
+			seen[r] = len(wins)
+			wins = append(wins, window{root: r, start: us[i].info.start, end: us[i].info.end, calls: us[i].info.calls})
+		}
+		k := 0
+		for _, w := range wins {
+			if !w.calls {
+				wins[k] = w
+				k++
+			}
+		}
+		wins = wins[:k]
+	}
+	for n := range needs {
+		nd := &needs[n]
+		if nd.unit < 0 {
+			continue
+		}
+		u := &us[nd.unit]
+		if hasRollout[find(nd.unit)] {
+			continue
+		}
+		if u.info.class == classRollout {
+			continue // a rollout of its own whose caller was not found
+		}
+		var cand []int
+		if len(nd.cands) > 0 {
+			for _, k := range nd.cands {
+				cand = appendUnique(cand, find(clients[k].unit))
+			}
+		} else {
+			for _, w := range wins {
+				if w.start <= u.info.start+callSlack && u.info.start <= w.end {
+					cand = appendUnique(cand, find(w.root))
+				}
+			}
+			if len(cand) == 1 {
+				u.how = attrWindow
+				union(nd.unit, cand[0])
+				continue
+			}
+		}
+		u.how = attrNone
+		// The fragment may be any of these rollouts': each is split as far
+		// as the capture can tell.
+		for _, c := range cand {
+			if hasRollout[find(c)] {
+				st.suspectUnits = append(st.suspectUnits, [2]int{c, nd.unit})
+			}
+		}
+	}
+	return e.assemble(snap, st, us, find)
+}
+
+// endSlack is how long after its CLIENT span a callee's span may end: the
+// CLIENT span ends when the headers arrive, the callee's SERVER span once the
+// body is sent.
+func endSlack(c *danglingClient) int64 {
+	return int64(20*time.Millisecond) + (c.end-c.start)/10
+}
+
+// matchCost weighs how well a callee's span (os..oe) fits a CLIENT span
+// (cs..ce): ends weigh most, since the response follows the handler.
+func matchCost(os, oe, cs, ce int64) int64 {
+	return absDiff(oe, ce) + absDiff(os, cs)/8
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+func appendUnique(xs []int, x int) []int {
+	for _, y := range xs {
+		if y == x {
+			return xs
+		}
+	}
+	return append(xs, x)
+}
+
+var seed = maphash.MakeSeed()
+
+// syntheticID names a rollout without an id by one of its spans.
+func syntheticID(t model.TraceID, s model.SpanID) string {
+	var b [1 + 8 + 1 + 16]byte
+	b[0] = '~'
+	hex.Encode(b[1:9], t[:4])
+	b[9] = '/'
+	hex.Encode(b[10:], s[:])
+	return string(b[:])
+}
+
+// Traffic sums up what a structure holds besides rollouts, the same way for
+// every report (the check, the preview, the TUI).
+type Traffic struct {
+	RunSpans, RunTraces int
+	RunKinds            map[string]int // run-level spans per kind (health_probe, job, …)
+	Unattributed        int            // fragments no rollout could be named for
+	UnattributedSpans   int
+	Leaks               []LeakCount // request spans carried over, per process and span
+	LeakSpans           int
+}
+
+// LeakCount is how many request spans of one process and name a keep-alive
+// carry-over created INTERNAL under another request's span.
+type LeakCount struct {
+	Service, Name string
+	Count         int
+}
+
+// LeakCause is the likely cause of a context leak, as reports say it.
+const LeakCause = "request context carried over on a reused keep-alive connection: the server started the request while the previous request's span was still current"
+
+// Traffic returns the structure's run-level traffic, unattributed fragments
+// and context leaks.
+func (s *Structure) Traffic() Traffic {
+	t := Traffic{RunSpans: s.RunSpans, RunTraces: s.RunTraces, RunKinds: s.RunKindSpans(), Unattributed: len(s.Unattributed), Leaks: []LeakCount{}}
+	for _, f := range s.Unattributed {
+		t.UnattributedSpans += len(f.Spans)
+	}
+	idx := map[[2]string]int{}
+	for _, l := range s.Leaks {
+		k := [2]string{l.Service, l.Name}
+		i, ok := idx[k]
+		if !ok {
+			i = len(t.Leaks)
+			idx[k] = i
+			t.Leaks = append(t.Leaks, LeakCount{Service: l.Service, Name: l.Name})
+		}
+		t.Leaks[i].Count++
+		t.LeakSpans++
+	}
+	sort.Slice(t.Leaks, func(i, j int) bool {
+		if t.Leaks[i].Count != t.Leaks[j].Count {
+			return t.Leaks[i].Count > t.Leaks[j].Count
+		}
+		return t.Leaks[i].Service+t.Leaks[i].Name < t.Leaks[j].Service+t.Leaks[j].Name
+	})
+	return t
+}
+
+// Apart returns what is not a rollout as rows a view can list beside the
+// rollouts: one per kind of run-level traffic ("run: health_probe", …) and
+// one for the unattributed fragments, each holding its fragments. Built
+// once per structure.
+func (s *Structure) Apart() []*model.Rollout {
+	if s.apart != nil {
+		return s.apart
+	}
+	s.apart = []*model.Rollout{}
+	byKind := map[RunKind]*model.Rollout{}
+	var kinds []RunKind
+	add := func(r *model.Rollout, f *model.Fragment) {
+		r.Fragments = append(r.Fragments, f)
+		r.Spans += len(f.Spans)
+		r.Version = r.Version*31 + f.Version
+		for i := range f.Spans {
+			sp := &f.Spans[i]
+			if r.Spans == len(f.Spans) && i == 0 || sp.Start < r.Start {
+				r.Start = sp.Start
+			}
+			r.End = max(r.End, sp.End)
+			if sp.Status == model.StatusError {
+				r.Errors++
+			}
+		}
+	}
+	for _, p := range s.Run {
+		r := byKind[p.Kind]
+		if r == nil {
+			r = &model.Rollout{ID: RunRowPrefix + p.Kind.String(), Synthetic: true}
+			byKind[p.Kind] = r
+			kinds = append(kinds, p.Kind)
+		}
+		add(r, p.Frag)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
+	for _, k := range kinds {
+		r := byKind[k]
+		r.Traces = distinctTraces(r.Fragments)
+		s.apart = append(s.apart, r)
+	}
+	if len(s.Unattributed) > 0 {
+		r := &model.Rollout{ID: UnattributedRow, Synthetic: true}
+		for _, f := range s.Unattributed {
+			add(r, f)
+		}
+		r.Traces = distinctTraces(r.Fragments)
+		s.apart = append(s.apart, r)
+	}
+	return s.apart
+}
+
+// Ids of the rows Apart returns.
+const (
+	RunRowPrefix    = "run: "
+	UnattributedRow = "unattributed"
+)
+
+func distinctTraces(fs []*model.Fragment) int {
+	seen := map[model.TraceID]bool{}
+	for _, f := range fs {
+		seen[f.TraceID] = true
+	}
+	return len(seen)
+}
+
+// Listed returns the structured snapshot with the Apart rows after the
+// rollouts (gym.job aside: snapshots list it on their own), for views that
+// print everything; Stats.Rollouts still counts the rollouts only.
+func (s *Structure) Listed() *model.Snapshot {
+	rows := append([]*model.Rollout(nil), s.Rollouts...)
+	for _, r := range s.Apart() {
+		if r.ID != RunRowPrefix+RunJob.String() {
+			rows = append(rows, r)
+		}
+	}
+	d := s.Snap.Derive(rows)
+	d.Stats.Rollouts = len(s.Rollouts)
+	return d
+}

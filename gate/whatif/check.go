@@ -1,0 +1,540 @@
+package whatif
+
+import (
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// unknownService stands for a caller the capture cannot name.
+const unknownService = "?"
+
+// rollCheck is the snapshot-independent part of one rollout's join check,
+// cached by rollout version.
+type rollCheck struct {
+	hops       []BrokenHop
+	unanswered []clientCall // CLIENT spans with an answer but no callee span
+	hosts      []hostRes    // host:port served, from SERVER spans
+	resources  []model.ResourceID
+	joined     []model.ResourceID // resources on a cross-process edge
+	// newTrace holds the processes whose spans start new traces inside the
+	// rollout: the likely callee of an unanswered call to an unknown host.
+	newTrace []model.ResourceID
+	// strays are the non-SERVER tops of those new traces. Check reports
+	// one only when no unanswered call of the rollout names its process:
+	// otherwise it is the same broken hop seen from the callee's side.
+	strays []strayRoot
+	// entry is the top of the rollout's entry fragment when that is a true
+	// root: with a run's gym.job captured, the driver's call to /run did
+	// not join it.
+	entry    strayRoot
+	entryTop bool
+	entryKnd model.Kind
+}
+
+type clientCall struct {
+	res        model.ResourceID
+	host       string
+	path       string
+	route      string // method and path, as the callee would name the request
+	start, end int64
+}
+
+// strayRoot is a span, not a SERVER span, that starts a new trace inside a
+// rollout: its process did not extract the caller's traceparent.
+type strayRoot struct {
+	res   model.ResourceID
+	name  string
+	start int64
+}
+
+type hostRes struct {
+	host string
+	res  model.ResourceID
+}
+
+// rollCheck returns the cached per-rollout check of r.
+func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState) *rollCheck {
+	if rs.check != nil {
+		return rs.check
+	}
+	k := &e.keys
+	c := &rollCheck{}
+	addRes := func(list *[]model.ResourceID, id model.ResourceID) {
+		for _, x := range *list {
+			if x == id {
+				return
+			}
+		}
+		*list = append(*list, id)
+	}
+	addHop := func(from, to, span string, cause Cause, args ...string) {
+		c.hops = addCount(c.hops, newHop(from, to, span, cause, args...))
+	}
+	// The entry fragment (earliest true root, or one under the job) is where
+	// the rollout starts; other roots are pieces that failed to join it.
+	entry := -1
+	for i, f := range r.Fragments {
+		if f.Orphan() {
+			continue
+		}
+		if entry < 0 || f.Spans[0].Start < r.Fragments[entry].Spans[0].Start {
+			entry = i
+		}
+	}
+	if entry >= 0 && r.Fragments[entry].TopParent.IsZero() {
+		top := &r.Fragments[entry].Spans[0]
+		c.entry, c.entryTop, c.entryKnd = strayRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top), start: top.Start}, true, top.Kind
+	}
+	type serverRoot struct {
+		res  model.ResourceID
+		host string
+		path string
+		name string
+	}
+	var roots []serverRoot
+	// Spans of one process come in runs: a repeat of the last resource
+	// added is not looked for again.
+	lastRes, haveLast := model.ResourceID(0), false
+	for fi, f := range r.Fragments {
+		// Per span: a child reached through a hop; a CLIENT child in-process.
+		hasChildFrom, hasClientChild := e.sc.flags(len(f.Spans))
+		for i := range f.Spans {
+			sp := &f.Spans[i]
+			if !haveLast || sp.Resource != lastRes {
+				addRes(&c.resources, sp.Resource)
+				lastRes, haveLast = sp.Resource, true
+			}
+			if p := sp.Parent; p >= 0 && int(p) < i {
+				ps := &f.Spans[p]
+				if isHop(sp, ps) {
+					hasChildFrom[p] = true
+				}
+				if ps.Resource != sp.Resource {
+					addRes(&c.joined, ps.Resource)
+					addRes(&c.joined, sp.Resource)
+					if sp.Kind == model.KindServer && ps.Kind != model.KindClient {
+						addHop(snap.ServiceName(ps.Resource), snap.ServiceName(sp.Resource), rollouts.DisplayName(e.in, sp), CauseParentNotClient, ps.Kind.String())
+					}
+				} else if sp.Kind == model.KindClient {
+					hasClientChild[p] = true
+				}
+			}
+			// One host per process is enough: read it from its first
+			// SERVER span in the rollout, not from every one.
+			if sp.Kind == model.KindServer && !slices.ContainsFunc(c.hosts, func(h hostRes) bool { return h.res == sp.Resource }) {
+				if u, ok := k.URL(sp.Attrs); ok {
+					if h, _ := rollouts.SplitURL(u); h != "" {
+						c.hosts = append(c.hosts, hostRes{h, sp.Resource})
+					}
+				} else if h, ok := k.HostAttr(sp.Attrs); ok {
+					c.hosts = append(c.hosts, hostRes{h, sp.Resource})
+				}
+			}
+		}
+		if !f.Job.IsZero() {
+			if j, ok := e.jobs[f.Job]; ok && j.res != f.Spans[0].Resource {
+				addRes(&c.joined, j.res)
+				addRes(&c.joined, f.Spans[0].Resource)
+			}
+		}
+		// CLIENT spans answered (a status code) without a callee span. An
+		// outer CLIENT whose inner CLIENT (a second instrumentation) carries
+		// the call is not one of them.
+		for i := range f.Spans {
+			sp := &f.Spans[i]
+			if sp.Kind != model.KindClient || hasChildFrom[i] || hasClientChild[i] {
+				continue
+			}
+			if !k.HasStatus(sp.Attrs) {
+				continue // no answer: a connection error creates no SERVER span
+			}
+			u, _ := k.URL(sp.Attrs)
+			h, p := rollouts.SplitURL(u)
+			c.unanswered = append(c.unanswered, clientCall{res: sp.Resource, host: h, path: p, route: clientRoute(k, sp), start: sp.Start, end: sp.End})
+		}
+		top := &f.Spans[0]
+		topSvc := snap.ServiceName(top.Resource)
+		switch {
+		case !f.Job.IsZero():
+		case f.Orphan():
+			kind := top.Kind.String()
+			if top.Kind == model.KindInternal {
+				kind = snap.Str(top.Name)
+			}
+			addHop(unknownService, topSvc, rollouts.DisplayName(e.in, top), CauseParentMissing, kind)
+		case fi == entry || len(r.Fragments) < 2:
+		case top.Kind == model.KindServer:
+			sr := serverRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top)}
+			if u, ok := k.URL(top.Attrs); ok {
+				sr.host, sr.path = rollouts.SplitURL(u)
+			}
+			if t, ok := k.TargetAttr(top.Attrs); ok {
+				sr.path, _, _ = strings.Cut(t, "?")
+			}
+			roots = append(roots, sr)
+		default:
+			c.strays = append(c.strays, strayRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top), start: top.Start})
+			addRes(&c.newTrace, top.Resource)
+		}
+	}
+	// Pair SERVER roots with unanswered CLIENT calls of the same rollout: the
+	// same hop seen from both sides is one problem.
+	for _, sr := range roots {
+		paired := -1
+		for i, cc := range c.unanswered {
+			if cc.path == sr.path && (sr.host == "" || cc.host == "" || cc.host == sr.host) {
+				paired = i
+				break
+			}
+		}
+		if paired >= 0 {
+			cc := c.unanswered[paired]
+			c.unanswered = append(c.unanswered[:paired:paired], c.unanswered[paired+1:]...)
+			addHop(snap.ServiceName(cc.res), snap.ServiceName(sr.res), sr.name, CauseNotInjected)
+			continue
+		}
+		// Without the caller's CLIENT span, Gym's call graph names it: the
+		// agent (the process running gym.rollout) calls every server, itself
+		// included, except its own /run, which the driver calls.
+		if agent, ok := e.rolloutProcess(r, rs); ok && (agent != sr.res || !strings.HasSuffix(sr.path, "/run")) {
+			svc := snap.ServiceName(agent)
+			addHop(svc, snap.ServiceName(sr.res), sr.name, CauseServerRoot, svc)
+			continue
+		}
+		addHop(unknownService, snap.ServiceName(sr.res), sr.name, CauseServerRoot, "the caller")
+	}
+	rs.check = c
+	return c
+}
+
+// Check finds broken joins in snap. Rollouts whose spans last arrived less
+// than grace before now are pending, not broken (exporters batch for ~5 s).
+func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration) *CheckReport {
+	st := e.Structure(snap)
+	snap = st.Snap
+	e.gen++
+	e.sync(snap)
+	// rollout -> its leaked request spans, by process and span, in the
+	// structure's order.
+	type leakCount struct {
+		svc, name string
+		n         int
+	}
+	leaksIn := map[string][]leakCount{}
+	for _, l := range st.Leaks {
+		if l.Rollout == "" || l.Rollout == l.Host {
+			continue
+		}
+		name := l.Name
+		ls := leaksIn[l.Rollout]
+		i := slices.IndexFunc(ls, func(x leakCount) bool { return x.svc == l.Service && x.name == name })
+		if i < 0 {
+			ls = append(ls, leakCount{svc: l.Service, name: name})
+			i = len(ls) - 1
+		}
+		ls[i].n++
+		leaksIn[l.Rollout] = ls
+	}
+	rep := &CheckReport{
+		Structure: st,
+		Awaiting:  awaiting(st, now, grace),
+		Spans:     snap.Stats.Stored,
+		Rollouts:  len(snap.Rollouts),
+		Traces:    snap.Stats.Traces,
+		ByRollout: make(map[string]RolloutCheck, len(snap.Rollouts)),
+	}
+	checks := make([]*rollCheck, len(snap.Rollouts))
+	hosts := map[string]model.ResourceID{}
+	joined := map[model.ResourceID]bool{}
+	seen := map[model.ResourceID]bool{}
+	for i, r := range snap.Rollouts {
+		rs := e.rollEntry(r)
+		c := e.rollCheck(snap, r, rs)
+		checks[i] = c
+		for _, h := range c.hosts {
+			hosts[h.host] = h.res
+		}
+		for _, id := range c.joined {
+			joined[id] = true
+		}
+	}
+	learned := learnHosts(checks, hosts)
+	// The process that emits gym.job spans is the driver, the caller of
+	// every rollout's /run.
+	driver, hasDriver := model.ResourceID(0), false
+	for i, j := range snap.Jobs {
+		if i == 0 || j.Spans[0].Resource == driver {
+			driver, hasDriver = j.Spans[0].Resource, true
+			continue
+		}
+		hasDriver = false
+		break
+	}
+	agg := map[BrokenHop]int{}         // the hop, counts aside -> spans
+	aggRollouts := map[BrokenHop]int{} // the hop -> judged rollouts showing it
+	for i, r := range snap.Rollouts {
+		c := checks[i]
+		hops := c.hops
+		var callees []string // services the rollout's unanswered calls name
+		for _, cc := range c.unanswered {
+			res, known := hosts[cc.host]
+			lres, learnt := learned[cc.host]
+			to := ""
+			switch {
+			case known && res != cc.res:
+				to = snap.ServiceName(res)
+			case known:
+				continue
+			case learnt:
+				to = snap.ServiceName(lres)
+			case strings.Contains(cc.path, "/ng-rollout/"):
+				// A rollout-scoped Gym route on a host with no SERVER spans
+				// at all: name the process that started new traces instead.
+				to = cc.host
+				if len(c.newTrace) == 1 {
+					to = snap.ServiceName(c.newTrace[0])
+				}
+			default:
+				continue // not a Gym server this capture has seen: an external call
+			}
+			hops = addCount(hops, newHop(snap.ServiceName(cc.res), to, cc.route, CauseNoServerChild, to))
+			callees = append(callees, to)
+		}
+		if hasDriver && c.entryTop && c.entry.res != driver {
+			from, to := snap.ServiceName(driver), snap.ServiceName(c.entry.res)
+			h := newHop(from, to, c.entry.name, CauseServerRoot, from)
+			if c.entryKnd != model.KindServer {
+				h = newHop(from, to, c.entry.name, CauseNewTrace, c.entry.name, to)
+			}
+			hops = addCount(hops, h)
+		}
+		for _, sr := range c.strays {
+			svc := snap.ServiceName(sr.res)
+			if slices.Contains(callees, svc) {
+				continue
+			}
+			hops = addCount(hops, newHop(unknownService, svc, sr.name, CauseNewTrace, sr.name, svc))
+		}
+		// A rollout is joined when all its spans carry one trace id; an
+		// unattributed fragment that may be its own makes it split too.
+		suspects := st.Suspect[r.ID]
+		for _, su := range suspects {
+			hops = addCount(hops, newHop(unknownService, su.Service, su.Span, CauseUnattributed, su.Service))
+		}
+		for _, l := range leaksIn[r.ID] {
+			lh := newHop(l.svc, l.svc, l.name, CauseLeak)
+			lh.Count = l.n
+			hops = addCount(hops, lh)
+		}
+		split := r.Traces > 1 || len(suspects) > 0
+		flying := grace > 0 && inFlight(r)
+		rc := RolloutCheck{Hops: hops, InFlight: flying}
+		if flying {
+			rep.InFlight++
+		}
+		switch {
+		case flying || (grace > 0 && now.Sub(r.LastSeen) < grace):
+			rc.Status = JoinPending
+			rep.Pending++
+		case split:
+			rc.Status = Split
+			rep.Split++
+		default:
+			rc.Status = Joined
+			rep.Joined++
+		}
+		// A joined rollout (all its spans carry one trace id) can still
+		// show a hop gone wrong: a callee that read no traceparent and
+		// emitted nothing, a span that was never exported.
+		if rc.Status != JoinPending {
+			for _, h := range hops {
+				key := h
+				key.Count, key.Rollouts = 0, 0
+				agg[key] += h.Count
+				aggRollouts[key]++
+			}
+		}
+		rep.ByRollout[r.ID] = rc
+		// Only judged rollouts show which processes never join: within the
+		// grace a healthy process may still wait for its callers' spans.
+		if rc.Status != JoinPending {
+			for _, id := range c.resources {
+				seen[id] = true
+			}
+		}
+	}
+	if len(snap.Rollouts) == 0 || rep.Pending < len(snap.Rollouts) {
+		for _, j := range snap.Jobs {
+			seen[j.Spans[0].Resource] = true
+		}
+		if rep.Awaiting == 0 {
+			for _, f := range st.Unattributed {
+				seen[f.Spans[0].Resource] = true
+			}
+		}
+	}
+	// A process that never joins anyone is worth a row of its own only when
+	// no hop above already names it.
+	named := map[string]bool{}
+	for h := range agg {
+		named[h.FromService], named[h.ToService] = true, true
+	}
+	if len(seen) > 1 {
+		for id := range seen {
+			if !joined[id] && !named[snap.ServiceName(id)] {
+				ph := newHop(snap.ServiceName(id), "", "", CauseProcessNoJoins)
+				ph.Count = 0
+				agg[ph] += int(serviceSpans(snap, id))
+			}
+		}
+	}
+	for h, n := range agg {
+		h.Count, h.Rollouts = n, aggRollouts[h]
+		rep.Hops = append(rep.Hops, h)
+	}
+	sort.Slice(rep.Hops, func(i, j int) bool {
+		a, b := rep.Hops[i], rep.Hops[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		if a.FromService != b.FromService {
+			return a.FromService < b.FromService
+		}
+		if a.ToService != b.ToService {
+			return a.ToService < b.ToService
+		}
+		if a.SpanName != b.SpanName {
+			return a.SpanName < b.SpanName
+		}
+		return a.Reason < b.Reason
+	})
+	// Intact means no rollout is split: a finding about a process that
+	// joins no one, or a lost span, is reported without breaking a rollout.
+	rep.Intact = rep.Split == 0
+	e.evict()
+	return rep
+}
+
+// clientRoute is a CLIENT span's request as the callee would name it:
+// method and path ("POST /v1/responses"), any /ng-rollout/{id} prefix
+// stripped so one hop reads the same in every rollout; the span's own name
+// when it carries no URL.
+func clientRoute(k *rollouts.Keys, sp *model.Span) string {
+	if m, p := k.SpanRoute(sp); p != "" {
+		return m + " " + p
+	}
+	return k.Interner().Str(sp.Name)
+}
+
+// learnHosts names the process behind hosts no SERVER span reveals (a
+// process with server off): an unanswered call to such a host, during which
+// a stray root of the same rollout starts, was answered by the stray's
+// process (the first to start, when several do). Learned over the whole snapshot, the name also serves rollouts
+// where that process emitted nothing. A host seen answered by two processes
+// stays unnamed.
+func learnHosts(checks []*rollCheck, hosts map[string]model.ResourceID) map[string]model.ResourceID {
+	learned := map[string]model.ResourceID{}
+	ambiguous := map[string]bool{}
+	for _, c := range checks {
+		for _, cc := range c.unanswered {
+			if _, ok := hosts[cc.host]; ok || cc.host == "" || ambiguous[cc.host] {
+				continue
+			}
+			// The callee's first span starts first: a later one inside the
+			// call may belong to a process the callee called in turn.
+			first := -1
+			for i, sr := range c.strays {
+				if sr.start >= cc.start && sr.start <= cc.end && (first < 0 || sr.start < c.strays[first].start) {
+					first = i
+				}
+			}
+			if first < 0 {
+				continue
+			}
+			res := c.strays[first].res
+			if prev, ok := learned[cc.host]; ok && prev != res {
+				delete(learned, cc.host)
+				ambiguous[cc.host] = true
+				continue
+			}
+			learned[cc.host] = res
+		}
+	}
+	return learned
+}
+
+// pieces counts the connected pieces of a rollout as captured: fragments
+// under the same gym.job span are one piece (a retried /run call hangs under
+// the job twice), any other fragment is a piece of its own.
+func pieces(r *model.Rollout) int {
+	n := 0
+	var jobs []model.SpanID
+	for _, f := range r.Fragments {
+		if f.Job.IsZero() {
+			n++
+			continue
+		}
+		seen := false
+		for _, j := range jobs {
+			seen = seen || j == f.Job
+		}
+		if !seen {
+			jobs = append(jobs, f.Job)
+		}
+	}
+	return n + len(jobs)
+}
+
+// rolloutProcess returns the process of the rollout's gym.rollout span.
+func (e *Engine) rolloutProcess(r *model.Rollout, rs *rollState) (model.ResourceID, bool) {
+	if !rs.classified {
+		e.classifyRoll(r, rs)
+	}
+	for i, f := range r.Fragments {
+		for j, g := range rs.frags[i].groups {
+			if g == groups.Rollout {
+				return f.Spans[j].Resource, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func serviceSpans(snap *model.Snapshot, id model.ResourceID) int64 {
+	if int(id) < len(snap.Services) {
+		return snap.Services[id]
+	}
+	return 0
+}
+
+func addCount(hops []BrokenHop, h BrokenHop) []BrokenHop {
+	for i := range hops {
+		if sameHop(hops[i], h) {
+			out := append([]BrokenHop(nil), hops...)
+			out[i].Count += h.Count
+			return out
+		}
+	}
+	return append(hops[:len(hops):len(hops)], h)
+}
+
+// awaiting counts the spans of unattributed fragments whose top waits for a
+// parent that may still arrive: the grace window has not passed.
+func awaiting(st *rollouts.Structure, now time.Time, grace time.Duration) int {
+	if grace <= 0 || now.Sub(st.Snap.Taken) >= grace {
+		return 0
+	}
+	n := 0
+	for _, f := range st.Unattributed {
+		if f.Orphan() {
+			n += len(f.Spans)
+		}
+	}
+	return n
+}

@@ -1,0 +1,108 @@
+package whatif
+
+import (
+	"fmt"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
+)
+
+const realGymDir = "../../testdata/real-gym"
+
+// realCheck reads one case of real Gym's captures and checks it with the
+// variant the capture shows.
+func realCheck(t *testing.T, dir string) *CheckReport {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "console", "*"))
+	if len(files) == 0 {
+		files, _ = filepath.Glob(filepath.Join(dir, "otlp", "*"))
+	}
+	if len(files) == 0 {
+		t.Fatalf("%s: no capture files", dir)
+	}
+	st := model.NewStore(model.Options{})
+	t.Cleanup(st.Close)
+	if _, err := receiver.ReadFiles(st, files, receiver.ReadOptions{}); err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	st.Sync()
+	snap := st.Snapshot()
+	v, _ := groups.DetectVariant(snap)
+	return NewEngine(v.Registry()).Check(snap, time.Now(), 0)
+}
+
+// TestCheckNamesCaptureHop: in real Gym's run whose model server read no
+// traceparent, the one broken hop is named by caller, callee and the call's
+// span, counted in spans and rollouts, in the report and in every split
+// rollout's own reason.
+func TestCheckNamesCaptureHop(t *testing.T) {
+	rep := realCheck(t, filepath.Join(realGymDir, "s41-obs0-iso", "broken-model"))
+	want := BrokenHop{FromService: "nemo-gym/simple_agent", ToService: "nemo-gym/policy_model", SpanName: "POST /v1/responses",
+		Cause: CauseNoServerChild, Args: [2]string{"nemo-gym/policy_model"},
+		Reason: fmt.Sprintf(reasonNoServerChild, "nemo-gym/policy_model"), Count: 43, Rollouts: 20}
+	if len(rep.Hops) != 1 || rep.Hops[0] != want {
+		t.Fatalf("hops %+v, want only %+v", rep.Hops, want)
+	}
+	sum := rep.HopSummary()
+	if len(sum) != 1 || sum[0] != (BreakSum{FromService: want.FromService, ToService: want.ToService, SpanName: want.SpanName,
+		Reason: want.Reason, Cause: want.Cause, Args: want.Args, Rollouts: 20, Spans: 43}) {
+		t.Errorf("summary %+v", sum)
+	}
+	if got := HopName(sum[0], "->", func(s string) string { return s }); got != "nemo-gym/simple_agent -> nemo-gym/policy_model (POST /v1/responses)" {
+		t.Errorf("hop name %q", got)
+	}
+	if rep.Split != 20 {
+		t.Fatalf("%d split, want 20", rep.Split)
+	}
+	for id, rc := range rep.ByRollout {
+		if rc.Status != Split || len(rc.Hops) != 1 || rc.Hops[0].SpanName != want.SpanName || rc.Hops[0].ToService != want.ToService {
+			t.Errorf("rollout %s: %v %+v, want split by the hop to the model", id, rc.Status, rc.Hops)
+		}
+	}
+}
+
+// TestCheckHopsCounted: over every real capture, the report lists each hop
+// once, counted as the rollouts' own findings add up, and names the span of
+// every hop between processes.
+func TestCheckHopsCounted(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join(realGymDir, "*", "*", "meta.json"))
+	if len(dirs) < 10 {
+		t.Fatalf("%d real-Gym cases, want the repository's", len(dirs))
+	}
+	for _, m := range dirs {
+		dir := filepath.Dir(m)
+		name, _ := filepath.Rel(realGymDir, dir)
+		t.Run(name, func(t *testing.T) {
+			rep := realCheck(t, dir)
+			spans, rollouts := map[BrokenHop]int{}, map[BrokenHop]int{}
+			for _, rc := range rep.ByRollout {
+				for _, h := range rc.Hops {
+					k := BrokenHop{FromService: h.FromService, ToService: h.ToService, SpanName: h.SpanName, Reason: h.Reason}
+					spans[k] += h.Count
+					rollouts[k]++
+				}
+			}
+			seen := map[BrokenHop]bool{}
+			for _, h := range rep.Hops {
+				k := BrokenHop{FromService: h.FromService, ToService: h.ToService, SpanName: h.SpanName, Reason: h.Reason}
+				if seen[k] {
+					t.Errorf("hop listed twice: %+v", k)
+				}
+				seen[k] = true
+				if h.Reason == reasonProcessNoJoins {
+					continue
+				}
+				if h.SpanName == "" {
+					t.Errorf("hop %s -> %s names no span: %s", h.FromService, h.ToService, h.Reason)
+				}
+				if h.Count != spans[k] || h.Rollouts != rollouts[k] {
+					t.Errorf("hop %+v: %d spans in %d rollouts, the rollouts add up to %d in %d", k, h.Count, h.Rollouts, spans[k], rollouts[k])
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,800 @@
+package whatif
+
+import (
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// Engine computes what-if previews and join checks over snapshots. It caches
+// per-fragment classification by fragment version and per-rollout results
+// keyed by (rollout ID, version, the part of the spec the rollout can see),
+// so after a toggle only rollouts that contain the toggled group are redone,
+// and a new snapshot only costs the rollouts that changed. Not safe for
+// concurrent use: one goroutine (the TUI's compute command, or a subcommand)
+// owns an Engine. Reports it returns share cached slices: read-only.
+type Engine struct {
+	reg *groups.Registry
+
+	in    *model.Interner // the store the caches belong to
+	cls   *groups.Classifier
+	gen   uint64 // bumped per Preview/Check, marks cache entries in use
+	frags map[uint64]*fragInfo
+	rolls map[string]*rollState
+	jobs  map[model.SpanID]jobInfo
+	jobSq uint64 // snapshot Seq jobs was built from
+	resSz map[model.ResourceID]int
+
+	// rf finds the rollouts by structure, with its own caches.
+	rf *rollouts.Finder
+
+	keys rollouts.Keys
+	sc   scratch
+}
+
+// NewEngine returns an engine classifying with reg.
+func NewEngine(reg *groups.Registry) *Engine {
+	e := &Engine{reg: reg, rf: rollouts.NewFinder()}
+	e.rf.Jobs = jobSpans{e}
+	return e
+}
+
+// Registry returns the registry the engine classifies with.
+func (e *Engine) Registry() *groups.Registry { return e.reg }
+
+// simCacheLen is how many specs a rollout remembers results for: enough to
+// toggle a group off and on again without recomputing.
+const simCacheLen = 4
+
+// fragInfo is a fragment's classification, valid for one Fragment.Version.
+type fragInfo struct {
+	groups  []groups.Group
+	present groups.Set // groups with a span here (not Unclassified)
+	gen     uint64
+}
+
+// rollState is the engine's cache for one rollout ID.
+type rollState struct {
+	version uint64
+	gen     uint64
+	// classified: frags, relevant and captured are filled (rollState).
+	classified bool
+	frags      []*fragInfo
+	relevant   groups.Set // groups the rollout's result can depend on
+	captured   []GroupCount
+	sims       []*rollSim // most recent first
+	check      *rollCheck
+}
+
+// rollSim is one rollout's preview under one masked spec.
+type rollSim struct {
+	mask    groups.Set
+	res     RolloutResult
+	roots   int        // traces of the rollout's own (not under a job)
+	maxComp int        // largest of those, in spans
+	jobs    []jobCount // spans hanging under each kept job span
+	perRes  []resCount // kept spans per resource, for the batch overhead
+}
+
+type jobCount struct {
+	job   model.SpanID
+	spans int
+}
+
+type resCount struct {
+	res   model.ResourceID
+	spans int
+}
+
+// jobInfo is a captured gym.job span.
+type jobInfo struct {
+	res   model.ResourceID
+	group groups.Group
+	// virtual marks a job span that has not arrived yet: the missing parent
+	// of the driver's calls while the run goes on.
+	virtual bool
+	// caller marks a span of another client's (NeMo-RL's run_rollouts) that
+	// the rollouts hang under: it is in a run-level piece, which counts its
+	// trace.
+	caller bool
+}
+
+// scratch holds per-fragment walk state, reused across fragments.
+type scratch struct {
+	nk    []int32 // nearest kept ancestor-or-self, or noKept / viaJob
+	cross []bool  // the path from the span up to nk crosses processes
+	aio   []bool  // that crossing's caller is an aiohttp span (it injects anyway)
+	from  []model.ResourceID
+	comp  []int32 // kept spans: component (>= 0 own root, < 0 a job)
+	sizes []int
+	// carriedComps counts the components that live in another rollout's
+	// trace: they split this rollout but add no trace of their own.
+	carriedComps int
+	pct          []int
+	fa           []bool
+	fb           []bool
+}
+
+// flags returns two cleared bool slices of length n, reused across calls.
+func (sc *scratch) flags(n int) ([]bool, []bool) {
+	if cap(sc.fa) < n {
+		sc.fa, sc.fb = make([]bool, n), make([]bool, n)
+	}
+	sc.fa, sc.fb = sc.fa[:n], sc.fb[:n]
+	clear(sc.fa)
+	clear(sc.fb)
+	return sc.fa, sc.fb
+}
+
+const (
+	noKept int32 = -1 // no kept ancestor: a kept descendant becomes a root
+	viaJob int32 = -2 // the nearest kept ancestor is the fragment's job span
+	// viaCarried: the span hangs, through a carried-over context, in
+	// another rollout's trace; its kept descendants are in that trace.
+	viaCarried int32 = -3
+)
+
+// sync resets the caches when snap comes from another store, and refreshes
+// the job index.
+func (e *Engine) sync(snap *model.Snapshot) {
+	if e.in != snap.Interner() || e.cls == nil {
+		e.in = snap.Interner()
+		e.cls = groups.NewClassifier(e.reg, e.in)
+		e.frags = map[uint64]*fragInfo{}
+		e.rolls = map[string]*rollState{}
+		e.resSz = map[model.ResourceID]int{}
+		e.jobs = nil
+		e.rf.Reset()
+	}
+	e.keys.Resolve(e.in)
+	e.cls.Resolve()
+	if e.jobs == nil || e.jobSq != snap.Seq {
+		e.jobs = make(map[model.SpanID]jobInfo, len(snap.Jobs))
+		for _, j := range snap.Jobs {
+			fi := e.fragInfo(j)
+			e.jobs[j.Spans[0].SpanID] = jobInfo{res: j.Spans[0].Resource, group: fi.groups[0]}
+		}
+		e.jobSq = snap.Seq
+	}
+}
+
+// jobSpans records in the engine's job index the spans the structure puts
+// in gym.job's place (rollouts.JobSpans).
+type jobSpans struct{ e *Engine }
+
+func (j jobSpans) VirtualJob(id model.SpanID, res model.ResourceID) {
+	if _, ok := j.e.jobs[id]; !ok {
+		j.e.jobs[id] = jobInfo{res: res, group: groups.Job, virtual: true}
+	}
+}
+
+func (j jobSpans) CallerJob(id model.SpanID, f *model.Fragment, span int32) {
+	if _, ok := j.e.jobs[id]; !ok {
+		j.e.jobs[id] = jobInfo{res: f.Spans[span].Resource, group: j.e.fragInfo(f).groups[span], caller: true}
+	}
+}
+
+// Structure returns snap seen as Gym makes it (rollouts.Finder), cached for
+// the last snapshot. snap may be a snapshot Structure made: it is returned
+// as is.
+func (e *Engine) Structure(snap *model.Snapshot) *rollouts.Structure {
+	if st := e.rf.Cached(snap); st != nil {
+		return st
+	}
+	e.gen++
+	e.sync(snap)
+	return e.rf.Structure(snap)
+}
+
+// fragInfo returns the cached classification of f.
+func (e *Engine) fragInfo(f *model.Fragment) *fragInfo {
+	fi := e.frags[f.Version]
+	if fi == nil || len(fi.groups) != len(f.Spans) {
+		fi = &fragInfo{groups: make([]groups.Group, len(f.Spans))}
+		for i := range f.Spans {
+			sp := &f.Spans[i]
+			var parent *model.Span
+			if sp.Parent >= 0 && int(sp.Parent) < i {
+				parent = &f.Spans[sp.Parent]
+			}
+			g := e.cls.Classify(sp, parent)
+			fi.groups[i] = g
+			if g != groups.Unclassified && g != groups.Ungated {
+				fi.present = fi.present.With(g)
+			}
+		}
+		e.frags[f.Version] = fi
+	}
+	fi.gen = e.gen
+	return fi
+}
+
+// rollEntry returns the up-to-date cache entry of r, classified only when
+// it already was: the join check needs no span groups but rarely, and
+// classifying a million spans was a third of its cost.
+func (e *Engine) rollEntry(r *model.Rollout) *rollState {
+	rs := e.rolls[r.ID]
+	if rs == nil || rs.version != r.Version {
+		rs = &rollState{version: r.Version}
+		e.rolls[r.ID] = rs
+	} else if rs.classified {
+		for i, f := range r.Fragments {
+			rs.frags[i] = e.fragInfo(f)
+		}
+	}
+	rs.gen = e.gen
+	return rs
+}
+
+// rollState returns the up-to-date, classified cache entry of r.
+func (e *Engine) rollState(r *model.Rollout) *rollState {
+	rs := e.rollEntry(r)
+	if !rs.classified {
+		e.classifyRoll(r, rs)
+	}
+	return rs
+}
+
+// classifyRoll fills rs with the span groups of r's fragments.
+func (e *Engine) classifyRoll(r *model.Rollout, rs *rollState) {
+	rs.classified = true
+	rs.relevant = groups.Set(0).With(groups.Server).With(groups.HTTPClient)
+	var counts [64]int
+	for _, f := range r.Fragments {
+		fi := e.fragInfo(f)
+		rs.frags = append(rs.frags, fi)
+		rs.relevant |= fi.present
+		for _, g := range fi.groups {
+			counts[g]++
+		}
+		if !f.Job.IsZero() {
+			if j, ok := e.jobs[f.Job]; ok {
+				rs.relevant = rs.relevant.With(j.group)
+			}
+		}
+	}
+	for g, n := range counts {
+		if n > 0 {
+			rs.captured = append(rs.captured, GroupCount{Group: groups.Group(g), Captured: n})
+		}
+	}
+}
+
+// sim returns r's result under spec, from the cache when the part of spec
+// the rollout can see is unchanged.
+func (e *Engine) sim(snap *model.Snapshot, r *model.Rollout, rs *rollState, spec groups.Set) *rollSim {
+	s, hit := rs.simFor(spec)
+	if !hit {
+		e.simulate(&e.sc, snap, r, rs, spec, s, nil)
+	}
+	return s
+}
+
+// simFor returns the cached result of the rollout under spec, most recent
+// first, or, with false, a new entry in its place for simulate to fill.
+func (rs *rollState) simFor(spec groups.Set) (*rollSim, bool) {
+	mask := spec & rs.relevant
+	for i, s := range rs.sims {
+		if s.mask == mask {
+			copy(rs.sims[1:i+1], rs.sims[:i])
+			rs.sims[0] = s
+			return s, true
+		}
+	}
+	s := &rollSim{mask: mask}
+	if len(rs.sims) < simCacheLen {
+		rs.sims = append(rs.sims, nil)
+	}
+	copy(rs.sims[1:], rs.sims[:len(rs.sims)-1])
+	rs.sims[0] = s
+	return s, false
+}
+
+// simJob is one rollout simulate has to fill in.
+type simJob struct {
+	r  *model.Rollout
+	rs *rollState
+	s  *rollSim
+}
+
+// minParallelSims is how many rollouts to simulate make a second core
+// worth a goroutine.
+const minParallelSims = 256
+
+// sims returns the results of rolls under spec: cached ones as they are,
+// the others simulated, on two cores when there are many. A rollout's
+// simulation reads only its own fragments, their classification and the
+// job index (filled before), so the results are those of one core.
+func (e *Engine) sims(snap *model.Snapshot, rolls []*model.Rollout, spec groups.Set) []simJob {
+	out := make([]simJob, len(rolls))
+	var todo []simJob
+	for i, r := range rolls {
+		rs := e.rollState(r)
+		s, hit := rs.simFor(spec)
+		out[i] = simJob{r, rs, s}
+		if !hit {
+			todo = append(todo, simJob{r, rs, s})
+		}
+	}
+	if len(todo) < minParallelSims || runtime.GOMAXPROCS(0) < 2 {
+		for _, j := range todo {
+			e.simulate(&e.sc, snap, j.r, j.rs, spec, j.s, nil)
+		}
+		return out
+	}
+	half := len(todo) / 2
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var sc scratch
+		for _, j := range todo[half:] {
+			e.simulate(&sc, snap, j.r, j.rs, spec, j.s, nil)
+		}
+	}()
+	for _, j := range todo[:half] {
+		e.simulate(&e.sc, snap, j.r, j.rs, spec, j.s, nil)
+	}
+	wg.Wait()
+	return out
+}
+
+// simulate walks every fragment of r once, in index order (a parent always
+// precedes its children within a fragment), carrying for each span its
+// nearest kept ancestor and whether the path to it crosses processes. When
+// out is not nil it also fills the per-span view for the TUI.
+func (e *Engine) simulate(sc *scratch, snap *model.Snapshot, r *model.Rollout, rs *rollState, spec groups.Set, s *rollSim, out *RolloutSim) {
+	joinable := spec.Has(groups.Server) && spec.Has(groups.HTTPClient)
+	sc.sizes = sc.sizes[:0]
+	sc.carriedComps = 0
+	var carriedComp []bool
+	res := &s.res
+	res.ID = r.ID
+	res.Captured = r.Spans
+	res.Fragments = len(r.Fragments)
+	for fIdx, f := range r.Fragments {
+		fi := rs.frags[fIdx]
+		n := len(f.Spans)
+		sc.grow(n)
+		var fs *FragSim
+		if out != nil {
+			fs = &out.Frags[fIdx]
+			*fs = FragSim{Group: fi.groups, Kept: make([]bool, n), Parent: make([]int32, n), Cut: make([]bool, n)}
+		}
+		// The job span, when kept, is the top's parent in the same trace.
+		jobIdx := int32(-1)
+		var jobRes model.ResourceID
+		if !f.Job.IsZero() {
+			if j, ok := e.jobs[f.Job]; ok && groups.Kept(j.group, spec) {
+				jobRes = j.res
+				jobIdx = int32(s.jobIndex(f.Job))
+			}
+		}
+		for i := 0; i < n; i++ {
+			sp := &f.Spans[i]
+			g := fi.groups[i]
+			kept := groups.Kept(g, spec)
+			// a: nearest kept ancestor; x: the path to it crosses processes;
+			// from: the caller's process at the lowest crossing.
+			var a int32
+			var x, aio bool // aio: the crossing's caller is an aiohttp span
+			var from model.ResourceID
+			p := sp.Parent
+			switch {
+			case i == 0 || p < 0 || int(p) >= i:
+				if i == 0 && jobIdx >= 0 {
+					a, x, from = viaJob, sp.Resource != jobRes, jobRes
+				} else {
+					a = noKept
+				}
+			case sc.nk[p] == p: // the parent is kept
+				a, x, from = p, isHop(sp, &f.Spans[p]), f.Spans[p].Resource
+				aio = x && fi.groups[p] == groups.Ungated
+			default:
+				a = sc.nk[p]
+				if isHop(sp, &f.Spans[p]) {
+					x, from, aio = true, f.Spans[p].Resource, fi.groups[p] == groups.Ungated
+				} else {
+					x, from, aio = sc.cross[p], sc.from[p], sc.aio[p]
+				}
+			}
+			if sp.Flags&model.FlagCarried != 0 && jobIdx < 0 {
+				// Grafted under the call that made it, but in the capture
+				// it is in the trace its context came from; only a kept
+				// job span over both keeps them one trace.
+				a, x = viaCarried, false
+				from = sp.Resource
+				if p >= 0 && int(p) < i {
+					from = f.Spans[p].Resource // the call it was grafted under
+				}
+			}
+			if !kept {
+				sc.nk[i], sc.cross[i], sc.from[i], sc.aio[i] = a, x, from, aio
+				if fs != nil {
+					fs.Parent[i] = -1
+				}
+				continue
+			}
+			sc.nk[i], sc.cross[i] = int32(i), false
+			res.Spans++
+			res.Bytes += int64(wireSize(sp))
+			s.addRes(sp.Resource)
+			parentIdx := int32(-1)
+			switch {
+			case a == noKept:
+				sc.comp[i] = s.newRoot(sc)
+			case a == viaCarried:
+				sc.comp[i] = s.newRoot(sc)
+				s.addBreakCause(snap, from, sp, CauseCarried)
+				carriedComp = append(carriedComp, make([]bool, len(sc.sizes)-len(carriedComp))...)
+				carriedComp[sc.comp[i]] = true
+				sc.carriedComps++
+				if fs != nil {
+					fs.Cut[i] = true
+				}
+			case x && !joinable && !(aio && spec.Has(groups.Server)):
+				sc.comp[i] = s.newRoot(sc)
+				s.addBreak(snap, from, sp, spec)
+				if fs != nil {
+					fs.Cut[i] = true
+				}
+			case a == viaJob:
+				sc.comp[i] = -1 - jobIdx
+				s.jobs[jobIdx].spans++
+			default:
+				sc.comp[i] = sc.comp[a]
+				parentIdx = a
+			}
+			if c := sc.comp[i]; c >= 0 {
+				sc.sizes[c]++
+			} else if a != viaJob {
+				s.jobs[-1-c].spans++
+			}
+			if fs != nil {
+				fs.Kept[i] = true
+				fs.Parent[i] = parentIdx
+			}
+		}
+	}
+	for c, n := range sc.sizes {
+		if n > s.maxComp && (c >= len(carriedComp) || !carriedComp[c]) {
+			s.maxComp = n
+		}
+	}
+	s.roots = len(sc.sizes) - sc.carriedComps
+	res.Traces = len(sc.sizes)
+	for _, j := range s.jobs {
+		if j.spans > 0 {
+			res.Traces++
+		}
+	}
+	res.Joined = res.Traces == 1
+	for _, c := range rs.captured {
+		k := 0
+		if groups.Kept(c.Group, spec) {
+			k = c.Captured
+		}
+		res.Groups = append(res.Groups, GroupCount{Group: c.Group, Captured: c.Captured, Kept: k})
+	}
+	if out != nil {
+		out.Traces, out.Joined, out.Breaks = res.Traces, res.Joined, res.Breaks
+	}
+}
+
+// isHop reports whether the edge from child up to parent is carried by a
+// traceparent header: the processes differ, or it is an HTTP call even within
+// one process (the agent calls its own /v1/responses), where the SERVER span
+// has only the header to find its parent.
+func isHop(child, parent *model.Span) bool {
+	return child.Resource != parent.Resource || (child.Kind == model.KindServer && parent.Kind == model.KindClient)
+}
+
+func (sc *scratch) grow(n int) {
+	if cap(sc.nk) < n {
+		sc.nk = make([]int32, n)
+		sc.cross = make([]bool, n)
+		sc.aio = make([]bool, n)
+		sc.from = make([]model.ResourceID, n)
+		sc.comp = make([]int32, n)
+	}
+	sc.nk, sc.cross, sc.from, sc.comp, sc.aio = sc.nk[:n], sc.cross[:n], sc.from[:n], sc.comp[:n], sc.aio[:n]
+}
+
+func (s *rollSim) newRoot(sc *scratch) int32 {
+	sc.sizes = append(sc.sizes, 0)
+	return int32(len(sc.sizes) - 1)
+}
+
+func (s *rollSim) jobIndex(id model.SpanID) int {
+	for i, j := range s.jobs {
+		if j.job == id {
+			return i
+		}
+	}
+	s.jobs = append(s.jobs, jobCount{job: id})
+	return len(s.jobs) - 1
+}
+
+func (s *rollSim) addRes(r model.ResourceID) {
+	for i := range s.perRes {
+		if s.perRes[i].res == r {
+			s.perRes[i].spans++
+			return
+		}
+	}
+	s.perRes = append(s.perRes, resCount{res: r, spans: 1})
+}
+
+func (s *rollSim) addBreak(snap *model.Snapshot, from model.ResourceID, sp *model.Span, spec groups.Set) {
+	cause := CauseNeither
+	switch {
+	case spec.Has(groups.Server):
+		cause = CauseNoClient
+	case spec.Has(groups.HTTPClient):
+		cause = CauseNoServer
+	}
+	s.addBreakCause(snap, from, sp, cause)
+}
+
+func (s *rollSim) addBreakCause(snap *model.Snapshot, from model.ResourceID, sp *model.Span, cause Cause) {
+	b := Break{FromService: snap.ServiceName(from), ToService: snap.ServiceName(sp.Resource), SpanName: rollouts.DisplayName(snap.Interner(), sp), Cause: cause, Reason: bareSentence(cause)}
+	for i := range s.res.Breaks {
+		x := &s.res.Breaks[i]
+		if x.FromService == b.FromService && x.ToService == b.ToService && x.SpanName == b.SpanName && x.Cause == b.Cause {
+			x.Count++
+			return
+		}
+	}
+	b.Count = 1
+	s.res.Breaks = append(s.res.Breaks, b)
+}
+
+// bareSentences holds each cause's sentence without arguments, as a
+// preview's breaks say it: formatted once, not once per break.
+var bareSentences = func() (out [numCauses]string) {
+	for c := range out {
+		out[c] = Cause(c).Sentence()
+	}
+	return out
+}()
+
+func bareSentence(c Cause) string {
+	if c < numCauses {
+		return bareSentences[c]
+	}
+	return c.Sentence()
+}
+
+// wireSize is the span's encoded size; when the decoder could not tell, a
+// rough estimate from its name and packed attributes.
+func wireSize(sp *model.Span) uint32 {
+	if sp.WireSize > 0 {
+		return sp.WireSize
+	}
+	return 80 + uint32(len(sp.Attrs))
+}
+
+// SimulateRollout shows one rollout's tree under spec (for the TUI's tree).
+func (e *Engine) SimulateRollout(snap *model.Snapshot, r *model.Rollout, spec groups.Set) *RolloutSim {
+	e.sync(snap)
+	rs := e.rollState(r)
+	out := &RolloutSim{Frags: make([]FragSim, len(r.Fragments))}
+	e.simulate(&e.sc, snap, r, rs, spec, &rollSim{mask: spec & rs.relevant}, out)
+	return out
+}
+
+// OTLP batching assumed by the byte estimate: the SDK's BatchSpanProcessor
+// exports at most 512 spans per request and at least every 5 s.
+const (
+	batchSpans   = 512
+	batchSeconds = 5
+	// scopeOverhead is a ScopeSpans header with a short scope name and
+	// version plus the ResourceSpans framing.
+	scopeOverhead = 48
+)
+
+// resourceSize estimates the encoded size of a resource's attributes.
+func (e *Engine) resourceSize(snap *model.Snapshot, id model.ResourceID) int {
+	if n, ok := e.resSz[id]; ok {
+		return n
+	}
+	n := 0
+	snap.Resource(id).Attrs.Each(e.in, func(k string, v model.Value) bool {
+		// KeyValue tag+len, key tag+len+bytes, AnyValue tag+len, value.
+		n += 8 + len(k) + len(v.String())
+		return true
+	})
+	e.resSz[id] = n
+	return n
+}
+
+// Preview computes what spec would produce from snap.
+func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
+	st := e.Structure(snap)
+	snap = st.Snap
+	e.gen++
+	e.sync(snap)
+	rep := &Report{Spec: spec, Structure: st}
+	rep.Input = InputSummary{Spans: snap.Stats.Stored, Rollouts: len(snap.Rollouts), Traces: snap.Stats.Traces}
+	var captured [64]int
+	var perRes map[model.ResourceID]int
+	jobSpans := map[model.SpanID]int{}
+	start, end := int64(math.MaxInt64), int64(math.MinInt64)
+	rep.PerRollout = make([]RolloutResult, 0, len(snap.Rollouts))
+	pct := e.sc.pct[:0]
+	for _, j := range snap.Jobs {
+		sp := &j.Spans[0]
+		start, end = min(start, sp.Start), max(end, sp.End)
+		ji := e.jobs[sp.SpanID]
+		captured[ji.group]++
+		if spec.Has(ji.group) {
+			jobSpans[sp.SpanID] = 1
+			rep.Result.Spans++
+			rep.Result.Bytes += int64(wireSize(sp))
+			if perRes == nil {
+				perRes = map[model.ResourceID]int{}
+			}
+			perRes[sp.Resource]++
+		}
+	}
+	var others []*model.Rollout
+	st.ForOthers(func(r *model.Rollout) { others = append(others, r) })
+	all := e.sims(snap, append(append(make([]*model.Rollout, 0, len(snap.Rollouts)+len(others)), snap.Rollouts...), others...), spec)
+	for i, r := range snap.Rollouts {
+		if r.Spans > 0 {
+			start, end = min(start, r.Start), max(end, r.End)
+		}
+		rs, s := all[i].rs, all[i].s
+		for _, c := range rs.captured {
+			captured[c.Group] += c.Captured
+		}
+		rep.PerRollout = append(rep.PerRollout, s.res)
+		rep.Result.Spans += s.res.Spans
+		rep.Result.Bytes += s.res.Bytes
+		rep.Result.Traces += s.roots
+		rep.Result.LargestTrace = max(rep.Result.LargestTrace, s.maxComp)
+		for _, j := range s.jobs {
+			jobSpans[j.job] += j.spans
+		}
+		switch {
+		case s.res.Traces == 1:
+			rep.Result.RolloutsJoined++
+		case s.res.Traces > 1:
+			rep.Result.RolloutsSplit++
+		}
+		pct = append(pct, s.res.Spans)
+		for _, rc := range s.perRes {
+			if perRes == nil {
+				perRes = map[model.ResourceID]int{}
+			}
+			perRes[rc.res] += rc.spans
+		}
+	}
+	// Run-level traffic and unattributed fragments count in spans, bytes and
+	// traces, never in the per-rollout figures.
+	for i, r := range others {
+		start, end = min(start, r.Start), max(end, r.End)
+		rs, s := all[len(snap.Rollouts)+i].rs, all[len(snap.Rollouts)+i].s
+		for _, c := range rs.captured {
+			captured[c.Group] += c.Captured
+		}
+		rep.Result.Spans += s.res.Spans
+		rep.Result.Bytes += s.res.Bytes
+		rep.Result.Traces += s.roots
+		rep.Result.LargestTrace = max(rep.Result.LargestTrace, s.maxComp)
+		for _, j := range s.jobs {
+			jobSpans[j.job] += j.spans
+		}
+		for _, rc := range s.perRes {
+			if perRes == nil {
+				perRes = map[model.ResourceID]int{}
+			}
+			perRes[rc.res] += rc.spans
+		}
+	}
+	// A caller's span the rollouts hang under is in a run-level piece that
+	// counted the trace already: its rollouts add to that piece's trace.
+	callerTrace := map[model.SpanID]int{} // caller span -> piece
+	var pieceSpans []int
+	for _, p := range st.Run {
+		if p.Kind != rollouts.RunCaller {
+			continue
+		}
+		for i := range p.Frag.Spans {
+			callerTrace[p.Frag.Spans[i].SpanID] = len(pieceSpans)
+		}
+		pieceSpans = append(pieceSpans, len(p.Frag.Spans))
+	}
+	for id, n := range jobSpans {
+		if k, ok := callerTrace[id]; ok && e.jobs[id].caller {
+			pieceSpans[k] += n
+			continue
+		}
+		rep.Result.Traces++
+		rep.Result.LargestTrace = max(rep.Result.LargestTrace, n)
+	}
+	for _, n := range pieceSpans {
+		rep.Result.LargestTrace = max(rep.Result.LargestTrace, n)
+	}
+	if end > start {
+		rep.WallSeconds = float64(end-start) / 1e9
+	}
+	// Batch overhead: every export request repeats the resource and scope.
+	for id, n := range perRes {
+		batches := (n + batchSpans - 1) / batchSpans
+		if t := int(math.Ceil(rep.WallSeconds / batchSeconds)); t > batches {
+			batches = min(t, n)
+		}
+		rep.Result.Bytes += int64(batches * (e.resourceSize(snap, id) + scopeOverhead))
+	}
+	rep.Result.Dropped = rep.Input.Spans - rep.Result.Spans
+	sort.Ints(pct)
+	rep.Result.P50, rep.Result.P99 = percentile(pct, 50), percentile(pct, 99)
+	if len(pct) > 0 {
+		rep.Result.Max = pct[len(pct)-1]
+	}
+	e.sc.pct = pct
+	if rep.WallSeconds > 0 {
+		rep.Result.SpansPerSecond = float64(rep.Result.Spans) / rep.WallSeconds
+		rep.Result.BytesPerSecond = float64(rep.Result.Bytes) / rep.WallSeconds
+	}
+	for i, info := range e.reg.Table() {
+		g := groups.Group(i)
+		gc := GroupCount{Group: g, Captured: captured[g]}
+		if spec.Has(g) {
+			gc.Kept = gc.Captured
+		}
+		rep.PerGroup = append(rep.PerGroup, gc)
+		if gc.Captured > 0 {
+			rep.Input.Captured = rep.Input.Captured.With(g)
+		}
+		if spec.Has(g) && gc.Captured == 0 {
+			if info.EmitsSpans {
+				rep.NotInCapture = append(rep.NotInCapture, g)
+			} else {
+				rep.NoSpans = append(rep.NoSpans, g)
+				if n := snap.Metrics[info.Metric]; info.Metric != "" && n > 0 {
+					if rep.MetricsSeen == nil {
+						rep.MetricsSeen = map[groups.Group]int64{}
+					}
+					rep.MetricsSeen[g] = n
+				}
+			}
+		}
+	}
+	if n := captured[groups.Ungated]; n > 0 {
+		rep.PerGroup = append(rep.PerGroup, GroupCount{Group: groups.Ungated, Captured: n, Kept: n})
+	}
+	rep.Input.Unclassified = captured[groups.Unclassified]
+	rep.PerGroup = append(rep.PerGroup, GroupCount{Group: groups.Unclassified, Captured: captured[groups.Unclassified], Kept: captured[groups.Unclassified]})
+	e.evict()
+	return rep
+}
+
+// percentile returns the nearest-rank p-th percentile of sorted xs.
+func percentile(xs []int, p int) int {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := (p*len(xs)+99)/100 - 1
+	return xs[max(0, min(i, len(xs)-1))]
+}
+
+// evict forgets rollouts and fragments the last snapshot no longer holds.
+func (e *Engine) evict() {
+	for id, rs := range e.rolls {
+		if rs.gen != e.gen {
+			delete(e.rolls, id)
+		}
+	}
+	for v, fi := range e.frags {
+		if fi.gen != e.gen {
+			delete(e.frags, v)
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package whatif
+
+import (
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"slices"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/model"
+)
+
+// DefaultSpanCost is the CPU one enabled span costs the emitting process:
+// the OpenTelemetry Python SDK 1.44.0 (the SDK Gym uses) starting and ending
+// a CLIENT span with Gym's attributes under a parent, through the
+// BatchSpanProcessor and the OTLP protobuf encoder, measured at 73 µs
+// (median of 5 runs of 20000 spans; scripts/spancost.py, BENCHMARKS.md).
+// A group that is off costs nothing: Gym then creates no span at all.
+const DefaultSpanCost = 73 * time.Microsecond
+
+// GroupWorth is what one group costs and what it buys over a capture, the
+// two sides of switching it on. Costs are for the group's captured spans
+// (run-level traffic included), whatever the spec; per rollout is over
+// every rollout gate finds in the capture, per second over its wall time.
+type GroupWorth struct {
+	Group groups.Group
+
+	Spans           int
+	Bytes           int64 // encoded span sizes, without batch overhead
+	SpansPerRollout float64
+	BytesPerRollout float64
+	CPUMSPerRollout float64 // Spans per rollout × the per-span cost
+	SpansPerSecond  float64
+	BytesPerSecond  float64
+	CPUMSPerSecond  float64
+
+	// WallShare is the mean over rollouts of the share of the rollout's
+	// wall time (first start to last end) that the group's spans cover.
+	WallShare float64
+	// P50, P99 are the group's span durations (nearest rank), nanoseconds.
+	P50, P99 int64
+	// ErrorSpans counts the group's error spans; ErrorRollouts the
+	// rollouts whose every error span is in this group, whose failure
+	// nothing else would show.
+	ErrorSpans, ErrorRollouts int
+	// JoinedWith and JoinedWithout are the rollouts that join under the
+	// spec with the group added and with it removed; KeepsJoins is true
+	// when the group joins more rollouts than its absence does.
+	JoinedWith, JoinedWithout int
+	KeepsJoins                bool
+}
+
+// Worth returns the cost and worth of every group of the registry (then
+// unclassified, when a span is) over snap, judged against spec: the spec
+// with and without each group is previewed to tell whether it keeps joins.
+// spanCost is the CPU per enabled span (DefaultSpanCost when zero).
+func (e *Engine) Worth(snap *model.Snapshot, spec groups.Set, spanCost time.Duration) []GroupWorth {
+	if spanCost <= 0 {
+		spanCost = DefaultSpanCost
+	}
+	pieces := e.Pieces(snap)
+	nRolls := len(e.Structure(snap).Rollouts)
+	e.sync(snap)
+	n := len(e.reg.Table())
+	// Registry groups, then unclassified and ungated (always kept).
+	out := make([]GroupWorth, n+2)
+	durs := make([][]int64, n+2)
+	for i := range out {
+		out[i].Group = groups.Group(i)
+	}
+	out[n].Group, out[n+1].Group = groups.Unclassified, groups.Ungated
+	slot := func(g groups.Group) int {
+		switch g {
+		case groups.Unclassified:
+			return n
+		case groups.Ungated:
+			return n + 1
+		}
+		return int(g)
+	}
+	count := func(g groups.Group, sp *model.Span) {
+		w := &out[slot(g)]
+		w.Spans++
+		w.Bytes += int64(wireSize(sp))
+		durs[slot(g)] = append(durs[slot(g)], sp.Duration())
+		if sp.Status == model.StatusError {
+			w.ErrorSpans++
+		}
+	}
+	jobs := map[model.SpanID]*model.Span{}
+	for _, j := range snap.Jobs {
+		sp := &j.Spans[0]
+		jobs[sp.SpanID] = sp
+		count(e.jobs[sp.SpanID].group, sp)
+	}
+	// Per rollout: the intervals each group covers, and whose errors it has.
+	cover := make([][]interval, n+2)
+	rolls := 0
+	var errGroups []int
+	// Rollouts first, then run-level traffic: that costs too, but its
+	// errors and wall time are no rollout's.
+	for pi, r := range pieces {
+		for i := range cover {
+			cover[i] = cover[i][:0]
+		}
+		errGroups = errGroups[:0]
+		for _, f := range r.Fragments {
+			fi := e.fragInfo(f)
+			if j := jobs[f.Job]; j != nil && !f.Job.IsZero() {
+				k := slot(e.jobs[f.Job].group)
+				cover[k] = append(cover[k], interval{j.Start, j.End})
+			}
+			for i := range f.Spans {
+				sp := &f.Spans[i]
+				k := slot(fi.groups[i])
+				count(fi.groups[i], sp)
+				cover[k] = append(cover[k], interval{sp.Start, sp.End})
+				if sp.Status == model.StatusError && !slices.Contains(errGroups, k) {
+					errGroups = append(errGroups, k)
+				}
+			}
+		}
+		if pi >= nRolls {
+			continue
+		}
+		if len(errGroups) == 1 {
+			out[errGroups[0]].ErrorRollouts++
+		}
+		if r.End <= r.Start {
+			continue
+		}
+		rolls++
+		whole := model.Span{Start: r.Start, End: r.End}
+		for k := range cover {
+			if len(cover[k]) > 0 {
+				out[k].WallShare += float64(r.End-r.Start-selfTime(&whole, cover[k])) / float64(r.End-r.Start)
+			}
+		}
+	}
+	base := e.Preview(snap, spec)
+	rollouts, wall := float64(base.Input.Rollouts), base.WallSeconds
+	joined := map[groups.Set]int{spec: base.Result.RolloutsJoined}
+	joinedUnder := func(s groups.Set) int {
+		if v, ok := joined[s]; ok {
+			return v
+		}
+		v := e.Preview(snap, s).Result.RolloutsJoined
+		joined[s] = v
+		return v
+	}
+	cost := float64(spanCost) / float64(time.Millisecond)
+	for k := range out {
+		w := &out[k]
+		if rolls > 0 {
+			w.WallShare /= float64(rolls)
+		}
+		if rollouts > 0 {
+			w.SpansPerRollout = float64(w.Spans) / rollouts
+			w.BytesPerRollout = float64(w.Bytes) / rollouts
+			w.CPUMSPerRollout = w.SpansPerRollout * cost
+		}
+		if wall > 0 {
+			w.SpansPerSecond = float64(w.Spans) / wall
+			w.BytesPerSecond = float64(w.Bytes) / wall
+			w.CPUMSPerSecond = w.SpansPerSecond * cost
+		}
+		if d := durs[k]; len(d) > 0 {
+			slices.Sort(d)
+			w.P50, w.P99 = percentile64(d, 50), percentile64(d, 99)
+		}
+		if w.Group == groups.Unclassified || w.Group == groups.Ungated || w.Spans == 0 && !e.reg.Table()[k].EmitsSpans {
+			// Always kept, or nothing to gate: with and without are one spec.
+			w.JoinedWith, w.JoinedWithout = base.Result.RolloutsJoined, base.Result.RolloutsJoined
+			continue
+		}
+		w.JoinedWith, w.JoinedWithout = joinedUnder(spec.With(w.Group)), joinedUnder(spec.Without(w.Group))
+		w.KeepsJoins = w.JoinedWith > w.JoinedWithout
+	}
+	kept := out[:n]
+	for _, w := range out[n:] {
+		if w.Spans > 0 {
+			kept = append(kept, w)
+		}
+	}
+	out = kept
+	return out
+}

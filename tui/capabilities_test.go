@@ -1,0 +1,126 @@
+package tui
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/nemo-gym/gymtrace/gate/advise"
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
+	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
+)
+
+// budgetModel opens a real capture with a budget, as `open --budget` does.
+func budgetModel(tb testing.TB, name, budget string) (Model, *model.Store, *groups.Registry) {
+	tb.Helper()
+	st := model.NewStore(model.Options{})
+	tb.Cleanup(st.Close)
+	if _, err := receiver.ReadFiles(st, realFiles(tb, name), receiver.ReadOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+	st.Sync()
+	v, _ := groups.DetectVariant(st.Snapshot())
+	reg := v.Registry()
+	cur, _ := reg.Parse("default")
+	o := Options{Source: st, Registry: reg, Current: cur, CurrentSpec: "default", SnippetPath: filepath.Join(tb.TempDir(), SnippetFile)}
+	if budget != "" {
+		b, err := whatif.ParseBudget(budget)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		o.Budget = &b
+	}
+	m := New(o)
+	m.refresh = time.Nanosecond
+	m = send(tb, m, tea.WindowSizeMsg{Width: 160, Height: 45})
+	return run(tb, m, m.Init()), st, reg
+}
+
+// TestRecommendKey: r puts the spec gymtrace recommend proposes in the
+// preview, and says what it keeps; without a budget it says why not.
+func TestRecommendKey(t *testing.T) {
+	m, st, reg := budgetModel(t, "s41-obs0-iso/all", "50spans/rollout")
+	b, _ := whatif.ParseBudget("50spans/rollout")
+	want, err := advise.Recommend(whatif.NewEngine(reg), st.Snapshot(), advise.Options{Budget: b})
+	if err != nil || want.Best == nil {
+		t.Fatalf("recommend: %v %+v", err, want)
+	}
+	m = keys(t, m, "r")
+	if got := m.groups.Preview(); got != want.Best.Set {
+		t.Fatalf("preview %s, want the recommended %s", reg.Spec(got), reg.Spec(want.Best.Set))
+	}
+	if !strings.Contains(m.status, "recommended "+reg.Spec(want.Best.Set)) || m.statusErr {
+		t.Errorf("status %q", m.status)
+	}
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "recommended "+reg.Spec(want.Best.Set)) {
+		t.Errorf("the screen does not say it:\n%s", v)
+	}
+	none, _, _ := budgetModel(t, "s41-obs0-iso/all", "")
+	before := none.groups.Preview()
+	none = keys(t, none, "r")
+	if none.groups.Preview() != before || !none.statusErr || !strings.Contains(none.status, "start with --budget") {
+		t.Errorf("without a budget: preview %s, status %q", reg.Spec(none.groups.Preview()), none.status)
+	}
+}
+
+// TestCohortView: C over a filtered list compares the listed rollouts
+// with the others; over an unfiltered list it says to filter first.
+func TestCohortView(t *testing.T) {
+	m, _, _ := budgetModel(t, "s41-obs0-iso/all", "")
+	m = keys(t, m, "C")
+	if !m.cohort.isOpen() || !strings.Contains(ansi.Strip(m.View()), "filter the rollout list (/) to pick a cohort") {
+		t.Fatalf("unfiltered:\n%s", ansi.Strip(m.View()))
+	}
+	// The list's filter, typed with the list focused, then C again.
+	m = keys(t, m, "C", "shift+tab")
+	if m.focus != slotRollouts || m.cohort.isOpen() {
+		t.Fatalf("focus %v, cohort open %v", m.focus, m.cohort.isOpen())
+	}
+	m = keys(t, m, "/")
+	m = typeText(t, m, "status=error")
+	m = keys(t, m, "enter", "C")
+	v := ansi.Strip(m.View())
+	if !m.cohort.isOpen() || m.cohort.cmp == nil {
+		t.Fatalf("filtered: open %v, %s\n%s", m.cohort.isOpen(), m.cohort.err, v)
+	}
+	if !strings.Contains(v, "cohort status=error: ") || !strings.Contains(v, "+1.00") {
+		t.Errorf("the view lacks the cohort line or a full effect:\n%s", v)
+	}
+	if n := len(m.cohort.cmp.Cohort); n != len(m.rollouts.rows) {
+		t.Errorf("cohort of %d rollouts, the list shows %d", n, len(m.rollouts.rows))
+	}
+}
+
+// TestPathKey: P marks the critical path on the waterfall's bars and sums
+// up who holds the rollout's time in the title; P again takes it away.
+func TestPathKey(t *testing.T) {
+	m, _, _ := budgetModel(t, "s41-obs1-iso/all", "")
+	m = keys(t, m, "enter")
+	plain := ansi.Strip(m.View())
+	if strings.ContainsRune(plain, glyphPath) {
+		t.Fatalf("path shown before P")
+	}
+	m = keys(t, m, "P")
+	v := ansi.Strip(m.View())
+	if !strings.ContainsRune(v, glyphPath) || !strings.Contains(v, "path "+string(glyphPath)+" agent") {
+		t.Fatalf("no path on the waterfall:\n%s", v)
+	}
+	if m.trace.marks.path == nil || m.trace.marks.path.RolloutID != m.trace.Rollout().ID {
+		t.Fatalf("path of %+v", m.trace.marks.path)
+	}
+	// The next rollout gets its own path.
+	first := m.trace.marks.path
+	m = keys(t, m, "tab", "tab", "down")
+	if m.trace.Rollout() != nil && m.trace.Rollout().ID != first.RolloutID && (m.trace.marks.path == nil || m.trace.marks.path.RolloutID != m.trace.Rollout().ID) {
+		t.Errorf("path of %v after moving to %s", m.trace.marks.path, m.trace.Rollout().ID)
+	}
+	m = keys(t, m, "P")
+	if strings.ContainsRune(ansi.Strip(m.View()), glyphPath) {
+		t.Errorf("path still shown after P again")
+	}
+}
