@@ -89,7 +89,6 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	if a.check != nil && a.check.Structure != nil {
 		ss := a.check.Structure.Snap
-		m.ssnap = ss
 		m.tally, m.haveTally = a.check.Tally(m.opts.Now(), whatif.JobQuiet), true
 		// Refresh the shown rollout with its newest version, even if unchanged id.
 		sel := m.rollouts.Selected()

@@ -95,8 +95,7 @@ type screen struct {
 type feed struct {
 	snap      *model.Snapshot
 	check     *whatif.CheckReport
-	ssnap     *model.Snapshot // snap as the last analysis structured it
-	tally     whatif.Tally    // the last analysis's rollouts, as every face counts them
+	tally     whatif.Tally // the last analysis's rollouts, as every face counts them
 	haveTally bool
 	rate      rateMeter // live spans/s, sampled by snapshots and clock ticks
 }

@@ -202,6 +202,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	defer tick.Stop()
 	finished := fleet.Done()
 	tl := newTallier(reg)
+	defer tl.watch(ctx, rr.Store)()
 loop:
 	for {
 		select {
@@ -214,12 +215,15 @@ loop:
 			finished = nil
 		case <-tick.C:
 			snap := rr.Store.Snapshot()
-			fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live(snap, time.Now())))
+			fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live()))
 		}
 	}
 	err = stopAll()
 	snap := rr.Store.Snapshot()
-	tally := tl.final(snap)
+	tally := tl.live()
+	if o.json {
+		tally = tl.final(snap) // the summary judges every rollout, as check does
+	}
 	fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tally))
 	if err != nil {
 		fmt.Fprintf(stderr, "gymtrace demo: shutdown: %v\n", err)

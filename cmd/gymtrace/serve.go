@@ -298,6 +298,7 @@ func runHeadless(ctx context.Context, rr *runningReceivers, reg *groups.Registry
 	defer tick.Stop()
 	changed := rr.Server.RecordChanged()
 	tl := newTallier(reg)
+	defer tl.watch(ctx, rr.Store)()
 loop:
 	for {
 		select {
@@ -309,7 +310,7 @@ loop:
 			fmt.Fprintln(stderr, recordNotice(rr.Server.Stats()))
 		case <-tick.C:
 			snap := rr.Store.Snapshot()
-			fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live(snap, time.Now())))
+			fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live()))
 		}
 	}
 	// Stop first: the summary must count every acknowledged span, and the
@@ -321,11 +322,13 @@ loop:
 		fmt.Fprintf(stderr, "gymtrace serve: %v\n", stopErr)
 		code = exitUsage
 	}
-	tally := tl.final(snap)
 	if !jsonOut {
-		fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tally))
+		// The last line, not a report: the live tally will do, so a stop
+		// never waits for a check of the whole store.
+		fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live()))
 		return code
 	}
+	tally := tl.final(snap)
 	sum := newServeSummary(snap, rr.Server.Stats(), tally)
 	// By now the capture can tell the variant.
 	if vc, err := chooseVariant(gymVersion, snap); err == nil {
@@ -378,7 +381,9 @@ func statusLine(s *model.Snapshot, st receiver.Stats, t whatif.Tally) string {
 	if len(st.RequestsRefused) > 0 {
 		line += " (" + receiver.FormatRefusals(st.RequestsRefused) + ")"
 	}
-	line += fmt.Sprintf(" in_flight=%d joined=%d split=%d pending=%d", t.InFlight, t.Joined, t.Split, t.Pending)
+	// tallied: the spans the rollout counts are of (the tally runs apart
+	// and may be a second or two behind spans=).
+	line += fmt.Sprintf(" in_flight=%d joined=%d split=%d pending=%d tallied=%d", t.InFlight, t.Joined, t.Split, t.Pending, t.Spans)
 	if t.Job != whatif.JobUnknown {
 		line += " job=" + t.Job.String()
 	}

@@ -57,16 +57,16 @@ func headlessServe(t *testing.T, extra ...string) (base string, stderr *syncBuff
 	}
 }
 
-var statusRe = regexp.MustCompile(`spans=(\d+) rollouts=(\d+) .* in_flight=(\d+) joined=(\d+) split=(\d+) pending=(\d+)`)
+var statusRe = regexp.MustCompile(`spans=(\d+) rollouts=(\d+) .* in_flight=(\d+) joined=(\d+) split=(\d+) pending=(\d+) tallied=(\d+)`)
 
-// waitStatus waits for a status line that counts spans spans and returns
-// its rollouts, in_flight, joined, split and pending.
+// waitStatus waits for a status line whose rollouts are counted over spans
+// spans and returns its rollouts, in_flight, joined, split and pending.
 func waitStatus(t *testing.T, stderr *syncBuffer, spans int) [5]int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-		if m := statusRe.FindStringSubmatch(lines[len(lines)-1]); m != nil && m[1] == strconv.Itoa(spans) {
+		if m := statusRe.FindStringSubmatch(lines[len(lines)-1]); m != nil && m[1] == strconv.Itoa(spans) && m[7] == m[1] {
 			var out [5]int
 			for i := range out {
 				out[i], _ = strconv.Atoi(m[i+2])

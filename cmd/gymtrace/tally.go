@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
@@ -9,36 +11,69 @@ import (
 )
 
 // tallier counts a store's rollouts by gate's one rule for the headless
-// faces (status line, JSON summary), as the TUI and check count them. Its
-// engine keeps its caches across snapshots, so a tick costs what changed.
+// faces (status line, JSON summary), as the TUI and check count them. The
+// live count runs on a goroutine of its own, so neither the status line nor
+// a stop ever waits for it, and beside a flood it shares the cores with
+// ingest for at most a tenth of one: after a check that took d, the next
+// starts no sooner than 10d after it.
 type tallier struct {
-	eng  *whatif.Engine
-	seq  uint64
-	last whatif.Tally
-	have bool
+	reg *groups.Registry
+	cur atomic.Pointer[whatif.Tally]
 }
+
+// liveShare is how many times its own cost the live check waits between runs.
+const liveShare = 10
 
 func newTallier(reg *groups.Registry) *tallier {
 	if reg == nil {
 		reg = groups.Default()
 	}
-	return &tallier{eng: whatif.NewEngine(reg)}
+	return &tallier{reg: reg}
 }
 
-// live is the tally beside a running job: rollouts still waiting for their
-// root are in flight, and fresh ones pending.
-func (t *tallier) live(snap *model.Snapshot, now time.Time) whatif.Tally {
-	if t.have && snap.Seq == t.seq && t.last.Job != whatif.JobRunning {
-		return t.last
+// watch keeps the live tally of st's newest snapshot, checked about once a
+// second, until ctx ends or stop is called: rollouts still waiting for
+// their root are in flight, fresh ones pending, and the run ends once quiet.
+func (t *tallier) watch(ctx context.Context, st *model.Store) (stop func()) {
+	ctx, stop = context.WithCancel(ctx)
+	eng := whatif.NewEngine(t.reg) // the watcher's own: an engine is not shared
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		var (
+			seq  uint64
+			at   time.Time
+			cost time.Duration
+			last *whatif.Tally
+		)
+		for {
+			snap, now := st.Snapshot(), time.Now()
+			fresh := last == nil || snap.Seq != seq || last.Job == whatif.JobRunning
+			if fresh && (last == nil || now.Sub(at) >= liveShare*cost) {
+				tally := eng.Check(snap, now, whatif.LiveGrace).Tally(now, whatif.JobQuiet)
+				seq, at, cost, last = snap.Seq, now, time.Since(now), &tally
+				t.cur.Store(last)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return stop
+}
+
+// live is the newest live tally (zero before the first check is done).
+func (t *tallier) live() whatif.Tally {
+	if p := t.cur.Load(); p != nil {
+		return *p
 	}
-	t.last = t.eng.Check(snap, now, whatif.LiveGrace).Tally(now, whatif.JobQuiet)
-	t.seq, t.have = snap.Seq, true
-	return t.last
+	return whatif.Tally{}
 }
 
 // final is the tally once the receivers stopped: every rollout judged, as
 // `check` judges the record.
 func (t *tallier) final(snap *model.Snapshot) whatif.Tally {
-	t.have = false
-	return t.eng.Check(snap, time.Now(), 0).Tally(time.Now(), 0)
+	return whatif.NewEngine(t.reg).Check(snap, time.Now(), 0).Tally(time.Now(), 0)
 }

@@ -53,12 +53,6 @@ type Tally struct {
 	Job                             JobState
 }
 
-// Intact reports whether no rollout is split.
-func (t Tally) Intact() bool { return t.Split == 0 }
-
-// Judged is the rollouts with a verdict: joined or split.
-func (t Tally) Judged() int { return t.Joined + t.Split }
-
 // JobQuiet is how long without new spans after an end-of-run span before a
 // run counts as ended.
 const JobQuiet = 3 * time.Second
