@@ -49,6 +49,23 @@ var pipelineInputs = []struct{ name, file string }{
 	{"telemetrygen", "req-telemetrygen-512.bin"},
 }
 
+// resourceRequests cuts a request into one request per resource_spans, in
+// order: the run's request is every request its processes sent, and each
+// resource_spans one of them, so sent one by one its traces arrive in
+// pieces, children before parents, as from Gym's exporters.
+func resourceRequests(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		_, rest, err := nextField(b)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b[:len(b)-len(rest)])
+		b = rest
+	}
+	return out
+}
+
 // BenchmarkPipeline is `gymtrace serve`'s trace path without the transport:
 // two goroutines (one per core here) decode copies of a request with fresh
 // ids and submit them to a store bounded at 2M spans with the lean
@@ -56,7 +73,16 @@ var pipelineInputs = []struct{ name, file string }{
 // CPU (decoders, writer, collector) per span; wall spans/s is what two
 // cores give when nothing else runs.
 func BenchmarkPipeline(b *testing.B) {
+	type input struct {
+		name, file string
+		split      bool
+	}
+	var inputs []input
 	for _, in := range pipelineInputs {
+		inputs = append(inputs, input{in.name, in.file, false})
+	}
+	inputs = append(inputs, input{"realgym-run-as-sent", pipelineInputs[0].file, true})
+	for _, in := range inputs {
 		body := benchReqFile(b, in.file)
 		b.Run(in.name, func(b *testing.B) {
 			patch := newIDPatcher(b, body)
@@ -86,16 +112,22 @@ func BenchmarkPipeline(b *testing.B) {
 								return
 							}
 							patch.apply(buf, body, uint64(k))
-							l := pool.Get().(*model.Local)
-							batch, _, err := DecodeProto(l, buf, Limits{})
-							pool.Put(l)
-							if err != nil {
-								b.Error(err)
-								return
+							reqs := [][]byte{buf}
+							if in.split {
+								reqs = resourceRequests(buf)
 							}
-							if err := st.SubmitWait(batch, time.Minute); err != nil {
-								b.Error(err)
-								return
+							for _, req := range reqs {
+								l := pool.Get().(*model.Local)
+								batch, _, err := DecodeProto(l, req, Limits{})
+								pool.Put(l)
+								if err != nil {
+									b.Error(err)
+									return
+								}
+								if err := st.SubmitWait(batch, time.Minute); err != nil {
+									b.Error(err)
+									return
+								}
 							}
 						}
 					}()
