@@ -1,9 +1,6 @@
 package whatif
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // Cause is why a hop breaks, typed: it owns its sentence, its short form
 // and its fix, so every face (CLI text, JSON, TUI) renders from it and none
@@ -39,6 +36,9 @@ type causeText struct {
 	why     string
 	hints   []string
 	fix     string // what to turn on in span_groups, "" when no group mends it
+	// sentence, when set, is said whole in place of finding: why (hints):
+	// for a cause whose one-line form names less than its sentence does.
+	sentence string
 }
 
 var causes = [numCauses]causeText{
@@ -61,15 +61,14 @@ var causes = [numCauses]causeText{
 		hints: []string{"server off in %s?"}},
 	CauseProcessNoJoins: {code: "process_never_joins", finding: "process never joins another process's trace",
 		why: "it neither sends nor reads traceparent", hints: []string{"server and http_client on in its span_groups?"}},
+	CauseUnattributed: {code: "unattributed_fragment", finding: "no CLIENT span calls it", hints: []string{"http_client off? server off?"},
+		sentence: "a fragment of %s that no CLIENT span can be matched to started during the rollout: its caller sent no traceparent (http_client off?) or the callee read none (server off?)"},
 	CauseLeak: {code: "context_leak", finding: "request span created INTERNAL under another request's span",
 		why: "request context carried over on a reused keep-alive connection", hints: []string{"a server-side context leak, not a span_groups setting"}},
 }
 
 // Code is the cause's stable name in JSON output.
 func (c Cause) Code() string {
-	if c == CauseUnattributed {
-		return "unattributed_fragment"
-	}
 	if c < numCauses {
 		return causes[c].code
 	}
@@ -90,10 +89,10 @@ func (c Cause) Leak() bool { return c == CauseLeak }
 // Sentence is the cause said whole with its arguments (processes, kinds,
 // span names), as reports print it.
 func (c Cause) Sentence(args ...string) string {
-	if c == CauseUnattributed {
-		return fmt.Sprintf("a fragment of %s that no CLIENT span can be matched to started during the rollout: its caller sent no traceparent (http_client off?) or the callee read none (server off?)", arg(args, 0))
-	}
 	t, rest := c.words(args)
+	if t.sentence != "" {
+		return t.sentence
+	}
 	s := t.finding
 	if t.why != "" {
 		s += ": " + t.why
@@ -108,9 +107,6 @@ func (c Cause) Sentence(args ...string) string {
 // a view that has one line: "SERVER span has no parent (http_client off in
 // nemo-gym/simple_agent?)".
 func (c Cause) Short(args ...string) string {
-	if c == CauseUnattributed {
-		return "no CLIENT span calls it (http_client off? server off?)"
-	}
 	t, hints := c.words(args)
 	if len(hints) == 0 {
 		return t.finding
@@ -120,9 +116,6 @@ func (c Cause) Short(args ...string) string {
 
 // Finding is the cause's first words, what the capture shows.
 func (c Cause) Finding(args ...string) string {
-	if c == CauseUnattributed {
-		return "no CLIENT span calls it"
-	}
 	t, _ := c.words(args)
 	return t.finding
 }
@@ -146,6 +139,8 @@ func (c Cause) words(args []string) (causeText, []string) {
 	for i, h := range t.hints {
 		hints[i] = fill(h)
 	}
+	n = 0 // a whole sentence takes the arguments from the first
+	t.sentence = fill(t.sentence)
 	return t, hints
 }
 
