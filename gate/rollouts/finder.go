@@ -78,6 +78,19 @@ type scratch struct {
 	called []bool
 	served []bool // the span or an ancestor is a request span: inside a server
 	leaked []bool
+	units  []unitInfo // cutUnits' units before they are copied out
+	calls  []unitCall // and its dangling calls
+	per    []int
+}
+
+// perUnit returns n cleared counters.
+func (sc *scratch) perUnit(n int) []int {
+	if cap(sc.per) < n {
+		sc.per = make([]int, n)
+	}
+	sc.per = sc.per[:n]
+	clear(sc.per)
+	return sc.per
 }
 
 // unitWalk returns fragUnits' per-span slices for n spans, depth and called

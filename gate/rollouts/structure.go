@@ -200,7 +200,10 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 	// Per-span walk state, reused across fragments: only units are kept.
 	unitOf, depth, called := sc.unitWalk(n) // called: has a CLIENT, SERVER or request child
 	served := sc.served
-	var units []unitInfo
+	// Units and dangling calls are gathered in scratch and copied out at
+	// their final size: a cache of every fragment's units holds no slack.
+	units := sc.units[:0]
+	calls := sc.calls[:0]
 	leaked := sc.leaked[:0]
 	for i := 0; i < n; i++ {
 		sp := &f.Spans[i]
@@ -251,7 +254,7 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 	}
 	if len(units) > 1 {
 		for i := range units {
-			units[i].idx = make([]int32, 0, 8)
+			units[i].idx = make([]int32, 0, units[i].spans)
 		}
 		for i := 0; i < n; i++ {
 			u := &units[unitOf[i]]
@@ -279,7 +282,7 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 				path = ""
 			}
 			if !called[i] {
-				u.clients = append(u.clients, danglingClient{span: int32(i), host: host, path: path, start: sp.Start, end: sp.End})
+				calls = append(calls, unitCall{unit: unitOf[i], c: danglingClient{span: int32(i), host: host, path: path, start: sp.Start, end: sp.End}})
 			}
 			if path == "/run" {
 				if d <= maxAnchorDepth && u.idRank < 1 {
@@ -344,7 +347,32 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 		}
 	}
 	sc.leaked = leaked
-	return units
+	out := make([]unitInfo, len(units))
+	copy(out, units)
+	if len(calls) > 0 {
+		// One array for the fragment's calls, each unit's in walk order.
+		per := sc.perUnit(len(out))
+		for _, c := range calls {
+			per[c.unit]++
+		}
+		all, at := make([]danglingClient, len(calls)), 0
+		for ui, n := range per {
+			out[ui].clients = all[at : at : at+n]
+			at += n
+		}
+		for _, c := range calls {
+			out[c.unit].clients = append(out[c.unit].clients, c.c)
+		}
+	}
+	clear(units) // the scratch keeps no strings or slices alive
+	sc.units, sc.calls = units[:0], calls[:0]
+	return out
+}
+
+// unitCall is a dangling CLIENT span met in the walk, with its unit.
+type unitCall struct {
+	unit int32
+	c    danglingClient
 }
 
 // minParallelUnits is how many uncut fragments make cutting them on more
@@ -363,7 +391,11 @@ func (e *Finder) cutAll(snap *model.Snapshot) {
 		job   bool
 		units []unitInfo
 	}
-	var todo []cut
+	frags := len(snap.Jobs)
+	for _, r := range snap.Rollouts {
+		frags += len(r.Fragments)
+	}
+	todo := make([]cut, 0, frags) // at its final size: a first check cuts every fragment
 	queued := map[uint64]bool{}
 	add := func(f *model.Fragment, job bool) {
 		if _, ok := e.units[f.Version]; !ok && !queued[f.Version] {
@@ -611,7 +643,24 @@ func (e *Finder) evictUnits() {
 func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	st := &Structure{src: snap, Suspect: map[string][]Suspect{}}
 	e.cutAll(snap)
-	var us []gunit
+	// The units and the dangling calls, counted first so that each list is
+	// made at its final size: they are rebuilt on every snapshot.
+	nu, nc := 0, 0
+	count := func(fu *fragUnits) {
+		nu += len(fu.units)
+		for k := range fu.units {
+			nc += len(fu.units[k].clients)
+		}
+	}
+	for _, j := range snap.Jobs {
+		count(e.fragUnits(j, true))
+	}
+	for _, r := range snap.Rollouts {
+		for _, f := range r.Fragments {
+			count(e.fragUnits(f, false))
+		}
+	}
+	us := make([]gunit, 0, nu)
 	for _, j := range snap.Jobs {
 		fu := e.fragUnits(j, true)
 		for k := range fu.units {
@@ -700,7 +749,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		}
 	}
 	// Dangling CLIENT spans, by start time.
-	var clients []cref
+	clients := make([]cref, 0, nc)
 	maxDur := int64(0)
 	for i := range us {
 		for k := range us[i].info.clients {
