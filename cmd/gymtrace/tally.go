@@ -13,16 +13,19 @@ import (
 // tallier counts a store's rollouts by gate's one rule for the headless
 // faces (status line, JSON summary), as the TUI and check count them. The
 // live count runs on a goroutine of its own, so neither the status line nor
-// a stop ever waits for it, and beside a flood it shares the cores with
-// ingest for at most a tenth of one: after a check that took d, the next
-// starts no sooner than 10d after it.
+// a stop ever waits for it, and beside a flood it takes little of the
+// cores: after a check that took d, the next starts no sooner than 30d
+// after it. The check's own time is not all it costs: its garbage makes
+// the collector scan the whole store more often, and with a wait of 10d
+// ingest of orphan batches still took a quarter more CPU a span; with 30d
+// it is within the noise (BENCHMARKS.md).
 type tallier struct {
 	reg *groups.Registry
 	cur atomic.Pointer[whatif.Tally]
 }
 
 // liveShare is how many times its own cost the live check waits between runs.
-const liveShare = 10
+const liveShare = 30
 
 func newTallier(reg *groups.Registry) *tallier {
 	if reg == nil {
