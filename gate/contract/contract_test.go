@@ -2,20 +2,15 @@ package contract
 
 import (
 	"bytes"
-	"github.com/nemo-gym/gymtrace/gate/internal/realgym"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nemo-gym/gymtrace/gate/internal/realgym"
 )
 
 // TestSelfPasses: every real capture holds to itself.
 func TestSelfPasses(t *testing.T) {
-	metas, _ := filepath.Glob(filepath.Join(realgym.Dir(), "*", "*", "meta.json"))
-	if len(metas) < 10 {
-		t.Fatalf("%d real-Gym cases, want the repository's", len(metas))
-	}
-	for _, m := range metas {
-		name, _ := filepath.Rel(realgym.Dir(), filepath.Dir(m))
+	for _, name := range realgym.Cases(t) {
 		t.Run(name, func(t *testing.T) {
 			p := profile(t, name)
 			if r := Compare(p, p, DefaultTolerance); !r.Pass() {

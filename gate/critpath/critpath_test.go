@@ -1,10 +1,9 @@
 package critpath
 
 import (
-	"github.com/nemo-gym/gymtrace/gate/internal/realgym"
-	"path/filepath"
 	"testing"
 
+	"github.com/nemo-gym/gymtrace/gate/internal/realgym"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -15,12 +14,7 @@ import (
 // span but its own ASGI body I/O runs during it: the span holds that time
 // on its own.
 func TestPathTilesEveryRollout(t *testing.T) {
-	metas, _ := filepath.Glob(filepath.Join(realgym.Dir(), "*", "*", "meta.json"))
-	if len(metas) < 10 {
-		t.Fatalf("%d real-Gym cases, want the repository's", len(metas))
-	}
-	for _, m := range metas {
-		name, _ := filepath.Rel(realgym.Dir(), filepath.Dir(m))
+	for _, name := range realgym.Cases(t) {
 		t.Run(name, func(t *testing.T) {
 			eng, snap := realgym.Capture(t, name)
 			st := eng.Structure(snap)

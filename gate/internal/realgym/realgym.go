@@ -20,6 +20,21 @@ func Dir() string {
 	return filepath.Join(filepath.Dir(here), "..", "..", "..", "testdata", "real-gym")
 }
 
+// Cases names every shipped capture (its case directory below Dir), failing the
+// test when the repository's set is not there.
+func Cases(tb testing.TB) []string {
+	tb.Helper()
+	metas, _ := filepath.Glob(filepath.Join(Dir(), "*", "*", "meta.json"))
+	if len(metas) < 10 {
+		tb.Fatalf("%d real-Gym cases, want the repository's", len(metas))
+	}
+	names := make([]string, len(metas))
+	for i, m := range metas {
+		names[i], _ = filepath.Rel(Dir(), filepath.Dir(m))
+	}
+	return names
+}
+
 // Files returns a capture's files: its console logs, else its OTLP lines.
 func Files(tb testing.TB, name string) []string {
 	tb.Helper()
