@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nemo-gym/gymtrace/gate/internal/testfleet"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
 func TestFilterOperators(t *testing.T) {
-	snap := filterCapture(t, threeRollouts)
+	snap := testfleet.Capture(t, testfleet.ThreeRollouts)
 	if len(snap.Rollouts) != 3 {
 		t.Fatalf("capture has %d rollouts, want 3", len(snap.Rollouts))
 	}
@@ -129,7 +130,7 @@ func TestFilterSplit(t *testing.T) {
 // TestHitSpan reads a filter as a search inside one rollout: every term on
 // the one span, words through the caller's text search.
 func TestHitSpan(t *testing.T) {
-	snap := filterCapture(t, threeRollouts)
+	snap := testfleet.Capture(t, testfleet.ThreeRollouts)
 	var b *model.Rollout
 	for _, r := range snap.Rollouts {
 		if r.ID == "b" {
