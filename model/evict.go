@@ -19,7 +19,7 @@ func (w *writer) evict(target int, targetBytes int64) {
 		if w.stored <= target && w.bytes <= targetBytes {
 			break
 		}
-		for _, f := range r.frags {
+		for _, f := range r.slots() {
 			if f == nil {
 				continue
 			}

@@ -128,11 +128,11 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 		return r.pub
 	}
 	w.version++
-	r.version = w.version
-	frags := r.frags
+	version := w.version
+	frags := r.slots()
 	if int(r.live) < len(frags) {
 		frags = make([]*frag, 0, r.live)
-		for _, f := range r.frags {
+		for _, f := range r.slots() {
 			if f != nil {
 				frags = append(frags, f)
 			}
@@ -147,7 +147,7 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 	} else {
 		pr = &Rollout{Fragments: make([]*Fragment, len(frags))}
 	}
-	pr.ID, pr.Synthetic, pr.Version = r.key, r.synthetic, r.version
+	pr.ID, pr.Synthetic, pr.Version = r.key, r.synthetic, version
 	pr.FirstSeen, pr.LastSeen = time.Unix(0, r.firstSeen), time.Unix(0, r.lastSeen)
 	var traces map[uint32]bool // by trace record; only for rollouts split into many fragments
 	if len(frags) > 16 {

@@ -39,23 +39,24 @@ type frag struct {
 	// trec is the fragment's trace record; tPrev and tNext link the
 	// fragments of the trace.
 	trec, tPrev, tNext uint32
-	rpos               int32 // index in roll.frags
+	rpos               int32 // index in the rollout's slots (roll.slots)
 	errors             int32
 	ordered            bool
-	isJob              bool
 	gone               bool // merged into another fragment or evicted
 	dirty              bool
 	waiting            bool // listed in waiting under its top's parent id
 }
 
-// roll is the writer's rollout; fields ordered by size.
+// roll is the writer's rollout; fields ordered by size. Most rollouts are
+// one fragment, held in one; more holds the fragments of the others (see
+// slots).
 type roll struct {
 	key       string
 	seq       uint64
-	frags     []*frag // nil where a fragment left; compacted when half are
-	firstSeen int64   // store clock, unix nanoseconds
+	one       [1]*frag
+	more      *[]*frag
+	firstSeen int64 // store clock, unix nanoseconds
 	lastSeen  int64
-	version   uint64
 	pub       *Rollout
 	// pos is the rollout's place in the published list (see writer.pub),
 	// or -1 when it is not in it.
@@ -65,6 +66,39 @@ type roll struct {
 	dirty     bool
 	dead      bool
 }
+
+// slots returns r's fragments, nil where one left (compacted when half
+// are); an element set through it is set in r.
+func (r *roll) slots() []*frag {
+	if r.more != nil {
+		return *r.more
+	}
+	if r.one[0] != nil {
+		return r.one[:]
+	}
+	return nil
+}
+
+// add appends f to r's slots.
+func (r *roll) add(f *frag) {
+	switch {
+	case r.more != nil:
+		f.rpos = int32(len(*r.more))
+		*r.more = append(*r.more, f)
+	case r.one[0] == nil:
+		f.rpos = 0
+		r.one[0] = f
+	default:
+		s := make([]*frag, 2, 4)
+		s[0], s[1] = r.one[0], f
+		r.one[0], r.more = nil, &s
+		f.rpos = 1
+	}
+}
+
+// isJob reports whether f is a gym.job span's fragment: such a span is
+// always the one span of its own fragment.
+func (w *writer) isJob(f *frag) bool { return f.spans[0].Name == w.keys.job }
 
 // waitList is the first and last fragment waiting for one parent span id;
 // the fragments between are linked through waitNext.
@@ -419,7 +453,6 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 
 	if sp.Name == w.keys.job {
 		f := w.newFrag(sp.TraceID, 1)
-		f.isJob = true
 		w.appendSpan(f, *sp, -1, "")
 		w.jobs = append(w.jobs, f)
 		// Fragments waiting for this span hang under the job: they stay rollouts.
@@ -441,7 +474,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 			pf, pi, ok = w.lookup(p.trec[t], sp.ParentID)
 		}
 		if ok {
-			if pf.isJob {
+			if w.isJob(pf) {
 				f = w.newFrag(sp.TraceID, p.size[i])
 				f.job = sp.ParentID
 				parent = -1
@@ -632,7 +665,7 @@ func (w *writer) appendSpan(f *frag, sp Span, parent int32, rid string) uint32 {
 	}
 	f.spans = append(f.spans, sp)
 	w.setLoc(f, sp.SpanID, loc{frag: f.id, idx: idx})
-	if f.rid == "" && !f.isJob {
+	if f.rid == "" && !w.isJob(f) {
 		f.rid = rid
 	}
 	w.touch(f)
@@ -685,7 +718,7 @@ func (w *writer) merge(f, child *frag, at uint32) (*frag, uint32) {
 		}
 		child.seq = f.seq
 		if r := f.roll; r != nil {
-			r.frags[f.rpos] = child
+			r.slots()[f.rpos] = child
 			child.roll, child.rpos = r, f.rpos
 			f.roll = nil
 		}
@@ -743,32 +776,31 @@ func (w *writer) retire(c *frag) {
 // arrived first may gather thousands of fragments before their parents).
 func (w *writer) detach(r *roll, c *frag) {
 	// In place: published rollouts have their own Fragments slices.
-	if i := c.rpos; i >= 0 && int(i) < len(r.frags) && r.frags[i] == c {
-		r.frags[i] = nil
+	if s := r.slots(); c.rpos >= 0 && int(c.rpos) < len(s) && s[c.rpos] == c {
+		s[c.rpos] = nil
 		r.live--
 	}
 	c.roll = nil
 	w.markDirty(r)
 	if r.live == 0 {
-		clear(r.frags)
-		r.frags = r.frags[:0]
+		r.one[0], r.more = nil, nil
 		r.dead = true
 		w.restructure = true
 		w.deadInOrder++
 		w.dropRoll(r)
 		return
 	}
-	if int(r.live) < len(r.frags)/2 {
+	if s := r.slots(); r.more != nil && int(r.live) < len(s)/2 {
 		k := 0
-		for _, f := range r.frags {
+		for _, f := range s {
 			if f != nil {
 				f.rpos = int32(k)
-				r.frags[k] = f
+				s[k] = f
 				k++
 			}
 		}
-		clear(r.frags[k:])
-		r.frags = r.frags[:k]
+		clear(s[k:])
+		*r.more = s[:k]
 	}
 }
 
@@ -837,8 +869,7 @@ func (w *writer) assign(f *frag) {
 		w.restructure = true
 		w.unsorted = true
 	}
-	f.rpos = int32(len(r.frags))
-	r.frags = append(r.frags, f)
+	r.add(f)
 	r.live++
 	f.roll = r
 	w.markDirty(r)
