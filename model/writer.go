@@ -22,7 +22,6 @@ type frag struct {
 	seq   uint64 // creation order
 	spans []Span // append-only: published Fragments share the backing array
 	job   SpanID
-	rid   string
 	roll  *roll
 	pub   *Fragment
 	start int64
@@ -42,10 +41,23 @@ type frag struct {
 	rpos               int32 // index in the rollout's slots (roll.slots)
 	errors             int32
 	ordered            bool
-	gone               bool // merged into another fragment or evicted
 	dirty              bool
 	waiting            bool // listed in waiting under its top's parent id
+	// named: the rollout id its spans name is its rollout's key (see rid).
+	named bool
 }
+
+// rid is the rollout id f's spans name, "" for none: a fragment's first
+// id stays its id, and assign puts it in the rollout of that key.
+func (f *frag) rid() string {
+	if f.named && f.roll != nil {
+		return f.roll.key
+	}
+	return ""
+}
+
+// gone reports whether f was merged into another fragment or evicted.
+func (w *writer) gone(f *frag) bool { return w.fragAt(f.id) != f }
 
 // roll is the writer's rollout; fields ordered by size. Most rollouts are
 // one fragment, held in one; more holds the fragments of the others (see
@@ -352,7 +364,7 @@ func (w *writer) parentAt(i int32) (*frag, uint32) {
 		return nil, 0
 	}
 	f, idx := w.placedF[p], w.placedI[p]
-	if f == nil || f.gone {
+	if f == nil || w.gone(f) {
 		return nil, 0
 	}
 	return f, idx
@@ -453,7 +465,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 
 	if sp.Name == w.keys.job {
 		f := w.newFrag(sp.TraceID, 1)
-		w.appendSpan(f, *sp, -1, "")
+		w.appendSpan(f, *sp, -1)
 		w.jobs = append(w.jobs, f)
 		// Fragments waiting for this span hang under the job: they stay rollouts.
 		if p.tWait[t] {
@@ -467,6 +479,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 
 	var f *frag
 	parent := int32(-1)
+	rid := "" // the rollout id f names, as f's spans and this one tell
 	if !sp.ParentID.IsZero() {
 		pf, pi := w.parentAt(i)
 		ok := pf != nil
@@ -479,7 +492,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 				f.job = sp.ParentID
 				parent = -1
 			} else {
-				f, parent = pf, int32(pi)
+				f, parent, rid = pf, int32(pi), pf.rid()
 			}
 		}
 	}
@@ -494,16 +507,19 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 			}
 		}
 	}
-	idx := w.appendSpan(f, *sp, parent, p.rid[i])
+	idx := w.appendSpan(f, *sp, parent)
+	if rid == "" {
+		rid = p.rid[i]
+	}
 	// Fragments that arrived before this span and wait for it join its fragment.
 	if p.tWait[t] {
 		for _, c := range w.takeWaiting(f.trec, sp.SpanID) {
 			if c != f { // a span that names itself as parent waits for nobody
-				f, idx = w.merge(f, c, idx)
+				f, idx, rid = w.merge(f, c, idx, rid)
 			}
 		}
 	}
-	w.assign(f)
+	w.assign(f, rid)
 	return f, idx
 }
 
@@ -535,7 +551,6 @@ func (w *writer) placeGroup(spans []Span, g *group, alias bool) {
 	}
 	w.stored += int(g.n)
 	w.bytes += g.bytes
-	f.rid = g.rid
 	if !top.ParentID.IsZero() {
 		if q := w.prep.parent[g.start]; q >= 0 && w.prep.groups[w.prep.gid[q]].job {
 			f.job = top.ParentID
@@ -546,7 +561,7 @@ func (w *writer) placeGroup(spans []Span, g *group, alias bool) {
 		}
 	}
 	w.touch(f)
-	w.assign(f)
+	w.assign(f, g.rid)
 }
 
 // wait lists f, whose top span's parent is id, as waiting for that span.
@@ -651,7 +666,7 @@ func (w *writer) newFrag(trace TraceID, size int32) *frag {
 	return f
 }
 
-func (w *writer) appendSpan(f *frag, sp Span, parent int32, rid string) uint32 {
+func (w *writer) appendSpan(f *frag, sp Span, parent int32) uint32 {
 	sp.Parent = parent
 	idx := uint32(len(f.spans))
 	if idx == 0 || sp.Start < f.start {
@@ -665,9 +680,6 @@ func (w *writer) appendSpan(f *frag, sp Span, parent int32, rid string) uint32 {
 	}
 	f.spans = append(f.spans, sp)
 	w.setLoc(f, sp.SpanID, loc{frag: f.id, idx: idx})
-	if f.rid == "" && !w.isJob(f) {
-		f.rid = rid
-	}
 	w.touch(f)
 	return idx
 }
@@ -677,21 +689,22 @@ func (w *writer) appendSpan(f *frag, sp Span, parent int32, rid string) uint32 {
 const swapMin = 32
 
 // merge joins child, whose top span's parent is the span at index at of f,
-// with f, and returns the fragment both are now and that parent's index in
-// it. The smaller side's spans are copied: copying the child every time
+// with f, and returns the fragment both are now, that parent's index in it
+// and the rollout id it names: rid, f's as placement goes, else the
+// child's. The smaller side's spans are copied: copying the child every time
 // would make a chain arriving leaf first quadratic. When the child is the
 // bigger one it keeps its array, and the fragment is out of order until
 // published.
-func (w *writer) merge(f, child *frag, at uint32) (*frag, uint32) {
+func (w *writer) merge(f, child *frag, at uint32, rid string) (*frag, uint32, string) {
+	if rid == "" {
+		rid = child.rid()
+	}
 	if len(child.spans) >= swapMin && len(child.spans) > len(f.spans) {
 		off := w.moveSpans(child, f)
 		child.spans[child.top].Parent = int32(off + at)
 		child.top = int32(off) + f.top
 		child.ordered = false
 		child.job = f.job
-		if f.rid != "" {
-			child.rid = f.rid
-		}
 		// f's place on the waiting list of its own parent passes to child.
 		if f.waiting {
 			k := f.spans[f.top].ParentID
@@ -724,18 +737,15 @@ func (w *writer) merge(f, child *frag, at uint32) (*frag, uint32) {
 		}
 		w.retire(f)
 		w.touch(child)
-		return child, off + at
+		return child, off + at, rid
 	}
 	top := child.top
 	off := w.moveSpans(f, child)
 	f.spans[off+uint32(top)].Parent = int32(at)
 	f.ordered = f.ordered && child.ordered
-	if f.rid == "" {
-		f.rid = child.rid
-	}
 	w.retire(child)
 	w.touch(f)
-	return f, at
+	return f, at, rid
 }
 
 // moveSpans appends src's spans to dst, re-pointing their parents and
@@ -764,7 +774,6 @@ func (w *writer) moveSpans(dst, src *frag) uint32 {
 // retire forgets a fragment merged into another (not its spans' locs,
 // which point to the other).
 func (w *writer) retire(c *frag) {
-	c.gone = true
 	w.dropFrag(c)
 	if r := c.roll; r != nil {
 		w.detach(r, c)
@@ -820,9 +829,11 @@ func (w *writer) markDirty(r *roll) {
 	}
 }
 
-// assign puts f in the rollout its id names, moving it if the id changed.
-func (w *writer) assign(f *frag) {
-	key := f.rid
+// assign puts f in the rollout its id rid names (its synthetic one for
+// ""), moving it if the id changed.
+func (w *writer) assign(f *frag, rid string) {
+	key := rid
+	f.named = key != ""
 	if f.roll != nil && (key == "" && f.roll.synthetic || key != "" && f.roll.key == key) {
 		// Where it is: a fragment without an id is in the rollout of its
 		// synthetic key, which its top span fixes (a merge that keeps the
@@ -848,7 +859,7 @@ func (w *writer) assign(f *frag) {
 		w.detach(f.roll, f)
 	}
 	if r == nil {
-		r = &roll{key: key, synthetic: f.rid == "", seq: f.seq, firstSeen: w.nowNS, pos: -1}
+		r = &roll{key: key, synthetic: key == "", seq: f.seq, firstSeen: w.nowNS, pos: -1}
 		if inSynth {
 			if r.synthetic {
 				r.key = sk.String()
