@@ -3,10 +3,7 @@ package model
 // Publication: immutable snapshots built from the writer's state,
 // sharing what did not change.
 
-import (
-	"slices"
-	"time"
-)
+import "slices"
 
 // publish builds an immutable snapshot from the writer state. Unchanged
 // fragments and rollouts are shared with the previous snapshot. In the
@@ -148,7 +145,7 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 		pr = &Rollout{Fragments: make([]*Fragment, len(frags))}
 	}
 	pr.ID, pr.Synthetic, pr.Version = r.key, r.synthetic, version
-	pr.FirstSeen, pr.LastSeen = time.Unix(0, r.firstSeen), time.Unix(0, r.lastSeen)
+	pr.FirstSeen, pr.LastSeen = r.firstSeen, r.lastSeen
 	var traces map[uint32]bool // by trace record; only for rollouts split into many fragments
 	if len(frags) > 16 {
 		traces = make(map[uint32]bool, len(frags))
