@@ -121,7 +121,7 @@ type rollout1 struct {
 
 // pubRoll returns the published form of r, building it anew when r changed.
 func (w *writer) pubRoll(r *roll) *Rollout {
-	if !r.dirty && r.pub != nil {
+	if !r.dirty && !r.draft {
 		return r.pub
 	}
 	w.version++
@@ -136,16 +136,27 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 		}
 	}
 	var pr *Rollout
-	if len(frags) == 1 {
+	switch {
+	case r.draft:
+		// The first publication fills in the Rollout made with the roll
+		// (see assign), which no reader has seen yet.
+		pr = r.pub
+		r.draft = false
+		if len(frags) != 1 {
+			pr.Fragments = make([]*Fragment, len(frags))
+		}
+	case len(frags) == 1:
 		// Most rollouts are one fragment: one allocation for both.
 		one := &rollout1{}
 		pr = &one.r
 		pr.Fragments = one.f[:]
-	} else {
+	default:
 		pr = &Rollout{Fragments: make([]*Fragment, len(frags))}
 	}
-	pr.ID, pr.Synthetic, pr.Version = r.key, r.synthetic, version
-	pr.FirstSeen, pr.LastSeen = r.firstSeen, r.lastSeen
+	if pr != r.pub {
+		pr.ID, pr.Synthetic, pr.FirstSeen = r.pub.ID, r.pub.Synthetic, r.pub.FirstSeen
+	}
+	pr.Version, pr.LastSeen = version, r.lastSeen
 	var traces map[uint32]bool // by trace record; only for rollouts split into many fragments
 	if len(frags) > 16 {
 		traces = make(map[uint32]bool, len(frags))

@@ -51,7 +51,7 @@ type frag struct {
 // id stays its id, and assign puts it in the rollout of that key.
 func (f *frag) rid() string {
 	if f.named && f.roll != nil {
-		return f.roll.key
+		return f.roll.key()
 	}
 	return ""
 }
@@ -63,21 +63,26 @@ func (w *writer) gone(f *frag) bool { return w.fragAt(f.id) != f }
 // one fragment, held in one; more holds the fragments of the others (see
 // slots).
 type roll struct {
-	key       string
-	seq       uint64
-	one       [1]*frag
-	more      *[]*frag
-	firstSeen int64 // store clock, unix nanoseconds
-	lastSeen  int64
-	pub       *Rollout
+	seq      uint64
+	one      [1]*frag
+	more     *[]*frag
+	lastSeen int64 // store clock, unix nanoseconds
+	// pub is the rollout as last published or, while draft is set, the
+	// Rollout its first publication fills in, made with the roll. Either
+	// holds what never changes: the key (ID), Synthetic and FirstSeen.
+	pub *Rollout
 	// pos is the rollout's place in the published list (see writer.pub),
 	// or -1 when it is not in it.
 	pos       int64
-	live      int32 // non-nil entries of frags
+	live      int32 // non-nil entries of slots
 	synthetic bool
 	dirty     bool
 	dead      bool
+	draft     bool
 }
+
+// key is the rollout's id, or its synthetic key as text.
+func (r *roll) key() string { return r.pub.ID }
 
 // slots returns r's fragments, nil where one left (compacted when half
 // are); an element set through it is set in r.
@@ -834,7 +839,7 @@ func (w *writer) markDirty(r *roll) {
 func (w *writer) assign(f *frag, rid string) {
 	key := rid
 	f.named = key != ""
-	if f.roll != nil && (key == "" && f.roll.synthetic || key != "" && f.roll.key == key) {
+	if f.roll != nil && (key == "" && f.roll.synthetic || key != "" && f.roll.key() == key) {
 		// Where it is: a fragment without an id is in the rollout of its
 		// synthetic key, which its top span fixes (a merge that keeps the
 		// child's array gives the child the parent's top and rollout).
@@ -859,11 +864,16 @@ func (w *writer) assign(f *frag, rid string) {
 		w.detach(f.roll, f)
 	}
 	if r == nil {
-		r = &roll{key: key, synthetic: key == "", seq: f.seq, firstSeen: w.nowNS, pos: -1}
+		r = &roll{synthetic: key == "", seq: f.seq, pos: -1, draft: true}
+		if inSynth && r.synthetic {
+			key = sk.String()
+		}
+		// The first publication's Rollout, with the one-fragment array
+		// most rollouts need: the roll keeps no copy of what it holds.
+		one := &rollout1{}
+		r.pub = &one.r
+		r.pub.ID, r.pub.Synthetic, r.pub.FirstSeen, r.pub.Fragments = key, r.synthetic, w.nowNS, one.f[:]
 		if inSynth {
-			if r.synthetic {
-				r.key = sk.String()
-			}
 			w.synth.put(sk, r)
 		} else {
 			w.rolls[key] = r
@@ -889,10 +899,10 @@ func (w *writer) assign(f *frag, rid string) {
 
 // dropRoll forgets r's key.
 func (w *writer) dropRoll(r *roll) {
-	if sk, ok := parseSynthKey(r.key); ok {
+	if sk, ok := parseSynthKey(r.key()); ok {
 		w.synth.del(sk)
 	} else {
-		delete(w.rolls, r.key)
+		delete(w.rolls, r.key())
 	}
 }
 
