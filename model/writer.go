@@ -705,6 +705,12 @@ func (w *writer) merge(f, child *frag, at uint32, rid string) (*frag, uint32, st
 		rid = child.rid()
 	}
 	if len(child.spans) >= swapMin && len(child.spans) > len(f.spans) {
+		if pf := child.pub; pf != nil && len(pf.Spans) > 0 && &pf.Spans[0] == &child.spans[0] {
+			// Published snapshots share child's array, and the Parent of
+			// its top span is set below: that write goes to a copy. At most
+			// once per publication, as settle's copies.
+			child.spans = append(make([]Span, 0, len(child.spans)+len(f.spans)), child.spans...)
+		}
 		off := w.moveSpans(child, f)
 		child.spans[child.top].Parent = int32(off + at)
 		child.top = int32(off) + f.top
