@@ -19,7 +19,7 @@ func (w *writer) evict(target int, targetBytes int64) {
 		if w.stored <= target && w.bytes <= targetBytes {
 			break
 		}
-		for _, f := range r.frags {
+		for _, f := range r.slots() {
 			if f == nil {
 				continue
 			}
@@ -35,7 +35,6 @@ func (w *writer) evict(target int, targetBytes int64) {
 			w.stored -= len(f.spans)
 			w.evSpans += int64(len(f.spans))
 			w.unwait(f)
-			f.gone = true
 			w.dropFrag(f)
 		}
 		r.dead = true

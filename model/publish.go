@@ -3,10 +3,7 @@ package model
 // Publication: immutable snapshots built from the writer's state,
 // sharing what did not change.
 
-import (
-	"slices"
-	"time"
-)
+import "slices"
 
 // publish builds an immutable snapshot from the writer state. Unchanged
 // fragments and rollouts are shared with the previous snapshot. In the
@@ -124,31 +121,42 @@ type rollout1 struct {
 
 // pubRoll returns the published form of r, building it anew when r changed.
 func (w *writer) pubRoll(r *roll) *Rollout {
-	if !r.dirty && r.pub != nil {
+	if !r.dirty && !r.draft {
 		return r.pub
 	}
 	w.version++
-	r.version = w.version
-	frags := r.frags
+	version := w.version
+	frags := r.slots()
 	if int(r.live) < len(frags) {
 		frags = make([]*frag, 0, r.live)
-		for _, f := range r.frags {
+		for _, f := range r.slots() {
 			if f != nil {
 				frags = append(frags, f)
 			}
 		}
 	}
 	var pr *Rollout
-	if len(frags) == 1 {
+	switch {
+	case r.draft:
+		// The first publication fills in the Rollout made with the roll
+		// (see assign), which no reader has seen yet.
+		pr = r.pub
+		r.draft = false
+		if len(frags) != 1 {
+			pr.Fragments = make([]*Fragment, len(frags))
+		}
+	case len(frags) == 1:
 		// Most rollouts are one fragment: one allocation for both.
 		one := &rollout1{}
 		pr = &one.r
 		pr.Fragments = one.f[:]
-	} else {
+	default:
 		pr = &Rollout{Fragments: make([]*Fragment, len(frags))}
 	}
-	pr.ID, pr.Synthetic, pr.Version = r.key, r.synthetic, r.version
-	pr.FirstSeen, pr.LastSeen = time.Unix(0, r.firstSeen), time.Unix(0, r.lastSeen)
+	if pr != r.pub {
+		pr.ID, pr.Synthetic, pr.FirstSeen = r.pub.ID, r.pub.Synthetic, r.pub.FirstSeen
+	}
+	pr.Version, pr.LastSeen = version, r.lastSeen
 	var traces map[uint32]bool // by trace record; only for rollouts split into many fragments
 	if len(frags) > 16 {
 		traces = make(map[uint32]bool, len(frags))

@@ -258,3 +258,37 @@ func TestStoreSpanIDSharedAcrossTraces(t *testing.T) {
 	checkFragments(t, s)
 	checkStats(t, s)
 }
+
+// TestStoreMergeKeepsPublishedSpans: a big fragment whose parent arrives
+// keeps its array and takes the parent in (see merge); a snapshot published
+// before must not see its top span's Parent change.
+func TestStoreMergeKeepsPublishedSpans(t *testing.T) {
+	st := NewStore(Options{})
+	defer st.Close()
+	var trace TraceID
+	trace[0] = 7
+	chain := func(from, to int) Batch {
+		var b Batch
+		for i := from; i <= to; i++ {
+			b.Spans = append(b.Spans, Span{TraceID: trace, SpanID: numID(uint64(i)), ParentID: numID(uint64(i - 1)), Start: int64(i), End: int64(i + 1)})
+		}
+		return b
+	}
+	// 59 spans waiting for span 1, in an array grown by appends (room to spare).
+	for _, b := range []Batch{chain(2, 41), chain(42, 60)} {
+		if err := st.Add(b); err != nil {
+			t.Fatal(err)
+		}
+		st.Sync()
+	}
+	old := st.Snapshot()
+	if err := st.Add(Batch{Spans: []Span{{TraceID: trace, SpanID: numID(1), Start: 1, End: 100}}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Sync()
+	checkFragments(t, old)
+	checkFragments(t, st.Snapshot())
+	if s := st.Snapshot(); len(s.Rollouts) != 1 || s.Rollouts[0].Spans != 60 {
+		t.Fatalf("%d rollouts, want one of 60 spans", len(s.Rollouts))
+	}
+}

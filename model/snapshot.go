@@ -83,10 +83,13 @@ type Rollout struct {
 	Start     int64 // earliest span start, unix nanoseconds
 	End       int64 // latest span end, unix nanoseconds
 	Traces    int   // distinct trace ids among the fragments
-	// FirstSeen and LastSeen are the store clock when spans of the rollout
-	// first and last arrived; LastSeen drives the "pending" grace window.
-	FirstSeen time.Time
-	LastSeen  time.Time
+	// FirstSeen and LastSeen are the store clock, unix nanoseconds, when
+	// spans of the rollout first and last arrived; LastSeen drives the
+	// "pending" grace window. Integers, as Start and End, and not
+	// time.Time: a snapshot holds one Rollout per rollout, and two Times
+	// would be a fifth of it.
+	FirstSeen int64
+	LastSeen  int64
 }
 
 // Fragment is a connected piece of one trace: Spans[0] is its top span and

@@ -81,7 +81,7 @@ func TestStoreDuplicatesAndPending(t *testing.T) {
 	if !f.Orphan() {
 		t.Fatalf("fragment waiting for gym.job should be an orphan until it arrives")
 	}
-	if !s.Rollouts[0].LastSeen.Equal(now) {
+	if s.Rollouts[0].LastSeen != now.UnixNano() {
 		t.Fatalf("LastSeen = %v, want the store clock %v", s.Rollouts[0].LastSeen, now)
 	}
 	st.Add(Batch{Spans: build(t, st, trace, jobTree[:1])})

@@ -22,7 +22,6 @@ type frag struct {
 	seq   uint64 // creation order
 	spans []Span // append-only: published Fragments share the backing array
 	job   SpanID
-	rid   string
 	roll  *roll
 	pub   *Fragment
 	start int64
@@ -39,32 +38,84 @@ type frag struct {
 	// trec is the fragment's trace record; tPrev and tNext link the
 	// fragments of the trace.
 	trec, tPrev, tNext uint32
-	rpos               int32 // index in roll.frags
+	rpos               int32 // index in the rollout's slots (roll.slots)
 	errors             int32
 	ordered            bool
-	isJob              bool
-	gone               bool // merged into another fragment or evicted
 	dirty              bool
 	waiting            bool // listed in waiting under its top's parent id
+	// named: the rollout id its spans name is its rollout's key (see rid).
+	named bool
 }
 
-// roll is the writer's rollout; fields ordered by size.
+// rid is the rollout id f's spans name, "" for none: a fragment's first
+// id stays its id, and assign puts it in the rollout of that key.
+func (f *frag) rid() string {
+	if f.named && f.roll != nil {
+		return f.roll.key()
+	}
+	return ""
+}
+
+// gone reports whether f was merged into another fragment or evicted.
+func (w *writer) gone(f *frag) bool { return w.fragAt(f.id) != f }
+
+// roll is the writer's rollout; fields ordered by size. Most rollouts are
+// one fragment, held in one; more holds the fragments of the others (see
+// slots).
 type roll struct {
-	key       string
-	seq       uint64
-	frags     []*frag // nil where a fragment left; compacted when half are
-	firstSeen int64   // store clock, unix nanoseconds
-	lastSeen  int64
-	version   uint64
-	pub       *Rollout
+	seq      uint64
+	one      [1]*frag
+	more     *[]*frag
+	lastSeen int64 // store clock, unix nanoseconds
+	// pub is the rollout as last published or, while draft is set, the
+	// Rollout its first publication fills in, made with the roll. Either
+	// holds what never changes: the key (ID), Synthetic and FirstSeen.
+	pub *Rollout
 	// pos is the rollout's place in the published list (see writer.pub),
 	// or -1 when it is not in it.
 	pos       int64
-	live      int32 // non-nil entries of frags
+	live      int32 // non-nil entries of slots
 	synthetic bool
 	dirty     bool
 	dead      bool
+	draft     bool
 }
+
+// key is the rollout's id, or its synthetic key as text.
+func (r *roll) key() string { return r.pub.ID }
+
+// slots returns r's fragments, nil where one left (compacted when half
+// are); an element set through it is set in r.
+func (r *roll) slots() []*frag {
+	if r.more != nil {
+		return *r.more
+	}
+	if r.one[0] != nil {
+		return r.one[:]
+	}
+	return nil
+}
+
+// add appends f to r's slots.
+func (r *roll) add(f *frag) {
+	switch {
+	case r.more != nil:
+		f.rpos = int32(len(*r.more))
+		*r.more = append(*r.more, f)
+	case r.one[0] == nil:
+		f.rpos = 0
+		r.one[0] = f
+	default:
+		s := make([]*frag, 2, 4)
+		s[0], s[1] = r.one[0], f
+		r.one[0], r.more = nil, &s
+		f.rpos = 1
+	}
+}
+
+// isJob reports whether f is a gym.job span's fragment: such a span is
+// always the one span of its own fragment.
+func (w *writer) isJob(f *frag) bool { return f.spans[0].Name == w.keys.job }
 
 // waitList is the first and last fragment waiting for one parent span id;
 // the fragments between are linked through waitNext.
@@ -318,7 +369,7 @@ func (w *writer) parentAt(i int32) (*frag, uint32) {
 		return nil, 0
 	}
 	f, idx := w.placedF[p], w.placedI[p]
-	if f == nil || f.gone {
+	if f == nil || w.gone(f) {
 		return nil, 0
 	}
 	return f, idx
@@ -419,8 +470,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 
 	if sp.Name == w.keys.job {
 		f := w.newFrag(sp.TraceID, 1)
-		f.isJob = true
-		w.appendSpan(f, *sp, -1, "")
+		w.appendSpan(f, *sp, -1)
 		w.jobs = append(w.jobs, f)
 		// Fragments waiting for this span hang under the job: they stay rollouts.
 		if p.tWait[t] {
@@ -434,6 +484,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 
 	var f *frag
 	parent := int32(-1)
+	rid := "" // the rollout id f names, as f's spans and this one tell
 	if !sp.ParentID.IsZero() {
 		pf, pi := w.parentAt(i)
 		ok := pf != nil
@@ -441,12 +492,12 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 			pf, pi, ok = w.lookup(p.trec[t], sp.ParentID)
 		}
 		if ok {
-			if pf.isJob {
+			if w.isJob(pf) {
 				f = w.newFrag(sp.TraceID, p.size[i])
 				f.job = sp.ParentID
 				parent = -1
 			} else {
-				f, parent = pf, int32(pi)
+				f, parent, rid = pf, int32(pi), pf.rid()
 			}
 		}
 	}
@@ -461,16 +512,19 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 			}
 		}
 	}
-	idx := w.appendSpan(f, *sp, parent, p.rid[i])
+	idx := w.appendSpan(f, *sp, parent)
+	if rid == "" {
+		rid = p.rid[i]
+	}
 	// Fragments that arrived before this span and wait for it join its fragment.
 	if p.tWait[t] {
 		for _, c := range w.takeWaiting(f.trec, sp.SpanID) {
 			if c != f { // a span that names itself as parent waits for nobody
-				f, idx = w.merge(f, c, idx)
+				f, idx, rid = w.merge(f, c, idx, rid)
 			}
 		}
 	}
-	w.assign(f)
+	w.assign(f, rid)
 	return f, idx
 }
 
@@ -502,7 +556,6 @@ func (w *writer) placeGroup(spans []Span, g *group, alias bool) {
 	}
 	w.stored += int(g.n)
 	w.bytes += g.bytes
-	f.rid = g.rid
 	if !top.ParentID.IsZero() {
 		if q := w.prep.parent[g.start]; q >= 0 && w.prep.groups[w.prep.gid[q]].job {
 			f.job = top.ParentID
@@ -513,7 +566,7 @@ func (w *writer) placeGroup(spans []Span, g *group, alias bool) {
 		}
 	}
 	w.touch(f)
-	w.assign(f)
+	w.assign(f, g.rid)
 }
 
 // wait lists f, whose top span's parent is id, as waiting for that span.
@@ -618,7 +671,7 @@ func (w *writer) newFrag(trace TraceID, size int32) *frag {
 	return f
 }
 
-func (w *writer) appendSpan(f *frag, sp Span, parent int32, rid string) uint32 {
+func (w *writer) appendSpan(f *frag, sp Span, parent int32) uint32 {
 	sp.Parent = parent
 	idx := uint32(len(f.spans))
 	if idx == 0 || sp.Start < f.start {
@@ -632,9 +685,6 @@ func (w *writer) appendSpan(f *frag, sp Span, parent int32, rid string) uint32 {
 	}
 	f.spans = append(f.spans, sp)
 	w.setLoc(f, sp.SpanID, loc{frag: f.id, idx: idx})
-	if f.rid == "" && !f.isJob {
-		f.rid = rid
-	}
 	w.touch(f)
 	return idx
 }
@@ -644,21 +694,28 @@ func (w *writer) appendSpan(f *frag, sp Span, parent int32, rid string) uint32 {
 const swapMin = 32
 
 // merge joins child, whose top span's parent is the span at index at of f,
-// with f, and returns the fragment both are now and that parent's index in
-// it. The smaller side's spans are copied: copying the child every time
+// with f, and returns the fragment both are now, that parent's index in it
+// and the rollout id it names: rid, f's as placement goes, else the
+// child's. The smaller side's spans are copied: copying the child every time
 // would make a chain arriving leaf first quadratic. When the child is the
 // bigger one it keeps its array, and the fragment is out of order until
 // published.
-func (w *writer) merge(f, child *frag, at uint32) (*frag, uint32) {
+func (w *writer) merge(f, child *frag, at uint32, rid string) (*frag, uint32, string) {
+	if rid == "" {
+		rid = child.rid()
+	}
 	if len(child.spans) >= swapMin && len(child.spans) > len(f.spans) {
+		if pf := child.pub; pf != nil && len(pf.Spans) > 0 && &pf.Spans[0] == &child.spans[0] {
+			// Published snapshots share child's array, and the Parent of
+			// its top span is set below: that write goes to a copy. At most
+			// once per publication, as settle's copies.
+			child.spans = append(make([]Span, 0, len(child.spans)+len(f.spans)), child.spans...)
+		}
 		off := w.moveSpans(child, f)
 		child.spans[child.top].Parent = int32(off + at)
 		child.top = int32(off) + f.top
 		child.ordered = false
 		child.job = f.job
-		if f.rid != "" {
-			child.rid = f.rid
-		}
 		// f's place on the waiting list of its own parent passes to child.
 		if f.waiting {
 			k := f.spans[f.top].ParentID
@@ -685,24 +742,21 @@ func (w *writer) merge(f, child *frag, at uint32) (*frag, uint32) {
 		}
 		child.seq = f.seq
 		if r := f.roll; r != nil {
-			r.frags[f.rpos] = child
+			r.slots()[f.rpos] = child
 			child.roll, child.rpos = r, f.rpos
 			f.roll = nil
 		}
 		w.retire(f)
 		w.touch(child)
-		return child, off + at
+		return child, off + at, rid
 	}
 	top := child.top
 	off := w.moveSpans(f, child)
 	f.spans[off+uint32(top)].Parent = int32(at)
 	f.ordered = f.ordered && child.ordered
-	if f.rid == "" {
-		f.rid = child.rid
-	}
 	w.retire(child)
 	w.touch(f)
-	return f, at
+	return f, at, rid
 }
 
 // moveSpans appends src's spans to dst, re-pointing their parents and
@@ -731,7 +785,6 @@ func (w *writer) moveSpans(dst, src *frag) uint32 {
 // retire forgets a fragment merged into another (not its spans' locs,
 // which point to the other).
 func (w *writer) retire(c *frag) {
-	c.gone = true
 	w.dropFrag(c)
 	if r := c.roll; r != nil {
 		w.detach(r, c)
@@ -743,32 +796,31 @@ func (w *writer) retire(c *frag) {
 // arrived first may gather thousands of fragments before their parents).
 func (w *writer) detach(r *roll, c *frag) {
 	// In place: published rollouts have their own Fragments slices.
-	if i := c.rpos; i >= 0 && int(i) < len(r.frags) && r.frags[i] == c {
-		r.frags[i] = nil
+	if s := r.slots(); c.rpos >= 0 && int(c.rpos) < len(s) && s[c.rpos] == c {
+		s[c.rpos] = nil
 		r.live--
 	}
 	c.roll = nil
 	w.markDirty(r)
 	if r.live == 0 {
-		clear(r.frags)
-		r.frags = r.frags[:0]
+		r.one[0], r.more = nil, nil
 		r.dead = true
 		w.restructure = true
 		w.deadInOrder++
 		w.dropRoll(r)
 		return
 	}
-	if int(r.live) < len(r.frags)/2 {
+	if s := r.slots(); r.more != nil && int(r.live) < len(s)/2 {
 		k := 0
-		for _, f := range r.frags {
+		for _, f := range s {
 			if f != nil {
 				f.rpos = int32(k)
-				r.frags[k] = f
+				s[k] = f
 				k++
 			}
 		}
-		clear(r.frags[k:])
-		r.frags = r.frags[:k]
+		clear(s[k:])
+		*r.more = s[:k]
 	}
 }
 
@@ -788,10 +840,12 @@ func (w *writer) markDirty(r *roll) {
 	}
 }
 
-// assign puts f in the rollout its id names, moving it if the id changed.
-func (w *writer) assign(f *frag) {
-	key := f.rid
-	if f.roll != nil && (key == "" && f.roll.synthetic || key != "" && f.roll.key == key) {
+// assign puts f in the rollout its id rid names (its synthetic one for
+// ""), moving it if the id changed.
+func (w *writer) assign(f *frag, rid string) {
+	key := rid
+	f.named = key != ""
+	if f.roll != nil && (key == "" && f.roll.synthetic || key != "" && f.roll.key() == key) {
 		// Where it is: a fragment without an id is in the rollout of its
 		// synthetic key, which its top span fixes (a merge that keeps the
 		// child's array gives the child the parent's top and rollout).
@@ -816,11 +870,16 @@ func (w *writer) assign(f *frag) {
 		w.detach(f.roll, f)
 	}
 	if r == nil {
-		r = &roll{key: key, synthetic: f.rid == "", seq: f.seq, firstSeen: w.nowNS, pos: -1}
+		r = &roll{synthetic: key == "", seq: f.seq, pos: -1, draft: true}
+		if inSynth && r.synthetic {
+			key = sk.String()
+		}
+		// The first publication's Rollout, with the one-fragment array
+		// most rollouts need: the roll keeps no copy of what it holds.
+		one := &rollout1{}
+		r.pub = &one.r
+		r.pub.ID, r.pub.Synthetic, r.pub.FirstSeen, r.pub.Fragments = key, r.synthetic, w.nowNS, one.f[:]
 		if inSynth {
-			if r.synthetic {
-				r.key = sk.String()
-			}
 			w.synth.put(sk, r)
 		} else {
 			w.rolls[key] = r
@@ -837,8 +896,7 @@ func (w *writer) assign(f *frag) {
 		w.restructure = true
 		w.unsorted = true
 	}
-	f.rpos = int32(len(r.frags))
-	r.frags = append(r.frags, f)
+	r.add(f)
 	r.live++
 	f.roll = r
 	w.markDirty(r)
@@ -847,10 +905,10 @@ func (w *writer) assign(f *frag) {
 
 // dropRoll forgets r's key.
 func (w *writer) dropRoll(r *roll) {
-	if sk, ok := parseSynthKey(r.key); ok {
+	if sk, ok := parseSynthKey(r.key()); ok {
 		w.synth.del(sk)
 	} else {
-		delete(w.rolls, r.key)
+		delete(w.rolls, r.key())
 	}
 }
 

@@ -189,6 +189,11 @@ func BenchmarkRetained(b *testing.B) {
 					b.Fatalf("stored %d spans, sent %d", got, stored)
 				}
 				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(stored), "B/span")
+				// What the per-rollout and per-trace costs are spread over.
+				stats := st.Snapshot().Stats
+				b.ReportMetric(float64(stored)/float64(stats.Rollouts), "spans/rollout")
+				b.ReportMetric(float64(stored)/float64(stats.Fragments), "spans/frag")
+				b.ReportMetric(float64(stored)/float64(stats.Traces), "spans/trace")
 				if *retainedHeap != "" {
 					f, err := os.Create(*retainedHeap + "-" + in.name)
 					if err != nil {

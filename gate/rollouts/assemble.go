@@ -287,10 +287,10 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 			idTrace, idSpan = u.f.TraceID, u.f.Spans[u.info.idSpan].SpanID
 		}
 		if u.roll != nil {
-			if first || u.roll.FirstSeen.Before(r.FirstSeen) {
+			if first || u.roll.FirstSeen < r.FirstSeen {
 				r.FirstSeen = u.roll.FirstSeen
 			}
-			if first || u.roll.LastSeen.After(r.LastSeen) {
+			if first || u.roll.LastSeen > r.LastSeen {
 				r.LastSeen = u.roll.LastSeen
 			}
 		}

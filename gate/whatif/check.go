@@ -339,7 +339,7 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 			rep.InFlight++
 		}
 		switch {
-		case flying || (grace > 0 && now.Sub(r.LastSeen) < grace):
+		case flying || (grace > 0 && now.Sub(time.Unix(0, r.LastSeen)) < grace):
 			rc.Status = JoinPending
 			rep.Pending++
 		case split:
