@@ -120,3 +120,7 @@ func (m *Model) requestSim() tea.Cmd {
 	m.simming = true
 	return runSimulation(m.sim, m.snap, r, key.spec)
 }
+
+// Analysed reports whether the rollout list shows an analysis: the
+// rollouts found by structure, with their join figures.
+func (m Model) Analysed() bool { return m.rollouts.haveJoin && m.rollouts.structure != nil }
