@@ -227,6 +227,9 @@ func (lp *loop) serve(m Model, onKey func(kind string, d time.Duration), after f
 		_ = m.View()
 		d := time.Since(t0)
 		name := fmt.Sprintf("%T", msg)
+		if k != nil {
+			name = "key " + k.kind
+		}
 		bt := lp.busy[name]
 		if bt == nil {
 			bt = &busyTime{}
