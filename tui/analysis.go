@@ -41,16 +41,21 @@ func (m *Model) decayRate() {
 }
 
 // requestAnalysis starts a preview and check unless one is running, in which
-// case the result triggers another run.
+// case the result triggers another run, or unless the last one ended too
+// recently (see jobs' pacing), in which case a tick starts it later.
 func (m *Model) requestAnalysis() tea.Cmd {
 	if m.snap == nil {
 		return nil
 	}
-	if m.analysing {
+	if m.analysing || m.paced && !m.urgent {
 		m.dirty = true
 		return nil
 	}
-	m.analysing, m.dirty = true, false
+	if wait := m.analysisTook - time.Since(m.analysedAt); wait > 0 && !m.urgent {
+		m.dirty, m.paced = true, true
+		return tea.Tick(wait, func(time.Time) tea.Msg { return analyseMsg{} })
+	}
+	m.analysing, m.dirty, m.urgent = true, false, false
 	grace := time.Duration(0)
 	if m.opts.Live {
 		grace = liveGrace
@@ -70,6 +75,7 @@ func (m *Model) requestAnalysis() tea.Cmd {
 
 func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 	m.analysing = false
+	m.analysedAt, m.analysisTook = time.Now(), a.took
 	if a.cur != nil {
 		m.groups.SetReports(a.cur, nil)
 		m.curSeq, m.haveCur, m.curWhere = a.seq, true, a.where
@@ -79,7 +85,7 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 		m.groups.SetReports(nil, a.prev)
 		m.groups.SetWhere(a.where)
 	} else {
-		m.dirty = true
+		m.dirty, m.urgent = true, true
 	}
 	if a.check != nil {
 		m.check = a.check

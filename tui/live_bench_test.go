@@ -181,7 +181,7 @@ func newLoop() *loop {
 // logBusy says where the UI goroutine's time went.
 func (lp *loop) logBusy(b *testing.B) {
 	for name, t := range lp.busy {
-		b.Logf("UI goroutine: %-22s %5d messages, %8.1f ms in all, max %6.1f ms", name, t.n, float64(t.sum)/1e6, float64(t.max)/1e6)
+		fmt.Fprintf(os.Stderr, "UI goroutine: %-22s %5d messages, %8.1f ms in all, max %6.1f ms\n", name, t.n, float64(t.sum)/1e6, float64(t.max)/1e6)
 	}
 }
 
@@ -280,7 +280,7 @@ func (l latencies) report(b *testing.B, prefix string) {
 		b.ReportMetric(float64(ds[len(ds)-1])/1e6, prefix+k+"-max-ms")
 		b.ReportMetric(p(0.99), prefix+k+"-p99-ms")
 		b.ReportMetric(p(0.5), prefix+k+"-p50-ms")
-		b.Logf("%s%s: %d, p50 %.1f ms, p99 %.1f ms, max %.1f ms", prefix, k, len(ds), p(0.5), p(0.99), float64(ds[len(ds)-1])/1e6)
+		fmt.Fprintf(os.Stderr, "%s%s: %d, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", prefix, k, len(ds), p(0.5), p(0.99), float64(ds[len(ds)-1])/1e6)
 	}
 }
 

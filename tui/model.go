@@ -108,7 +108,16 @@ type jobs struct {
 	sim       *whatif.Engine // per-rollout simulations
 	worthEng  *whatif.Engine // the cost and worth view's
 	analysing bool
-	dirty     bool   // inputs changed while an analysis ran
+	dirty     bool // inputs changed while an analysis ran
+	// Pacing: under a flood every snapshot is new, and an analysis of a
+	// large store run back to back would hold a core the keys need. One
+	// that new data asks for waits until as long as the last took has
+	// passed since it ended; one the user asks for (a new spec or filter:
+	// urgent) does not.
+	analysedAt   time.Time
+	analysisTook time.Duration
+	urgent       bool
+	paced        bool // an analyseMsg is on its way
 	curSeq    uint64 // snapshot the current spec's report was computed from
 	curWhere  string // and the rollout filter it was narrowed by
 	haveCur   bool
@@ -245,6 +254,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(m.requestAnalysis(), tickClock())
 	case analysisMsg:
 		return m.setAnalysis(msg)
+	case analyseMsg:
+		m.paced = false
+		if !m.dirty {
+			return m, nil
+		}
+		return m, m.requestAnalysis()
 	case simMsg:
 		m.simming = false
 		m.trace.SetSim(msg)
@@ -450,9 +465,11 @@ func (m *Model) afterChange() tea.Cmd {
 	}
 	if spec := m.groups.Preview(); spec != m.trace.spec {
 		m.trace.SetPreview(m.preview, spec)
+		m.urgent = true
 		cmds = append(cmds, m.requestAnalysis())
 	} else if m.rollouts.where().String() != m.curWhere && m.haveCur {
 		// A new filter: the span groups preview the rollouts it shows.
+		m.urgent = true
 		cmds = append(cmds, m.requestAnalysis())
 	}
 	m.trace.SetFocused(m.focus == slotTrace && m.front(slotTrace) == panel(m.trace))

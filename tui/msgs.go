@@ -35,6 +35,9 @@ type refreshMsg struct{}
 // clockMsg is the once-a-second tick of live mode.
 type clockMsg struct{}
 
+// analyseMsg ends an analysis's pacing pause.
+type analyseMsg struct{}
+
 // analysisMsg is a finished preview and join check. It is tagged with what it
 // was computed from so results for an old spec are dropped.
 type analysisMsg struct {
@@ -45,6 +48,7 @@ type analysisMsg struct {
 	cur     *whatif.Report // nil when the current report was still fresh
 	prev    *whatif.Report
 	check   *whatif.CheckReport
+	took    time.Duration // wall time of the analysis
 }
 
 // simMsg is one rollout simulated under every group (for group tags) and
@@ -110,6 +114,7 @@ type analysisJob struct {
 // concurrent use.
 func runAnalysis(j analysisJob) tea.Cmd {
 	return func() tea.Msg {
+		t0 := time.Now()
 		m := analysisMsg{seq: j.snap.Seq, current: j.current, preview: j.preview, where: j.where.String()}
 		sel := j.eng.Select(j.snap, j.where)
 		if j.needCurrent {
@@ -117,6 +122,7 @@ func runAnalysis(j analysisJob) tea.Cmd {
 		}
 		m.prev = j.eng.Preview(sel, j.preview)
 		m.check = j.eng.Check(j.snap, j.now(), j.grace)
+		m.took = time.Since(t0)
 		return m
 	}
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -79,6 +80,7 @@ type rowInfo struct {
 	version   uint64
 	services  string
 	servicesW int
+	idW       int // the id's width on screen
 	// matchOf and match cache the filter's verdict: the filter walks the
 	// rollout's spans, so it runs once per rollout version and filter text.
 	matchOf string
@@ -116,6 +118,11 @@ type rolloutList struct {
 	inFlight  int                 // rollouts whose root has not arrived
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
+	// shared is the leading text every listed rollout id shares, sharedN
+	// how many ids share it, longest the widest id: set by rebuild, which
+	// walks the rows, so that render (every cursor move) does not.
+	shared           string
+	sharedN, longest int
 	// wantW is the width that shows every id and services whole, measured
 	// while wide (a screen that gives the list the room) is set.
 	wantW int
@@ -340,15 +347,15 @@ func (l *rolloutList) rebuild() {
 	l.rows = rows
 	switch l.sort {
 	case sortStart:
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Start < rows[j].Start })
+		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return cmp.Compare(a.Start, b.Start) })
 	case sortDuration:
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].End-rows[i].Start > rows[j].End-rows[j].Start })
+		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return cmp.Compare(b.End-b.Start, a.End-a.Start) })
 	case sortSpans:
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Spans > rows[j].Spans })
+		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return cmp.Compare(b.Spans, a.Spans) })
 	case sortErrors:
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Errors > rows[j].Errors })
+		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return cmp.Compare(b.Errors, a.Errors) })
 	case sortID:
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return strings.Compare(a.ID, b.ID) })
 	}
 	if l.reverse {
 		slices.Reverse(rows)
@@ -378,8 +385,40 @@ func (l *rolloutList) rebuild() {
 		// before any rollout) is not held once rollouts come.
 		l.selected = r.ID
 	}
+	l.widths()
 	l.measure()
 	l.render()
+}
+
+// widths sets the figures of every row render needs: the column widths,
+// the widest id and the id text all rollouts share.
+func (l *rolloutList) widths() {
+	l.shared, l.sharedN, l.longest = "", 0, 0
+	for _, r := range l.rows {
+		l.idW = max(l.idW, len(r.ID))
+		l.longest = max(l.longest, l.rowInfo(r).idW)
+		l.spansW = max(l.spansW, countWidth(r.Spans))
+		if !isApart(r.ID) {
+			if l.sharedN == 0 {
+				l.shared = r.ID
+			} else {
+				l.shared = commonPrefix(l.shared, r.ID)
+			}
+			l.sharedN++
+		}
+	}
+}
+
+// countWidth is len(fmtCount(n)), without the string for most counts.
+func countWidth(n int) int {
+	if n < 0 || n >= 10_000 {
+		return len(fmtCount(int64(n)))
+	}
+	w := 1
+	for ; n >= 10; n /= 10 {
+		w++
+	}
+	return w
 }
 
 // measure sets wantW, the width that shows every id and services whole,
@@ -396,7 +435,7 @@ func (l *rolloutList) measure() {
 	for _, r := range l.rows {
 		if !isApart(r.ID) {
 			svcW = max(svcW, l.rowInfo(r).servicesW)
-			idLen = max(idLen, ansi.StringWidth(r.ID))
+			idLen = max(idLen, l.rowInfo(r).idW)
 		}
 	}
 	if idLen > 0 {
@@ -436,7 +475,7 @@ func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
 		svc[i] = shortService(l.snap.ServiceName(id))
 	}
 	sort.Strings(svc)
-	in := &rowInfo{version: r.Version, services: strings.Join(svc, ",")}
+	in := &rowInfo{version: r.Version, services: strings.Join(svc, ","), idW: ansi.StringWidth(r.ID)}
 	in.servicesW = ansi.StringWidth(in.services)
 	l.info[r.ID] = in
 	return in
@@ -510,20 +549,7 @@ func (l *rolloutList) render() {
 	}
 	lines := []string{l.st.Panel.Title.Render(fitTitle(l.width, head, parts))}
 
-	shared, sharedN, longest := "", 0, 0 // the leading text every rollout id shares
-	for _, r := range l.rows {
-		l.idW = max(l.idW, len(r.ID))
-		longest = max(longest, ansi.StringWidth(r.ID))
-		l.spansW = max(l.spansW, len(fmtCount(int64(r.Spans))))
-		if !isApart(r.ID) {
-			if sharedN == 0 {
-				shared = r.ID
-			} else {
-				shared = commonPrefix(shared, r.ID)
-			}
-			sharedN++
-		}
-	}
+	shared, sharedN, longest := l.shared, l.sharedN, l.longest
 	spansW := l.spansW
 	// The id gives way first: the state and join verdicts are never cut.
 	idW := clamp(l.width-(1+1+5+1+7+1+spansW+1+9), 8, min(l.idW, max(l.width/2, 8)))
