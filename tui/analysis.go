@@ -40,6 +40,11 @@ func (m *Model) decayRate() {
 	m.renderHeader()
 }
 
+// analysisGap is how many times the last analysis's time passes between
+// its end and the start of one that new data asks for: analyses take at
+// most a third of the time, the rest is the keys'.
+const analysisGap = 2
+
 // requestAnalysis starts a preview and check unless one is running, in which
 // case the result triggers another run, or unless the last one ended too
 // recently (see jobs' pacing), in which case a tick starts it later.
@@ -51,7 +56,7 @@ func (m *Model) requestAnalysis() tea.Cmd {
 		m.dirty = true
 		return nil
 	}
-	if wait := m.analysisTook - time.Since(m.analysedAt); wait > 0 && !m.urgent {
+	if wait := analysisGap*m.analysisTook - time.Since(m.analysedAt); wait > 0 && !m.urgent {
 		m.dirty, m.paced = true, true
 		return tea.Tick(wait, func(time.Time) tea.Msg { return analyseMsg{} })
 	}

@@ -111,9 +111,9 @@ type jobs struct {
 	dirty     bool // inputs changed while an analysis ran
 	// Pacing: under a flood every snapshot is new, and an analysis of a
 	// large store run back to back would hold a core the keys need. One
-	// that new data asks for waits until as long as the last took has
-	// passed since it ended; one the user asks for (a new spec or filter:
-	// urgent) does not.
+	// that new data asks for waits until analysisGap times as long as the
+	// last took has passed since it ended; one the user asks for (a new
+	// spec or filter: urgent) does not.
 	analysedAt   time.Time
 	analysisTook time.Duration
 	urgent       bool
@@ -254,6 +254,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(m.requestAnalysis(), tickClock())
 	case analysisMsg:
 		return m.setAnalysis(msg)
+	case matchMsg:
+		m.rollouts.setMatches(msg)
+		if m.rollouts.filtering {
+			m.revealFilteredSpan()
+		}
+		return m, m.afterChange()
 	case analyseMsg:
 		m.paced = false
 		if !m.dirty {
@@ -444,7 +450,9 @@ func (m *Model) revealFilteredSpan() bool {
 	if r == nil {
 		return false
 	}
-	m.afterChange()
+	if r != m.trace.Rollout() {
+		m.trace.SetRollout(m.snap, r)
+	}
 	for _, f := range r.Fragments {
 		for i := range f.Spans {
 			if strings.Contains(f.Spans[i].SpanID.String(), needle) {
@@ -477,7 +485,7 @@ func (m *Model) afterChange() tea.Cmd {
 	m.syncPanels()
 	m.fitPanels()
 	m.renderHeader()
-	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()),
+	cmds = append(cmds, m.rollouts.matchCmd(), m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()),
 		m.cohort.request(m.reg, m.snap, m.rollouts.compiled))
 	return tea.Batch(cmds...)
 }

@@ -80,7 +80,6 @@ type rowInfo struct {
 	version   uint64
 	services  string
 	servicesW int
-	idW       int // the id's width on screen
 	// matchOf and match cache the filter's verdict: the filter walks the
 	// rollout's spans, so it runs once per rollout version and filter text.
 	matchOf string
@@ -111,6 +110,13 @@ type rolloutList struct {
 	input     textinput.Model
 	filtering bool
 
+	// matchWant are the rollouts the filter has yet to judge when they are
+	// too many to judge on the UI goroutine (matchAsyncFrom); matching
+	// says a command judges them. Until it answers, the rows stay as they
+	// were.
+	matchWant []*model.Rollout
+	matching  bool
+
 	listCursor
 	selected  string              // the cursor's rollout id, kept across refreshes
 	structure *rollouts.Structure // the last check's: run-level traffic, unattributed
@@ -123,6 +129,7 @@ type rolloutList struct {
 	// walks the rows, so that render (every cursor move) does not.
 	shared           string
 	sharedN, longest int
+	sortBuf          []sortKey
 	// wantW is the width that shows every id and services whole, measured
 	// while wide (a screen that gives the list the room) is set.
 	wantW int
@@ -334,6 +341,21 @@ func (l *rolloutList) rebuild() {
 	} else {
 		l.compiled, l.filterErr = f, ""
 	}
+	l.matchWant = nil
+	if !l.compiled.Empty() {
+		text := l.compiled.String()
+		var want []*model.Rollout
+		for _, r := range l.snap.Rollouts {
+			if in := l.info[r.ID]; in == nil || in.version != r.Version || in.matchOf != text {
+				want = append(want, r)
+			}
+		}
+		if len(want) > matchAsyncFrom {
+			l.matchWant = want
+			l.render()
+			return
+		}
+	}
 	rows := l.rows[:0]
 	l.inFlight = 0
 	for _, r := range l.snap.Rollouts {
@@ -345,18 +367,7 @@ func (l *rolloutList) rebuild() {
 		}
 	}
 	l.rows = rows
-	switch l.sort {
-	case sortStart:
-		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return cmp.Compare(a.Start, b.Start) })
-	case sortDuration:
-		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return cmp.Compare(b.End-b.Start, a.End-a.Start) })
-	case sortSpans:
-		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return cmp.Compare(b.Spans, a.Spans) })
-	case sortErrors:
-		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return cmp.Compare(b.Errors, a.Errors) })
-	case sortID:
-		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return strings.Compare(a.ID, b.ID) })
-	}
+	l.sortRows(rows)
 	if l.reverse {
 		slices.Reverse(rows)
 	}
@@ -390,13 +401,67 @@ func (l *rolloutList) rebuild() {
 	l.render()
 }
 
+// sortKey is a row's sort key beside its place in the snapshot, which
+// breaks ties: a stable order with the keys inline sorts a long list several
+// times faster than a stable sort that reads each rollout.
+type sortKey struct {
+	key int64
+	pos int
+	r   *model.Rollout
+}
+
+// sortRows orders rows (in snapshot order) by the sort mode, stably.
+func (l *rolloutList) sortRows(rows []*model.Rollout) {
+	var key func(r *model.Rollout) int64
+	switch l.sort {
+	case sortStart:
+		key = func(r *model.Rollout) int64 { return r.Start }
+	case sortDuration:
+		key = func(r *model.Rollout) int64 { return -(r.End - r.Start) }
+	case sortSpans:
+		key = func(r *model.Rollout) int64 { return -int64(r.Spans) }
+	case sortErrors:
+		key = func(r *model.Rollout) int64 { return -int64(r.Errors) }
+	case sortID:
+		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return strings.Compare(a.ID, b.ID) })
+		return
+	default:
+		return
+	}
+	keys := slices.Grow(l.sortBuf[:0], len(rows))
+	for i, r := range rows {
+		keys = append(keys, sortKey{key(r), i, r})
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	for i := range keys {
+		rows[i] = keys[i].r
+		keys[i].r = nil
+	}
+	l.sortBuf = keys[:0]
+}
+
+// idWidth is ansi.StringWidth(id), at once for plain ASCII.
+func idWidth(id string) int {
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c >= 0x7f {
+			return ansi.StringWidth(id)
+		}
+	}
+	return len(id)
+}
+
 // widths sets the figures of every row render needs: the column widths,
 // the widest id and the id text all rollouts share.
 func (l *rolloutList) widths() {
 	l.shared, l.sharedN, l.longest = "", 0, 0
 	for _, r := range l.rows {
 		l.idW = max(l.idW, len(r.ID))
-		l.longest = max(l.longest, l.rowInfo(r).idW)
+		l.longest = max(l.longest, idWidth(r.ID))
 		l.spansW = max(l.spansW, countWidth(r.Spans))
 		if !isApart(r.ID) {
 			if l.sharedN == 0 {
@@ -435,7 +500,7 @@ func (l *rolloutList) measure() {
 	for _, r := range l.rows {
 		if !isApart(r.ID) {
 			svcW = max(svcW, l.rowInfo(r).servicesW)
-			idLen = max(idLen, l.rowInfo(r).idW)
+			idLen = max(idLen, idWidth(r.ID))
 		}
 	}
 	if idLen > 0 {
@@ -446,6 +511,62 @@ func (l *rolloutList) measure() {
 // isApart reports whether a row id is one of gate's Apart rows.
 func isApart(id string) bool {
 	return strings.HasPrefix(id, rollouts.RunRowPrefix) || id == rollouts.UnattributedRow
+}
+
+// matchAsyncFrom is how many rollouts the filter may judge on the UI
+// goroutine: each judgement may walk every span of the rollout, and a new
+// filter text (every key typed) judges them all again.
+var matchAsyncFrom = 2000
+
+// matchMsg carries the filter's verdicts on rollouts, judged off the UI
+// goroutine, with the rows' text for those that had none.
+type matchMsg struct {
+	text  string
+	rolls []*model.Rollout
+	ok    []bool
+	info  []*rowInfo // nil where the list had the rollout's text
+}
+
+// matchCmd judges matchWant off the UI goroutine, unless a command
+// already does.
+func (l *rolloutList) matchCmd() tea.Cmd {
+	if len(l.matchWant) == 0 || l.matching {
+		return nil
+	}
+	l.matching = true
+	f, snap, rolls := l.compiled, l.snap, l.matchWant
+	need := make([]bool, len(rolls))
+	for i, r := range rolls {
+		in := l.info[r.ID]
+		need[i] = in == nil || in.version != r.Version
+	}
+	return func() tea.Msg {
+		m := matchMsg{text: f.String(), rolls: rolls, ok: make([]bool, len(rolls)), info: make([]*rowInfo, len(rolls))}
+		for i, r := range rolls {
+			m.ok[i] = f.Match(snap, r)
+			if need[i] {
+				m.info[i] = newRowInfo(snap, r)
+			}
+		}
+		return m
+	}
+}
+
+// setMatches installs verdicts judged by matchCmd; those of a filter text
+// no longer typed are dropped.
+func (l *rolloutList) setMatches(m matchMsg) {
+	l.matching = false
+	for i, r := range m.rolls {
+		if in := m.info[i]; in != nil {
+			if old := l.info[r.ID]; old == nil || old.version != r.Version {
+				l.info[r.ID] = in
+			}
+		}
+		if in := l.info[r.ID]; in != nil && in.version == r.Version && m.text == l.compiled.String() {
+			in.matchOf, in.match = m.text, m.ok[i]
+		}
+	}
+	l.rebuild()
 }
 
 // matches applies the compiled filter to r, cached per rollout version.
@@ -462,6 +583,13 @@ func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
 	if in := l.info[r.ID]; in != nil && in.version == r.Version {
 		return in
 	}
+	in := newRowInfo(l.snap, r)
+	l.info[r.ID] = in
+	return in
+}
+
+// newRowInfo derives the services of a rollout of snap.
+func newRowInfo(snap *model.Snapshot, r *model.Rollout) *rowInfo {
 	var res []model.ResourceID
 	for _, f := range r.Fragments {
 		for i := range f.Spans {
@@ -472,12 +600,11 @@ func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
 	}
 	svc := make([]string, len(res))
 	for i, id := range res {
-		svc[i] = shortService(l.snap.ServiceName(id))
+		svc[i] = shortService(snap.ServiceName(id))
 	}
 	sort.Strings(svc)
-	in := &rowInfo{version: r.Version, services: strings.Join(svc, ","), idW: ansi.StringWidth(r.ID)}
+	in := &rowInfo{version: r.Version, services: strings.Join(svc, ",")}
 	in.servicesW = ansi.StringWidth(in.services)
-	l.info[r.ID] = in
 	return in
 }
 
@@ -546,6 +673,9 @@ func (l *rolloutList) render() {
 	}
 	if l.filter != "" && !l.filtering {
 		parts = append(parts, titlePart{"/" + l.filter, 0})
+	}
+	if len(l.matchWant) > 0 {
+		parts = append(parts, titlePart{"filtering…", 0})
 	}
 	lines := []string{l.st.Panel.Title.Render(fitTitle(l.width, head, parts))}
 
