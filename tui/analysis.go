@@ -73,6 +73,7 @@ func (m *Model) requestAnalysis() tea.Cmd {
 		preview:     m.groups.Preview(),
 		where:       where,
 		needCurrent: !m.haveCur || m.curSeq != m.snap.Seq || m.curWhere != where.String(),
+		curRep:      m.groups.curRep,
 		now:         m.opts.Now,
 		grace:       grace,
 	})
@@ -81,6 +82,9 @@ func (m *Model) requestAnalysis() tea.Cmd {
 func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 	m.analysing = false
 	m.analysedAt, m.analysisTook = time.Now(), a.took
+	if a.derived.check != nil {
+		m.groups.seed(a.derived)
+	}
 	if a.cur != nil {
 		m.groups.SetReports(a.cur, nil)
 		m.curSeq, m.haveCur, m.curWhere = a.seq, true, a.where
@@ -96,7 +100,11 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 		m.check = a.check
 	}
 	m.rollouts.SetCheck(a.check)
-	m.groups.SetCheck(a.check)
+	if a.derived.check != nil {
+		m.groups.render()
+	} else {
+		m.groups.SetCheck(a.check)
+	}
 	var cmd tea.Cmd
 	if a.check != nil && a.check.Structure != nil {
 		ss := a.check.Structure.Snap

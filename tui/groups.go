@@ -99,13 +99,26 @@ func (g *groupsPanel) SetCheck(c *whatif.CheckReport) {
 		return
 	}
 	g.check = c
-	g.pending = g.pending[:0:0]
+	g.pending = pendingOf(c)
+	g.render()
+}
+
+// seed is SetCheck with what d derived off the UI goroutine, without
+// rendering: the reports that go with it come next.
+func (g *groupsPanel) seed(d groupsDerived) {
+	g.check, g.pending = d.check, d.pending
+	g.verdicts, g.breaks, g.cacheFor = d.verdicts, d.breaks, d.check
+}
+
+// pendingOf lists the rollouts the join check still waits for.
+func pendingOf(c *whatif.CheckReport) []string {
+	var out []string
 	for id, rc := range c.ByRollout {
 		if rc.Status == whatif.JoinPending {
-			g.pending = append(g.pending, id)
+			out = append(out, id)
 		}
 	}
-	g.render()
+	return out
 }
 
 // joinCounts returns a report's joined, split and pending rollouts as gate

@@ -24,6 +24,7 @@ import (
 var (
 	liveRate = flag.Int("live-rate", 200_000, "spans/s the live benchmarks submit")
 	liveDur  = flag.Duration("live-dur", 10*time.Second, "how long the live benchmarks run")
+	liveSlow = flag.Duration("live-slow", 0, "BenchmarkLiveKeys lists what each key slower than this waited behind")
 )
 
 // flood submits copies of the real Gym run's request (every request of a
@@ -166,7 +167,14 @@ type loop struct {
 	msgs chan any
 	quit chan struct{}
 	// busy is the UI goroutine's time (Update and View) per message type.
-	busy map[string]*busyTime
+	busy   map[string]*busyTime
+	recent []handled
+}
+
+type handled struct {
+	name string
+	at   time.Time
+	d    time.Duration
 }
 
 type busyTime struct {
@@ -238,8 +246,23 @@ func (lp *loop) serve(m Model, onKey func(kind string, d time.Duration), after f
 		bt.n++
 		bt.sum += d
 		bt.max = max(bt.max, d)
+		lp.recent = append(lp.recent, handled{name, t0, d})
 		if k != nil {
-			onKey(k.kind, time.Since(k.at))
+			lat := time.Since(k.at)
+			onKey(k.kind, lat)
+			if *liveSlow > 0 && lat > *liveSlow {
+				// What the key waited behind: the messages handled since it came.
+				fmt.Fprintf(os.Stderr, "slow key %q (%s) %.1f ms:", k.km.String(), k.kind, float64(lat)/1e6)
+				for _, h := range lp.recent {
+					if h.at.After(k.at.Add(-200 * time.Millisecond)) {
+						fmt.Fprintf(os.Stderr, " %s@%+.0f:%.1f", h.name, float64(h.at.Sub(k.at))/1e6, float64(h.d)/1e6)
+					}
+				}
+				fmt.Fprintln(os.Stderr)
+			}
+		}
+		if len(lp.recent) > 64 {
+			lp.recent = append(lp.recent[:0], lp.recent[32:]...)
 		}
 		if after != nil {
 			after(m, msg)

@@ -49,6 +49,34 @@ type analysisMsg struct {
 	prev    *whatif.Report
 	check   *whatif.CheckReport
 	took    time.Duration // wall time of the analysis
+	// What the span groups panel derives from the reports and the check,
+	// derived here, off the UI goroutine: each walks every rollout.
+	derived groupsDerived
+}
+
+// groupsDerived is the span groups panel's derived figures for one check:
+// the rollouts it still waits for, and each report's verdict and breaks.
+type groupsDerived struct {
+	check    *whatif.CheckReport
+	pending  []string
+	verdicts map[*whatif.Report]whatif.JoinVerdict
+	breaks   map[*whatif.Report][]breakSum
+}
+
+// deriveGroups computes groupsDerived for the reports under check.
+func deriveGroups(check *whatif.CheckReport, reps ...*whatif.Report) groupsDerived {
+	d := groupsDerived{check: check, verdicts: map[*whatif.Report]whatif.JoinVerdict{}, breaks: map[*whatif.Report][]breakSum{}}
+	if check == nil {
+		return d
+	}
+	d.pending = pendingOf(check)
+	for _, r := range reps {
+		if r != nil {
+			d.verdicts[r] = whatif.Verdict(r, check)
+			d.breaks[r] = aggregateBreaks(r, d.pending)
+		}
+	}
+	return d
 }
 
 // simMsg is one rollout simulated under every group (for group tags) and
@@ -105,6 +133,7 @@ type analysisJob struct {
 	// shows, as preview --where does; the join check stays whole.
 	where       *filter.Filter
 	needCurrent bool
+	curRep      *whatif.Report // the current spec's report kept when !needCurrent
 	now         func() time.Time
 	grace       time.Duration
 }
@@ -122,6 +151,11 @@ func runAnalysis(j analysisJob) tea.Cmd {
 		}
 		m.prev = j.eng.Preview(sel, j.preview)
 		m.check = j.eng.Check(j.snap, j.now(), j.grace)
+		cur := m.cur
+		if cur == nil {
+			cur = j.curRep
+		}
+		m.derived = deriveGroups(m.check, cur, m.prev)
 		m.took = time.Since(t0)
 		return m
 	}

@@ -116,6 +116,7 @@ type rolloutList struct {
 	// were.
 	matchWant []*model.Rollout
 	matching  bool
+	judged    string // the filter text matchCmd last judged every rollout for
 
 	listCursor
 	selected  string              // the cursor's rollout id, kept across refreshes
@@ -342,6 +343,9 @@ func (l *rolloutList) rebuild() {
 		l.compiled, l.filterErr = f, ""
 	}
 	l.matchWant = nil
+	if l.compiled.String() != l.judged {
+		l.judged = ""
+	}
 	if !l.compiled.Empty() {
 		text := l.compiled.String()
 		var want []*model.Rollout
@@ -350,7 +354,9 @@ func (l *rolloutList) rebuild() {
 				want = append(want, r)
 			}
 		}
-		if len(want) > matchAsyncFrom {
+		// New rollouts under a filter already judged are judged here, so
+		// that a flood cannot keep the rows waiting.
+		if len(want) > matchAsyncFrom && text != l.judged {
 			l.matchWant = want
 			l.render()
 			return
@@ -556,6 +562,9 @@ func (l *rolloutList) matchCmd() tea.Cmd {
 // no longer typed are dropped.
 func (l *rolloutList) setMatches(m matchMsg) {
 	l.matching = false
+	if m.text == l.compiled.String() {
+		l.judged = m.text
+	}
 	for i, r := range m.rolls {
 		if in := m.info[i]; in != nil {
 			if old := l.info[r.ID]; old == nil || old.version != r.Version {
