@@ -86,14 +86,17 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 		m.groups.seed(a.derived)
 	}
 	if a.cur != nil {
-		m.groups.SetReports(a.cur, nil)
 		m.curSeq, m.haveCur, m.curWhere = a.seq, true, a.where
 	}
 	// A preview for a spec or a filter no longer shown is stale: drop it.
+	// Both reports are installed at once: each render judges the panel's
+	// reports, and one judged against a check it was not derived with
+	// costs a walk of every rollout.
 	if a.preview == m.groups.Preview() && a.where == m.rollouts.where().String() {
-		m.groups.SetReports(nil, a.prev)
-		m.groups.SetWhere(a.where)
+		m.groups.where = a.where
+		m.groups.SetReports(a.cur, a.prev)
 	} else {
+		m.groups.SetReports(a.cur, nil)
 		m.dirty, m.urgent = true, true
 	}
 	if a.check != nil {

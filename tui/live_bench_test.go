@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,14 +173,21 @@ type loop struct {
 }
 
 type handled struct {
-	name string
-	at   time.Time
-	d    time.Duration
+	name   string
+	at     time.Time
+	d, cpu time.Duration
 }
 
 type busyTime struct {
-	n        int
-	sum, max time.Duration
+	n             int
+	sum, max, cpu time.Duration
+}
+
+// threadCPU is the calling thread's CPU time.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(1, &ru) // RUSAGE_THREAD
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func newLoop() *loop {
@@ -189,7 +197,7 @@ func newLoop() *loop {
 // logBusy says where the UI goroutine's time went.
 func (lp *loop) logBusy(b *testing.B) {
 	for name, t := range lp.busy {
-		fmt.Fprintf(os.Stderr, "UI goroutine: %-22s %5d messages, %8.1f ms in all, max %6.1f ms\n", name, t.n, float64(t.sum)/1e6, float64(t.max)/1e6)
+		fmt.Fprintf(os.Stderr, "UI goroutine: %-22s %5d messages, %8.1f ms in all (CPU %6.1f ms), max %6.1f ms\n", name, t.n, float64(t.sum)/1e6, float64(t.cpu)/1e6, float64(t.max)/1e6)
 	}
 }
 
@@ -217,6 +225,10 @@ func (lp *loop) exec(cmd tea.Cmd) {
 // serve runs m until quit closes; onKey gets each key's latency (arrival
 // to the View after its Update), after each message's model.
 func (lp *loop) serve(m Model, onKey func(kind string, d time.Duration), after func(Model, any)) Model {
+	// On a thread of its own, the UI goroutine's CPU can be told from the
+	// wall time it waited for a core.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	lp.exec(m.Init())
 	for {
 		var msg any
@@ -229,11 +241,11 @@ func (lp *loop) serve(m Model, onKey func(kind string, d time.Duration), after f
 		if ka, ok := msg.(keyAt); ok {
 			k, msg = &ka, ka.km
 		}
-		t0 := time.Now()
+		t0, c0 := time.Now(), threadCPU()
 		next, cmd := m.Update(msg)
 		m = next.(Model)
 		_ = m.View()
-		d := time.Since(t0)
+		d, cpu := time.Since(t0), threadCPU()-c0
 		name := fmt.Sprintf("%T", msg)
 		if k != nil {
 			name = "key " + k.kind
@@ -245,8 +257,9 @@ func (lp *loop) serve(m Model, onKey func(kind string, d time.Duration), after f
 		}
 		bt.n++
 		bt.sum += d
+		bt.cpu += cpu
 		bt.max = max(bt.max, d)
-		lp.recent = append(lp.recent, handled{name, t0, d})
+		lp.recent = append(lp.recent, handled{name, t0, d, cpu})
 		if k != nil {
 			lat := time.Since(k.at)
 			onKey(k.kind, lat)
@@ -255,7 +268,7 @@ func (lp *loop) serve(m Model, onKey func(kind string, d time.Duration), after f
 				fmt.Fprintf(os.Stderr, "slow key %q (%s) %.1f ms:", k.km.String(), k.kind, float64(lat)/1e6)
 				for _, h := range lp.recent {
 					if h.at.After(k.at.Add(-200 * time.Millisecond)) {
-						fmt.Fprintf(os.Stderr, " %s@%+.0f:%.1f", h.name, float64(h.at.Sub(k.at))/1e6, float64(h.d)/1e6)
+						fmt.Fprintf(os.Stderr, " %s@%+.0f:%.1f(cpu %.1f)", h.name, float64(h.at.Sub(k.at))/1e6, float64(h.d)/1e6, float64(h.cpu)/1e6)
 					}
 				}
 				fmt.Fprintln(os.Stderr)

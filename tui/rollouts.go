@@ -131,6 +131,9 @@ type rolloutList struct {
 	shared           string
 	sharedN, longest int
 	sortBuf          []sortKey
+	// measured is what widths and measure last ran for: their figures
+	// do not depend on the rows' order, so a new sort keeps them.
+	measured measureKey
 	// wantW is the width that shows every id and services whole, measured
 	// while wide (a screen that gives the list the room) is set.
 	wantW int
@@ -402,9 +405,27 @@ func (l *rolloutList) rebuild() {
 		// before any rollout) is not held once rollouts come.
 		l.selected = r.ID
 	}
-	l.widths()
-	l.measure()
+	if k := l.measureKey(); k != l.measured {
+		l.widths()
+		l.measure()
+		l.measured = k
+	}
 	l.render()
+}
+
+// measureKey names the set of rows: the snapshot, the filter, what is
+// listed apart, the width asked for.
+type measureKey struct {
+	snap      *model.Snapshot
+	filter    string
+	structure *rollouts.Structure
+	awaiting  int
+	wide      bool
+	rows      int
+}
+
+func (l *rolloutList) measureKey() measureKey {
+	return measureKey{l.snap, l.compiled.String(), l.structure, l.awaiting, l.wide, len(l.rows)}
 }
 
 // sortKey is a row's sort key beside its place in the snapshot, which
