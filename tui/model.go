@@ -117,12 +117,12 @@ type jobs struct {
 	analysedAt   time.Time
 	analysisTook time.Duration
 	urgent       bool
-	paced        bool // an analyseMsg is on its way
-	curSeq    uint64 // snapshot the current spec's report was computed from
-	curWhere  string // and the rollout filter it was narrowed by
-	haveCur   bool
-	simming   bool
-	refresh   time.Duration // throttle between snapshots; tests shorten it
+	paced        bool   // an analyseMsg is on its way
+	curSeq       uint64 // snapshot the current spec's report was computed from
+	curWhere     string // and the rollout filter it was narrowed by
+	haveCur      bool
+	simming      bool
+	refresh      time.Duration // throttle between snapshots; tests shorten it
 }
 
 // views are the panels: each owns its state and cache; the root hands
