@@ -40,17 +40,27 @@ func (m *Model) decayRate() {
 	m.renderHeader()
 }
 
+// analysisGap is how many times the last analysis's time passes between
+// its end and the start of one that new data asks for: analyses take at
+// most a third of the time, the rest is the keys'.
+const analysisGap = 2
+
 // requestAnalysis starts a preview and check unless one is running, in which
-// case the result triggers another run.
+// case the result triggers another run, or unless the last one ended too
+// recently (see jobs' pacing), in which case a tick starts it later.
 func (m *Model) requestAnalysis() tea.Cmd {
 	if m.snap == nil {
 		return nil
 	}
-	if m.analysing {
+	if m.analysing || m.paced && !m.urgent {
 		m.dirty = true
 		return nil
 	}
-	m.analysing, m.dirty = true, false
+	if wait := analysisGap*m.analysisTook - time.Since(m.analysedAt); wait > 0 && !m.urgent {
+		m.dirty, m.paced = true, true
+		return tea.Tick(wait, func(time.Time) tea.Msg { return analyseMsg{} })
+	}
+	m.analysing, m.dirty, m.urgent = true, false, false
 	grace := time.Duration(0)
 	if m.opts.Live {
 		grace = liveGrace
@@ -63,6 +73,7 @@ func (m *Model) requestAnalysis() tea.Cmd {
 		preview:     m.groups.Preview(),
 		where:       where,
 		needCurrent: !m.haveCur || m.curSeq != m.snap.Seq || m.curWhere != where.String(),
+		curRep:      m.groups.curRep,
 		now:         m.opts.Now,
 		grace:       grace,
 	})
@@ -70,22 +81,33 @@ func (m *Model) requestAnalysis() tea.Cmd {
 
 func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 	m.analysing = false
+	m.analysedAt, m.analysisTook = time.Now(), a.took
+	if a.derived.check != nil {
+		m.groups.seed(a.derived)
+	}
 	if a.cur != nil {
-		m.groups.SetReports(a.cur, nil)
 		m.curSeq, m.haveCur, m.curWhere = a.seq, true, a.where
 	}
 	// A preview for a spec or a filter no longer shown is stale: drop it.
+	// Both reports are installed at once: each render judges the panel's
+	// reports, and one judged against a check it was not derived with
+	// costs a walk of every rollout.
 	if a.preview == m.groups.Preview() && a.where == m.rollouts.where().String() {
-		m.groups.SetReports(nil, a.prev)
-		m.groups.SetWhere(a.where)
+		m.groups.where = a.where
+		m.groups.SetReports(a.cur, a.prev)
 	} else {
-		m.dirty = true
+		m.groups.SetReports(a.cur, nil)
+		m.dirty, m.urgent = true, true
 	}
 	if a.check != nil {
 		m.check = a.check
 	}
 	m.rollouts.SetCheck(a.check)
-	m.groups.SetCheck(a.check)
+	if a.derived.check != nil {
+		m.groups.render()
+	} else {
+		m.groups.SetCheck(a.check)
+	}
 	var cmd tea.Cmd
 	if a.check != nil && a.check.Structure != nil {
 		ss := a.check.Structure.Snap
@@ -120,3 +142,7 @@ func (m *Model) requestSim() tea.Cmd {
 	m.simming = true
 	return runSimulation(m.sim, m.snap, r, key.spec)
 }
+
+// Analysed reports whether the rollout list shows an analysis: the
+// rollouts found by structure, with their join figures.
+func (m Model) Analysed() bool { return m.rollouts.haveJoin && m.rollouts.structure != nil }

@@ -85,6 +85,8 @@ func BenchmarkUpdateKey(b *testing.B) {
 			{"sort", nil, []string{"s"}},
 			{"trace-search-next", []string{"tab", "/", "g", "y", "m", ".", "m", "enter"}, []string{"n"}},
 			{"trace-next-failure", []string{"tab"}, []string{"f"}},
+			// Typing a filter and leaving it: the list judges every rollout.
+			{"filter-type-esc", nil, []string{"/", "e", "r", "r", "esc"}},
 			// 200 columns: each new order measures every row for the wider list.
 			{"sort-200x50", []string{"wide"}, []string{"s"}},
 		}

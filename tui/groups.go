@@ -55,6 +55,12 @@ type groupsPanel struct {
 	// list shows it: the preview is of those rollouts.
 	where string
 
+	// verdicts and breaks cache what gate derives from a report and the
+	// check: each walks every rollout, and the panel renders on every key.
+	verdicts map[*whatif.Report]whatif.JoinVerdict
+	breaks   map[*whatif.Report][]breakSum
+	cacheFor *whatif.CheckReport
+
 	listCursor     // cursor: a group; offset: the first line shown
 	lead       int // lines above the group rows (the verdict, when narrow)
 	// follow keeps the cursor's group in view; scrolling turns it off so the
@@ -93,20 +99,63 @@ func (g *groupsPanel) SetCheck(c *whatif.CheckReport) {
 		return
 	}
 	g.check = c
-	g.pending = g.pending[:0:0]
+	g.pending = pendingOf(c)
+	g.render()
+}
+
+// seed is SetCheck with what d derived off the UI goroutine, without
+// rendering: the reports that go with it come next.
+func (g *groupsPanel) seed(d groupsDerived) {
+	g.check, g.pending = d.check, d.pending
+	g.verdicts, g.breaks, g.cacheFor = d.verdicts, d.breaks, d.check
+}
+
+// pendingOf lists the rollouts the join check still waits for.
+func pendingOf(c *whatif.CheckReport) []string {
+	var out []string
 	for id, rc := range c.ByRollout {
 		if rc.Status == whatif.JoinPending {
-			g.pending = append(g.pending, id)
+			out = append(out, id)
 		}
 	}
-	g.render()
+	return out
 }
 
 // joinCounts returns a report's joined, split and pending rollouts as gate
 // judges them with the capture's own check: the verdict the CLI prints.
 func (g *groupsPanel) joinCounts(r *whatif.Report) (joined, split, pending int) {
-	v := whatif.Verdict(r, g.check)
+	v := g.verdict(r)
 	return v.Joined, v.Split, v.Pending
+}
+
+// resetCache drops what was derived from another check.
+func (g *groupsPanel) resetCache() {
+	if g.cacheFor != g.check || g.verdicts == nil {
+		g.verdicts, g.breaks, g.cacheFor = map[*whatif.Report]whatif.JoinVerdict{}, map[*whatif.Report][]breakSum{}, g.check
+	}
+}
+
+// verdict is whatif.Verdict(r, g.check), computed once per report and check.
+func (g *groupsPanel) verdict(r *whatif.Report) whatif.JoinVerdict {
+	g.resetCache()
+	v, ok := g.verdicts[r]
+	if !ok {
+		v = whatif.Verdict(r, g.check)
+		g.verdicts[r] = v
+	}
+	return v
+}
+
+// breakSums is aggregateBreaks(r, g.pending), once per report and check
+// (pending follows the check).
+func (g *groupsPanel) breakSums(r *whatif.Report) []breakSum {
+	g.resetCache()
+	bs, ok := g.breaks[r]
+	if !ok {
+		bs = aggregateBreaks(r, g.pending)
+		g.breaks[r] = bs
+	}
+	return bs
 }
 
 // SetReports installs fresh reports; nil keeps the previous one.
@@ -425,7 +474,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 		texts = append(texts, captureLine(h, w-2))
 	}
 	var notes []string
-	if v := whatif.Verdict(prev, g.check); v.LowerBound() {
+	if v := g.verdict(prev); v.LowerBound() {
 		// The CLI's words: what the preview cannot count.
 		note := "note: " + whatif.LowerBoundNote + ":"
 		for _, gap := range v.Gaps {
@@ -440,7 +489,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 		name string
 		rep  *whatif.Report
 	}{{"current", cur}, {"preview", prev}} {
-		for _, b := range aggregateBreaks(side.rep, g.pending) {
+		for _, b := range g.breakSums(side.rep) {
 			texts = append(texts, breakLine(side.name, b))
 		}
 	}
@@ -543,7 +592,7 @@ func (g *groupsPanel) summary(w int) summary {
 	for _, h := range ch {
 		out.hops = append(out.hops, hop{"in capture " + hopName(h.from, h.to, h.span), trimGym(h.short)})
 	}
-	for _, b := range aggregateBreaks(side, g.pending) {
+	for _, b := range g.breakSums(side) {
 		why := b.reason
 		if fix := b.cause.Fix(); fix != "" {
 			why += "; fix: " + fix
@@ -689,7 +738,7 @@ func (g *groupsPanel) copyWarning() (short, long string) {
 	// Only the spec's own breaks count: a rollout split in the capture
 	// itself is no reason to hold back a spec that would join it.
 	why := whatif.SpecWarning(g.preview)
-	if bs := aggregateBreaks(r, g.pending); why == "" && len(bs) > 0 {
+	if bs := g.breakSums(r); why == "" && len(bs) > 0 {
 		why = hopText(bs[0].from, bs[0].to, bs[0].span, bs[0].reason)
 	}
 	if split == 0 || why == "" {

@@ -108,12 +108,21 @@ type jobs struct {
 	sim       *whatif.Engine // per-rollout simulations
 	worthEng  *whatif.Engine // the cost and worth view's
 	analysing bool
-	dirty     bool   // inputs changed while an analysis ran
-	curSeq    uint64 // snapshot the current spec's report was computed from
-	curWhere  string // and the rollout filter it was narrowed by
-	haveCur   bool
-	simming   bool
-	refresh   time.Duration // throttle between snapshots; tests shorten it
+	dirty     bool // inputs changed while an analysis ran
+	// Pacing: under a flood every snapshot is new, and an analysis of a
+	// large store run back to back would hold a core the keys need. One
+	// that new data asks for waits until analysisGap times as long as the
+	// last took has passed since it ended; one the user asks for (a new
+	// spec or filter: urgent) does not.
+	analysedAt   time.Time
+	analysisTook time.Duration
+	urgent       bool
+	paced        bool   // an analyseMsg is on its way
+	curSeq       uint64 // snapshot the current spec's report was computed from
+	curWhere     string // and the rollout filter it was narrowed by
+	haveCur      bool
+	simming      bool
+	refresh      time.Duration // throttle between snapshots; tests shorten it
 }
 
 // views are the panels: each owns its state and cache; the root hands
@@ -245,6 +254,18 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(m.requestAnalysis(), tickClock())
 	case analysisMsg:
 		return m.setAnalysis(msg)
+	case matchMsg:
+		m.rollouts.setMatches(msg)
+		if m.rollouts.filtering {
+			m.revealFilteredSpan()
+		}
+		return m, m.afterChange()
+	case analyseMsg:
+		m.paced = false
+		if !m.dirty {
+			return m, nil
+		}
+		return m, m.requestAnalysis()
 	case simMsg:
 		m.simming = false
 		m.trace.SetSim(msg)
@@ -429,7 +450,9 @@ func (m *Model) revealFilteredSpan() bool {
 	if r == nil {
 		return false
 	}
-	m.afterChange()
+	if r != m.trace.Rollout() {
+		m.trace.SetRollout(m.snap, r)
+	}
 	for _, f := range r.Fragments {
 		for i := range f.Spans {
 			if strings.Contains(f.Spans[i].SpanID.String(), needle) {
@@ -450,9 +473,11 @@ func (m *Model) afterChange() tea.Cmd {
 	}
 	if spec := m.groups.Preview(); spec != m.trace.spec {
 		m.trace.SetPreview(m.preview, spec)
+		m.urgent = true
 		cmds = append(cmds, m.requestAnalysis())
 	} else if m.rollouts.where().String() != m.curWhere && m.haveCur {
 		// A new filter: the span groups preview the rollouts it shows.
+		m.urgent = true
 		cmds = append(cmds, m.requestAnalysis())
 	}
 	m.trace.SetFocused(m.focus == slotTrace && m.front(slotTrace) == panel(m.trace))
@@ -460,7 +485,7 @@ func (m *Model) afterChange() tea.Cmd {
 	m.syncPanels()
 	m.fitPanels()
 	m.renderHeader()
-	cmds = append(cmds, m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()),
+	cmds = append(cmds, m.rollouts.matchCmd(), m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()),
 		m.cohort.request(m.reg, m.snap, m.rollouts.compiled))
 	return tea.Batch(cmds...)
 }

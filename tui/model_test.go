@@ -996,3 +996,32 @@ func TestGroupsFollowTheFilter(t *testing.T) {
 		t.Errorf("after esc the preview has %d spans, want %d:\n%s", m.groups.prevRep.Result.Spans, all, m.groups.view())
 	}
 }
+
+// Past matchAsyncFrom rollouts the filter judges them off the UI
+// goroutine: the rows stay as they were until its verdicts come, then are
+// the same as judged in place.
+func TestFilterOffUIGoroutine(t *testing.T) {
+	defer func(n int) { matchAsyncFrom = n }(matchAsyncFrom)
+	for _, filter := range []string{"r0003", "ERROR", "status=error name=gym.verify", "-status=error", "sandbox"} {
+		b := newBuilder(t)
+		b.capture(t, 6, false)
+		matchAsyncFrom = 1 << 30
+		want := ids(typeText(t, keys(t, newTestModel(t, b, 120, 40, "default"), "/"), filter).rollouts.rows)
+		matchAsyncFrom = 0
+		m := keys(t, newTestModel(t, b, 120, 40, "default"), "/")
+		m = typeText(t, m, filter[:len(filter)-1])
+		before := ids(m.rollouts.rows)
+		next, cmd := m.Update(keyMsg(filter[len(filter)-1:]))
+		m = next.(Model)
+		if got := ids(m.rollouts.rows); !slices.Equal(got, before) || !strings.Contains(m.View(), "filtering…") {
+			t.Errorf("filter %q before its verdicts: rows %v, want %v, and filtering… said", filter, got, before)
+		}
+		m = run(t, m, cmd)
+		if got := ids(m.rollouts.rows); !slices.Equal(got, want) {
+			t.Errorf("filter %q judged off the UI goroutine = %v, want %v", filter, got, want)
+		}
+		if strings.Contains(m.View(), "filtering…") {
+			t.Errorf("filter %q: filtering… still said", filter)
+		}
+	}
+}

@@ -35,6 +35,9 @@ type refreshMsg struct{}
 // clockMsg is the once-a-second tick of live mode.
 type clockMsg struct{}
 
+// analyseMsg ends an analysis's pacing pause.
+type analyseMsg struct{}
+
 // analysisMsg is a finished preview and join check. It is tagged with what it
 // was computed from so results for an old spec are dropped.
 type analysisMsg struct {
@@ -45,6 +48,35 @@ type analysisMsg struct {
 	cur     *whatif.Report // nil when the current report was still fresh
 	prev    *whatif.Report
 	check   *whatif.CheckReport
+	took    time.Duration // wall time of the analysis
+	// What the span groups panel derives from the reports and the check,
+	// derived here, off the UI goroutine: each walks every rollout.
+	derived groupsDerived
+}
+
+// groupsDerived is the span groups panel's derived figures for one check:
+// the rollouts it still waits for, and each report's verdict and breaks.
+type groupsDerived struct {
+	check    *whatif.CheckReport
+	pending  []string
+	verdicts map[*whatif.Report]whatif.JoinVerdict
+	breaks   map[*whatif.Report][]breakSum
+}
+
+// deriveGroups computes groupsDerived for the reports under check.
+func deriveGroups(check *whatif.CheckReport, reps ...*whatif.Report) groupsDerived {
+	d := groupsDerived{check: check, verdicts: map[*whatif.Report]whatif.JoinVerdict{}, breaks: map[*whatif.Report][]breakSum{}}
+	if check == nil {
+		return d
+	}
+	d.pending = pendingOf(check)
+	for _, r := range reps {
+		if r != nil {
+			d.verdicts[r] = whatif.Verdict(r, check)
+			d.breaks[r] = aggregateBreaks(r, d.pending)
+		}
+	}
+	return d
 }
 
 // simMsg is one rollout simulated under every group (for group tags) and
@@ -101,6 +133,7 @@ type analysisJob struct {
 	// shows, as preview --where does; the join check stays whole.
 	where       *filter.Filter
 	needCurrent bool
+	curRep      *whatif.Report // the current spec's report kept when !needCurrent
 	now         func() time.Time
 	grace       time.Duration
 }
@@ -110,6 +143,7 @@ type analysisJob struct {
 // concurrent use.
 func runAnalysis(j analysisJob) tea.Cmd {
 	return func() tea.Msg {
+		t0 := time.Now()
 		m := analysisMsg{seq: j.snap.Seq, current: j.current, preview: j.preview, where: j.where.String()}
 		sel := j.eng.Select(j.snap, j.where)
 		if j.needCurrent {
@@ -117,6 +151,12 @@ func runAnalysis(j analysisJob) tea.Cmd {
 		}
 		m.prev = j.eng.Preview(sel, j.preview)
 		m.check = j.eng.Check(j.snap, j.now(), j.grace)
+		cur := m.cur
+		if cur == nil {
+			cur = j.curRep
+		}
+		m.derived = deriveGroups(m.check, cur, m.prev)
+		m.took = time.Since(t0)
 		return m
 	}
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -109,6 +110,14 @@ type rolloutList struct {
 	input     textinput.Model
 	filtering bool
 
+	// matchWant are the rollouts the filter has yet to judge when they are
+	// too many to judge on the UI goroutine (matchAsyncFrom); matching
+	// says a command judges them. Until it answers, the rows stay as they
+	// were.
+	matchWant []*model.Rollout
+	matching  bool
+	judged    string // the filter text matchCmd last judged every rollout for
+
 	listCursor
 	selected  string              // the cursor's rollout id, kept across refreshes
 	structure *rollouts.Structure // the last check's: run-level traffic, unattributed
@@ -116,6 +125,15 @@ type rolloutList struct {
 	inFlight  int                 // rollouts whose root has not arrived
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
+	// shared is the leading text every listed rollout id shares, sharedN
+	// how many ids share it, longest the widest id: set by rebuild, which
+	// walks the rows, so that render (every cursor move) does not.
+	shared           string
+	sharedN, longest int
+	sortBuf          []sortKey
+	// measured is what widths and measure last ran for: their figures
+	// do not depend on the rows' order, so a new sort keeps them.
+	measured measureKey
 	// wantW is the width that shows every id and services whole, measured
 	// while wide (a screen that gives the list the room) is set.
 	wantW int
@@ -327,6 +345,26 @@ func (l *rolloutList) rebuild() {
 	} else {
 		l.compiled, l.filterErr = f, ""
 	}
+	l.matchWant = nil
+	if l.compiled.String() != l.judged {
+		l.judged = ""
+	}
+	if !l.compiled.Empty() {
+		text := l.compiled.String()
+		var want []*model.Rollout
+		for _, r := range l.snap.Rollouts {
+			if in := l.info[r.ID]; in == nil || in.version != r.Version || in.matchOf != text {
+				want = append(want, r)
+			}
+		}
+		// New rollouts under a filter already judged are judged here, so
+		// that a flood cannot keep the rows waiting.
+		if len(want) > matchAsyncFrom && text != l.judged {
+			l.matchWant = want
+			l.render()
+			return
+		}
+	}
 	rows := l.rows[:0]
 	l.inFlight = 0
 	for _, r := range l.snap.Rollouts {
@@ -338,18 +376,7 @@ func (l *rolloutList) rebuild() {
 		}
 	}
 	l.rows = rows
-	switch l.sort {
-	case sortStart:
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Start < rows[j].Start })
-	case sortDuration:
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].End-rows[i].Start > rows[j].End-rows[j].Start })
-	case sortSpans:
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Spans > rows[j].Spans })
-	case sortErrors:
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Errors > rows[j].Errors })
-	case sortID:
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
-	}
+	l.sortRows(rows)
 	if l.reverse {
 		slices.Reverse(rows)
 	}
@@ -378,8 +405,112 @@ func (l *rolloutList) rebuild() {
 		// before any rollout) is not held once rollouts come.
 		l.selected = r.ID
 	}
-	l.measure()
+	if k := l.measureKey(); k != l.measured {
+		l.widths()
+		l.measure()
+		l.measured = k
+	}
 	l.render()
+}
+
+// measureKey names the set of rows: the snapshot, the filter, what is
+// listed apart, the width asked for.
+type measureKey struct {
+	snap      *model.Snapshot
+	filter    string
+	structure *rollouts.Structure
+	awaiting  int
+	wide      bool
+	rows      int
+}
+
+func (l *rolloutList) measureKey() measureKey {
+	return measureKey{l.snap, l.compiled.String(), l.structure, l.awaiting, l.wide, len(l.rows)}
+}
+
+// sortKey is a row's sort key beside its place in the snapshot, which
+// breaks ties: a stable order with the keys inline sorts a long list several
+// times faster than a stable sort that reads each rollout.
+type sortKey struct {
+	key int64
+	pos int
+	r   *model.Rollout
+}
+
+// sortRows orders rows (in snapshot order) by the sort mode, stably.
+func (l *rolloutList) sortRows(rows []*model.Rollout) {
+	var key func(r *model.Rollout) int64
+	switch l.sort {
+	case sortStart:
+		key = func(r *model.Rollout) int64 { return r.Start }
+	case sortDuration:
+		key = func(r *model.Rollout) int64 { return -(r.End - r.Start) }
+	case sortSpans:
+		key = func(r *model.Rollout) int64 { return -int64(r.Spans) }
+	case sortErrors:
+		key = func(r *model.Rollout) int64 { return -int64(r.Errors) }
+	case sortID:
+		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return strings.Compare(a.ID, b.ID) })
+		return
+	default:
+		return
+	}
+	keys := slices.Grow(l.sortBuf[:0], len(rows))
+	for i, r := range rows {
+		keys = append(keys, sortKey{key(r), i, r})
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	for i := range keys {
+		rows[i] = keys[i].r
+		keys[i].r = nil
+	}
+	l.sortBuf = keys[:0]
+}
+
+// idWidth is ansi.StringWidth(id), at once for plain ASCII.
+func idWidth(id string) int {
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c >= 0x7f {
+			return ansi.StringWidth(id)
+		}
+	}
+	return len(id)
+}
+
+// widths sets the figures of every row render needs: the column widths,
+// the widest id and the id text all rollouts share.
+func (l *rolloutList) widths() {
+	l.shared, l.sharedN, l.longest = "", 0, 0
+	for _, r := range l.rows {
+		l.idW = max(l.idW, len(r.ID))
+		l.longest = max(l.longest, idWidth(r.ID))
+		l.spansW = max(l.spansW, countWidth(r.Spans))
+		if !isApart(r.ID) {
+			if l.sharedN == 0 {
+				l.shared = r.ID
+			} else {
+				l.shared = commonPrefix(l.shared, r.ID)
+			}
+			l.sharedN++
+		}
+	}
+}
+
+// countWidth is len(fmtCount(n)), without the string for most counts.
+func countWidth(n int) int {
+	if n < 0 || n >= 10_000 {
+		return len(fmtCount(int64(n)))
+	}
+	w := 1
+	for ; n >= 10; n /= 10 {
+		w++
+	}
+	return w
 }
 
 // measure sets wantW, the width that shows every id and services whole,
@@ -396,7 +527,7 @@ func (l *rolloutList) measure() {
 	for _, r := range l.rows {
 		if !isApart(r.ID) {
 			svcW = max(svcW, l.rowInfo(r).servicesW)
-			idLen = max(idLen, ansi.StringWidth(r.ID))
+			idLen = max(idLen, idWidth(r.ID))
 		}
 	}
 	if idLen > 0 {
@@ -407,6 +538,65 @@ func (l *rolloutList) measure() {
 // isApart reports whether a row id is one of gate's Apart rows.
 func isApart(id string) bool {
 	return strings.HasPrefix(id, rollouts.RunRowPrefix) || id == rollouts.UnattributedRow
+}
+
+// matchAsyncFrom is how many rollouts the filter may judge on the UI
+// goroutine: each judgement may walk every span of the rollout, and a new
+// filter text (every key typed) judges them all again.
+var matchAsyncFrom = 2000
+
+// matchMsg carries the filter's verdicts on rollouts, judged off the UI
+// goroutine, with the rows' text for those that had none.
+type matchMsg struct {
+	text  string
+	rolls []*model.Rollout
+	ok    []bool
+	info  []*rowInfo // nil where the list had the rollout's text
+}
+
+// matchCmd judges matchWant off the UI goroutine, unless a command
+// already does.
+func (l *rolloutList) matchCmd() tea.Cmd {
+	if len(l.matchWant) == 0 || l.matching {
+		return nil
+	}
+	l.matching = true
+	f, snap, rolls := l.compiled, l.snap, l.matchWant
+	need := make([]bool, len(rolls))
+	for i, r := range rolls {
+		in := l.info[r.ID]
+		need[i] = in == nil || in.version != r.Version
+	}
+	return func() tea.Msg {
+		m := matchMsg{text: f.String(), rolls: rolls, ok: make([]bool, len(rolls)), info: make([]*rowInfo, len(rolls))}
+		for i, r := range rolls {
+			m.ok[i] = f.Match(snap, r)
+			if need[i] {
+				m.info[i] = newRowInfo(snap, r)
+			}
+		}
+		return m
+	}
+}
+
+// setMatches installs verdicts judged by matchCmd; those of a filter text
+// no longer typed are dropped.
+func (l *rolloutList) setMatches(m matchMsg) {
+	l.matching = false
+	if m.text == l.compiled.String() {
+		l.judged = m.text
+	}
+	for i, r := range m.rolls {
+		if in := m.info[i]; in != nil {
+			if old := l.info[r.ID]; old == nil || old.version != r.Version {
+				l.info[r.ID] = in
+			}
+		}
+		if in := l.info[r.ID]; in != nil && in.version == r.Version && m.text == l.compiled.String() {
+			in.matchOf, in.match = m.text, m.ok[i]
+		}
+	}
+	l.rebuild()
 }
 
 // matches applies the compiled filter to r, cached per rollout version.
@@ -423,6 +613,13 @@ func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
 	if in := l.info[r.ID]; in != nil && in.version == r.Version {
 		return in
 	}
+	in := newRowInfo(l.snap, r)
+	l.info[r.ID] = in
+	return in
+}
+
+// newRowInfo derives the services of a rollout of snap.
+func newRowInfo(snap *model.Snapshot, r *model.Rollout) *rowInfo {
 	var res []model.ResourceID
 	for _, f := range r.Fragments {
 		for i := range f.Spans {
@@ -433,12 +630,11 @@ func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
 	}
 	svc := make([]string, len(res))
 	for i, id := range res {
-		svc[i] = shortService(l.snap.ServiceName(id))
+		svc[i] = shortService(snap.ServiceName(id))
 	}
 	sort.Strings(svc)
 	in := &rowInfo{version: r.Version, services: strings.Join(svc, ",")}
 	in.servicesW = ansi.StringWidth(in.services)
-	l.info[r.ID] = in
 	return in
 }
 
@@ -508,22 +704,12 @@ func (l *rolloutList) render() {
 	if l.filter != "" && !l.filtering {
 		parts = append(parts, titlePart{"/" + l.filter, 0})
 	}
+	if len(l.matchWant) > 0 {
+		parts = append(parts, titlePart{"filtering…", 0})
+	}
 	lines := []string{l.st.Panel.Title.Render(fitTitle(l.width, head, parts))}
 
-	shared, sharedN, longest := "", 0, 0 // the leading text every rollout id shares
-	for _, r := range l.rows {
-		l.idW = max(l.idW, len(r.ID))
-		longest = max(longest, ansi.StringWidth(r.ID))
-		l.spansW = max(l.spansW, len(fmtCount(int64(r.Spans))))
-		if !isApart(r.ID) {
-			if sharedN == 0 {
-				shared = r.ID
-			} else {
-				shared = commonPrefix(shared, r.ID)
-			}
-			sharedN++
-		}
-	}
+	shared, sharedN, longest := l.shared, l.sharedN, l.longest
 	spansW := l.spansW
 	// The id gives way first: the state and join verdicts are never cut.
 	idW := clamp(l.width-(1+1+5+1+7+1+spansW+1+9), 8, min(l.idW, max(l.width/2, 8)))

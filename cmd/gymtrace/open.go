@@ -26,6 +26,22 @@ func isTerminal(f *os.File) bool {
 // runOpen loads the files named in args and shows them: the TUI on a
 // terminal, the plain tree otherwise or with --text.
 func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
+	cfg, release, code, done := prepareOpen(args, stdout, stderr, tty)
+	if done {
+		return code
+	}
+	defer release()
+	if err := runUI(cfg); err != nil {
+		fmt.Fprintf(stderr, "gymtrace open: %v\n", err)
+		return exitUsage
+	}
+	return exitOK
+}
+
+// prepareOpen is open up to the interface: the files read into a store,
+// the variant and spec chosen. done says open ended there (an error, or
+// the plain tree printed) with code; else release closes the store.
+func prepareOpen(args []string, stdout, stderr io.Writer, tty bool) (cfg uiConfig, release func(), code int, done bool) {
 	su := newSetup("open", stderr, "usage: gymtrace open [--spec S] [--groups F] [--text] FILE...\n\n"+
 		"Loads captures (OTLP JSON lines, NeMo Gym console logs, binary OTLP requests;\n"+
 		"the format is detected per file, - reads stdin).\n\n")
@@ -39,14 +55,14 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 	wf := addWorthFlags(fs)
 	files, code, done := su.parse(args)
 	if done {
-		return code
+		return cfg, nil, code, true
 	}
 	if len(files) == 0 {
-		return su.failUsage("no capture files given")
+		return cfg, nil, su.failUsage("no capture files given"), true
 	}
 	worth, err := wf.ui()
 	if err != nil {
-		return su.fail("%v", err)
+		return cfg, nil, su.fail("%v", err), true
 	}
 	c, err := su.open(files, readOptions{
 		store:   model.Options{MaxSpans: *maxSpans},
@@ -54,9 +70,8 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		listBad: stderr,
 	})
 	if err != nil {
-		return su.fail("%v", err)
+		return cfg, nil, su.fail("%v", err), true
 	}
-	defer c.store.Close()
 	store, rep, snap, vc, reg := c.store, c.frep, c.snap, c.vc, c.reg
 	if rep.Skipped > 0 || rep.Decode.Rejected > 0 {
 		fmt.Fprintf(stderr, "read %d spans from %d file(s); skipped %d lines without spans", rep.Spans, len(rep.Files), rep.Skipped)
@@ -68,16 +83,18 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 	specText, specSource, _ := su.setting()
 	res, err := su.applied(reg, specText, specSource)
 	if err != nil {
-		return su.fail("%v (%s)", err, vc)
+		store.Close()
+		return cfg, nil, su.fail("%v (%s)", err, vc), true
 	}
 	current := res.Set
 	if *text || !tty {
+		defer store.Close()
 		if err := tui.PlainTree(stdout, whatif.NewEngine(reg).Structure(snap).Listed()); err != nil {
-			return su.fail("%v", err)
+			return cfg, nil, su.fail("%v", err), true
 		}
-		return exitOK
+		return cfg, nil, exitOK, true
 	}
-	err = runUI(uiConfig{
+	return uiConfig{
 		Store:       store,
 		Registry:    reg,
 		Current:     current,
@@ -86,9 +103,5 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 		Live:        false,
 		Title:       "gymtrace open " + strings.Join(files, " "),
 		Worth:       worth,
-	})
-	if err != nil {
-		return su.fail("%v", err)
-	}
-	return exitOK
+	}, store.Close, 0, false
 }

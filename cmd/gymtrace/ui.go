@@ -54,15 +54,46 @@ func runUI(cfg uiConfig) error {
 		defer tty.Close()
 		input = tty
 	}
-	if cfg.Registry == nil {
-		cfg.Registry = groups.Default()
-	}
 	if path := os.Getenv("DEBUG"); path != "" {
 		f, err := tea.LogToFile(path, "gymtrace")
 		if err != nil {
 			return fmt.Errorf("open debug log: %w", err)
 		}
 		defer f.Close()
+	}
+	m := tui.New(tuiOptions(cfg))
+	p := tea.NewProgram(m, tea.WithInput(input), tea.WithAltScreen(), tea.WithMouseCellMotion())
+	if cfg.Ctx != nil {
+		ended := make(chan struct{})
+		defer close(ended)
+		go func() {
+			select {
+			case <-cfg.Ctx.Done():
+				p.Kill()
+			case <-ended:
+			}
+		}()
+	}
+	final, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && cfg.Ctx != nil && cfg.Ctx.Err() != nil {
+		return nil // ended by a signal: the caller stops and flushes
+	}
+	if err != nil {
+		return fmt.Errorf("run terminal interface: %w", err)
+	}
+	if fm, ok := final.(tui.Model); ok {
+		if s := fm.Snippet(); s != "" {
+			fmt.Fprint(os.Stdout, s)
+		}
+	}
+	return nil
+}
+
+// tuiOptions are the interface's options for cfg: copy-out and exports in
+// the working directory, the clipboard on a terminal's stderr.
+func tuiOptions(cfg uiConfig) tui.Options {
+	if cfg.Registry == nil {
+		cfg.Registry = groups.Default()
 	}
 	snippet, exportDir := tui.SnippetFile, ""
 	if wd, err := os.Getwd(); err == nil {
@@ -101,32 +132,7 @@ func runUI(cfg uiConfig) error {
 			return &o, settled
 		}
 	}
-	m := tui.New(opts)
-	p := tea.NewProgram(m, tea.WithInput(input), tea.WithAltScreen(), tea.WithMouseCellMotion())
-	if cfg.Ctx != nil {
-		ended := make(chan struct{})
-		defer close(ended)
-		go func() {
-			select {
-			case <-cfg.Ctx.Done():
-				p.Kill()
-			case <-ended:
-			}
-		}()
-	}
-	final, err := p.Run()
-	if errors.Is(err, tea.ErrProgramKilled) && cfg.Ctx != nil && cfg.Ctx.Err() != nil {
-		return nil // ended by a signal: the caller stops and flushes
-	}
-	if err != nil {
-		return fmt.Errorf("run terminal interface: %w", err)
-	}
-	if fm, ok := final.(tui.Model); ok {
-		if s := fm.Snippet(); s != "" {
-			fmt.Fprint(os.Stdout, s)
-		}
-	}
-	return nil
+	return opts
 }
 
 // tuiExport writes what the TUI's x exports, as gymtrace export does.
