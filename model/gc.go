@@ -9,12 +9,13 @@ import (
 // The collector's target while the store is small and once it is large.
 // GOGC=100 lets the heap reach twice the live data before a collection; a
 // store of a million spans (~200 MB live) would then peak near 400 MB.
-// Above leanAbove the target drops to leanPercent: the heap peaks 15%
-// above the live data, for some more collector work (measured in
-// BENCHMARKS.md), while small stores keep the default.
+// Above leanAbove the target drops to leanPercent: the heap peaks 25%
+// above the live data, for some more collector work, while small stores
+// keep the default. 15% cost ingest of orphan batches a tenth more CPU a
+// span than 25% for 2-3 B a span less at 1M spans (BENCHMARKS.md).
 const (
 	leanAbove   = 64 << 20
-	leanPercent = 15
+	leanPercent = 25
 	fullPercent = 100
 )
 
