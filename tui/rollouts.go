@@ -224,11 +224,14 @@ func (l *rolloutList) SetSnapshot(s *model.Snapshot) {
 const alignWindow = 1024
 
 // align returns the infos of next's rollouts in buf: those of prev (the
-// previous snapshot's) for the rollouts they share, found by walking both
-// in order (a snapshot keeps the order, evicts from the front, appends);
-// fresh ones, with services derived, for the rest.
+// previous snapshot's) for the rollouts they share, fresh ones, with
+// services derived, for the rest. It walks both in order, as a snapshot
+// keeps the order, evicts from the front and appends; a rollout further
+// ahead than alignWindow is found through an index of prev's rollouts,
+// made once.
 func align(prev, buf []rowInfo, next *model.Snapshot) []rowInfo {
 	buf = slices.Grow(buf, len(next.Rollouts))
+	var at map[*model.Rollout]int
 	j := 0
 	for _, r := range next.Rollouts {
 		found := -1
@@ -237,12 +240,27 @@ func align(prev, buf []rowInfo, next *model.Snapshot) []rowInfo {
 			found = j
 		case j < len(prev) && prev[j].r.ID == r.ID:
 			j++ // changed in place: derived anew
-		default:
+		case j < len(prev):
 			for k := j + 1; k < len(prev) && k <= j+alignWindow; k++ {
 				if prev[k].r == r {
 					found = k
 					break
 				}
+			}
+			if found < 0 && (at != nil || j+alignWindow < len(prev)) {
+				if at == nil {
+					at = make(map[*model.Rollout]int, len(prev))
+					for k := range prev {
+						at[prev[k].r] = k
+					}
+				}
+				if k, ok := at[r]; ok {
+					found = k
+				}
+			}
+		case at != nil: // past prev's end after a move back
+			if k, ok := at[r]; ok {
+				found = k
 			}
 		}
 		if found >= 0 {
