@@ -210,12 +210,16 @@ func (l *rolloutList) setSize(w, h int) {
 
 // SetSnapshot replaces the data, keeping the cursor on its rollout.
 func (l *rolloutList) SetSnapshot(s *model.Snapshot) {
+	l.setSnap(s)
+	l.rebuild()
+}
+
+func (l *rolloutList) setSnap(s *model.Snapshot) {
 	if s != l.snap {
 		l.infos, l.spare = align(l.infos, l.spare[:0], s), l.infos
 		l.snap = s
 		l.countJoin = true
 	}
-	l.rebuild()
 }
 
 // alignWindow is how far align looks ahead in the previous snapshot for a
@@ -281,7 +285,10 @@ func (l *rolloutList) SetCheck(c *whatif.CheckReport) {
 		if c.Structure != nil {
 			l.structure = c.Structure
 			l.awaiting = c.Awaiting
-			l.SetSnapshot(c.Structure.Snap)
+			l.setSnap(c.Structure.Snap)
+			// The check judged these very rollouts: its count is theirs.
+			l.inFlight, l.countJoin = c.InFlight, false
+			l.rebuild()
 			return
 		}
 	}
