@@ -138,8 +138,8 @@ type analysisJob struct {
 	// one comes stale (the filter or spec changed meanwhile), so it is
 	// judged against the new check here too.
 	shown *whatif.Report
-	now         func() time.Time
-	grace       time.Duration
+	now   func() time.Time
+	grace time.Duration
 }
 
 // runAnalysis computes both previews and the join check. Only one runs at a
