@@ -11,7 +11,12 @@ import (
 // reusing the previous snapshot's for the very rollouts it still has,
 // whatever changed between them.
 func TestAlignRowData(t *testing.T) {
-	mk := func(id string) *model.Rollout { return &model.Rollout{ID: id, Spans: len(id)} }
+	// Versions as the store gives them: one per rollout state.
+	version := uint64(0)
+	mk := func(id string) *model.Rollout {
+		version++
+		return &model.Rollout{ID: id, Spans: len(id), Version: version}
+	}
 	var base []*model.Rollout
 	for i := range 3000 {
 		base = append(base, mk(fmt.Sprintf("r%05d", i)))
@@ -23,6 +28,15 @@ func TestAlignRowData(t *testing.T) {
 		"appended":                append(append([]*model.Rollout{}, base...), mk("new1"), mk("new2")),
 		"changed in place":        append(append(append([]*model.Rollout{}, base[:10]...), changed), base[11:]...),
 		"evicted past the window": base[2900:],
+		// The analysis builds a rollout again: equal, not the same pointer.
+		"rebuilt": func() []*model.Rollout {
+			out := make([]*model.Rollout, len(base))
+			for i, r := range base {
+				c := *r
+				out[i] = &c
+			}
+			return out[100:]
+		}(),
 		"reversed": func() []*model.Rollout {
 			out := make([]*model.Rollout, len(base))
 			for i, r := range base {

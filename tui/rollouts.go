@@ -227,6 +227,23 @@ func (l *rolloutList) setSnap(s *model.Snapshot) {
 // or moved, since then.
 const alignWindow = 1024
 
+// same reports whether a and b are one rollout in one state: the same
+// published rollout, or one the analysis built again, equal in id and
+// version.
+func same(a, b *model.Rollout) bool {
+	return a == b || a.Version == b.Version && a.ID == b.ID
+}
+
+// byVersion indexes rolls by version, for what is not where a walk in
+// order expects it; a hit is checked with same.
+func byVersion(n int, roll func(int) *model.Rollout) map[uint64]int {
+	at := make(map[uint64]int, n)
+	for k := range n {
+		at[roll(k).Version] = k
+	}
+	return at
+}
+
 // align returns the infos of next's rollouts in buf: those of prev (the
 // previous snapshot's) for the rollouts they share, fresh ones, with
 // services derived, for the rest. It walks both in order, as a snapshot
@@ -235,40 +252,38 @@ const alignWindow = 1024
 // made once.
 func align(prev, buf []rowInfo, next *model.Snapshot) []rowInfo {
 	buf = slices.Grow(buf, len(next.Rollouts))
-	var at map[*model.Rollout]int
+	var at map[uint64]int
 	j := 0
 	for _, r := range next.Rollouts {
 		found := -1
-		switch {
-		case j < len(prev) && prev[j].r == r:
+		if j < len(prev) && prev[j].r == r {
 			found = j
-		case j < len(prev) && prev[j].r.ID == r.ID:
-			j++ // changed in place: derived anew
-		case j < len(prev):
+		} else if j < len(prev) && prev[j].r.ID == r.ID {
+			if prev[j].r.Version == r.Version {
+				found = j
+			} else {
+				j++ // changed in place: derived anew
+			}
+		} else {
 			for k := j + 1; k < len(prev) && k <= j+alignWindow; k++ {
 				if prev[k].r == r {
 					found = k
 					break
 				}
 			}
-			if found < 0 && (at != nil || j+alignWindow < len(prev)) {
+			if found < 0 && len(prev) > 0 {
 				if at == nil {
-					at = make(map[*model.Rollout]int, len(prev))
-					for k := range prev {
-						at[prev[k].r] = k
-					}
+					at = byVersion(len(prev), func(k int) *model.Rollout { return prev[k].r })
 				}
-				if k, ok := at[r]; ok {
+				if k, ok := at[r.Version]; ok && same(prev[k].r, r) {
 					found = k
 				}
 			}
-		case at != nil: // past prev's end after a move back
-			if k, ok := at[r]; ok {
-				found = k
-			}
 		}
 		if found >= 0 {
-			buf = append(buf, prev[found])
+			in := prev[found]
+			in.r = r
+			buf = append(buf, in)
 			j = found + 1
 			continue
 		}
@@ -725,13 +740,11 @@ func (l *rolloutList) setMatches(m matchMsg) {
 				l.infos[i].match, l.infos[i].matchGen = m.ok[k], m.gen
 			}
 		} else {
-			ok := make(map[*model.Rollout]bool, len(m.rolls))
-			for k, r := range m.rolls {
-				ok[r] = m.ok[k]
-			}
+			at := byVersion(len(m.rolls), func(k int) *model.Rollout { return m.rolls[k] })
 			for i := range l.infos {
-				if v, found := ok[l.infos[i].r]; found {
-					l.infos[i].match, l.infos[i].matchGen = v, m.gen
+				in := &l.infos[i]
+				if k, ok := at[in.r.Version]; ok && in.matchGen != m.gen && same(m.rolls[k], in.r) {
+					in.match, in.matchGen = m.ok[k], m.gen
 				}
 			}
 		}
