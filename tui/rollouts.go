@@ -75,11 +75,11 @@ func (s sortMode) String() string {
 }
 
 // rowInfo is what the list derives from one rollout: its services (deriving
-// them walks every span), its id's widths, the filter's verdict. Published
-// rollouts never change, so it holds as long as the rollout pointer does,
-// and the list keeps one per snapshot rollout, by index, carried over to
-// the next snapshot by pointer (align): a rebuild (every key typed into the
-// filter) reads them in place, with no lookup by id.
+// them walks every span), its id's widths, the filter's verdict. A rollout
+// in one state (one pointer, or one id and version) keeps it; the list
+// holds one per snapshot rollout, by index, carried to the next snapshot
+// (align): a rebuild (every key typed into the filter) reads them in
+// place, with no lookup by id.
 type rowInfo struct {
 	r         *model.Rollout
 	services  string
