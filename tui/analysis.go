@@ -74,6 +74,7 @@ func (m *Model) requestAnalysis() tea.Cmd {
 		where:       where,
 		needCurrent: !m.haveCur || m.curSeq != m.snap.Seq || m.curWhere != where.String(),
 		curRep:      m.groups.curRep,
+		shown:       m.groups.prevRep,
 		now:         m.opts.Now,
 		grace:       grace,
 	})

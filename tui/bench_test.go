@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -109,5 +110,61 @@ func BenchmarkUpdateKey(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkFilterUI is the UI goroutine's CPU for typing a filter and
+// leaving it (/ e r r esc) at rest, with every message it brings on (the
+// verdicts judged off the UI goroutine, the analyses for the new filter)
+// installed: ui-cpu-ms is that thread's CPU in Update and View a sequence;
+// the commands, run between, are not counted.
+func BenchmarkFilterUI(b *testing.B) {
+	for _, size := range benchSizes() {
+		base := benchModel(b, size)
+		b.Run(fmt.Sprintf("spans=%d", size), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			m := base
+			var cpu time.Duration
+			msgs := 0
+			for b.Loop() {
+				for _, k := range []string{"/", "e", "r", "r", "esc"} {
+					queue := []tea.Msg{keyMsg(k)}
+					for len(queue) > 0 {
+						msg := queue[0]
+						queue = queue[1:]
+						c0 := threadCPU()
+						next, cmd := m.Update(msg)
+						m = next.(Model)
+						_ = m.View()
+						cpu += threadCPU() - c0
+						msgs++
+						queue = append(queue, drain(cmd)...)
+					}
+				}
+			}
+			b.ReportMetric(float64(cpu)/1e6/float64(b.N), "ui-cpu-ms/op")
+			b.ReportMetric(float64(msgs)/float64(b.N), "msgs/op")
+		})
+	}
+}
+
+// drain runs cmd and the commands of its batches, returning their
+// messages but the timers that only schedule the next refresh.
+func drain(cmd tea.Cmd) []tea.Msg {
+	if cmd == nil {
+		return nil
+	}
+	switch msg := cmd().(type) {
+	case nil, refreshMsg, clockMsg, tea.QuitMsg:
+		return nil
+	case tea.BatchMsg:
+		var out []tea.Msg
+		for _, c := range msg {
+			out = append(out, drain(c)...)
+		}
+		return out
+	default:
+		return []tea.Msg{msg}
 	}
 }

@@ -134,8 +134,12 @@ type analysisJob struct {
 	where       *filter.Filter
 	needCurrent bool
 	curRep      *whatif.Report // the current spec's report kept when !needCurrent
-	now         func() time.Time
-	grace       time.Duration
+	// shown is the preview's report the panel shows: kept when the new
+	// one comes stale (the filter or spec changed meanwhile), so it is
+	// judged against the new check here too.
+	shown *whatif.Report
+	now   func() time.Time
+	grace time.Duration
 }
 
 // runAnalysis computes both previews and the join check. Only one runs at a
@@ -155,7 +159,7 @@ func runAnalysis(j analysisJob) tea.Cmd {
 		if cur == nil {
 			cur = j.curRep
 		}
-		m.derived = deriveGroups(m.check, cur, m.prev)
+		m.derived = deriveGroups(m.check, cur, m.prev, j.shown)
 		m.took = time.Since(t0)
 		return m
 	}

@@ -74,16 +74,25 @@ func (s sortMode) String() string {
 	return "first seen"
 }
 
-// rowInfo is per-rollout text derived from its spans, cached by version
-// because deriving it walks every span.
+// rowInfo is what the list derives from one rollout: its services (deriving
+// them walks every span), its id's widths, the filter's verdict. A rollout
+// in one state (one pointer, or one id and version) keeps it; the list
+// holds one per snapshot rollout, by index, carried to the next snapshot
+// (align): a rebuild (every key typed into the filter) reads them in
+// place, with no lookup by id.
 type rowInfo struct {
-	version   uint64
+	r         *model.Rollout
 	services  string
-	servicesW int
-	// matchOf and match cache the filter's verdict: the filter walks the
-	// rollout's spans, so it runs once per rollout version and filter text.
-	matchOf string
-	match   bool
+	servicesW int32
+	idLen     int32 // len(r.ID)
+	idW       int32 // its width on screen
+	spansW    int32 // countWidth(r.Spans)
+	// matchGen is the filter generation match is the verdict of: the
+	// filter walks the rollout's spans, so it runs once per rollout and
+	// filter text.
+	matchGen uint32
+	match    bool
+	apart    bool // one of gate's Apart rows
 }
 
 // rolloutList is the panel listing rollouts.
@@ -95,9 +104,23 @@ type rolloutList struct {
 	width, height int
 	snap          *model.Snapshot
 	rows          []*model.Rollout // sorted and filtered
-	info          map[string]*rowInfo
-	join          map[string]whatif.RolloutCheck
-	haveJoin      bool
+	// rowIdx holds, for each of rows, its index in snap.Rollouts (infos),
+	// or -1 for a row listed apart (apartInfo).
+	rowIdx []int32
+	// infos[i] is snap.Rollouts[i]'s; spare is the previous snapshot's
+	// array, reused by the next align.
+	infos, spare []rowInfo
+	apartInfo    map[string]*rowInfo // the few Apart rows'
+	// order is snap.Rollouts' indices in the sort mode's order (orderOf
+	// says for which snapshot and mode): a new filter text picks from it
+	// without sorting again, as filtering keeps a stable order.
+	order   []int32
+	orderOf orderKey
+	join    map[string]whatif.RolloutCheck
+	// countJoin says inFlight is to be counted again: the snapshot or the
+	// join changed.
+	countJoin bool
+	haveJoin  bool
 
 	sort    sortMode
 	reverse bool
@@ -114,12 +137,17 @@ type rolloutList struct {
 	// too many to judge on the UI goroutine (matchAsyncFrom); matching
 	// says a command judges them. Until it answers, the rows stay as they
 	// were.
-	matchWant []*model.Rollout
+	matchWant []int32
 	matching  bool
-	judged    string // the filter text matchCmd last judged every rollout for
+	// gen numbers the compiled filter texts (genText the current); judged
+	// is the generation matchCmd last judged every rollout for.
+	gen     uint32
+	genText string
+	judged  uint32
 
 	listCursor
 	selected  string              // the cursor's rollout id, kept across refreshes
+	selR      *model.Rollout      // the rollout selected names, as last seen: found without reading ids
 	structure *rollouts.Structure // the last check's: run-level traffic, unattributed
 	awaiting  int                 // spans of fragments still waiting for a parent
 	inFlight  int                 // rollouts whose root has not arrived
@@ -159,7 +187,7 @@ func newRolloutListFor(st *Styles, keys *KeyMap, live bool, addrs []string) *rol
 	in.Prompt = "/"
 	in.PromptStyle = st.Input.Prompt
 	in.Placeholder = "id, trace/span id, service, error, name; key=value status=error dur>100ms (? for help)"
-	return &rolloutList{st: st, keys: keys, info: map[string]*rowInfo{}, input: in, idW: 8, spansW: 5, live: live, addrs: addrs}
+	return &rolloutList{st: st, keys: keys, apartInfo: map[string]*rowInfo{}, gen: 1, input: in, idW: 8, spansW: 5, live: live, addrs: addrs}
 }
 
 func (l *rolloutList) slot() slot      { return slotRollouts }
@@ -182,28 +210,100 @@ func (l *rolloutList) setSize(w, h int) {
 
 // SetSnapshot replaces the data, keeping the cursor on its rollout.
 func (l *rolloutList) SetSnapshot(s *model.Snapshot) {
-	l.snap = s
-	// Forget evicted rollouts' cached text so the cache stays bounded.
-	if len(l.info) > 2*len(s.Rollouts)+64 {
-		live := make(map[string]*rowInfo, len(s.Rollouts))
-		for _, r := range s.Rollouts {
-			if in := l.info[r.ID]; in != nil {
-				live[r.ID] = in
+	l.setSnap(s)
+	l.rebuild()
+}
+
+func (l *rolloutList) setSnap(s *model.Snapshot) {
+	if s != l.snap {
+		l.infos, l.spare = align(l.infos, l.spare[:0], s), l.infos
+		l.snap = s
+		l.countJoin = true
+	}
+}
+
+// alignWindow is how far align looks ahead in the previous snapshot for a
+// rollout not at the place it expects: the rollouts evicted at the front,
+// or moved, since then.
+const alignWindow = 1024
+
+// same reports whether a and b are one rollout in one state: the same
+// published rollout, or one the analysis built again, equal in id and
+// version.
+func same(a, b *model.Rollout) bool {
+	return a == b || a.Version == b.Version && a.ID == b.ID
+}
+
+// byVersion indexes rolls by version, for what is not where a walk in
+// order expects it; a hit is checked with same.
+func byVersion(n int, roll func(int) *model.Rollout) map[uint64]int {
+	at := make(map[uint64]int, n)
+	for k := range n {
+		at[roll(k).Version] = k
+	}
+	return at
+}
+
+// align returns the infos of next's rollouts in buf: those of prev (the
+// previous snapshot's) for the rollouts they share, fresh ones, with
+// services derived, for the rest. It walks both in order, as a snapshot
+// keeps the order, evicts from the front and appends; a rollout further
+// ahead than alignWindow is found through an index of prev's rollouts,
+// made once.
+func align(prev, buf []rowInfo, next *model.Snapshot) []rowInfo {
+	buf = slices.Grow(buf, len(next.Rollouts))
+	var at map[uint64]int
+	j := 0
+	for _, r := range next.Rollouts {
+		found := -1
+		if j < len(prev) && prev[j].r == r {
+			found = j
+		} else if j < len(prev) && prev[j].r.ID == r.ID {
+			if prev[j].r.Version == r.Version {
+				found = j
+			} else {
+				j++ // changed in place: derived anew
+			}
+		} else {
+			for k := j + 1; k < len(prev) && k <= j+alignWindow; k++ {
+				if prev[k].r == r {
+					found = k
+					break
+				}
+			}
+			if found < 0 && len(prev) > 0 {
+				if at == nil {
+					at = byVersion(len(prev), func(k int) *model.Rollout { return prev[k].r })
+				}
+				if k, ok := at[r.Version]; ok && same(prev[k].r, r) {
+					found = k
+				}
 			}
 		}
-		l.info = live
+		if found >= 0 {
+			in := prev[found]
+			in.r = r
+			buf = append(buf, in)
+			j = found + 1
+			continue
+		}
+		buf = append(buf, newRowInfo(next, r))
 	}
-	l.rebuild()
+	clear(prev) // the spare: it must not keep evicted rollouts alive
+	return buf
 }
 
 // SetCheck records the join status of each rollout.
 func (l *rolloutList) SetCheck(c *whatif.CheckReport) {
 	if c != nil {
-		l.join, l.haveJoin = c.ByRollout, true
+		l.join, l.haveJoin, l.countJoin = c.ByRollout, true, true
 		if c.Structure != nil {
 			l.structure = c.Structure
 			l.awaiting = c.Awaiting
-			l.SetSnapshot(c.Structure.Snap)
+			l.setSnap(c.Structure.Snap)
+			// The check judged these very rollouts: its count is theirs.
+			l.inFlight, l.countJoin = c.InFlight, false
+			l.rebuild()
 			return
 		}
 	}
@@ -315,7 +415,7 @@ func (l *rolloutList) click(y int) {
 func (l *rolloutList) setCursor(i int) {
 	l.cursor = clamp(i, 0, len(l.rows)-1)
 	if r := l.Selected(); r != nil {
-		l.selected = r.ID
+		l.selected, l.selR = r.ID, r
 	}
 	l.render()
 }
@@ -345,65 +445,71 @@ func (l *rolloutList) rebuild() {
 	} else {
 		l.compiled, l.filterErr = f, ""
 	}
-	l.matchWant = nil
-	if l.compiled.String() != l.judged {
-		l.judged = ""
+	if text := l.compiled.String(); text != l.genText {
+		l.gen++
+		l.genText = text
 	}
-	if !l.compiled.Empty() {
-		text := l.compiled.String()
-		var want []*model.Rollout
-		for _, r := range l.snap.Rollouts {
-			if in := l.info[r.ID]; in == nil || in.version != r.Version || in.matchOf != text {
-				want = append(want, r)
+	l.matchWant = nil
+	judge := !l.compiled.Empty()
+	if judge {
+		var want []int32
+		for i := range l.infos {
+			if l.infos[i].matchGen != l.gen {
+				want = append(want, int32(i))
 			}
 		}
 		// New rollouts under a filter already judged are judged here, so
 		// that a flood cannot keep the rows waiting.
-		if len(want) > matchAsyncFrom && text != l.judged {
+		if len(want) > matchAsyncFrom && l.judged != l.gen {
 			l.matchWant = want
 			l.render()
 			return
 		}
-	}
-	rows := l.rows[:0]
-	l.inFlight = 0
-	for _, r := range l.snap.Rollouts {
-		if c, ok := l.join[r.ID]; ok && c.InFlight {
-			l.inFlight++
-		}
-		if l.compiled.Empty() || l.matches(r) {
-			rows = append(rows, r)
+		for _, i := range want {
+			in := &l.infos[i]
+			in.match, in.matchGen = l.compiled.Match(l.snap, in.r), l.gen
 		}
 	}
-	l.rows = rows
-	l.sortRows(rows)
-	if l.reverse {
-		slices.Reverse(rows)
+	if l.countJoin {
+		l.countJoin = false
+		l.inFlight = 0
+		if len(l.join) > 0 {
+			for i := range l.infos {
+				if c, ok := l.join[l.infos[i].r.ID]; ok && c.InFlight {
+					l.inFlight++
+				}
+			}
+		}
+	}
+	order := l.sorted()
+	rows, at := l.rows[:0], l.rowIdx[:0]
+	for k := range order {
+		if l.reverse {
+			k = len(order) - 1 - k
+		}
+		i := order[k]
+		if in := &l.infos[i]; !judge || in.match {
+			rows = append(rows, in.r)
+			at = append(at, i)
+		}
 	}
 	// What is not a rollout is listed last, as what it is: run-level
 	// traffic by kind, and the fragments no rollout could be named for.
-	if st := l.structure; st != nil && l.compiled.Empty() {
+	if st := l.structure; st != nil && !judge {
 		for _, r := range st.Apart() {
 			if r.ID == rollouts.UnattributedRow && r.Spans <= l.awaiting {
 				continue // all still waiting for a parent: counted in the title
 			}
 			rows = append(rows, r)
-		}
-		l.rows = rows
-	}
-	l.cursor = 0
-	if l.selected != "" {
-		for i, r := range rows {
-			if r.ID == l.selected {
-				l.cursor = i
-				break
-			}
+			at = append(at, -1)
 		}
 	}
+	l.rows, l.rowIdx = rows, at
+	l.cursor = l.find(rows)
 	if r := l.Selected(); r != nil && !isApart(r.ID) {
 		// A run-level row the cursor merely started on (probes arrive
 		// before any rollout) is not held once rollouts come.
-		l.selected = r.ID
+		l.selected, l.selR = r.ID, r
 	}
 	if k := l.measureKey(); k != l.measured {
 		l.widths()
@@ -411,6 +517,48 @@ func (l *rolloutList) rebuild() {
 		l.measured = k
 	}
 	l.render()
+}
+
+// find is the row of the selected rollout, 0 when it is not listed: by
+// pointer first, which reads no id.
+func (l *rolloutList) find(rows []*model.Rollout) int {
+	if l.selected == "" {
+		return 0
+	}
+	if l.selR != nil {
+		if i := slices.Index(rows, l.selR); i >= 0 {
+			return i
+		}
+	}
+	for i, r := range rows {
+		if r.ID == l.selected {
+			return i
+		}
+	}
+	return 0
+}
+
+// orderKey names what order was sorted for.
+type orderKey struct {
+	snap *model.Snapshot
+	sort sortMode
+}
+
+// sorted returns snap.Rollouts' indices in the sort mode's order, stably,
+// sorting only for a new snapshot or mode.
+func (l *rolloutList) sorted() []int32 {
+	k := orderKey{l.snap, l.sort}
+	if k == l.orderOf && len(l.order) == len(l.infos) {
+		return l.order
+	}
+	l.orderOf = k
+	order := slices.Grow(l.order[:0], len(l.infos))
+	for i := range l.infos {
+		order = append(order, int32(i))
+	}
+	l.order = order
+	l.sortRows(order)
+	return order
 }
 
 // measureKey names the set of rows: the snapshot, the filter, what is
@@ -433,12 +581,12 @@ func (l *rolloutList) measureKey() measureKey {
 // times faster than a stable sort that reads each rollout.
 type sortKey struct {
 	key int64
-	pos int
-	r   *model.Rollout
+	pos int32
 }
 
-// sortRows orders rows (in snapshot order) by the sort mode, stably.
-func (l *rolloutList) sortRows(rows []*model.Rollout) {
+// sortRows orders indices into infos (in snapshot order) by the sort
+// mode, stably.
+func (l *rolloutList) sortRows(order []int32) {
 	var key func(r *model.Rollout) int64
 	switch l.sort {
 	case sortStart:
@@ -450,14 +598,14 @@ func (l *rolloutList) sortRows(rows []*model.Rollout) {
 	case sortErrors:
 		key = func(r *model.Rollout) int64 { return -int64(r.Errors) }
 	case sortID:
-		slices.SortStableFunc(rows, func(a, b *model.Rollout) int { return strings.Compare(a.ID, b.ID) })
+		slices.SortStableFunc(order, func(a, b int32) int { return strings.Compare(l.infos[a].r.ID, l.infos[b].r.ID) })
 		return
 	default:
 		return
 	}
-	keys := slices.Grow(l.sortBuf[:0], len(rows))
-	for i, r := range rows {
-		keys = append(keys, sortKey{key(r), i, r})
+	keys := slices.Grow(l.sortBuf[:0], len(order))
+	for _, i := range order {
+		keys = append(keys, sortKey{key(l.infos[i].r), i})
 	}
 	slices.SortFunc(keys, func(a, b sortKey) int {
 		if c := cmp.Compare(a.key, b.key); c != 0 {
@@ -466,8 +614,7 @@ func (l *rolloutList) sortRows(rows []*model.Rollout) {
 		return cmp.Compare(a.pos, b.pos)
 	})
 	for i := range keys {
-		rows[i] = keys[i].r
-		keys[i].r = nil
+		order[i] = keys[i].pos
 	}
 	l.sortBuf = keys[:0]
 }
@@ -486,19 +633,23 @@ func idWidth(id string) int {
 // the widest id and the id text all rollouts share.
 func (l *rolloutList) widths() {
 	l.shared, l.sharedN, l.longest = "", 0, 0
-	for _, r := range l.rows {
-		l.idW = max(l.idW, len(r.ID))
-		l.longest = max(l.longest, idWidth(r.ID))
-		l.spansW = max(l.spansW, countWidth(r.Spans))
-		if !isApart(r.ID) {
+	idW, longest, spansW := int32(l.idW), int32(0), int32(l.spansW)
+	for i := range l.rows {
+		in := l.infoAt(i)
+		idW = max(idW, in.idLen)
+		longest = max(longest, in.idW)
+		spansW = max(spansW, in.spansW)
+		if !in.apart {
+			// Once no text is shared, the ids need not be read.
 			if l.sharedN == 0 {
-				l.shared = r.ID
-			} else {
-				l.shared = commonPrefix(l.shared, r.ID)
+				l.shared = in.r.ID
+			} else if l.shared != "" {
+				l.shared = commonPrefix(l.shared, in.r.ID)
 			}
 			l.sharedN++
 		}
 	}
+	l.idW, l.longest, l.spansW = int(idW), int(longest), int(spansW)
 }
 
 // countWidth is len(fmtCount(n)), without the string for most counts.
@@ -523,15 +674,16 @@ func (l *rolloutList) measure() {
 	if !l.wide || l.structure == nil {
 		return
 	}
-	svcW, idLen := 0, 0
-	for _, r := range l.rows {
-		if !isApart(r.ID) {
-			svcW = max(svcW, l.rowInfo(r).servicesW)
-			idLen = max(idLen, idWidth(r.ID))
+	svcW, idLen := int32(0), int32(0)
+	for _, i := range l.rowIdx {
+		if i >= 0 {
+			in := &l.infos[i]
+			svcW = max(svcW, in.servicesW)
+			idLen = max(idLen, in.idW)
 		}
 	}
 	if idLen > 0 {
-		l.wantW = 1 + idLen + 1 + 5 + 1 + 7 + 1 + l.spansW + 1 + 9 + 1 + svcW
+		l.wantW = 1 + int(idLen) + 1 + 5 + 1 + 7 + 1 + l.spansW + 1 + 9 + 1 + int(svcW)
 	}
 }
 
@@ -545,13 +697,14 @@ func isApart(id string) bool {
 // filter text (every key typed) judges them all again.
 var matchAsyncFrom = 2000
 
-// matchMsg carries the filter's verdicts on rollouts, judged off the UI
-// goroutine, with the rows' text for those that had none.
+// matchMsg carries the filter's verdicts on rollouts of snap, judged off
+// the UI goroutine: ok[k] is the verdict on snap.Rollouts[at[k]].
 type matchMsg struct {
-	text  string
+	gen   uint32
+	snap  *model.Snapshot
 	rolls []*model.Rollout
+	at    []int32
 	ok    []bool
-	info  []*rowInfo // nil where the list had the rollout's text
 }
 
 // matchCmd judges matchWant off the UI goroutine, unless a command
@@ -561,65 +714,61 @@ func (l *rolloutList) matchCmd() tea.Cmd {
 		return nil
 	}
 	l.matching = true
-	f, snap, rolls := l.compiled, l.snap, l.matchWant
-	need := make([]bool, len(rolls))
-	for i, r := range rolls {
-		in := l.info[r.ID]
-		need[i] = in == nil || in.version != r.Version
+	f, snap, at, gen := l.compiled, l.snap, l.matchWant, l.gen
+	rolls := make([]*model.Rollout, len(at))
+	for k, i := range at {
+		rolls[k] = l.infos[i].r
 	}
 	return func() tea.Msg {
-		m := matchMsg{text: f.String(), rolls: rolls, ok: make([]bool, len(rolls)), info: make([]*rowInfo, len(rolls))}
-		for i, r := range rolls {
-			m.ok[i] = f.Match(snap, r)
-			if need[i] {
-				m.info[i] = newRowInfo(snap, r)
-			}
+		m := matchMsg{gen: gen, snap: snap, rolls: rolls, at: at, ok: make([]bool, len(rolls))}
+		for k, r := range rolls {
+			m.ok[k] = f.Match(snap, r)
 		}
 		return m
 	}
 }
 
 // setMatches installs verdicts judged by matchCmd; those of a filter text
-// no longer typed are dropped.
+// no longer typed are dropped. Verdicts on an older snapshot go to the
+// rollouts the current one still has.
 func (l *rolloutList) setMatches(m matchMsg) {
 	l.matching = false
-	if m.text == l.compiled.String() {
-		l.judged = m.text
-	}
-	for i, r := range m.rolls {
-		if in := m.info[i]; in != nil {
-			if old := l.info[r.ID]; old == nil || old.version != r.Version {
-				l.info[r.ID] = in
+	if m.gen == l.gen {
+		l.judged = m.gen
+		if m.snap == l.snap {
+			for k, i := range m.at {
+				l.infos[i].match, l.infos[i].matchGen = m.ok[k], m.gen
 			}
-		}
-		if in := l.info[r.ID]; in != nil && in.version == r.Version && m.text == l.compiled.String() {
-			in.matchOf, in.match = m.text, m.ok[i]
+		} else {
+			at := byVersion(len(m.rolls), func(k int) *model.Rollout { return m.rolls[k] })
+			for i := range l.infos {
+				in := &l.infos[i]
+				if k, ok := at[in.r.Version]; ok && in.matchGen != m.gen && same(m.rolls[k], in.r) {
+					in.match, in.matchGen = m.ok[k], m.gen
+				}
+			}
 		}
 	}
 	l.rebuild()
 }
 
-// matches applies the compiled filter to r, cached per rollout version.
-func (l *rolloutList) matches(r *model.Rollout) bool {
-	in := l.rowInfo(r)
-	if text := l.compiled.String(); in.matchOf != text {
-		in.matchOf, in.match = text, l.compiled.Match(l.snap, r)
+// infoAt is the derived text of row i.
+func (l *rolloutList) infoAt(i int) *rowInfo {
+	if at := l.rowIdx[i]; at >= 0 {
+		return &l.infos[at]
 	}
-	return in.match
-}
-
-// rowInfo derives (or returns the cached) services of a rollout.
-func (l *rolloutList) rowInfo(r *model.Rollout) *rowInfo {
-	if in := l.info[r.ID]; in != nil && in.version == r.Version {
+	r := l.rows[i]
+	// Few, and rebuilt with every structure: cached by id and version.
+	if in := l.apartInfo[r.ID]; in != nil && in.r.Version == r.Version {
 		return in
 	}
 	in := newRowInfo(l.snap, r)
-	l.info[r.ID] = in
-	return in
+	l.apartInfo[r.ID] = &in
+	return &in
 }
 
 // newRowInfo derives the services of a rollout of snap.
-func newRowInfo(snap *model.Snapshot, r *model.Rollout) *rowInfo {
+func newRowInfo(snap *model.Snapshot, r *model.Rollout) rowInfo {
 	var res []model.ResourceID
 	for _, f := range r.Fragments {
 		for i := range f.Spans {
@@ -633,8 +782,9 @@ func newRowInfo(snap *model.Snapshot, r *model.Rollout) *rowInfo {
 		svc[i] = shortService(snap.ServiceName(id))
 	}
 	sort.Strings(svc)
-	in := &rowInfo{version: r.Version, services: strings.Join(svc, ",")}
-	in.servicesW = ansi.StringWidth(in.services)
+	in := rowInfo{r: r, services: strings.Join(svc, ","), idLen: int32(len(r.ID)), idW: int32(idWidth(r.ID)),
+		spansW: int32(countWidth(r.Spans)), apart: isApart(r.ID)}
+	in.servicesW = int32(ansi.StringWidth(in.services))
 	return in
 }
 
@@ -733,7 +883,7 @@ func (l *rolloutList) render() {
 	l.follow(h, len(l.rows))
 	for i := l.offset; i < len(l.rows) && i < l.offset+h; i++ {
 		r := l.rows[i]
-		in := l.rowInfo(r)
+		in := l.infoAt(i)
 		status := l.st.Join.Joined.Render("ok")
 		if r.Errors > 0 {
 			status = l.st.Tree.Error.Render(fmt.Sprintf("%s %d", glyphError, r.Errors))
