@@ -36,21 +36,27 @@ type wireRec struct {
 // generated types.
 func appendTraceWireJSON(dst, b []byte) ([]byte, error) {
 	w := wireRec{out: append(dst, `{"resourceSpans":[`...)}
+	if _, err := w.elems(b, 1, w.resourceSpans); err != nil {
+		return dst, err
+	}
+	return append(w.out, "]}"...), nil
+}
+
+// elems writes each element of the repeated message field num of b with
+// one, commas between, and says how many there were.
+func (w *wireRec) elems(b []byte, num protowire.Number, one func([]byte) error) (int, error) {
 	n := 0
-	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if num != 1 || typ != protowire.BytesType {
+	err := eachField(b, func(f protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		if f != num || typ != protowire.BytesType {
 			return nil
 		}
 		if n > 0 {
 			w.out = append(w.out, ',')
 		}
 		n++
-		return w.resourceSpans(v)
+		return one(v)
 	})
-	if err != nil {
-		return dst, err
-	}
-	return append(w.out, "]}"...), nil
+	return n, err
 }
 
 // eachField calls f for every field of message b in wire order: v holds a
@@ -280,46 +286,21 @@ func (o *wobj) u32(fs *fields, num int, k string, enum bool) {
 
 // attrs writes the repeated KeyValue field num of message b, if any.
 func (o *wobj) attrs(b []byte, num protowire.Number, k string) error {
-	first := true
-	err := eachField(b, func(n protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if n != num || typ != protowire.BytesType {
-			return nil
-		}
-		if first {
-			o.key(k)
-			o.w.out = append(o.w.out, '[')
-			first = false
-		} else {
-			o.w.out = append(o.w.out, ',')
-		}
-		return o.w.keyValue(v)
-	})
-	if err == nil && !first {
-		o.w.out = append(o.w.out, ']')
-	}
-	return err
+	return o.list(b, num, k, o.w.keyValue)
 }
 
 // list writes the repeated message field num of b as a JSON array under k,
-// each element by one.
+// each element by one; no member at all when the field is absent.
 func (o *wobj) list(b []byte, num protowire.Number, k string, one func([]byte) error) error {
-	first := true
-	err := eachField(b, func(n protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-		if n != num || typ != protowire.BytesType {
-			return nil
-		}
-		if first {
-			o.key(k)
-			o.w.out = append(o.w.out, '[')
-			first = false
-		} else {
-			o.w.out = append(o.w.out, ',')
-		}
-		return one(v)
-	})
-	if err == nil && !first {
-		o.w.out = append(o.w.out, ']')
+	mark, n0 := len(o.w.out), o.n
+	o.key(k)
+	o.w.out = append(o.w.out, '[')
+	n, err := o.w.elems(b, num, one)
+	if err == nil && n == 0 {
+		o.w.out, o.n = o.w.out[:mark], n0 // the key goes again
+		return nil
 	}
+	o.w.out = append(o.w.out, ']')
 	return err
 }
 
@@ -514,35 +495,13 @@ func (w *wireRec) anyValue(b []byte) error {
 		w.out = append(w.out, '"')
 	case fs.has(5):
 		w.out = append(w.out, `{"arrayValue":{"values":[`...)
-		n := 0
-		err := eachField(fs.b[5], func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-			if num != 1 || typ != protowire.BytesType {
-				return nil
-			}
-			if n > 0 {
-				w.out = append(w.out, ',')
-			}
-			n++
-			return w.anyValue(v)
-		})
-		if err != nil {
+		if _, err := w.elems(fs.b[5], 1, w.anyValue); err != nil {
 			return err
 		}
 		w.out = append(w.out, "]}"...)
 	case fs.has(6):
 		w.out = append(w.out, `{"kvlistValue":{"values":[`...)
-		n := 0
-		err := eachField(fs.b[6], func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
-			if num != 1 || typ != protowire.BytesType {
-				return nil
-			}
-			if n > 0 {
-				w.out = append(w.out, ',')
-			}
-			n++
-			return w.keyValue(v)
-		})
-		if err != nil {
+		if _, err := w.elems(fs.b[6], 1, w.keyValue); err != nil {
 			return err
 		}
 		w.out = append(w.out, "]}"...)
