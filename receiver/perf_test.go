@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -96,47 +95,4 @@ func BenchmarkIngestGRPCFresh(b *testing.B) {
 		b.Logf("%d of %d requests refused (queue full)", n, b.N)
 	}
 	b.ReportMetric(float64(spans*(b.N-int(refused.Load())))/b.Elapsed().Seconds(), "spans/s")
-}
-
-// BenchmarkRetainedDecoded reports the live heap per stored span after 1M
-// spans of the bench load (-short: 100k), decoded by DecodeProto with fresh
-// ids per request as `gymtrace serve` receives them: store, trees, indexes
-// and each span's own packed attributes, without transport or GC headroom.
-func BenchmarkRetainedDecoded(b *testing.B) {
-	body, spans := benchRequest(b)
-	patch := newIDPatcher(b, body)
-	n := 1_000_000
-	if testing.Short() {
-		n = 100_000
-	}
-	buf := make([]byte, len(body))
-	for i := 0; i < b.N; i++ {
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		st := model.NewStore(model.Options{})
-		l := model.NewLocal(st.Interner())
-		stored := 0
-		for k := uint64(1); stored+spans <= n; k++ {
-			patch.apply(buf, body, k)
-			batch, _, err := DecodeProto(l, buf, Limits{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := st.Add(batch); err != nil {
-				b.Fatal(err)
-			}
-			stored += len(batch.Spans)
-		}
-		st.Sync()
-		st.Sync() // a second publication settles the last fragments' arrays
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		if got := st.Snapshot().Stats.Stored; got != stored {
-			b.Fatalf("stored %d spans, sent %d", got, stored)
-		}
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(stored), "B/span")
-		runtime.KeepAlive(l)
-		st.Close()
-	}
 }

@@ -1,18 +1,17 @@
 package receiver
 
 import (
-	"bytes"
-	"compress/gzip"
 	"flag"
-	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/internal/testfile"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -24,18 +23,12 @@ var (
 // benchReqFile reads a request of the yardstick, gzipped or not.
 func benchReqFile(tb testing.TB, name string) []byte {
 	tb.Helper()
+	if strings.HasSuffix(name, ".gz") {
+		return testfile.Gunzip(tb, "testdata/"+name)
+	}
 	raw, err := os.ReadFile("testdata/" + name)
 	if err != nil {
 		tb.Fatal(err)
-	}
-	if bytes.HasSuffix([]byte(name), []byte(".gz")) {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if raw, err = io.ReadAll(zr); err != nil {
-			tb.Fatal(err)
-		}
 	}
 	return raw
 }

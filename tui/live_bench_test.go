@@ -2,11 +2,9 @@ package tui
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -18,6 +16,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/internal/testfile"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -48,18 +47,7 @@ type flood struct {
 
 func newFlood(tb testing.TB, st *model.Store) *flood {
 	tb.Helper()
-	raw, err := os.ReadFile("../receiver/testdata/req-realgym-run-5072.bin.gz")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	body, err := io.ReadAll(zr)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	body := testfile.Gunzip(tb, "../receiver/testdata/req-realgym-run-5072.bin.gz")
 	f := &flood{body: body, st: st, traces: map[model.TraceID]int{}}
 	f.pool.New = func() any { return model.NewLocal(st.Interner()) }
 	probe, _, err := receiver.DecodeProto(model.NewLocal(model.NewInterner()), body, receiver.Limits{})

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"flag"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nemo-gym/gymtrace/internal/testfile"
 	"github.com/nemo-gym/gymtrace/receiver"
 	"github.com/nemo-gym/gymtrace/tui"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -29,18 +29,7 @@ var firstScreenCapture = flag.String("first-screen-capture", "",
 // `serve --record` writes requests: one OTLP/JSON line each.
 func writeRunRecord(tb testing.TB, path string, spans int) int {
 	tb.Helper()
-	raw, err := os.ReadFile("../../receiver/testdata/req-realgym-run-5072.bin.gz")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	body, err := io.ReadAll(zr)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	body := testfile.Gunzip(tb, "../../receiver/testdata/req-realgym-run-5072.bin.gz")
 	var req coltrace.ExportTraceServiceRequest
 	if err := proto.Unmarshal(body, &req); err != nil {
 		tb.Fatal(err)

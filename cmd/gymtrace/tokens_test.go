@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/nemo-gym/gymtrace/internal/testfile"
 )
 
 // The real capture the token fixture is built on: Gym's own spans over
@@ -25,37 +25,13 @@ type wantTokens struct {
 	models  map[string]bool
 }
 
-// readGz reads the lines of a gzipped file.
-func readGz(t *testing.T, path string) [][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		out = append(out, append([]byte(nil), sc.Bytes()...))
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // truthRollouts maps every span id of the real capture to its rollout
 // index (-1 for run-level traffic).
 func truthRollouts(t *testing.T) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, role := range []string{"driver", "agent", "model", "resources"} {
-		for _, l := range readGz(t, tokensBase+"truth/"+role+".jsonl.gz") {
+		for _, l := range testfile.Lines(t, tokensBase+"truth/"+role+".jsonl.gz") {
 			var s struct {
 				SpanID  string `json:"span_id"`
 				Rollout *int   `json:"rollout"`
@@ -88,7 +64,7 @@ func intKV(k string, v int64) otlpKV {
 // and what each real rollout's added spans report.
 func tokenFixture(t *testing.T) (string, map[int]*wantTokens) {
 	t.Helper()
-	lines := readGz(t, tokensBase+"otlp/traces.jsonl.gz")
+	lines := testfile.Lines(t, tokensBase+"otlp/traces.jsonl.gz")
 	type anchor struct{ trace, span string }
 	var anchors []anchor
 	var modelRes any
