@@ -573,29 +573,35 @@ func (w *writer) placeGroup(spans []Span, g *group, alias bool) {
 func (w *writer) wait(id SpanID, f *frag) {
 	wl := w.waiting[id]
 	f.waitPrev, f.waitNext = wl.tail, 0
-	if wl.tail != 0 {
-		w.tab[wl.tail].waitNext = f.id
-	} else {
-		wl.head = f.id
-	}
+	w.linkAfter(&wl, wl.tail, f.id)
 	wl.tail = f.id
 	w.waiting[id] = wl
 	f.waiting = true
 	w.recs[f.trec].waiting++
 }
 
+// linkAfter makes id the next of fragment prev on wl, or wl's head when
+// prev is 0; linkBefore makes id the previous of next, or wl's tail.
+func (w *writer) linkAfter(wl *waitList, prev, id uint32) {
+	if prev != 0 {
+		w.tab[prev].waitNext = id
+	} else {
+		wl.head = id
+	}
+}
+
+func (w *writer) linkBefore(wl *waitList, next, id uint32) {
+	if next != 0 {
+		w.tab[next].waitPrev = id
+	} else {
+		wl.tail = id
+	}
+}
+
 // unlink takes f out of wl.
 func (w *writer) unlink(wl *waitList, f *frag) {
-	if f.waitPrev != 0 {
-		w.tab[f.waitPrev].waitNext = f.waitNext
-	} else {
-		wl.head = f.waitNext
-	}
-	if f.waitNext != 0 {
-		w.tab[f.waitNext].waitPrev = f.waitPrev
-	} else {
-		wl.tail = f.waitPrev
-	}
+	w.linkAfter(wl, f.waitPrev, f.waitNext)
+	w.linkBefore(wl, f.waitNext, f.waitPrev)
 	f.waitPrev, f.waitNext = 0, 0
 	f.waiting = false
 	w.recs[f.trec].waiting--
@@ -721,16 +727,8 @@ func (w *writer) merge(f, child *frag, at uint32, rid string) (*frag, uint32, st
 			k := f.spans[f.top].ParentID
 			wl := w.waiting[k]
 			child.waitPrev, child.waitNext = f.waitPrev, f.waitNext
-			if f.waitPrev != 0 {
-				w.tab[f.waitPrev].waitNext = child.id
-			} else {
-				wl.head = child.id
-			}
-			if f.waitNext != 0 {
-				w.tab[f.waitNext].waitPrev = child.id
-			} else {
-				wl.tail = child.id
-			}
+			w.linkAfter(&wl, f.waitPrev, child.id)
+			w.linkBefore(&wl, f.waitNext, child.id)
 			w.waiting[k] = wl
 			child.waiting = true
 			f.waiting, f.waitPrev, f.waitNext = false, 0, 0
