@@ -3,17 +3,10 @@ package model
 import (
 	"encoding/binary"
 	"math/rand/v2"
-	"syscall"
 	"testing"
-)
 
-// cpuNow is the process's CPU time in nanoseconds: on a shared machine it
-// moves less than the wall clock when other work takes the cores.
-func cpuNow() int64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
+	"github.com/nemo-gym/gymtrace/internal/cputime"
+)
 
 // The index agrees with a Go map through random puts, replacements and
 // deletions. Locations name a slot of a side table holding the id, as a
@@ -139,7 +132,7 @@ func BenchmarkSpanIndex(b *testing.B) {
 	// Tags of random ids rarely collide; the benchmark takes every match.
 	yes := func(loc) bool { return true }
 	b.Run("index", func(b *testing.B) {
-		c0 := cpuNow()
+		c0 := cputime.Now()
 		for b.Loop() {
 			x := &spanIndex{}
 			for i, tag := range tags {
@@ -149,10 +142,10 @@ func BenchmarkSpanIndex(b *testing.B) {
 				}
 			}
 		}
-		b.ReportMetric(float64(cpuNow()-c0)/float64(b.N)/n, "cpu-ns/span")
+		b.ReportMetric(float64(cputime.Now()-c0)/float64(b.N)/n, "cpu-ns/span")
 	})
 	b.Run("map", func(b *testing.B) {
-		c0 := cpuNow()
+		c0 := cputime.Now()
 		for b.Loop() {
 			m := map[uint32]loc{}
 			for i, tag := range tags {
@@ -166,6 +159,6 @@ func BenchmarkSpanIndex(b *testing.B) {
 				}
 			}
 		}
-		b.ReportMetric(float64(cpuNow()-c0)/float64(b.N)/n, "cpu-ns/span")
+		b.ReportMetric(float64(cputime.Now()-c0)/float64(b.N)/n, "cpu-ns/span")
 	})
 }

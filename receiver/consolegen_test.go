@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/internal/cputime"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -168,11 +169,11 @@ func BenchmarkReadFilesConsole(b *testing.B) {
 	var cpu int64
 	for b.Loop() {
 		st := model.NewStore(model.Options{})
-		start, c0 := time.Now(), cpuNow()
+		start, c0 := time.Now(), cputime.Now()
 		rep, err := ReadFiles(st, []string{path}, ReadOptions{})
 		st.Sync()
 		elapsed += time.Since(start)
-		cpu += cpuNow() - c0
+		cpu += cputime.Now() - c0
 		if err != nil || rep.Spans != spans || st.Snapshot().Stats.Stored != spans {
 			b.Fatalf("read %d spans (stored %d), %v; want %d", rep.Spans, st.Snapshot().Stats.Stored, err, spans)
 		}

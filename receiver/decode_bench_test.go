@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/internal/cputime"
 	"github.com/nemo-gym/gymtrace/model"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -241,11 +242,11 @@ func BenchmarkConsoleOpen(b *testing.B) {
 	for b.Loop() {
 		stream, spans := newConsoleStream(b, *consoleSpans)
 		st := model.NewStore(model.Options{})
-		start, c0 := time.Now(), cpuNow()
+		start, c0 := time.Now(), cputime.Now()
 		rep, err := ReadStream(st, "gym.log", stream, ReadOptions{})
 		st.Sync()
 		elapsed += time.Since(start)
-		cpu += cpuNow() - c0
+		cpu += cputime.Now() - c0
 		if err != nil || rep.Spans != spans || st.Snapshot().Stats.Stored != spans {
 			b.Fatalf("read %d spans (stored %d), %v; want %d", rep.Spans, st.Snapshot().Stats.Stored, err, spans)
 		}

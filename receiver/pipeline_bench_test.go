@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/internal/cputime"
 	"github.com/nemo-gym/gymtrace/internal/testfile"
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -93,7 +94,7 @@ func BenchmarkPipeline(b *testing.B) {
 				pool := sync.Pool{New: func() any { return model.NewLocal(st.Interner()) }}
 				var next atomic.Int64
 				var wg sync.WaitGroup
-				t0, c0 := time.Now(), cpuNow()
+				t0, c0 := time.Now(), cputime.Now()
 				for range runtime.GOMAXPROCS(0) {
 					wg.Add(1)
 					go func() {
@@ -128,7 +129,7 @@ func BenchmarkPipeline(b *testing.B) {
 				wg.Wait()
 				st.Sync()
 				wall += time.Since(t0)
-				cpu += cpuNow() - c0
+				cpu += cputime.Now() - c0
 				total += int64(reqs * per)
 				s := st.Snapshot().Stats
 				if int64(s.Stored)+s.EvictedSpans != int64(reqs*per) {

@@ -3,11 +3,11 @@ package main
 import (
 	"io"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nemo-gym/gymtrace/gate/whatif"
+	"github.com/nemo-gym/gymtrace/internal/cputime"
 )
 
 // BenchmarkCaptureFile runs what `check` and `preview` do to one large
@@ -22,7 +22,7 @@ func BenchmarkCaptureFile(b *testing.B) {
 	}
 	b.Run("check", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			if code := runCheck([]string{path}, io.Discard, io.Discard); code != exitOK {
 				b.Fatalf("check exited %d", code)
@@ -31,7 +31,7 @@ func BenchmarkCaptureFile(b *testing.B) {
 	})
 	b.Run("preview", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			if code := runPreview([]string{"--spec", "all", path}, io.Discard, io.Discard); code != exitOK {
 				b.Fatalf("preview exited %d", code)
@@ -40,7 +40,7 @@ func BenchmarkCaptureFile(b *testing.B) {
 	})
 	b.Run("read", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			store, snap, _, err := loadCaptures([]string{path})
 			if err != nil {
@@ -68,14 +68,14 @@ func BenchmarkCaptureFile(b *testing.B) {
 	b.Logf("capture: %d spans, %d stored rollouts", snap.Stats.Stored, len(snap.Rollouts))
 	b.Run("structure", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			whatif.NewEngine(reg).Structure(snap)
 		}
 	})
 	b.Run("engine_check", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			whatif.NewEngine(reg).Check(snap, time.Now(), 0)
 		}
@@ -83,7 +83,7 @@ func BenchmarkCaptureFile(b *testing.B) {
 	all := reg.Resolve("all").Set
 	b.Run("engine_preview_check", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			e := whatif.NewEngine(reg)
 			e.Preview(snap, all)
@@ -94,7 +94,7 @@ func BenchmarkCaptureFile(b *testing.B) {
 	def := reg.Resolve("")
 	b.Run("preview_analysis", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			e := whatif.NewEngine(reg)
 			e.PreviewResolution(snap, def)
@@ -104,18 +104,4 @@ func BenchmarkCaptureFile(b *testing.B) {
 			e.Worth(snap, all, whatif.DefaultSpanCost)
 		}
 	})
-}
-
-// cpuTimer reports the process CPU time per op beside the wall time: on a
-// machine whose cores other work shares, wall time measures the share the
-// benchmark got, CPU time what the work costs.
-func cpuTimer(b *testing.B) func() {
-	c0 := cpuNow()
-	return func() { b.ReportMetric(float64(cpuNow()-c0)/1e6/float64(b.N), "cpu-ms/op") }
-}
-
-func cpuNow() int64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nemo-gym/gymtrace/internal/cputime"
 	"github.com/nemo-gym/gymtrace/internal/testfile"
 	"github.com/nemo-gym/gymtrace/receiver"
 	"github.com/nemo-gym/gymtrace/tui"
@@ -119,7 +120,7 @@ func BenchmarkOpenFirstScreen(b *testing.B) {
 	}
 	var last string
 	var load, first time.Duration
-	defer cpuTimer(b)()
+	defer cputime.Timer(b)()
 	for b.Loop() {
 		runtime.GC()
 		t0 := time.Now()

@@ -2,12 +2,12 @@ package whatif
 
 import (
 	"context"
-	"github.com/nemo-gym/gymtrace/gate/groups"
-	"github.com/nemo-gym/gymtrace/model"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/internal/cputime"
+	"github.com/nemo-gym/gymtrace/model"
 	"go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
@@ -59,7 +59,7 @@ func BenchmarkPreview(b *testing.B) {
 	all := mustParse(b, "all")
 	b.Run("full", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			NewEngine(g1c()).Preview(snap, all)
 		}
@@ -73,7 +73,7 @@ func BenchmarkPreview(b *testing.B) {
 		toggles := []groups.Group{groups.Agent, groups.ModelCall, groups.Verify, groups.Sandbox, groups.Rollout, groups.Job}
 		b.ReportAllocs()
 		b.ResetTimer()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			e.Preview(snap, all.Toggle(toggles[i%len(toggles)]))
 		}
@@ -84,7 +84,7 @@ func BenchmarkPreview(b *testing.B) {
 		e.Preview(snap, all)
 		b.ReportAllocs()
 		b.ResetTimer()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			e.Preview(snap, all.Toggle(groups.Step))
 		}
@@ -100,7 +100,7 @@ func BenchmarkCheck(b *testing.B) {
 	now := time.Now()
 	b.Run("full", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			if rep := NewEngine(g1c()).Check(snap, now, 0); !rep.Intact {
 				b.Fatal("healthy capture reported broken")
@@ -112,7 +112,7 @@ func BenchmarkCheck(b *testing.B) {
 		e.Check(snap, now, 0)
 		b.ReportAllocs()
 		b.ResetTimer()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			e.Check(snap, now, 0)
 		}
@@ -131,7 +131,7 @@ func BenchmarkStructure(b *testing.B) {
 	snap := gymCapture(b, n, 5, 5, true, func(f *fleet) { f.Eager = true })
 	b.Run("fresh", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			if st := NewEngine(groups.Default()).Structure(snap); len(st.Rollouts) == 0 {
 				b.Fatal("no rollouts")
@@ -143,7 +143,7 @@ func BenchmarkStructure(b *testing.B) {
 		e.Structure(snap)
 		b.ReportAllocs()
 		b.ResetTimer()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			// A copy of the snapshot is a new one to the engine; its
 			// fragments keep their versions.
@@ -158,7 +158,7 @@ func BenchmarkStructure(b *testing.B) {
 		e.Structure(snap)
 		b.ReportAllocs()
 		b.ResetTimer()
-		defer cpuTimer(b)()
+		defer cputime.Timer(b)()
 		for i := 0; i < b.N; i++ {
 			e.Structure(changed(snap, 10, uint64(i+1)))
 		}
@@ -184,18 +184,4 @@ func changed(snap *model.Snapshot, n int, round uint64) *model.Snapshot {
 		s2.Rollouts[i] = &r
 	}
 	return &s2
-}
-
-// cpuTimer reports the process CPU time per op beside the wall time: on a
-// machine whose cores other work shares, wall time measures the share
-// the benchmark got, CPU time what the work costs.
-func cpuTimer(b *testing.B) func() {
-	c0 := cpuNow()
-	return func() { b.ReportMetric(float64(cpuNow()-c0)/1e6/float64(b.N), "cpu-ms/op") }
-}
-
-func cpuNow() int64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
