@@ -25,12 +25,21 @@ import (
 var firstScreenCapture = flag.String("first-screen-capture", "",
 	"BenchmarkOpenFirstScreen opens this capture instead of the 1M-span record it writes")
 
-// writeRunRecord writes copies of the real Gym run's request (every request
-// of a run, 5072 spans) with fresh trace and span ids per copy, as
-// `serve --record` writes requests: one OTLP/JSON line each.
-func writeRunRecord(tb testing.TB, path string, spans int) int {
+// yardstickCopies calls each with copies of a request of the yardstick
+// (receiver/testdata/NAME, gzipped or not), fresh trace and span ids in
+// each, until spans spans were given; it returns how many were.
+func yardstickCopies(tb testing.TB, name string, spans int, each func(*coltrace.ExportTraceServiceRequest)) int {
 	tb.Helper()
-	body := testfile.Gunzip(tb, "../../receiver/testdata/req-realgym-run-5072.bin.gz")
+	path := "../../receiver/testdata/" + name
+	var body []byte
+	if strings.HasSuffix(name, ".gz") {
+		body = testfile.Gunzip(tb, path)
+	} else {
+		var err error
+		if body, err = os.ReadFile(path); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	var req coltrace.ExportTraceServiceRequest
 	if err := proto.Unmarshal(body, &req); err != nil {
 		tb.Fatal(err)
@@ -55,22 +64,33 @@ func writeRunRecord(tb testing.TB, path string, spans int) int {
 			binary.LittleEndian.PutUint64(id, binary.LittleEndian.Uint64(id)^k)
 		}
 	}
+	n := 0
+	for k := uint64(1); n < spans; k++ {
+		flip(k)
+		each(&req)
+		flip(k)
+		n += per
+	}
+	return n
+}
+
+// writeRunRecord writes copies of the real Gym run's request (every request
+// of a run, 5072 spans) with fresh trace and span ids per copy, as
+// `serve --record` writes requests: one OTLP/JSON line each.
+func writeRunRecord(tb testing.TB, path string, spans int) int {
+	tb.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var line []byte
-	n := 0
-	for k := uint64(1); n < spans; k++ {
-		flip(k)
-		line = append(receiver.AppendTraceRequestJSON(line[:0], &req), '\n')
-		flip(k)
+	n := yardstickCopies(tb, "req-realgym-run-5072.bin.gz", spans, func(req *coltrace.ExportTraceServiceRequest) {
+		line = append(receiver.AppendTraceRequestJSON(line[:0], req), '\n')
 		if _, err := w.Write(line); err != nil {
 			tb.Fatal(err)
 		}
-		n += per
-	}
+	})
 	if err := w.Flush(); err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
+	"github.com/nemo-gym/gymtrace/internal/cputime"
+	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// BenchmarkCheckYardstick is what the live tally's check costs over a store
+// of 1M spans of each yardstick request (fresh ids per copy, decoded as the
+// receivers decode them): finding the rollouts by structure, and the whole
+// check, each with a fresh engine as a first check pays. B/op is what the
+// check allocates beside the store.
+func BenchmarkCheckYardstick(b *testing.B) {
+	for _, in := range []struct{ name, file string }{
+		{"realgym-run", "req-realgym-run-5072.bin.gz"},
+		{"realgym-agent", "req-realgym-agent-512.bin.gz"},
+		{"telemetrygen", "req-telemetrygen-512.bin"},
+	} {
+		st := model.NewStore(model.Options{})
+		l := model.NewLocal(st.Interner())
+		yardstickCopies(b, in.file, 1_000_000, func(req *coltrace.ExportTraceServiceRequest) {
+			body, err := proto.Marshal(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch, _, err := receiver.DecodeProto(l, body, receiver.Limits{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := st.Add(batch); err != nil {
+				b.Fatal(err)
+			}
+		})
+		st.Sync()
+		snap := st.Snapshot()
+		reg := groups.Default()
+		b.Run(in.name+"/structure", func(b *testing.B) {
+			b.ReportAllocs()
+			defer cputime.Timer(b)()
+			for b.Loop() {
+				if st := whatif.NewEngine(reg).Structure(snap); st == nil {
+					b.Fatal("no structure")
+				}
+			}
+		})
+		b.Run(in.name+"/check", func(b *testing.B) {
+			b.ReportAllocs()
+			defer cputime.Timer(b)()
+			for b.Loop() {
+				rep := whatif.NewEngine(reg).Check(snap, time.Now(), whatif.LiveGrace)
+				if rep.Spans != snap.Stats.Stored {
+					b.Fatal(fmt.Sprintf("checked %d spans of %d", rep.Spans, snap.Stats.Stored))
+				}
+			}
+		})
+		st.Close()
+	}
+}
