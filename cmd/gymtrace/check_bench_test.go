@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ func BenchmarkCheckYardstick(b *testing.B) {
 		{"realgym-agent", "req-realgym-agent-512.bin.gz"},
 		{"telemetrygen", "req-telemetrygen-512.bin"},
 	} {
+		base := liveHeap()
 		st := model.NewStore(model.Options{})
 		l := model.NewLocal(st.Interner())
 		yardstickCopies(b, in.file, 1_000_000, func(req *coltrace.ExportTraceServiceRequest) {
@@ -43,6 +45,21 @@ func BenchmarkCheckYardstick(b *testing.B) {
 		st.Sync()
 		snap := st.Snapshot()
 		reg := groups.Default()
+		// What the live tally keeps between its checks: the heap after a
+		// check with its engine held, beside the store's own.
+		b.Run(in.name+"/retained", func(b *testing.B) {
+			stored := liveHeap()
+			var eng *whatif.Engine
+			for b.Loop() {
+				eng = whatif.NewEngine(reg)
+				eng.Check(snap, time.Now(), whatif.LiveGrace).Tally(time.Now(), whatif.JobQuiet)
+			}
+			held := liveHeap()
+			runtime.KeepAlive(eng)
+			n := float64(snap.Stats.Stored)
+			b.ReportMetric(float64(stored-base)/n, "store-B/span")
+			b.ReportMetric(float64(held-stored)/n, "engine-B/span")
+		})
 		b.Run(in.name+"/structure", func(b *testing.B) {
 			b.ReportAllocs()
 			defer cputime.Timer(b)()
@@ -64,4 +81,12 @@ func BenchmarkCheckYardstick(b *testing.B) {
 		})
 		st.Close()
 	}
+}
+
+// liveHeap is the heap in use once the collector has run.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
