@@ -11,16 +11,19 @@ import (
 // batch processor would send them.
 func gymBatches(st *Store, spans int) []Batch {
 	g := newGymGen(st)
-	var all []Span
-	for n := 0; len(all) < spans; n++ {
-		all = g.rollout(all, n, 1+n%7)
+	var all Batch
+	for n := 0; len(all.Spans) < spans; n++ {
+		all.Spans = g.rollout(all.Spans, n, 1+n%7)
+		for len(all.Traces) < len(all.Spans) {
+			all.Traces = append(all.Traces, rolloutTrace(n))
+		}
 	}
-	all = all[:spans]
+	all.Spans, all.Traces = all.Spans[:spans], all.Traces[:spans]
 	var out []Batch
-	for len(all) > 0 {
-		k := min(512, len(all))
-		out = append(out, Batch{Spans: all[:k:k]})
-		all = all[k:]
+	for len(all.Spans) > 0 {
+		k := min(512, len(all.Spans))
+		out = append(out, Batch{Spans: all.Spans[:k:k], Traces: all.Traces[:k:k]})
+		all.Spans, all.Traces = all.Spans[k:], all.Traces[k:]
 	}
 	return out
 }
@@ -92,7 +95,7 @@ func telemetrygenBatches(st *Store, spans int) []Batch {
 	attrs := b.Attrs()
 	name := l.Intern([]byte("okey-dokey-0"))
 	var out []Batch
-	var cur []Span
+	var cur Batch
 	var id uint64
 	for n := 0; n < spans; n++ {
 		var t TraceID
@@ -100,18 +103,18 @@ func telemetrygenBatches(st *Store, spans int) []Batch {
 		id++
 		var s SpanID
 		binary.BigEndian.PutUint64(s[:], id*0x9E3779B97F4A7C15|1)
-		sp := Span{TraceID: t, SpanID: s, Name: name, Resource: res, Kind: KindServer, Start: int64(n), End: int64(n) + 100, Attrs: Attrs(string(attrs)), WireSize: 500}
+		sp := Span{SpanID: s, Name: name, Resource: res, Kind: KindServer, Start: int64(n), End: int64(n) + 100, Attrs: Attrs(string(attrs)), WireSize: 500}
 		if n%10 != 0 {
 			binary.BigEndian.PutUint64(sp.ParentID[:], (id-uint64(n%10))*0x9E3779B97F4A7C15|1)
 		}
-		cur = append(cur, sp)
-		if len(cur) == 512 {
-			out = append(out, Batch{Spans: cur})
-			cur = nil
+		cur.Append(t, sp)
+		if len(cur.Spans) == 512 {
+			out = append(out, cur)
+			cur = Batch{}
 		}
 	}
-	if len(cur) > 0 {
-		out = append(out, Batch{Spans: cur})
+	if len(cur.Spans) > 0 {
+		out = append(out, cur)
 	}
 	return out
 }

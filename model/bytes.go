@@ -16,6 +16,8 @@ const (
 	extraSize = int64(unsafe.Sizeof(Extra{}))
 	eventSize = int64(unsafe.Sizeof(Event{}))
 	linkSize  = int64(unsafe.Sizeof(Link{}))
+
+	traceIDSize = int64(unsafe.Sizeof(TraceID{}))
 )
 
 func spanBytes(sp *Span) int64 {
@@ -32,10 +34,11 @@ func spanBytes(sp *Span) int64 {
 	return n
 }
 
-// Bytes returns what the batch's spans take as --max-bytes counts them: the
-// memory a receiver holds for the batch until the store has it.
+// Bytes returns what the batch's spans take as --max-bytes counts them,
+// and their trace ids: the memory a receiver holds for the batch until the
+// store has it.
 func (b Batch) Bytes() int64 {
-	var n int64
+	n := int64(len(b.Traces)) * traceIDSize
 	for i := range b.Spans {
 		n += spanBytes(&b.Spans[i])
 	}

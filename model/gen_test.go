@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // gymGen makes Gym-shaped rollouts: a driver CLIENT call, the agent's SERVER
@@ -44,11 +45,17 @@ func (g *gymGen) id() SpanID {
 	return s
 }
 
-// rollout appends the spans of rollout n (about 4+turns*9 spans) to out.
-func (g *gymGen) rollout(out []Span, n int, turns int) []Span {
+// rolloutTrace is the trace of rollout n's spans.
+func rolloutTrace(n int) TraceID {
 	var trace TraceID
 	binary.BigEndian.PutUint64(trace[:8], uint64(n)+1)
 	binary.BigEndian.PutUint64(trace[8:], 0xabcdef)
+	return trace
+}
+
+// rollout appends the spans of rollout n (about 4+turns*9 spans, all of
+// rolloutTrace(n)) to out.
+func (g *gymGen) rollout(out []Span, n int, turns int) []Span {
 	rid := []byte(fmt.Sprintf("r-%06d", n))
 	t0 := int64(n) * 1e9
 	mk := func(parent SpanID, name string, kind Kind, res int, dur int64, withRID bool, url string) Span {
@@ -62,7 +69,7 @@ func (g *gymGen) rollout(out []Span, n int, turns int) []Span {
 			g.b.Int(g.key("http.response.status_code"), 200)
 		}
 		t0 += 1000
-		return Span{TraceID: trace, SpanID: g.id(), ParentID: parent, Start: t0, End: t0 + dur,
+		return Span{SpanID: g.id(), ParentID: parent, Start: t0, End: t0 + dur,
 			Name: g.l.Intern([]byte(name)), Kind: kind, Resource: g.res[res], Attrs: g.b.Attrs(), WireSize: 200}
 	}
 	call := func(parent SpanID, from, to int, route, inner string) {
@@ -83,5 +90,56 @@ func (g *gymGen) rollout(out []Span, n int, turns int) []Span {
 		call(r.SpanID, 1, 3, "/get_weather", "gym.sandbox.exec")
 	}
 	call(r.SpanID, 1, 3, "/verify", "gym.verify")
+	return out
+}
+
+// traced is a batch of spans all of one trace.
+func traced(trace TraceID, spans []Span) Batch {
+	b := Batch{Spans: spans, Traces: make([]TraceID, len(spans))}
+	for i := range b.Traces {
+		b.Traces[i] = trace
+	}
+	return b
+}
+
+// batch is rollout n as a batch of its own.
+func (g *gymGen) batch(n, turns int) Batch {
+	return traced(rolloutTrace(n), g.rollout(nil, n, turns))
+}
+
+// slice is a copy of spans [i, j) of b, with their traces.
+func (b Batch) slice(i, j int) Batch {
+	return Batch{Spans: slices.Clone(b.Spans[i:j]), Traces: slices.Clone(b.Traces[i:j])}
+}
+
+// pick is a batch of b's spans at the indexes given, in that order.
+func (b Batch) pick(idx ...int) Batch {
+	var out Batch
+	for _, i := range idx {
+		out.Append(b.Traces[i], b.Spans[i])
+	}
+	return out
+}
+
+// swap exchanges spans i and j with their traces, for shuffles.
+func (b Batch) swap(i, j int) {
+	b.Spans[i], b.Spans[j] = b.Spans[j], b.Spans[i]
+	b.Traces[i], b.Traces[j] = b.Traces[j], b.Traces[i]
+}
+
+// reverse puts b's spans in the opposite order.
+func (b Batch) reverse() {
+	for i, j := 0, len(b.Spans)-1; i < j; i, j = i+1, j-1 {
+		b.swap(i, j)
+	}
+}
+
+// cat joins batches, in order, into a new one.
+func cat(bs ...Batch) Batch {
+	var out Batch
+	for _, b := range bs {
+		out.Spans = append(out.Spans, b.Spans...)
+		out.Traces = append(out.Traces, b.Traces...)
+	}
 	return out
 }

@@ -30,7 +30,7 @@ func TestStoreMaxBytesHoldsMemoryFlat(t *testing.T) {
 	var early uint64
 	const batch = 1000
 	for i := 0; i < total; i += batch {
-		spans := make([]Span, 0, batch)
+		var spans Batch
 		for k := i; k < i+batch; k++ {
 			var trace TraceID
 			binary.BigEndian.PutUint64(trace[8:], uint64(k/10+1))
@@ -40,13 +40,13 @@ func TestStoreMaxBytesHoldsMemoryFlat(t *testing.T) {
 				b.String(l, ridKey, []byte(fmt.Sprintf("r-%d", k/10)))
 			}
 			b.String(l, key, val)
-			sp := Span{TraceID: trace, SpanID: numID(uint64(k%10 + 1)), Attrs: b.Attrs()}
+			sp := Span{SpanID: numID(uint64(k%10 + 1)), Attrs: b.Attrs()}
 			if k%10 > 0 {
 				sp.ParentID = numID(1)
 			}
-			spans = append(spans, sp)
+			spans.Append(trace, sp)
 		}
-		if err := st.Add(Batch{Spans: spans}); err != nil {
+		if err := st.Add(spans); err != nil {
 			t.Fatal(err)
 		}
 		if i == total/5 {

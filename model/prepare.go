@@ -88,10 +88,12 @@ func newStoreKeys(t *Interner) storeKeys {
 
 var prepPool = sync.Pool{New: func() any { return &batchPrep{tr: map[TraceID]int32{}} }}
 
-// prepare computes p for spans and returns them laid out in groups, in an
-// array of their exact number; spans itself is left as it was.
-func (p *batchPrep) prepare(spans []Span, t *Interner, keys *storeKeys) []Span {
+// prepare computes p for spans, of the trace ids traces (one a span), and
+// returns them laid out in groups, in an array of their exact number; a
+// span's trace is then p.traces[p.tix[j]]. spans itself is left as it was.
+func (p *batchPrep) prepare(spans []Span, traces []TraceID, t *Interner, keys *storeKeys) []Span {
 	n := len(spans)
+	traces = traces[:n]
 	clear(p.tr)
 	p.traces = p.traces[:0]
 	p.simple = true
@@ -101,18 +103,17 @@ func (p *batchPrep) prepare(spans []Span, t *Interner, keys *storeKeys) []Span {
 	p.ids.reset(n, tixB)
 	k := int32(-1)
 	for i := range spans {
-		sp := &spans[i]
 		// Spans of one trace mostly come together.
-		if k < 0 || sp.TraceID != p.traces[k] {
+		if tid := &traces[i]; k < 0 || *tid != p.traces[k] {
 			var ok bool
-			if k, ok = p.tr[sp.TraceID]; !ok {
+			if k, ok = p.tr[*tid]; !ok {
 				k = int32(len(p.traces))
-				p.tr[sp.TraceID] = k
-				p.traces = append(p.traces, sp.TraceID)
+				p.tr[*tid] = k
+				p.traces = append(p.traces, *tid)
 			}
 		}
 		tixB[i] = k
-		if dupB[i] = !p.ids.add(sp.SpanID, k, int32(i)); dupB[i] {
+		if dupB[i] = !p.ids.add(spans[i].SpanID, k, int32(i)); dupB[i] {
 			p.simple = false
 		}
 	}

@@ -204,7 +204,7 @@ func (w *writer) pubFrag(f *frag) *Fragment {
 		w.settling = append(w.settling, f)
 		w.version++
 		f.pub = &Fragment{
-			TraceID:   f.traceID(),
+			TraceID:   w.traceID(f),
 			Spans:     f.spans[:len(f.spans):len(f.spans)],
 			TopParent: f.spans[f.top].ParentID,
 			Job:       f.job,

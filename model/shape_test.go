@@ -69,19 +69,17 @@ func TestStoreBigTreesIndependentOfArrivalOrder(t *testing.T) {
 		trace[0] = 9
 		spans := build(t, st, trace, ts)
 		if seed > 0 {
-			rng.Shuffle(len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
+			rng.Shuffle(len(spans.Spans), spans.swap)
 			if seed%3 == 0 { // leaf first
-				for i, j := 0, len(spans)-1; i < j; i, j = i+1, j-1 {
-					spans[i], spans[j] = spans[j], spans[i]
-				}
+				spans.reverse()
 			}
 		}
-		for len(spans) > 0 {
-			n := min(1+rng.Intn(8), len(spans))
-			if err := st.Add(Batch{Spans: append([]Span(nil), spans[:n]...)}); err != nil {
+		for len(spans.Spans) > 0 {
+			n := min(1+rng.Intn(8), len(spans.Spans))
+			if err := st.Add(spans.slice(0, n)); err != nil {
 				t.Fatal(err)
 			}
-			spans = spans[n:]
+			spans = spans.slice(n, len(spans.Spans))
 			if rng.Intn(10) == 0 {
 				st.Sync() // publish: out-of-order fragments are put in order
 				checkFragments(t, st.Snapshot())
@@ -113,11 +111,11 @@ func TestStoreLeafFirstChain(t *testing.T) {
 	trace[0] = 1
 	t0 := time.Now()
 	for i := n; i >= 1; i-- {
-		sp := Span{TraceID: trace, SpanID: numID(uint64(i)), Start: int64(i)}
+		sp := Span{SpanID: numID(uint64(i)), Start: int64(i)}
 		if i > 1 {
 			sp.ParentID = numID(uint64(i - 1))
 		}
-		if err := st.Add(Batch{Spans: []Span{sp}}); err != nil {
+		if err := st.Add(traced(trace, []Span{sp})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,16 +153,16 @@ func TestStoreChildrenFirstWide(t *testing.T) {
 		for k := i; k < min(i+batch, n); k++ {
 			// Pairs: a grandchild first, then its parent (a child of the root).
 			id := uint64(k + 2)
-			sp := Span{TraceID: trace, SpanID: numID(id), ParentID: numID(1), Attrs: attrs}
+			sp := Span{SpanID: numID(id), ParentID: numID(1), Attrs: attrs}
 			spans = append(spans, sp)
 		}
-		if err := st.Add(Batch{Spans: spans}); err != nil {
+		if err := st.Add(traced(trace, spans)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	st.Sync()
 	mid := st.Snapshot()
-	if err := st.Add(Batch{Spans: []Span{{TraceID: trace, SpanID: numID(1), Attrs: attrs}}}); err != nil {
+	if err := st.Add(traced(trace, []Span{{SpanID: numID(1), Attrs: attrs}})); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()
@@ -191,17 +189,17 @@ func TestStoreChildrenFirstEachAlone(t *testing.T) {
 	defer st.Close()
 	t0 := time.Now()
 	for d := depth - 1; d >= 0; d-- {
-		spans := make([]Span, 0, traces)
+		var spans Batch
 		for tr := 0; tr < traces; tr++ {
 			var trace TraceID
 			binary.BigEndian.PutUint64(trace[8:], uint64(tr+1))
-			sp := Span{TraceID: trace, SpanID: numID(uint64(d + 1))}
+			sp := Span{SpanID: numID(uint64(d + 1))}
 			if d > 0 {
 				sp.ParentID = numID(uint64(d))
 			}
-			spans = append(spans, sp)
+			spans.Append(trace, sp)
 		}
-		if err := st.Add(Batch{Spans: spans}); err != nil {
+		if err := st.Add(spans); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -220,7 +218,7 @@ func TestStoreChildrenFirstEachAlone(t *testing.T) {
 func TestStoreSpanIDSharedAcrossTraces(t *testing.T) {
 	st := NewStore(Options{MaxSpans: 5})
 	defer st.Close()
-	mk := func(tr byte, rid string) []Span {
+	mk := func(tr byte, rid string) Batch {
 		var trace TraceID
 		trace[0] = tr
 		return build(t, st, trace, []tspan{
@@ -230,10 +228,10 @@ func TestStoreSpanIDSharedAcrossTraces(t *testing.T) {
 	}
 	one, two := mk(1, "r-1"), mk(2, "r-2")
 	// Children first, so each must find its own trace's parent.
-	st.Add(Batch{Spans: []Span{one[1], two[1]}})
-	st.Add(Batch{Spans: []Span{two[0]}})
-	st.Add(Batch{Spans: []Span{one[0]}})
-	st.Add(Batch{Spans: append(append([]Span(nil), one...), two...)}) // retries
+	st.Add(cat(one.pick(1), two.pick(1)))
+	st.Add(two.pick(0))
+	st.Add(one.pick(0))
+	st.Add(cat(one, two)) // retries
 	st.Sync()
 	s := st.Snapshot()
 	if s.Stats.Stored != 4 || s.Stats.Duplicates != 4 || s.Stats.Fragments != 2 || len(s.Rollouts) != 2 {
@@ -248,8 +246,8 @@ func TestStoreSpanIDSharedAcrossTraces(t *testing.T) {
 	// Past MaxSpans the oldest rollout (r-2, whose root came first) goes;
 	// r-1 keeps its spans findable: a retry is still a duplicate.
 	three := mk(3, "r-3")
-	st.Add(Batch{Spans: three})
-	st.Add(Batch{Spans: one})
+	st.Add(three)
+	st.Add(one)
 	st.Sync()
 	s = st.Snapshot()
 	if s.Stats.Duplicates != 6 {
@@ -270,7 +268,7 @@ func TestStoreMergeKeepsPublishedSpans(t *testing.T) {
 	chain := func(from, to int) Batch {
 		var b Batch
 		for i := from; i <= to; i++ {
-			b.Spans = append(b.Spans, Span{TraceID: trace, SpanID: numID(uint64(i)), ParentID: numID(uint64(i - 1)), Start: int64(i), End: int64(i + 1)})
+			b.Append(trace, Span{SpanID: numID(uint64(i)), ParentID: numID(uint64(i - 1)), Start: int64(i), End: int64(i + 1)})
 		}
 		return b
 	}
@@ -282,7 +280,7 @@ func TestStoreMergeKeepsPublishedSpans(t *testing.T) {
 		st.Sync()
 	}
 	old := st.Snapshot()
-	if err := st.Add(Batch{Spans: []Span{{TraceID: trace, SpanID: numID(1), Start: 1, End: 100}}}); err != nil {
+	if err := st.Add(traced(trace, []Span{{SpanID: numID(1), Start: 1, End: 100}})); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -118,28 +119,31 @@ const (
 )
 
 // Span is one received span in compact form. Strings are interned (Str) and
-// attributes are packed (Attrs), so a Span holds two pointers at most.
+// attributes are packed (Attrs), so a Span holds two pointers at most. It
+// has no trace id: every span of a Fragment is of the fragment's TraceID,
+// and a Batch carries its spans' beside them (Batch.Traces). The 8-byte
+// fields come first and the 1-byte ones last, so the only padding is at
+// the end (80 bytes).
 // A Span is immutable once submitted; the store only sets Parent.
 type Span struct {
-	TraceID  TraceID
 	SpanID   SpanID
 	ParentID SpanID
 	Start    int64 // unix nanoseconds
 	End      int64 // unix nanoseconds
+	Attrs    Attrs
+	Extra    *Extra // nil for most spans
 	Name     Str
 	Resource ResourceID
 	// Parent is the index of the parent span within the same Fragment, or -1
 	// when the parent is not in the fragment (a root, a missing parent, or a
 	// gym.job span). Set by the store; decoders leave it alone.
 	Parent int32
-	Kind   Kind
-	Status StatusCode
-	Flags  SpanFlags
 	// WireSize is the span's encoded OTLP protobuf size in bytes, as received
 	// or as estimated by the decoder; the what-if byte estimate sums it.
 	WireSize uint32
-	Attrs    Attrs
-	Extra    *Extra // nil for most spans
+	Kind     Kind
+	Status   StatusCode
+	Flags    SpanFlags
 }
 
 // Duration returns End-Start in nanoseconds, never negative.
@@ -174,34 +178,60 @@ type Link struct {
 }
 
 // Batch is what a receiver hands the store: spans decoded from one request or
-// one chunk of a file. Rejected counts spans the decoder refused.
+// one chunk of a file, each with its trace id.
 type Batch struct {
-	Spans  []Span
-	pooled bool       // Spans came from NewBatch: the store recycles the array
+	Spans []Span
+	// Traces holds the spans' trace ids, one per span: Traces[i] is the
+	// trace of Spans[i]. The store keeps one per fragment, not per span.
+	Traces []TraceID
+	pooled bool       // the arrays came from NewBatch: the store recycles them
 	prep   *batchPrep // set by SubmitWait, which prepares on the caller's goroutine
 }
 
-// relayout replaces the batch's spans with their prepared layout, giving
-// a pooled array back.
-func (b *Batch) relayout(spans []Span) {
-	if b.pooled {
-		spanPool.put(b.Spans)
-		b.pooled = false
-	}
-	b.Spans = spans
+// Append adds sp, a span of trace t.
+func (b *Batch) Append(t TraceID, sp Span) {
+	b.Spans = append(b.Spans, sp)
+	b.Traces = append(b.Traces, t)
 }
 
-// NewBatch returns an empty batch with room for n spans. Its array comes
+// check reports a batch whose spans and trace ids do not pair up.
+func (b *Batch) check() error {
+	if len(b.Traces) != len(b.Spans) {
+		return fmt.Errorf("%w: %d spans, %d trace ids", ErrBadBatch, len(b.Spans), len(b.Traces))
+	}
+	return nil
+}
+
+// relayout replaces the batch's spans with their prepared layout, giving
+// pooled arrays back: the layout's traces are the prepared batch's.
+func (b *Batch) relayout(spans []Span) {
+	b.recycle()
+	b.Spans, b.Traces = spans, nil
+}
+
+// recycle gives the arrays of a batch from NewBatch back to the pool.
+func (b *Batch) recycle() {
+	if b.pooled {
+		spanPool.put(b.Spans)
+		tracePool.put(b.Traces)
+		b.pooled = false
+	}
+}
+
+// NewBatch returns an empty batch with room for n spans. Its arrays come
 // from a pool that the store refills once it has applied the batch (the
 // store copies what it keeps), so a busy receiver reuses span arrays
 // instead of leaving one per request to the garbage collector. Submit or
 // Add the batch, or drop it; never use its spans after handing it over.
 func NewBatch(n int) Batch {
-	return Batch{Spans: spanPool.get(n), pooled: true}
+	return Batch{Spans: spanPool.get(n), Traces: tracePool.get(n), pooled: true}
 }
 
-// spanPool holds span arrays by power-of-two capacity.
-var spanPool spanArrays
+// spanPool and tracePool hold a batch's arrays by power-of-two capacity.
+var (
+	spanPool  arrayPool[Span]
+	tracePool arrayPool[TraceID]
+)
 
 const (
 	poolMinBits = 6  // 64 spans
@@ -209,9 +239,9 @@ const (
 	poolDepth   = 16 // arrays kept per size
 )
 
-type spanArrays struct {
+type arrayPool[T any] struct {
 	mu   sync.Mutex
-	free [poolMaxBits + 1][][]Span
+	free [poolMaxBits + 1][][]T
 }
 
 func poolBits(n int) int {
@@ -222,10 +252,10 @@ func poolBits(n int) int {
 	return b
 }
 
-func (p *spanArrays) get(n int) []Span {
+func (p *arrayPool[T]) get(n int) []T {
 	b := poolBits(n)
 	if b > poolMaxBits {
-		return make([]Span, 0, n)
+		return make([]T, 0, n)
 	}
 	p.mu.Lock()
 	if k := len(p.free[b]); k > 0 {
@@ -235,12 +265,12 @@ func (p *spanArrays) get(n int) []Span {
 		return s
 	}
 	p.mu.Unlock()
-	return make([]Span, 0, 1<<b)
+	return make([]T, 0, 1<<b)
 }
 
-// put takes back an array from NewBatch. The spans are cleared first, so
-// the pool keeps no attributes alive.
-func (p *spanArrays) put(s []Span) {
+// put takes back an array from NewBatch. The elements are cleared first,
+// so the pool keeps no attributes alive.
+func (p *arrayPool[T]) put(s []T) {
 	b := poolBits(cap(s))
 	if b > poolMaxBits || cap(s) != 1<<b {
 		return

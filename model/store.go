@@ -13,6 +13,8 @@ var (
 	ErrFull = errors.New("store queue is full")
 	// ErrClosed means the store no longer accepts batches.
 	ErrClosed = errors.New("store is closed")
+	// ErrBadBatch means a batch's Traces is not one trace id per span.
+	ErrBadBatch = errors.New("batch needs one trace id per span")
 )
 
 // JobSpanName is the span that wraps a whole rollout-collection run. Its
@@ -129,6 +131,9 @@ func (s *Store) Submit(b Batch) error { return s.SubmitWait(b, 0) }
 
 // Add queues a batch, waiting for room. File readers use it: they can wait.
 func (s *Store) Add(b Batch) error {
+	if err := b.check(); err != nil {
+		return err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {

@@ -14,7 +14,7 @@ func TestStoreEvictsWholeOldestRollouts(t *testing.T) {
 	g := newGymGen(st)
 	per := len(g.rollout(nil, 0, 3))
 	for n := 0; n < 100; n++ {
-		if err := st.Add(Batch{Spans: g.rollout(nil, n, 3)}); err != nil {
+		if err := st.Add(g.batch(n, 3)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +54,7 @@ func TestStoreRolloutIDFromPath(t *testing.T) {
 	b.String(l, l.Intern([]byte("http.target")), []byte("/ng-rollout/abc-7/verify?x=1"))
 	var trace TraceID
 	trace[0] = 1
-	if err := st.Add(Batch{Spans: []Span{{TraceID: trace, SpanID: sid("a"), Name: l.Intern([]byte("POST /verify")), Kind: KindServer, Attrs: b.Attrs()}}}); err != nil {
+	if err := st.Add(traced(trace, []Span{{SpanID: sid("a"), Name: l.Intern([]byte("POST /verify")), Kind: KindServer, Attrs: b.Attrs()}})); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()
@@ -70,8 +70,8 @@ func TestStoreDuplicatesAndPending(t *testing.T) {
 	var trace TraceID
 	trace[0] = 9
 	spans := build(t, st, trace, jobTree[1:4]) // no job span: c1 waits for it
-	st.Add(Batch{Spans: spans})
-	st.Add(Batch{Spans: spans[:1]})
+	st.Add(spans)
+	st.Add(spans.slice(0, 1))
 	st.Sync()
 	s := st.Snapshot()
 	if s.Stats.Duplicates != 1 || s.Stats.Stored != 3 {
@@ -84,7 +84,7 @@ func TestStoreDuplicatesAndPending(t *testing.T) {
 	if s.Rollouts[0].LastSeen != now.UnixNano() {
 		t.Fatalf("LastSeen = %v, want the store clock %v", s.Rollouts[0].LastSeen, now)
 	}
-	st.Add(Batch{Spans: build(t, st, trace, jobTree[:1])})
+	st.Add(build(t, st, trace, jobTree[:1]))
 	st.Sync()
 	s = st.Snapshot()
 	if f := s.Rollouts[0].Fragments[0]; f.Orphan() || f.Job != sid("job") || len(s.Jobs) != 1 {
@@ -130,13 +130,10 @@ func TestStoreWriterAndReaders(t *testing.T) {
 	}
 	sent := 0
 	for n := 0; n < 600; n++ {
-		spans := g.rollout(nil, n, 2)
-		// Children first: the worst arrival order.
-		for i, j := 0, len(spans)-1; i < j; i, j = i+1, j-1 {
-			spans[i], spans[j] = spans[j], spans[i]
-		}
-		sent += len(spans)
-		if err := st.Add(Batch{Spans: spans}); err != nil {
+		spans := g.batch(n, 2)
+		spans.reverse() // children first: the worst arrival order
+		sent += len(spans.Spans)
+		if err := st.Add(spans); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -179,9 +176,10 @@ func TestSynthKeyText(t *testing.T) {
 	l := NewLocal(st.Interner())
 	var b AttrBuilder
 	b.String(l, l.Intern([]byte(RolloutIDKey)), []byte(s))
-	root := Span{TraceID: tr, SpanID: numID(0xfe)}                         // synthetic key s
-	other := Span{TraceID: TraceID{1}, SpanID: numID(1), Attrs: b.Attrs()} // rollout id s
-	if err := st.Add(Batch{Spans: []Span{root, other}}); err != nil {
+	var both Batch
+	both.Append(tr, Span{SpanID: numID(0xfe)})                        // synthetic key s
+	both.Append(TraceID{1}, Span{SpanID: numID(1), Attrs: b.Attrs()}) // rollout id s
+	if err := st.Add(both); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()
@@ -201,7 +199,7 @@ func TestStoreOrphansBoundedAndEvicted(t *testing.T) {
 	const maxSpans = 5_000
 	st := NewStore(Options{MaxSpans: maxSpans, PublishEvery: time.Hour})
 	defer st.Close()
-	mk := func(k int) []Span {
+	mk := func(k int) Batch {
 		var trace TraceID // random-looking, as W3C ids are
 		binary.BigEndian.PutUint64(trace[:], uint64(k+1)*0x9e3779b97f4a7c15)
 		var spans []Span
@@ -209,15 +207,15 @@ func TestStoreOrphansBoundedAndEvicted(t *testing.T) {
 		for o := 0; o < 10; o++ { // ten orphans of three spans, children first
 			top := id(o, 1)
 			spans = append(spans,
-				Span{TraceID: trace, SpanID: id(o, 2), ParentID: top},
-				Span{TraceID: trace, SpanID: id(o, 3), ParentID: top},
-				Span{TraceID: trace, SpanID: top, ParentID: id(o, 999)}) // never sent
+				Span{SpanID: id(o, 2), ParentID: top},
+				Span{SpanID: id(o, 3), ParentID: top},
+				Span{SpanID: top, ParentID: id(o, 999)}) // never sent
 		}
-		return spans
+		return traced(trace, spans)
 	}
 	const batches = 2_000
 	for k := 0; k < batches; k++ {
-		if err := st.Add(Batch{Spans: mk(k)}); err != nil {
+		if err := st.Add(mk(k)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,16 +244,18 @@ func TestStoreOrphansBoundedAndEvicted(t *testing.T) {
 	// The last batch's first orphan is held: its parent joins it. The
 	// first batch's were evicted: their parent starts a fragment alone.
 	lastB, firstB := mk(batches-1), mk(0)
-	last, first := lastB[0].TraceID, firstB[0].TraceID
-	parents := []Span{{TraceID: last, SpanID: lastB[2].ParentID}, {TraceID: first, SpanID: firstB[2].ParentID}}
-	if err := st.Add(Batch{Spans: parents}); err != nil {
+	last, first := lastB.Traces[0], firstB.Traces[0]
+	var parents Batch
+	parents.Append(last, Span{SpanID: lastB.Spans[2].ParentID})
+	parents.Append(first, Span{SpanID: firstB.Spans[2].ParentID})
+	if err := st.Add(parents); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()
 	found := map[TraceID]int{}
 	for _, r := range st.Snapshot().Rollouts {
 		for _, f := range r.Fragments {
-			if id := f.Spans[0].SpanID; id == lastB[2].ParentID || id == firstB[2].ParentID {
+			if id := f.Spans[0].SpanID; id == lastB.Spans[2].ParentID || id == firstB.Spans[2].ParentID {
 				found[f.TraceID] = len(f.Spans)
 			}
 		}
@@ -278,17 +278,17 @@ func TestSnapshotsStayAsPublished(t *testing.T) {
 	}
 	var old []kept
 	for n := 0; n < 300; n++ {
-		spans := g.rollout(nil, n, 1+n%5)
-		if n%7 == 3 && len(spans) > 2 { // some rollouts arrive in two batches: changed once listed
-			if err := st.Add(Batch{Spans: spans[:len(spans)/2]}); err != nil {
+		spans := g.batch(n, 1+n%5)
+		if k := len(spans.Spans); n%7 == 3 && k > 2 { // some rollouts arrive in two batches: changed once listed
+			if err := st.Add(spans.slice(0, k/2)); err != nil {
 				t.Fatal(err)
 			}
 			st.Sync()
 			s := st.Snapshot()
 			old = append(old, kept{s, append([]*Rollout(nil), s.Rollouts...)})
-			spans = spans[len(spans)/2:]
+			spans = spans.slice(k/2, k)
 		}
-		if err := st.Add(Batch{Spans: spans}); err != nil {
+		if err := st.Add(spans); err != nil {
 			t.Fatal(err)
 		}
 		st.Sync()

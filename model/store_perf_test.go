@@ -10,32 +10,31 @@ import (
 )
 
 // batchOf builds spans of one trace from (id, parent) pairs; "" is no parent.
-func batchOf(trace byte, pairs ...[2]string) []Span {
-	var out []Span
+func batchOf(trace byte, pairs ...[2]string) Batch {
+	var out Batch
 	for _, p := range pairs {
 		sp := Span{SpanID: sid(p[0])}
-		sp.TraceID[0] = trace
 		if p[1] != "" {
 			sp.ParentID = sid(p[1])
 		}
-		out = append(out, sp)
+		out.Append(TraceID{trace}, sp)
 	}
 	return out
 }
 
 // prepOrder is the placement order prepare gives a batch.
-func prepOrder(spans []Span) []int32 {
+func prepOrder(b Batch) []int32 {
 	t := NewInterner()
 	keys := newStoreKeys(t)
 	p := &batchPrep{tr: map[TraceID]int32{}}
-	p.prepare(spans, t, &keys)
+	p.prepare(b.Spans, b.Traces, t, &keys)
 	return p.orderB // by batch index
 }
 
 func TestParentsFirst(t *testing.T) {
 	cases := []struct {
 		name  string
-		spans []Span
+		spans Batch
 		want  []int32
 	}{
 		{"children before parent", batchOf(1, [2]string{"c1", "r"}, [2]string{"c2", "r"}, [2]string{"r", ""}), []int32{2, 0, 1}},
@@ -44,8 +43,8 @@ func TestParentsFirst(t *testing.T) {
 		{"parent not in batch keeps order", batchOf(1, [2]string{"x", "gone"}, [2]string{"y", "gone"}), []int32{0, 1}},
 		{"self parent", batchOf(1, [2]string{"s", "s"}, [2]string{"t", "s"}), []int32{0, 1}},
 		{"loop of two", batchOf(1, [2]string{"a", "b"}, [2]string{"b", "a"}, [2]string{"c", "a"}), []int32{1, 0, 2}},
-		{"same span id in another trace is not a parent", append(batchOf(1, [2]string{"c", "p"}), batchOf(2, [2]string{"p", ""})...), []int32{0, 1}},
-		{"same span id in two traces, each its own parent", append(append(batchOf(2, [2]string{"p", ""}), batchOf(1, [2]string{"c", "p"})...), batchOf(1, [2]string{"p", ""})...), []int32{0, 2, 1}},
+		{"same span id in another trace is not a parent", cat(batchOf(1, [2]string{"c", "p"}), batchOf(2, [2]string{"p", ""})), []int32{0, 1}},
+		{"same span id in two traces, each its own parent", cat(batchOf(2, [2]string{"p", ""}), batchOf(1, [2]string{"c", "p"}), batchOf(1, [2]string{"p", ""})), []int32{0, 2, 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,17 +62,18 @@ func TestParentsFirstRandom(t *testing.T) {
 	for seed := int64(0); seed < 200; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		n := 1 + rng.Intn(60)
-		var spans []Span
+		var b Batch
 		for i := 0; i < n; i++ {
 			sp := Span{SpanID: sid(fmt.Sprintf("s%d", i))}
-			sp.TraceID[0] = byte(1 + rng.Intn(3))
+			trace := TraceID{byte(1 + rng.Intn(3))}
 			if i > 0 && rng.Intn(5) > 0 {
-				sp.ParentID = spans[rng.Intn(i)].SpanID
+				sp.ParentID = b.Spans[rng.Intn(i)].SpanID
 			}
-			spans = append(spans, sp)
+			b.Append(trace, sp)
 		}
-		rng.Shuffle(n, func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
-		order := prepOrder(spans)
+		rng.Shuffle(n, b.swap)
+		order := prepOrder(b)
+		spans := b.Spans
 		pos := make(map[SpanID]int, n)
 		seen := make([]bool, n)
 		for k, i := range order {
@@ -88,7 +88,7 @@ func TestParentsFirstRandom(t *testing.T) {
 				t.Fatalf("seed %d: index %d missing from %v", seed, i, order)
 			}
 			p, ok := pos[spans[i].ParentID]
-			if ok && !spans[i].ParentID.IsZero() && spans[order[p]].TraceID == spans[i].TraceID && p > pos[spans[i].SpanID] {
+			if ok && !spans[i].ParentID.IsZero() && b.Traces[order[p]] == b.Traces[i] && p > pos[spans[i].SpanID] {
 				t.Fatalf("seed %d: span %d placed before its parent", seed, i)
 			}
 		}
@@ -101,7 +101,7 @@ func TestStoreParentLoops(t *testing.T) {
 	st := NewStore(Options{})
 	defer st.Close()
 	spans := batchOf(3, [2]string{"s", "s"}, [2]string{"t", "s"}, [2]string{"a", "b"}, [2]string{"b", "a"})
-	if err := st.Add(Batch{Spans: spans}); err != nil {
+	if err := st.Add(spans); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()
@@ -151,15 +151,15 @@ func TestStoreIncrementalPublish(t *testing.T) {
 			rng := rand.New(rand.NewSource(1))
 			var all []Span
 			for n := 0; n < 300; n++ {
-				spans := g.rollout(nil, n, 1+n%3)
-				all = append(all, spans...)
-				rng.Shuffle(len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
-				for len(spans) > 0 {
-					k := min(len(spans), 1+rng.Intn(20))
-					if err := st.Add(Batch{Spans: slices.Clone(spans[:k])}); err != nil {
+				spans := g.batch(n, 1+n%3)
+				all = append(all, spans.Spans...)
+				rng.Shuffle(len(spans.Spans), spans.swap)
+				for len(spans.Spans) > 0 {
+					k := min(len(spans.Spans), 1+rng.Intn(20))
+					if err := st.Add(spans.slice(0, k)); err != nil {
 						t.Fatal(err)
 					}
-					spans = spans[k:]
+					spans = spans.slice(k, len(spans.Spans))
 				}
 				if n%37 == 0 {
 					st.Sync()
@@ -179,14 +179,14 @@ func TestStoreIncrementalPublish(t *testing.T) {
 				defer ref.Close()
 				// The same spans, interned into the reference store's table.
 				rg := newGymGen(ref)
-				var same []Span
+				var same Batch
 				for n := 0; n < 300; n++ {
-					same = rg.rollout(same, n, 1+n%3)
+					same = cat(same, rg.batch(n, 1+n%3))
 				}
-				if len(same) != len(all) {
-					t.Fatalf("reference has %d spans, want %d", len(same), len(all))
+				if len(same.Spans) != len(all) {
+					t.Fatalf("reference has %d spans, want %d", len(same.Spans), len(all))
 				}
-				if err := ref.Add(Batch{Spans: same}); err != nil {
+				if err := ref.Add(same); err != nil {
 					t.Fatal(err)
 				}
 				ref.Sync()
@@ -204,24 +204,24 @@ func TestStoreIncrementalPublish(t *testing.T) {
 func TestStoreNewTraceShortcuts(t *testing.T) {
 	cases := []struct {
 		name                string
-		batches             [][]Span
+		batches             []Batch
 		stored, dups, frags int
 	}{
-		{"duplicate inside one batch", [][]Span{batchOf(1, [2]string{"c", "r"}, [2]string{"r", ""}, [2]string{"c", "r"})}, 2, 1, 1},
-		{"same span id in two new traces", [][]Span{append(batchOf(1, [2]string{"x", ""}), batchOf(2, [2]string{"x", ""}, [2]string{"y", "x"})...)}, 3, 0, 2},
-		{"parent in a later batch", [][]Span{batchOf(1, [2]string{"c", "r"}), batchOf(1, [2]string{"r", ""})}, 2, 0, 1},
-		{"duplicate in a later batch", [][]Span{batchOf(1, [2]string{"r", ""}), batchOf(1, [2]string{"r", ""}, [2]string{"c", "r"})}, 2, 1, 1},
+		{"duplicate inside one batch", []Batch{batchOf(1, [2]string{"c", "r"}, [2]string{"r", ""}, [2]string{"c", "r"})}, 2, 1, 1},
+		{"same span id in two new traces", []Batch{cat(batchOf(1, [2]string{"x", ""}), batchOf(2, [2]string{"x", ""}, [2]string{"y", "x"}))}, 3, 0, 2},
+		{"parent in a later batch", []Batch{batchOf(1, [2]string{"c", "r"}), batchOf(1, [2]string{"r", ""})}, 2, 0, 1},
+		{"duplicate in a later batch", []Batch{batchOf(1, [2]string{"r", ""}), batchOf(1, [2]string{"r", ""}, [2]string{"c", "r"})}, 2, 1, 1},
 		// Two traces whose orphans wait for the same parent span id: each
 		// parent takes in its own trace's orphan only.
-		{"orphans of two traces wait for one span id", [][]Span{batchOf(1, [2]string{"c", "p"}), batchOf(2, [2]string{"d", "p"}), batchOf(2, [2]string{"p", ""}), batchOf(1, [2]string{"p", ""})}, 4, 0, 2},
-		{"one trace's parent arrives, the other's never", [][]Span{batchOf(1, [2]string{"c", "p"}), batchOf(2, [2]string{"d", "p"}), batchOf(2, [2]string{"p", ""})}, 3, 0, 2},
+		{"orphans of two traces wait for one span id", []Batch{batchOf(1, [2]string{"c", "p"}), batchOf(2, [2]string{"d", "p"}), batchOf(2, [2]string{"p", ""}), batchOf(1, [2]string{"p", ""})}, 4, 0, 2},
+		{"one trace's parent arrives, the other's never", []Batch{batchOf(1, [2]string{"c", "p"}), batchOf(2, [2]string{"d", "p"}), batchOf(2, [2]string{"p", ""})}, 3, 0, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := NewStore(Options{})
 			defer st.Close()
 			for _, b := range tc.batches {
-				if err := st.Add(Batch{Spans: b}); err != nil {
+				if err := st.Add(b); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -246,7 +246,7 @@ func TestStoreEvictionReleasesRollouts(t *testing.T) {
 	st := NewStore(Options{MaxSpans: 63 * per})
 	defer st.Close()
 	g := newGymGen(st)
-	if err := st.Add(Batch{Spans: g.rollout(nil, 0, 2)}); err != nil {
+	if err := st.Add(g.batch(0, 2)); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()
@@ -258,7 +258,7 @@ func TestStoreEvictionReleasesRollouts(t *testing.T) {
 	runtime.AddCleanup(first, func(ch chan struct{}) { close(ch) }, released)
 	first = nil
 	for n := 1; n < 64; n++ {
-		if err := st.Add(Batch{Spans: g.rollout(nil, n, 2)}); err != nil {
+		if err := st.Add(g.batch(n, 2)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,21 +21,21 @@ func sid(s string) SpanID {
 	return id
 }
 
-func build(t *testing.T, st *Store, trace TraceID, ts []tspan) []Span {
+func build(t *testing.T, st *Store, trace TraceID, ts []tspan) Batch {
 	t.Helper()
 	l := NewLocal(st.Interner())
 	key := l.Intern([]byte(RolloutIDKey))
-	var out []Span
+	var out Batch
 	for _, x := range ts {
 		var b AttrBuilder
 		if x.rid != "" {
 			b.String(l, key, []byte(x.rid))
 		}
-		sp := Span{TraceID: trace, SpanID: sid(x.id), Name: l.Intern([]byte(x.name)), Resource: x.res, Kind: x.kind, Attrs: b.Attrs()}
+		sp := Span{SpanID: sid(x.id), Name: l.Intern([]byte(x.name)), Resource: x.res, Kind: x.kind, Attrs: b.Attrs()}
 		if x.parent != "" {
 			sp.ParentID = sid(x.parent)
 		}
-		out = append(out, sp)
+		out.Append(trace, sp)
 	}
 	return out
 }
@@ -105,17 +105,17 @@ func TestStoreTreesIndependentOfArrivalOrder(t *testing.T) {
 		spans := build(t, st, trace, jobTree)
 		rng := rand.New(rand.NewSource(seed))
 		if seed > 0 {
-			rng.Shuffle(len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
+			rng.Shuffle(len(spans.Spans), spans.swap)
 		}
-		for len(spans) > 0 {
+		for len(spans.Spans) > 0 {
 			n := 1 + rng.Intn(3)
-			if n > len(spans) {
-				n = len(spans)
+			if n > len(spans.Spans) {
+				n = len(spans.Spans)
 			}
-			if err := st.Submit(Batch{Spans: append([]Span(nil), spans[:n]...)}); err != nil {
+			if err := st.Submit(spans.slice(0, n)); err != nil {
 				t.Fatal(err)
 			}
-			spans = spans[n:]
+			spans = spans.slice(n, len(spans.Spans))
 		}
 		st.Sync()
 		got := renderSorted(st.Snapshot())

@@ -8,17 +8,18 @@ import "time"
 // request: senders keep a bounded number of requests in flight, so they
 // slow down to what the store can take.
 func (s *Store) SubmitWait(b Batch, wait time.Duration) error {
+	if err := b.check(); err != nil {
+		return err
+	}
 	// Receivers call this from many goroutines: what the batch alone
 	// tells is worked out here, on the caller's core, not by the writer.
 	p := prepPool.Get().(*batchPrep)
-	laid := Batch{Spans: p.prepare(b.Spans, s.strs, &s.keys), prep: p}
+	laid := Batch{Spans: p.prepare(b.Spans, b.Traces, s.strs, &s.keys), prep: p}
 	if err := s.submitWait(laid, wait); err != nil {
 		p.release() // b is as it was: the caller may submit it again
 		return err
 	}
-	if b.pooled {
-		spanPool.put(b.Spans)
-	}
+	b.recycle()
 	return nil
 }
 

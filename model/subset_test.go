@@ -7,13 +7,13 @@ func TestSnapshotSelect(t *testing.T) {
 	defer st.Close()
 	var a, b TraceID
 	a[0], b[0] = 1, 2
-	spans := append(build(t, st, a, []tspan{
+	spans := cat(build(t, st, a, []tspan{
 		{name: "gym.rollout", id: "a1", rid: "r-a", res: 1},
 		{name: "x", id: "a2", parent: "a1", rid: "r-a", res: 2},
 	}), build(t, st, b, []tspan{
 		{name: "gym.rollout", id: "b1", rid: "r-b", res: 1},
-	})...)
-	if err := st.Add(Batch{Spans: spans}); err != nil {
+	}))
+	if err := st.Add(spans); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()

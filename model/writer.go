@@ -125,6 +125,7 @@ type waitList struct{ head, tail uint32 }
 // how many of them wait for a parent, and the index of its spans once one
 // had to be looked up.
 type traceRec struct {
+	id      TraceID // the trace: a stored span keeps none of its own
 	idx     *spanIndex
 	frags   int32
 	waiting int32
@@ -227,7 +228,7 @@ func (w *writer) init(s *Store) {
 }
 
 // traceID is the trace of f's spans.
-func (f *frag) traceID() TraceID { return f.spans[0].TraceID }
+func (w *writer) traceID(f *frag) TraceID { return w.recs[f.trec].id }
 
 // fragAt returns the live fragment with id, or nil.
 func (w *writer) fragAt(id uint32) *frag {
@@ -256,7 +257,7 @@ func (w *writer) dropFrag(f *frag) {
 	}
 	f.tPrev, f.tNext = 0, 0
 	if tr.frags--; tr.frags <= 0 {
-		delete(w.traces, f.traceID())
+		delete(w.traces, tr.id)
 		*tr = traceRec{}
 		w.recFree = append(w.recFree, f.trec)
 	}
@@ -275,7 +276,7 @@ func (w *writer) traceRecOf(trace TraceID) uint32 {
 		r = uint32(len(w.recs))
 		w.recs = append(w.recs, traceRec{})
 	}
-	w.recs[r] = traceRec{}
+	w.recs[r] = traceRec{id: trace}
 	w.traces[trace] = r
 	return r
 }
@@ -285,7 +286,7 @@ func (w *writer) apply(b Batch) {
 	p := b.prep
 	if p == nil {
 		p = w.own
-		b.relayout(p.prepare(b.Spans, w.s.strs, &w.keys))
+		b.relayout(p.prepare(b.Spans, b.Traces, w.s.strs, &w.keys))
 	}
 	w.prep = p
 	p.trec = grow32u(p.trec, len(p.traces))
@@ -469,7 +470,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 	w.services[sp.Resource]++
 
 	if sp.Name == w.keys.job {
-		f := w.newFrag(sp.TraceID, 1)
+		f := w.newFrag(p.traces[t], 1)
 		w.appendSpan(f, *sp, -1)
 		w.jobs = append(w.jobs, f)
 		// Fragments waiting for this span hang under the job: they stay rollouts.
@@ -493,7 +494,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 		}
 		if ok {
 			if w.isJob(pf) {
-				f = w.newFrag(sp.TraceID, p.size[i])
+				f = w.newFrag(p.traces[t], p.size[i])
 				f.job = sp.ParentID
 				parent = -1
 			} else {
@@ -502,7 +503,7 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 		}
 	}
 	if f == nil {
-		f = w.newFrag(sp.TraceID, p.size[i])
+		f = w.newFrag(p.traces[t], p.size[i])
 		if !sp.ParentID.IsZero() {
 			w.wait(sp.ParentID, f)
 			// Only a span of this batch can come for it before the
@@ -533,12 +534,13 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 func (w *writer) placeGroup(spans []Span, g *group, alias bool) {
 	run := spans[g.start : g.start+g.n : g.start+g.n]
 	top := &run[0]
+	trace := w.prep.traces[w.prep.tix[g.start]]
 	var f *frag
 	if alias {
-		f = w.newFrag(top.TraceID, 0)
+		f = w.newFrag(trace, 0)
 		f.spans = run
 	} else {
-		f = w.newFrag(top.TraceID, g.n)
+		f = w.newFrag(trace, g.n)
 		f.spans = append(f.spans, run...)
 	}
 	f.start, f.end, f.errors = g.first, g.last, g.errors
@@ -851,7 +853,7 @@ func (w *writer) assign(f *frag, rid string) {
 	}
 	sk, inSynth := synthKey{}, key == ""
 	if inSynth {
-		sk = synthKeyOf(f.traceID(), f.spans[f.top].SpanID)
+		sk = synthKeyOf(w.traceID(f), f.spans[f.top].SpanID)
 	} else {
 		sk, inSynth = parseSynthKey(key)
 	}

@@ -70,9 +70,10 @@ const (
 	keyStart
 )
 
-// line parses one line. For recSpan it returns the span; for the other kinds
-// the caller decodes the line with the matching OTLP/JSON function.
-func (c *consoleDecoder) line(b []byte) (model.Span, recordKind, error) {
+// line parses one line. For recSpan it returns the span and its trace id;
+// for the other kinds the caller decodes the line with the matching
+// OTLP/JSON function.
+func (c *consoleDecoder) line(b []byte) (model.Span, model.TraceID, recordKind, error) {
 	c.s.setLine(b)
 	c.scratch = c.scratch[:0]
 	c.keys = 0
@@ -80,9 +81,10 @@ func (c *consoleDecoder) line(b []byte) (model.Span, recordKind, error) {
 	s := &c.s
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		return model.Span{}, recOther, errNotJSON
+		return model.Span{}, model.TraceID{}, recOther, errNotJSON
 	}
 	sp := model.Span{Parent: -1}
+	var trace model.TraceID
 	var ex *model.Extra
 	size := 0
 	d := c.decoder
@@ -100,7 +102,7 @@ func (c *consoleDecoder) line(b []byte) (model.Span, recordKind, error) {
 			c.keys |= keyName
 		case "context":
 			var err error
-			sp.TraceID, sp.SpanID, err = c.context()
+			trace, sp.SpanID, err = c.context()
 			if err != nil {
 				return err
 			}
@@ -236,20 +238,20 @@ func (c *consoleDecoder) line(b []byte) (model.Span, recordKind, error) {
 		return nil
 	})
 	if err == errStop {
-		return model.Span{}, kind, nil
+		return model.Span{}, model.TraceID{}, kind, nil
 	}
 	if err != nil {
-		return model.Span{}, recOther, err
+		return model.Span{}, model.TraceID{}, recOther, err
 	}
 	s.ws()
 	if s.i != len(s.b) {
-		return model.Span{}, recOther, fmt.Errorf("column %d: unexpected data after the object", s.i+1)
+		return model.Span{}, model.TraceID{}, recOther, fmt.Errorf("column %d: unexpected data after the object", s.i+1)
 	}
 	if c.keys&(keyName|keyContext) != keyName|keyContext {
-		return model.Span{}, recOther, nil
+		return model.Span{}, model.TraceID{}, recOther, nil
 	}
-	if sp.TraceID.IsZero() || sp.SpanID.IsZero() {
-		return model.Span{}, recOther, errors.New("context: trace_id and span_id are required")
+	if trace.IsZero() || sp.SpanID.IsZero() {
+		return model.Span{}, model.TraceID{}, recOther, errors.New("context: trace_id and span_id are required")
 	}
 	if d.attrs.Count() > 0 {
 		sp.Attrs = d.attrs.Attrs()
@@ -268,7 +270,7 @@ func (c *consoleDecoder) line(b []byte) (model.Span, recordKind, error) {
 		size += 2
 	}
 	sp.WireSize = uint32(size)
-	return sp, recSpan, nil
+	return sp, trace, recSpan, nil
 }
 
 var errStop = errors.New("stop")

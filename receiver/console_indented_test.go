@@ -21,7 +21,7 @@ func TestConsoleIndented(t *testing.T) {
 		t.Fatalf("%d spans, %d bad %v, %d skipped; want %d spans, 0 bad, %d skipped", len(got), rep.BadLines, rep.BadSamples, rep.Skipped, len(want), wantRep.Skipped)
 	}
 	stW, _, _ := loadFile(t, "testdata/python-sdk-real.console.jsonl", ReadOptions{})
-	if a, b := dumpSpans(st.Interner(), got, dumpOpts{times: true}), dumpSpans(stW.Interner(), want, dumpOpts{times: true}); a != b {
+	if a, b := dumpSpans(st.Interner(), snapshotSpans(st.Snapshot()), dumpOpts{times: true}), dumpSpans(stW.Interner(), snapshotSpans(stW.Snapshot()), dumpOpts{times: true}); a != b {
 		t.Errorf("indented:\n%s\none-line:\n%s", a, b)
 	}
 	if rep.Files[0].Format != FormatConsole {

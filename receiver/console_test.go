@@ -21,17 +21,23 @@ func loadFile(t testing.TB, path string, opts ReadOptions) (*model.Store, []mode
 		t.Fatalf("ReadFiles(%s): %v", path, err)
 	}
 	st.Sync()
-	return st, snapshotSpans(st.Snapshot()), rep
+	return st, snapshotSpans(st.Snapshot()).Spans, rep
 }
 
-func snapshotSpans(s *model.Snapshot) []model.Span {
-	var out []model.Span
+// snapshotSpans returns every span of s with its fragment's trace id.
+func snapshotSpans(s *model.Snapshot) model.Batch {
+	var out model.Batch
+	add := func(f *model.Fragment) {
+		for i := range f.Spans {
+			out.Append(f.TraceID, f.Spans[i])
+		}
+	}
 	for _, j := range s.Jobs {
-		out = append(out, j.Spans...)
+		add(j)
 	}
 	for _, r := range s.Rollouts {
 		for _, f := range r.Fragments {
-			out = append(out, f.Spans...)
+			add(f)
 		}
 	}
 	return out
@@ -42,26 +48,28 @@ func snapshotSpans(s *model.Snapshot) []model.Span {
 // kinds, status, attributes, events, links and resources; times agree to the
 // console's microsecond precision and WireSize estimates to a few percent.
 func TestConsoleMatchesOTLP(t *testing.T) {
-	cst, cons, _ := loadFile(t, "testdata/all.console.jsonl", ReadOptions{})
-	ost, otlp, _ := loadFile(t, "testdata/all.otlp.jsonl", ReadOptions{})
-	if len(cons) != 341 || len(otlp) != 341 {
-		t.Fatalf("spans: console %d, otlp %d; want 341 each", len(cons), len(otlp))
+	cst, _, _ := loadFile(t, "testdata/all.console.jsonl", ReadOptions{})
+	ost, _, _ := loadFile(t, "testdata/all.otlp.jsonl", ReadOptions{})
+	cons, otlp := snapshotSpans(cst.Snapshot()), snapshotSpans(ost.Snapshot())
+	if len(cons.Spans) != 341 || len(otlp.Spans) != 341 {
+		t.Fatalf("spans: console %d, otlp %d; want 341 each", len(cons.Spans), len(otlp.Spans))
 	}
-	byID := map[model.SpanID]*model.Span{}
-	for i := range otlp {
-		byID[otlp[i].SpanID] = &otlp[i]
+	byID := map[model.SpanID]int{}
+	for i := range otlp.Spans {
+		byID[otlp.Spans[i].SpanID] = i
 	}
 	ci, oi := cst.Interner(), ost.Interner()
 	var csize, osize int
 	maxRel := 0.0
-	for i := range cons {
-		c := &cons[i]
-		o := byID[c.SpanID]
-		if o == nil {
+	for i := range cons.Spans {
+		c := &cons.Spans[i]
+		k, ok := byID[c.SpanID]
+		if !ok {
 			t.Errorf("span %s is in the console log only", c.SpanID)
 			continue
 		}
-		if cd, od := dumpSpan(ci, c, dumpOpts{}), dumpSpan(oi, o, dumpOpts{}); cd != od {
+		o := &otlp.Spans[k]
+		if cd, od := dumpSpan(ci, cons.Traces[i], c, dumpOpts{}), dumpSpan(oi, otlp.Traces[k], o, dumpOpts{}); cd != od {
 			t.Errorf("span %s differs:\nconsole: %s\notlp:    %s", c.SpanID, cd, od)
 		}
 		if d := math.Abs(float64(c.Start - o.Start)); d > 1500 {
@@ -148,7 +156,7 @@ func TestReadFixtures(t *testing.T) {
 			}
 			var b strings.Builder
 			fmt.Fprintf(&b, "spans=%d rollouts=%d traces=%d skipped=%d bad=%d\n", len(spans), s.Stats.Rollouts, s.Stats.Traces, rep.Skipped, rep.BadLines)
-			b.WriteString(dumpSpans(st.Interner(), spans, dumpOpts{times: true, wireSize: true, serviceOnly: tt.name != "python_sdk_real"}))
+			b.WriteString(dumpSpans(st.Interner(), snapshotSpans(s), dumpOpts{times: true, wireSize: true, serviceOnly: tt.name != "python_sdk_real"}))
 			golden.Check(t, []byte(b.String()))
 		})
 	}
@@ -174,11 +182,11 @@ func TestConsoleLine(t *testing.T) {
 			in, l := newLocal()
 			c := newConsoleDecoder(l, Limits{})
 			defer c.release()
-			sp, kind, err := c.line([]byte(tt.in))
+			sp, trace, kind, err := c.line([]byte(tt.in))
 			if err != nil || kind != recSpan {
 				t.Fatalf("line(%s) = kind %d, %v", tt.in, kind, err)
 			}
-			if got := dumpSpan(in, &sp, dumpOpts{times: true}); got != tt.want {
+			if got := dumpSpan(in, trace, &sp, dumpOpts{times: true}); got != tt.want {
 				t.Errorf("line(%s) =\n%s\nwant\n%s", tt.in, got, tt.want)
 			}
 		})
@@ -204,7 +212,7 @@ func TestConsoleLineErrors(t *testing.T) {
 			_, l := newLocal()
 			c := newConsoleDecoder(l, Limits{})
 			defer c.release()
-			_, _, err := c.line([]byte(tt.in))
+			_, _, _, err := c.line([]byte(tt.in))
 			if err == nil || err.Error() != tt.want {
 				t.Fatalf("line(%s) error = %v\nwant %s", tt.in, err, tt.want)
 			}
@@ -226,7 +234,7 @@ func TestConsoleRecordKinds(t *testing.T) {
 	for _, tt := range tests {
 		_, l := newLocal()
 		c := newConsoleDecoder(l, Limits{})
-		_, kind, err := c.line([]byte(tt.in))
+		_, _, kind, err := c.line([]byte(tt.in))
 		c.release()
 		if err != nil || kind != tt.want {
 			t.Errorf("line(%s) = %d, %v; want kind %d", tt.in, kind, err, tt.want)

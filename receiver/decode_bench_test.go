@@ -174,7 +174,7 @@ func BenchmarkConsoleLine(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, kind, err := c.line(lines[i%len(lines)]); err != nil || kind != recSpan {
+		if _, _, kind, err := c.line(lines[i%len(lines)]); err != nil || kind != recSpan {
 			b.Fatal(kind, err)
 		}
 		i++

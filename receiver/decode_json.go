@@ -68,9 +68,9 @@ func decodeJSON(l *model.Local, b []byte, lim Limits, turn func()) (model.Batch,
 	// batch of the exact size: counting them first would cost a pass over
 	// the text, and a guess over-allocates (the store copies the batch, so
 	// any excess is garbage).
-	d.spans = j.spans[:0]
+	d.spans, d.traces = j.spans[:0], j.traces[:0]
 	err := j.request()
-	j.spans = d.spans
+	j.spans, j.traces = d.spans, d.traces
 	if err != nil {
 		var le *locError
 		if errors.As(err, &le) {
@@ -80,7 +80,7 @@ func decodeJSON(l *model.Local, b []byte, lim Limits, turn func()) (model.Batch,
 		return model.Batch{}, Report{}, err
 	}
 	d.rep.ValuesRepaired += j.s.repaired
-	return model.Batch{Spans: slices.Clone(j.spans)}, d.rep, nil
+	return model.Batch{Spans: slices.Clone(j.spans), Traces: slices.Clone(j.traces)}, d.rep, nil
 }
 
 // jsonDecoder is the per-call state of DecodeJSON around the shared decoder.
@@ -94,6 +94,7 @@ type jsonDecoder struct {
 	rkey     []byte // resource cache key
 	svc      []byte
 	spans    []model.Span
+	traces   []model.TraceID
 }
 
 var jsonDecoders = sync.Pool{New: func() any { return new(jsonDecoder) }}
@@ -108,6 +109,10 @@ func (j *jsonDecoder) release() {
 		j.spans = nil
 	}
 	j.spans = j.spans[:0]
+	if cap(j.traces) > 1<<14 {
+		j.traces = nil
+	}
+	j.traces = j.traces[:0]
 	for _, p := range []*[]byte{&j.out, &j.tmp, &j.id, &j.rkey, &j.svc, &j.s.vscr, &j.s.kscr, &j.s.sscr} {
 		if cap(*p) > 1<<20 {
 			*p = nil
@@ -542,6 +547,7 @@ func extraOf(ex **model.Extra) *model.Extra {
 func (j *jsonDecoder) span(idx int) error {
 	s, d := &j.s, j.d
 	sp := model.Span{Parent: -1}
+	var trace model.TraceID
 	var ex *model.Extra
 	tidLen, sidLen, pidLen := 0, 0, 0
 	size := 0
@@ -564,7 +570,7 @@ func (j *jsonDecoder) span(idx int) error {
 			if err := j.once(&seen, sfTraceID, "traceId"); err != nil {
 				return err
 			}
-			if tidLen, err = j.hexID(sp.TraceID[:]); err != nil {
+			if tidLen, err = j.hexID(trace[:]); err != nil {
 				return jat("traceId", err)
 			}
 			size += optLen(tidLen)
@@ -782,7 +788,7 @@ func (j *jsonDecoder) span(idx int) error {
 	if r := idLenReason("trace_id", tidLen, 16, false); r != "" {
 		reason = r
 	}
-	if reason == "" && sp.TraceID.IsZero() {
+	if reason == "" && trace.IsZero() {
 		reason = "trace_id is all zeros"
 	}
 	if reason == "" && sp.SpanID.IsZero() {
@@ -796,6 +802,7 @@ func (j *jsonDecoder) span(idx int) error {
 		return nil
 	}
 	d.spans = append(d.spans, sp)
+	d.traces = append(d.traces, trace)
 	return nil
 }
 

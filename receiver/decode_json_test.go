@@ -113,8 +113,8 @@ func TestDecodeJSONHexIDs(t *testing.T) {
 	}
 	sp := b.Spans[0]
 	want := model.TraceID{0x5b, 0x8e, 0xff, 0xf7, 0x98, 0x03, 0x81, 0x03, 0xd2, 0x69, 0xb6, 0x33, 0x81, 0x3f, 0xc6, 0x0c}
-	if sp.TraceID != want {
-		t.Errorf("TraceID = %s, want %x", sp.TraceID, want)
+	if len(b.Traces) != 1 || b.Traces[0] != want {
+		t.Errorf("Traces = %v, want %x", b.Traces, want)
 	}
 	if sp.SpanID != (model.SpanID{0xee, 0xe1, 0x9b, 0x7e, 0xc3, 0xc1, 0xb1, 0x74}) {
 		t.Errorf("SpanID = %s, want eee19b7ec3c1b174", sp.SpanID)
@@ -142,9 +142,9 @@ func TestDecodeJSONHexIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := b.Spans[0]
-	if first.TraceID.String() != "243fcc768c47930834e6ed7fbc6634f7" || first.SpanID.String() != "5ca30d27c1578b1c" || first.ParentID.String() != "67efcc133c5040f8" {
-		t.Errorf("first fixture span ids = %s/%s parent %s", first.TraceID, first.SpanID, first.ParentID)
+	first, trace := b.Spans[0], b.Traces[0]
+	if trace.String() != "243fcc768c47930834e6ed7fbc6634f7" || first.SpanID.String() != "5ca30d27c1578b1c" || first.ParentID.String() != "67efcc133c5040f8" {
+		t.Errorf("first fixture span ids = %s/%s parent %s", trace, first.SpanID, first.ParentID)
 	}
 }
 
@@ -161,7 +161,7 @@ func TestDecodeJSONMatchesProto(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := dumpOpts{times: true, wireSize: true}
-	if p, j := dumpSpans(inP, bp.Spans, o), dumpSpans(inJ, bj.Spans, o); p != j {
+	if p, j := dumpSpans(inP, bp, o), dumpSpans(inJ, bj, o); p != j {
 		t.Errorf("DecodeJSON and DecodeProto differ:\njson:\n%s\nproto:\n%s", j, p)
 	}
 }
@@ -188,7 +188,7 @@ func TestDecodeJSONSpellings(t *testing.T) {
 		t.Fatalf("reference: %d spans, %v", len(b0.Spans), err)
 	}
 	o := dumpOpts{times: true, wireSize: true}
-	want := dumpSpans(in0, b0.Spans, o)
+	want := dumpSpans(in0, b0, o)
 	if !strings.Contains(want, `CLIENT "n" status=ERROR start=100 end=200`) || !strings.Contains(want, `a=arr:"[\"x\",1]"`) {
 		t.Fatalf("reference decoded wrong:\n%s", want)
 	}
@@ -199,7 +199,7 @@ func TestDecodeJSONSpellings(t *testing.T) {
 			if err != nil {
 				t.Fatalf("DecodeJSON(%s): %v", tt.in, err)
 			}
-			if got := dumpSpans(in, b.Spans, o); got != want {
+			if got := dumpSpans(in, b, o); got != want {
 				t.Errorf("DecodeJSON(%s) =\n%s\nwant\n%s", tt.in, got, want)
 			}
 		})
@@ -752,7 +752,7 @@ func exactDump(in *model.Interner, b model.Batch, rep Report, err error) string 
 	fmt.Fprintf(&sb, "report %+v\n", rep)
 	for i := range b.Spans {
 		sp := &b.Spans[i]
-		sb.WriteString(dumpSpan(in, sp, dumpOpts{times: true, wireSize: true}))
+		sb.WriteString(dumpSpan(in, b.Traces[i], sp, dumpOpts{times: true, wireSize: true}))
 		fmt.Fprintf(&sb, "  parent=%d extra=%t\n", sp.Parent, sp.Extra != nil)
 	}
 	return sb.String()

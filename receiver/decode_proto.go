@@ -139,8 +139,8 @@ func DecodeProto(l *model.Local, b []byte, lim Limits) (model.Batch, Report, err
 	if err != nil {
 		return model.Batch{}, d.rep, err
 	}
-	batch := model.NewBatch(n) // the store recycles its array
-	d.spans = batch.Spans
+	batch := model.NewBatch(n) // the store recycles its arrays
+	d.spans, d.traces = batch.Spans, batch.Traces
 	for i := 0; len(b) > 0; {
 		f, rest, err := nextField(b)
 		if err != nil {
@@ -156,7 +156,7 @@ func DecodeProto(l *model.Local, b []byte, lim Limits) (model.Batch, Report, err
 		}
 		i++
 	}
-	batch.Spans = d.spans
+	batch.Spans, batch.Traces = d.spans, d.traces
 	return batch, d.rep, nil
 }
 
@@ -236,7 +236,7 @@ func (d *decoder) scopeSpans(b []byte, res model.ResourceID) error {
 		if f.num != 2 || f.typ != protowire.BytesType {
 			continue
 		}
-		sp, reason, err := d.span(f.b, res)
+		sp, trace, reason, err := d.span(f.b, res)
 		if err != nil {
 			return atIndex("spans", i, err)
 		}
@@ -244,15 +244,17 @@ func (d *decoder) scopeSpans(b []byte, res model.ResourceID) error {
 			d.rep.reject(fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]: %s", d.rs, d.ss, i, reason))
 		} else {
 			d.spans = append(d.spans, sp)
+			d.traces = append(d.traces, trace)
 		}
 		i++
 	}
 	return nil
 }
 
-// span decodes one Span message. A non-empty reason means the span is invalid
-// and must be rejected; err means the wire data is malformed.
-func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason string, err error) {
+// span decodes one Span message and its trace id. A non-empty reason means
+// the span is invalid and must be rejected; err means the wire data is
+// malformed.
+func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, trace model.TraceID, reason string, err error) {
 	sp.Resource = res
 	sp.Parent = -1
 	sp.WireSize = uint32(len(b))
@@ -274,7 +276,7 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 			var rest []byte
 			var err error
 			if f, rest, err = nextField(b); err != nil {
-				return sp, "", err
+				return sp, trace, "", err
 			}
 			b = rest
 		}
@@ -283,7 +285,7 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 			switch f.num {
 			case 1:
 				tidLen = len(f.b)
-				copy(sp.TraceID[:], f.b)
+				copy(trace[:], f.b)
 			case 2:
 				sidLen = len(f.b)
 				copy(sp.SpanID[:], f.b)
@@ -298,7 +300,7 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 			case 9:
 				kept, err := d.spanAttr(&sp, f.b)
 				if err != nil {
-					return sp, "", atIndex("attributes", nattr, err)
+					return sp, trace, "", atIndex("attributes", nattr, err)
 				}
 				nattr++
 				if !kept {
@@ -307,14 +309,14 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 			case 11:
 				ev, err := d.event(f.b, &sp)
 				if err != nil {
-					return sp, "", atIndex("events", nev, err)
+					return sp, trace, "", atIndex("events", nev, err)
 				}
 				nev++
 				d.keepEvent(extra(), &sp, ev)
 			case 13:
 				ln, err := d.link(f.b, &sp)
 				if err != nil {
-					return sp, "", atIndex("links", nlink, err)
+					return sp, trace, "", atIndex("links", nlink, err)
 				}
 				nlink++
 				d.keepLink(extra(), &sp, ln)
@@ -323,7 +325,7 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 				// status overrides only the fields it sets.
 				msg, hasMsg, code, hasCode, err := spanStatus(f.b)
 				if err != nil {
-					return sp, "", at("status", err)
+					return sp, trace, "", at("status", err)
 				}
 				if hasCode {
 					sp.Status = code
@@ -364,7 +366,7 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 	if r := idLenReason("trace_id", tidLen, 16, false); r != "" {
 		reason = r
 	}
-	if reason == "" && sp.TraceID.IsZero() {
+	if reason == "" && trace.IsZero() {
 		reason = "trace_id is all zeros"
 	}
 	if reason == "" && sp.SpanID.IsZero() {
@@ -372,7 +374,7 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, reason st
 	}
 	sp.Attrs = d.attrs.Attrs()
 	sp.Extra = ex
-	return sp, reason, nil
+	return sp, trace, reason, nil
 }
 
 func (d *decoder) event(b []byte, sp *model.Span) (model.Event, error) {

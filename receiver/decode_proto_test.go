@@ -31,13 +31,13 @@ type dumpOpts struct {
 
 // dumpSpan renders one span as stable text: ids, name, kind, status,
 // resource, flags and every attribute, event and link.
-func dumpSpan(t *model.Interner, sp *model.Span, o dumpOpts) string {
+func dumpSpan(t *model.Interner, trace model.TraceID, sp *model.Span, o dumpOpts) string {
 	var b strings.Builder
 	parent := "-"
 	if !sp.ParentID.IsZero() {
 		parent = sp.ParentID.String()
 	}
-	fmt.Fprintf(&b, "span %s/%s parent=%s %s %q status=%s", sp.TraceID, sp.SpanID, parent, sp.Kind, t.Str(sp.Name), sp.Status)
+	fmt.Fprintf(&b, "span %s/%s parent=%s %s %q status=%s", trace, sp.SpanID, parent, sp.Kind, t.Str(sp.Name), sp.Status)
 	if o.times {
 		fmt.Fprintf(&b, " start=%d end=%d", sp.Start, sp.End)
 	}
@@ -91,19 +91,22 @@ func dumpAttrs(t *model.Interner, a model.Attrs) string {
 	return strings.Join(parts, " ")
 }
 
-// dumpSpans renders spans sorted by trace and span id.
-func dumpSpans(t *model.Interner, spans []model.Span, o dumpOpts) string {
-	sorted := append([]model.Span(nil), spans...)
-	sort.Slice(sorted, func(i, j int) bool {
-		a, b := sorted[i], sorted[j]
-		if a.TraceID != b.TraceID {
-			return bytes.Compare(a.TraceID[:], b.TraceID[:]) < 0
+// dumpSpans renders a batch's spans sorted by trace and span id.
+func dumpSpans(t *model.Interner, spans model.Batch, o dumpOpts) string {
+	order := make([]int, len(spans.Spans))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if ta, tb := spans.Traces[a], spans.Traces[b]; ta != tb {
+			return bytes.Compare(ta[:], tb[:]) < 0
 		}
-		return bytes.Compare(a.SpanID[:], b.SpanID[:]) < 0
+		return bytes.Compare(spans.Spans[a].SpanID[:], spans.Spans[b].SpanID[:]) < 0
 	})
 	var b strings.Builder
-	for i := range sorted {
-		b.WriteString(dumpSpan(t, &sorted[i], o))
+	for _, i := range order {
+		b.WriteString(dumpSpan(t, spans.Traces[i], &spans.Spans[i], o))
 	}
 	return b.String()
 }
@@ -207,7 +210,7 @@ func TestDecodeProto(t *testing.T) {
 			t.Errorf("span %d Parent = %d, want -1 (the store sets it)", i, sp.Parent)
 		}
 	}
-	golden.Check(t, []byte(dumpSpans(in, batch.Spans, dumpOpts{times: true, wireSize: true})))
+	golden.Check(t, []byte(dumpSpans(in, batch, dumpOpts{times: true, wireSize: true})))
 }
 
 func TestDecodeProtoRejects(t *testing.T) {

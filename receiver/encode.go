@@ -19,7 +19,7 @@ import (
 // SDK's batch size, so no line nears the readers' line bound.
 const ExportLineSpans = 512
 
-// WriteSpansJSON writes spans as OTLP/JSON lines, one
+// WriteSpansJSON writes b's spans as OTLP/JSON lines, one
 // ExportTraceServiceRequest of at most ExportLineSpans spans per line, the
 // spans of each line grouped by process (resource) in their given order:
 // the format of the Collector's file exporter, which gymtrace open, the
@@ -27,21 +27,22 @@ const ExportLineSpans = 512
 // Array and map values, which the model keeps as JSON text, are written as
 // arrays and maps again. The scope (instrumentation library) is not kept by
 // the model and is written empty.
-func WriteSpansJSON(w io.Writer, in *model.Interner, spans []model.Span) error {
+func WriteSpansJSON(w io.Writer, in *model.Interner, b model.Batch) error {
 	var line []byte
+	spans, traces := b.Spans, b.Traces
 	for len(spans) > 0 {
 		n := min(len(spans), ExportLineSpans)
-		line = AppendTraceRequestJSON(line[:0], exportRequest(in, spans[:n]))
+		line = AppendTraceRequestJSON(line[:0], exportRequest(in, spans[:n], traces[:n]))
 		line = append(line, '\n')
 		if _, err := w.Write(line); err != nil {
 			return err
 		}
-		spans = spans[n:]
+		spans, traces = spans[n:], traces[n:]
 	}
 	return nil
 }
 
-func exportRequest(in *model.Interner, spans []model.Span) *coltrace.ExportTraceServiceRequest {
+func exportRequest(in *model.Interner, spans []model.Span, traces []model.TraceID) *coltrace.ExportTraceServiceRequest {
 	req := &coltrace.ExportTraceServiceRequest{}
 	byRes := map[model.ResourceID]*tracepb.ScopeSpans{}
 	for i := range spans {
@@ -55,14 +56,14 @@ func exportRequest(in *model.Interner, spans []model.Span) *coltrace.ExportTrace
 				ScopeSpans: []*tracepb.ScopeSpans{ss},
 			})
 		}
-		ss.Spans = append(ss.Spans, exportSpan(in, sp))
+		ss.Spans = append(ss.Spans, exportSpan(in, traces[i], sp))
 	}
 	return req
 }
 
-func exportSpan(in *model.Interner, sp *model.Span) *tracepb.Span {
+func exportSpan(in *model.Interner, trace model.TraceID, sp *model.Span) *tracepb.Span {
 	out := &tracepb.Span{
-		TraceId:           append([]byte(nil), sp.TraceID[:]...),
+		TraceId:           append([]byte(nil), trace[:]...),
 		SpanId:            append([]byte(nil), sp.SpanID[:]...),
 		Name:              in.Str(sp.Name),
 		Kind:              tracepb.Span_SpanKind(sp.Kind),

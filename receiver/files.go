@@ -205,13 +205,29 @@ func readOne(store *model.Store, l *model.Local, name string, r io.Reader, opts 
 	return nil
 }
 
-func (fr *fileReader) add(spans ...model.Span) error {
+// add queues b's spans for the store; b is a part of a decoded batch.
+func (fr *fileReader) add(b model.Batch) error {
 	if fr.batch.Spans == nil {
 		fr.batch = model.NewBatch(fr.opts.BatchSize)
 	}
-	fr.batch.Spans = append(fr.batch.Spans, spans...)
-	fr.stat.Spans += len(spans)
-	fr.rep.Spans += len(spans)
+	fr.batch.Spans = append(fr.batch.Spans, b.Spans...)
+	fr.batch.Traces = append(fr.batch.Traces, b.Traces...)
+	return fr.added(len(b.Spans))
+}
+
+// addSpan queues one span of the given trace.
+func (fr *fileReader) addSpan(trace model.TraceID, sp model.Span) error {
+	if fr.batch.Spans == nil {
+		fr.batch = model.NewBatch(fr.opts.BatchSize)
+	}
+	fr.batch.Append(trace, sp)
+	return fr.added(1)
+}
+
+// added counts n spans queued and hands the batch over once full.
+func (fr *fileReader) added(n int) error {
+	fr.stat.Spans += n
+	fr.rep.Spans += n
 	if len(fr.batch.Spans) >= fr.opts.BatchSize {
 		return fr.flush()
 	}
@@ -415,7 +431,7 @@ func (fr *fileReader) line(cd *consoleDecoder, n int, line []byte, newline bool)
 		}
 		fr.badLine(n, reason)
 	}
-	sp, kind, err := cd.line(t)
+	sp, trace, kind, err := cd.line(t)
 	if err != nil {
 		bad(err)
 		return nil
@@ -423,7 +439,7 @@ func (fr *fileReader) line(cd *consoleDecoder, n int, line []byte, newline bool)
 	switch kind {
 	case recSpan:
 		fr.kinds[0] = true
-		return fr.add(sp)
+		return fr.addSpan(trace, sp)
 	case recOTLPTraces:
 		b, rep, err := DecodeJSON(fr.l, t, fr.opts.Limits)
 		return fr.tracesDecoded(n, newline, b, rep, err)
@@ -481,7 +497,7 @@ func (fr *fileReader) tracesDecoded(n int, newline bool, b model.Batch, rep Repo
 		return nil
 	}
 	fr.kinds[1] = true
-	return fr.add(b.Spans...)
+	return fr.add(b)
 }
 
 // readLine returns the next line without its line ending. newline reports

@@ -14,6 +14,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/nemo-gym/gymtrace/model"
 )
 
 // inputFormat is one kind of capture the file readers take, recognised by
@@ -262,7 +264,8 @@ func (fr *fileReader) protoMessage(n int, b []byte) error {
 		return nil
 	}
 	for i := 0; i < len(batch.Spans); i += fr.opts.BatchSize {
-		if err := fr.add(batch.Spans[i:min(i+fr.opts.BatchSize, len(batch.Spans))]...); err != nil {
+		j := min(i+fr.opts.BatchSize, len(batch.Spans))
+		if err := fr.add(model.Batch{Spans: batch.Spans[i:j], Traces: batch.Traces[i:j]}); err != nil {
 			return err
 		}
 	}

@@ -72,15 +72,16 @@ func checkAcceptedIsRecorded(t *testing.T, data []byte, asJSON bool) {
 		}
 	}
 	in2, l2 := newLocal()
-	var got []model.Span
+	var got model.Batch
 	for _, ln := range bytes.Split(bytes.TrimSuffix(line, []byte("\n")), []byte("\n")) {
 		b2, _, err := DecodeJSON(l2, ln, Limits{})
 		if err != nil {
 			t.Fatalf("accepted and recorded, but the record line does not reopen: %v\n%.2000s", err, ln)
 		}
-		got = append(got, b2.Spans...)
+		got.Spans = append(got.Spans, b2.Spans...)
+		got.Traces = append(got.Traces, b2.Traces...)
 	}
-	if x, y := dumpSpans(in, b.Spans, dumpOpts{times: true}), dumpSpans(in2, got, dumpOpts{times: true}); x != y {
+	if x, y := dumpSpans(in, b, dumpOpts{times: true}), dumpSpans(in2, got, dumpOpts{times: true}); x != y {
 		t.Fatalf("the record reopens to other spans:\nstored:\n%s\nreopened:\n%s", x, y)
 	}
 }

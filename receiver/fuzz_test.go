@@ -60,12 +60,12 @@ func kvsOf(in *model.Interner, a model.Attrs) []*commonpb.KeyValue {
 }
 
 // spansToRequest encodes decoded spans back into an OTLP request.
-func spansToRequest(in *model.Interner, spans []model.Span) *coltrace.ExportTraceServiceRequest {
+func spansToRequest(in *model.Interner, b model.Batch) *coltrace.ExportTraceServiceRequest {
 	req := &coltrace.ExportTraceServiceRequest{}
-	for i := range spans {
-		sp := &spans[i]
+	for i := range b.Spans {
+		sp := &b.Spans[i]
 		p := &tracepb.Span{
-			TraceId: sp.TraceID[:], SpanId: sp.SpanID[:], Name: in.Str(sp.Name), Kind: tracepb.Span_SpanKind(sp.Kind),
+			TraceId: b.Traces[i][:], SpanId: sp.SpanID[:], Name: in.Str(sp.Name), Kind: tracepb.Span_SpanKind(sp.Kind),
 			StartTimeUnixNano: uint64(sp.Start), EndTimeUnixNano: uint64(sp.End), Attributes: kvsOf(in, sp.Attrs),
 			Status: &tracepb.Status{Code: tracepb.Status_StatusCode(sp.Status)},
 		}
@@ -94,10 +94,10 @@ func spansToRequest(in *model.Interner, spans []model.Span) *coltrace.ExportTrac
 // normDump dumps spans for a round-trip comparison: text kinds read as
 // strings, and the attrs-capped mark (a second decode has nothing to cap)
 // ignored.
-func normDump(in *model.Interner, spans []model.Span) string {
-	cp := append([]model.Span(nil), spans...)
-	for i := range cp {
-		cp[i].Flags &^= model.FlagAttrsCapped
+func normDump(in *model.Interner, b model.Batch) string {
+	cp := model.Batch{Spans: append([]model.Span(nil), b.Spans...), Traces: b.Traces}
+	for i := range cp.Spans {
+		cp.Spans[i].Flags &^= model.FlagAttrsCapped
 	}
 	d := dumpSpans(in, cp, dumpOpts{times: true})
 	return strings.NewReplacer(`=arr:"`, `=s:"`, `=map:"`, `=s:"`, `=bytes:"`, `=s:"`).Replace(d)
@@ -116,7 +116,8 @@ func FuzzDecodeProto(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(marshal(f, spansToRequest(in, b.Spans[:min(20, len(b.Spans))])))
+		n := min(20, len(b.Spans))
+		f.Add(marshal(f, spansToRequest(in, model.Batch{Spans: b.Spans[:n], Traces: b.Traces[:n]})))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, l := newLocal()
@@ -151,19 +152,19 @@ func FuzzDecodeProto(f *testing.F) {
 			}
 			for i := range b.Spans {
 				x, y := &b.Spans[i], &b2.Spans[i]
-				if x.TraceID != y.TraceID || x.SpanID != y.SpanID || x.ParentID != y.ParentID || x.Kind != y.Kind ||
+				if b.Traces[i] != b2.Traces[i] || x.SpanID != y.SpanID || x.ParentID != y.ParentID || x.Kind != y.Kind ||
 					x.Start != y.Start || x.End != y.End || in.Str(x.Name) != in2.Str(y.Name) || x.Attrs.Len(in) != y.Attrs.Len(in2) {
-					t.Fatalf("span %d differs after re-encoding:\n%s\n%s", i, dumpSpan(in, x, dumpOpts{times: true}), dumpSpan(in2, y, dumpOpts{times: true}))
+					t.Fatalf("span %d differs after re-encoding:\n%s\n%s", i, dumpSpan(in, b.Traces[i], x, dumpOpts{times: true}), dumpSpan(in2, b2.Traces[i], y, dumpOpts{times: true}))
 				}
 			}
 		}
 		// The decoded spans, encoded again, decode to themselves.
 		in3, l3 := newLocal()
-		b3, _, err := DecodeProto(l3, marshal(t, spansToRequest(in, b.Spans)), Limits{})
+		b3, _, err := DecodeProto(l3, marshal(t, spansToRequest(in, b)), Limits{})
 		if err != nil {
 			t.Fatalf("decode of re-encoded spans: %v", err)
 		}
-		if x, y := normDump(in, b.Spans), normDump(in3, b3.Spans); x != y {
+		if x, y := normDump(in, b), normDump(in3, b3); x != y {
 			t.Fatalf("round trip differs:\n%s\nvs\n%s", x, y)
 		}
 	})
@@ -183,18 +184,18 @@ func FuzzDecodeJSON(f *testing.F) {
 			return
 		}
 		in2, l2 := newLocal()
-		b2, _, err := DecodeJSON(l2, otlpJSON(t, spansToRequest(in, b.Spans)), Limits{})
+		b2, _, err := DecodeJSON(l2, otlpJSON(t, spansToRequest(in, b)), Limits{})
 		if err != nil {
 			t.Fatalf("decode of re-encoded spans: %v", err)
 		}
-		if x, y := normDump(in, b.Spans), normDump(in2, b2.Spans); x != y {
+		if x, y := normDump(in, b), normDump(in2, b2); x != y {
 			t.Fatalf("round trip differs:\n%s\nvs\n%s", x, y)
 		}
 	})
 }
 
 // consoleLine writes a span the way the Python SDK's console exporter does.
-func consoleLine(in *model.Interner, sp *model.Span) []byte {
+func consoleLine(in *model.Interner, trace model.TraceID, sp *model.Span) []byte {
 	iso := func(ns int64) any {
 		if ns == 0 {
 			return nil
@@ -243,7 +244,7 @@ func consoleLine(in *model.Interner, sp *model.Span) []byte {
 		}
 	}
 	return fmt.Appendf(nil, `{"name": %s, "context": {"trace_id": "0x%s", "span_id": "0x%s", "trace_state": "[]"}, "kind": "SpanKind.%s", "parent_id": %s, "start_time": %s, "end_time": %s, "status": %s}, "attributes": %s, "events": [%s], "links": [%s], "resource": {"attributes": %s, "schema_url": ""}}`,
-		appendJSONString(nil, []byte(in.Str(sp.Name))), sp.TraceID, sp.SpanID, sp.Kind, j(parent), j(iso(sp.Start)), j(iso(sp.End)), status,
+		appendJSONString(nil, []byte(in.Str(sp.Name))), trace, sp.SpanID, sp.Kind, j(parent), j(iso(sp.Start)), j(iso(sp.End)), status,
 		attrs(sp.Attrs), strings.Join(events, ", "), strings.Join(links, ", "), attrs(in.Resource(sp.Resource).Attrs))
 }
 
@@ -260,22 +261,22 @@ func FuzzConsoleLine(f *testing.F) {
 		in, l := newLocal()
 		c := newConsoleDecoder(l, Limits{})
 		defer c.release()
-		sp, kind, err := c.line(line)
+		sp, trace, kind, err := c.line(line)
 		if err != nil || kind != recSpan || !utf8.Valid(line) {
 			return
 		}
 		// A span the reader accepts, printed again in the console format,
 		// reads back as the same span.
-		out := consoleLine(in, &sp)
+		out := consoleLine(in, trace, &sp)
 		in2, l2 := newLocal()
 		c2 := newConsoleDecoder(l2, Limits{})
 		defer c2.release()
-		sp2, kind2, err := c2.line(out)
+		sp2, trace2, kind2, err := c2.line(out)
 		if err != nil || kind2 != recSpan {
 			t.Fatalf("re-read %s: kind %d, %v", out, kind2, err)
 		}
-		x := normDump(in, []model.Span{sp})
-		y := normDump(in2, []model.Span{sp2})
+		x := normDump(in, model.Batch{Spans: []model.Span{sp}, Traces: []model.TraceID{trace}})
+		y := normDump(in2, model.Batch{Spans: []model.Span{sp2}, Traces: []model.TraceID{trace2}})
 		if x != y {
 			t.Fatalf("round trip differs:\n%s\nvs\n%s\nline %s", x, y, out)
 		}

@@ -45,7 +45,7 @@ func TestHostileJSONEveryPath(t *testing.T) {
 			_, l := newLocal()
 			_, _, errJ := DecodeJSON(l, b, Limits{})
 			c := newConsoleDecoder(l, Limits{})
-			_, _, errC := c.line(b)
+			_, _, _, errC := c.line(b)
 			c.release()
 			huge := strings.HasPrefix(name, "huge")
 			otlpShaped := strings.Contains(name, "otlp")

@@ -111,16 +111,16 @@ func TestSDKContext(t *testing.T) {
 	} {
 		line := `{"name": "x", "context": ` + ctx + `, "kind": "SpanKind.INTERNAL"}`
 		cd := newConsoleDecoder(model.NewLocal(model.NewInterner()), Limits{})
-		sp, kind, err := cd.line([]byte(line))
+		sp, trace, kind, err := cd.line([]byte(line))
 		cd.release()
-		if err != nil || kind != recSpan || sp.TraceID.String() != tid || sp.SpanID.String() != sid {
-			t.Errorf("%s: read %v %v, kind %v, %v", ctx, sp.TraceID, sp.SpanID, kind, err)
+		if err != nil || kind != recSpan || trace.String() != tid || sp.SpanID.String() != sid {
+			t.Errorf("%s: read %v %v, kind %v, %v", ctx, trace, sp.SpanID, kind, err)
 		}
 	}
 	bad := `{"name": "x", "context": {"trace_id": "0x` + tid[:31] + `g", "span_id": "0x` + sid + `", "trace_state": "[]"}}`
 	cd := newConsoleDecoder(model.NewLocal(model.NewInterner()), Limits{})
 	defer cd.release()
-	if _, _, err := cd.line([]byte(bad)); err == nil || !strings.Contains(err.Error(), "bad trace id") {
+	if _, _, _, err := cd.line([]byte(bad)); err == nil || !strings.Contains(err.Error(), "bad trace id") {
 		t.Errorf("bad trace id read without the walk's error: %v", err)
 	}
 }

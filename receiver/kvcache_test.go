@@ -22,13 +22,13 @@ func TestDecodeProtoAttrCacheWarm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := dumpSpans(in, cold.Spans, dumpOpts{times: true, wireSize: true})
+	want := dumpSpans(in, cold, dumpOpts{times: true, wireSize: true})
 	for i := range 3 {
 		warm, wrep, err := DecodeProto(l, b, Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := dumpSpans(in, warm.Spans, dumpOpts{times: true, wireSize: true}); got != want {
+		if got := dumpSpans(in, warm, dumpOpts{times: true, wireSize: true}); got != want {
 			t.Fatalf("decode %d differs from the cold one:\n%s\nwant:\n%s", i+2, got, want)
 		}
 		if wrep != crep {

@@ -55,8 +55,8 @@ func TestRecordJSON(t *testing.T) {
 			if err != nil {
 				t.Fatalf("DecodeJSON(record line): %v\n%s", err, line)
 			}
-			want := dumpSpans(in, fromProto.Spans, dumpOpts{times: true})
-			if got := dumpSpans(in, fromRecord.Spans, dumpOpts{times: true}); got != want {
+			want := dumpSpans(in, fromProto, dumpOpts{times: true})
+			if got := dumpSpans(in, fromRecord, dumpOpts{times: true}); got != want {
 				t.Errorf("record line decodes to\n%s\nprotobuf decodes to\n%s", got, want)
 			}
 			if tt.name != "escapes_and_specials" { // protojson writes NaN the same way, but keep the cross-check simple
@@ -64,7 +64,7 @@ func TestRecordJSON(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := dumpSpans(in, fromOther.Spans, dumpOpts{times: true}); got != want {
+				if got := dumpSpans(in, fromOther, dumpOpts{times: true}); got != want {
 					t.Errorf("protojson-based encoding decodes differently:\n%s", got)
 				}
 			}
@@ -125,7 +125,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	if rec := srv.Stats().Recorded; rec == 0 {
 		t.Fatal("Stats().Recorded = 0")
 	}
-	reloaded, spans, rep := loadFile(t, path, ReadOptions{})
+	reloaded, _, rep := loadFile(t, path, ReadOptions{})
 	if rep.BadLines != 0 || rep.Skipped != 0 {
 		t.Fatalf("reading the record: %d bad, %d skipped lines: %v %v", rep.BadLines, rep.Skipped, rep.BadSamples, rep.SkippedSamples)
 	}
@@ -133,7 +133,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Errorf("record has %d lines, Stats().Recorded = %d", n, srv.Stats().Recorded)
 	}
 	want := dumpSpans(st.Interner(), snapshotSpans(live), dumpOpts{times: true})
-	if got := dumpSpans(reloaded.Interner(), spans, dumpOpts{times: true}); got != want {
+	if got := dumpSpans(reloaded.Interner(), snapshotSpans(reloaded.Snapshot()), dumpOpts{times: true}); got != want {
 		t.Errorf("reloaded record differs from the live store\ngot:\n%.2000s\nwant:\n%.2000s", got, want)
 	}
 	if got, want := renderTrees(reloaded.Snapshot()), renderTrees(live); got != want {

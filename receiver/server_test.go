@@ -161,7 +161,7 @@ func storedSpans(t *testing.T, s *model.Snapshot) map[model.SpanID]storedSpan {
 			if _, dup := out[sp.SpanID]; dup {
 				t.Errorf("span %s stored twice", sp.SpanID)
 			}
-			out[sp.SpanID] = storedSpan{sp.TraceID, sp.ParentID, s.Str(sp.Name), s.ServiceName(sp.Resource), sp.Kind}
+			out[sp.SpanID] = storedSpan{f.TraceID, sp.ParentID, s.Str(sp.Name), s.ServiceName(sp.Resource), sp.Kind}
 		}
 	}
 	for _, r := range s.Rollouts {

@@ -50,7 +50,9 @@ type decoder struct {
 	truncKey, svcKey model.Str
 	keysOf           *model.Interner
 
-	spans []model.Span
+	// spans are the decoded spans, traces their trace ids (one a span).
+	spans  []model.Span
+	traces []model.TraceID
 	// rs and ss index the resource_spans and scope_spans being decoded, to
 	// name a rejected span's place.
 	rs, ss int
@@ -97,7 +99,7 @@ func (d *decoder) internResource(attrs model.Attrs, service model.Str) model.Res
 func putDecoder(d *decoder) {
 	d.l = nil
 	d.turn = nil
-	d.spans = nil
+	d.spans, d.traces = nil, nil
 	if len(d.res) > 1024 {
 		clear(d.res)
 	}

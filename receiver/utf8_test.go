@@ -93,23 +93,23 @@ func TestInvalidUTF8KeepsBatch(t *testing.T) {
 	if !utf8.Valid(rec) {
 		t.Fatal("record is not valid UTF-8")
 	}
-	reloaded, spans, rep := loadFile(t, path, ReadOptions{})
+	reloaded, _, rep := loadFile(t, path, ReadOptions{})
 	if rep.BadLines != 0 || rep.Spans != 3*512 || rep.Decode.ValuesRepaired != 0 {
 		t.Fatalf("record: %d spans, %d bad lines %v, %d repaired; want 1536, 0, 0", rep.Spans, rep.BadLines, rep.BadSamples, rep.Decode.ValuesRepaired)
 	}
-	checkRepaired(t, reloaded.Interner(), spans)
+	checkRepaired(t, reloaded.Interner(), snapshotSpans(reloaded.Snapshot()))
 }
 
-func checkRepaired(t *testing.T, in *model.Interner, spans []model.Span) {
+func checkRepaired(t *testing.T, in *model.Interner, spans model.Batch) {
 	t.Helper()
 	found := 0
-	for i := range spans {
-		sp := &spans[i]
+	for i := range spans.Spans {
+		sp := &spans.Spans[i]
 		if in.Str(sp.Name) != repairedName {
 			continue
 		}
 		found++
-		if got := dumpSpan(in, sp, dumpOpts{}); !strings.Contains(got, repairedValue) {
+		if got := dumpSpan(in, spans.Traces[i], sp, dumpOpts{}); !strings.Contains(got, repairedValue) {
 			t.Errorf("span with the repaired name lacks the repaired value:\n%s", got)
 		}
 	}
@@ -135,7 +135,7 @@ func TestRepairSameInEveryDecoder(t *testing.T) {
 	if rp.ValuesRepaired != 2 || rj.ValuesRepaired != 2 {
 		t.Errorf("repairs: protobuf %d, JSON %d; want 2 each", rp.ValuesRepaired, rj.ValuesRepaired)
 	}
-	if a, b := dumpSpans(in, fromProto.Spans, dumpOpts{times: true}), dumpSpans(in, fromJSON.Spans, dumpOpts{times: true}); a != b {
+	if a, b := dumpSpans(in, fromProto, dumpOpts{times: true}), dumpSpans(in, fromJSON, dumpOpts{times: true}); a != b {
 		t.Errorf("protobuf:\n%s\nJSON:\n%s", a, b)
 	}
 	// A console line, one bad byte in its name and one in an attribute (in
@@ -150,7 +150,7 @@ func TestRepairSameInEveryDecoder(t *testing.T) {
 	if got := cst.Interner().Str(spans[0].Name); got != repairedName {
 		t.Errorf("console name %q, want %q", got, repairedName)
 	}
-	if got := dumpSpan(cst.Interner(), &spans[0], dumpOpts{}); strings.Count(got, "\uFFFD") != 3 {
+	if got := dumpSpan(cst.Interner(), model.TraceID{}, &spans[0], dumpOpts{}); strings.Count(got, "\uFFFD") != 3 {
 		t.Errorf("console value not repaired:\n%s", got)
 	}
 	if cst.Snapshot().Stats.ValuesRepaired != 2 {
