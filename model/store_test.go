@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -155,4 +156,22 @@ func renderSorted(s *Snapshot) string {
 		}
 	}
 	return strings.Join(blocks, "")
+}
+
+// TestBatchNeedsATraceIDPerSpan: a batch whose trace ids do not pair up
+// with its spans is refused whole, by Add and Submit alike.
+func TestBatchNeedsATraceIDPerSpan(t *testing.T) {
+	st := NewStore(Options{})
+	defer st.Close()
+	b := Batch{Spans: []Span{{SpanID: sid("a")}, {SpanID: sid("b")}}, Traces: []TraceID{{1}}}
+	if err := st.Add(b); !errors.Is(err, ErrBadBatch) {
+		t.Errorf("Add: %v, want ErrBadBatch", err)
+	}
+	if err := st.Submit(b); !errors.Is(err, ErrBadBatch) {
+		t.Errorf("Submit: %v, want ErrBadBatch", err)
+	}
+	st.Sync()
+	if s := st.Snapshot().Stats; s.Stored != 0 || s.Accepted != 0 {
+		t.Errorf("stored %d, accepted %d; want none", s.Stored, s.Accepted)
+	}
 }
