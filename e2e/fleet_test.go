@@ -148,7 +148,7 @@ func storedSpans(snap *model.Snapshot) map[string]storedSpan {
 				parent = sp.ParentID.String()
 			}
 			out[sp.SpanID.String()] = storedSpan{
-				TraceID: sp.TraceID.String(), ParentID: parent, Name: snap.Str(sp.Name),
+				TraceID: f.TraceID.String(), ParentID: parent, Name: snap.Str(sp.Name),
 				Kind: sp.Kind.String(), Service: snap.ServiceName(sp.Resource),
 			}
 		}

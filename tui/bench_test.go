@@ -18,18 +18,18 @@ func benchModel(b *testing.B, spans int) Model {
 	const turns = 30
 	per := 8 + 3*turns
 	n := max(spans/per, 1)
-	var batch []model.Span
+	var batch model.Batch
 	for i := 0; i < n; i++ {
 		start := t0.UnixNano() + int64(i)*int64(50*time.Millisecond)
 		batch, _ = bl.emit(batch, traceID(i), model.SpanID{}, start, rolloutTree(fmt.Sprintf("r%07d", i), turns, i%7 == 3))
-		if len(batch) >= 50_000 {
-			if err := bl.st.Add(model.Batch{Spans: batch}); err != nil {
+		if len(batch.Spans) >= 50_000 {
+			if err := bl.st.Add(batch); err != nil {
 				b.Fatal(err)
 			}
-			batch = nil
+			batch = model.Batch{}
 		}
 	}
-	if err := bl.st.Add(model.Batch{Spans: batch}); err != nil {
+	if err := bl.st.Add(batch); err != nil {
 		b.Fatal(err)
 	}
 	bl.st.Sync()

@@ -71,19 +71,19 @@ func TestExportKey(t *testing.T) {
 	b.capture(t, 3, false)
 	type call struct {
 		path  string
-		spans []model.Span
+		spans model.Batch
 	}
 	var calls []call
 	m := newTestModel(t, b, 140, 50, "default")
 	m.opts.ExportDir = t.TempDir()
-	m.opts.Export = func(path string, _ *model.Interner, spans []model.Span) error {
+	m.opts.Export = func(path string, _ *model.Interner, spans model.Batch) error {
 		calls = append(calls, call{path, spans})
 		return os.WriteFile(path, []byte("x\n"), 0o644)
 	}
 	sel := m.rollouts.Selected()
 	m = keys(t, m, "x")
 	want := filepath.Join(m.opts.ExportDir, "gymtrace-r0000.jsonl")
-	if len(calls) != 1 || calls[0].path != want || len(calls[0].spans) != sel.Spans {
+	if len(calls) != 1 || calls[0].path != want || len(calls[0].spans.Spans) != sel.Spans {
 		t.Fatalf("x: calls %+v, want %s with the rollout's %d spans", calls, want, sel.Spans)
 	}
 	if !strings.Contains(m.status, "exported 11 spans to "+want) {
@@ -93,10 +93,10 @@ func TestExportKey(t *testing.T) {
 	m = keys(t, m, "X")
 	rep := whatif.NewEngine(m.reg).Preview(m.snap, m.opts.Current)
 	kept := rep.PerRollout[0].Spans
-	if len(calls) != 2 || !strings.HasSuffix(calls[1].path, "gymtrace-r0000-default.jsonl") || len(calls[1].spans) != kept {
-		t.Errorf("X: %d calls, last %s with %d spans; want the %d the preview keeps", len(calls), calls[len(calls)-1].path, len(calls[len(calls)-1].spans), kept)
+	if len(calls) != 2 || !strings.HasSuffix(calls[1].path, "gymtrace-r0000-default.jsonl") || len(calls[1].spans.Spans) != kept {
+		t.Errorf("X: %d calls, last %s with %d spans; want the %d the preview keeps", len(calls), calls[len(calls)-1].path, len(calls[len(calls)-1].spans.Spans), kept)
 	}
-	m.opts.Export = func(string, *model.Interner, []model.Span) error {
+	m.opts.Export = func(string, *model.Interner, model.Batch) error {
 		return &os.PathError{Op: "open", Path: "/x", Err: errors.New("permission denied")}
 	}
 	m = keys(t, m, "x")

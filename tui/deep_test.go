@@ -20,20 +20,20 @@ func deepChain(tb testing.TB, b *builder, n int) {
 	attrs.String(b.l, b.str(model.RolloutIDKey), []byte("r-deep"))
 	res := b.resource("simple_agent")
 	trace := traceID(1)
-	spans := make([]model.Span, n)
-	for i := range spans {
+	spans := model.Batch{Spans: make([]model.Span, n), Traces: make([]model.TraceID, n)}
+	for i := range spans.Spans {
 		var id model.SpanID
 		binary.BigEndian.PutUint64(id[:], uint64(i+1))
-		sp := model.Span{TraceID: trace, SpanID: id, Name: b.str("step"), Resource: res, Kind: model.KindInternal,
+		sp := model.Span{SpanID: id, Name: b.str("step"), Resource: res, Kind: model.KindInternal,
 			Start: t0.UnixNano() + int64(i), End: t0.UnixNano() + int64(2*n-i)}
 		if i == 0 {
 			sp.Name, sp.Attrs = b.str("gym.rollout"), attrs.Attrs()
 		} else {
 			binary.BigEndian.PutUint64(sp.ParentID[:], uint64(i))
 		}
-		spans[i] = sp
+		spans.Spans[i], spans.Traces[i] = sp, trace
 	}
-	if err := b.st.Add(model.Batch{Spans: spans}); err != nil {
+	if err := b.st.Add(spans); err != nil {
 		tb.Fatal(err)
 	}
 	b.st.Sync()

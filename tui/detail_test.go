@@ -15,14 +15,14 @@ import (
 func TestDetailWrapsInColumn(t *testing.T) {
 	b := newBuilder(t)
 	tree := rolloutTree("r0000", 1, true)
-	spans, _ := b.emit(nil, traceID(1), model.SpanID{}, t0.UnixNano(), tree)
+	spans, _ := b.emit(model.Batch{}, traceID(1), model.SpanID{}, t0.UnixNano(), tree)
 	msg := "500, Internal Server Error: the verifier's sandbox refused the answer because its output exceeded the limit"
-	for i := range spans {
-		if spans[i].Extra != nil {
-			spans[i].Extra.StatusMessage = msg
+	for i := range spans.Spans {
+		if spans.Spans[i].Extra != nil {
+			spans.Spans[i].Extra.StatusMessage = msg
 		}
 	}
-	if err := b.st.Add(model.Batch{Spans: spans}); err != nil {
+	if err := b.st.Add(spans); err != nil {
 		t.Fatal(err)
 	}
 	b.st.Sync()

@@ -13,9 +13,10 @@ import (
 	"github.com/nemo-gym/gymtrace/model"
 )
 
-// ExportFunc writes spans (resolved through in) to path as OTLP/JSON lines.
+// ExportFunc writes spans with their trace ids (resolved through in) to path
+// as OTLP/JSON lines.
 // The TUI does not know OTLP: the command that opens it supplies this.
-type ExportFunc func(path string, in *model.Interner, spans []model.Span) error
+type ExportFunc func(path string, in *model.Interner, spans model.Batch) error
 
 // exportedMsg reports a finished export of one rollout.
 type exportedMsg struct {
@@ -47,7 +48,7 @@ func exportPath(dir, id, spec string) string {
 func exportRollout(fn ExportFunc, reg *groups.Registry, snap *model.Snapshot, r *model.Rollout, spec *groups.Set, path string) tea.Cmd {
 	return func() tea.Msg {
 		spans := whatif.NewEngine(reg).ExportSpans(snap, []*model.Rollout{r}, spec)
-		return exportedMsg{path: path, spans: len(spans), err: fn(path, snap.Interner(), spans)}
+		return exportedMsg{path: path, spans: len(spans.Spans), err: fn(path, snap.Interner(), spans)}
 	}
 }
 

@@ -90,7 +90,7 @@ func (b *builder) id() model.SpanID {
 }
 
 // emit appends the spans of n (children first, as exporters send them).
-func (b *builder) emit(out []model.Span, trace model.TraceID, parent model.SpanID, start int64, n node) ([]model.Span, model.SpanID) {
+func (b *builder) emit(out model.Batch, trace model.TraceID, parent model.SpanID, start int64, n node) (model.Batch, model.SpanID) {
 	id := b.id()
 	at := start + int64(time.Millisecond)
 	for _, k := range n.kids {
@@ -106,7 +106,7 @@ func (b *builder) emit(out []model.Span, trace model.TraceID, parent model.SpanI
 		ab.String(b.l, b.str("http.request.method"), []byte("POST"))
 	}
 	sp := model.Span{
-		TraceID: trace, SpanID: id, ParentID: parent,
+		SpanID: id, ParentID: parent,
 		Start: start, End: start + n.dur()*int64(time.Millisecond),
 		Name: b.str(n.name), Resource: b.resource(n.server), Kind: n.kind,
 		Attrs: ab.Attrs(), WireSize: 120,
@@ -125,7 +125,8 @@ func (b *builder) emit(out []model.Span, trace model.TraceID, parent model.SpanI
 	if n.trunc {
 		sp.Flags |= model.FlagTruncated
 	}
-	return append(out, sp), id
+	out.Append(trace, sp)
+	return out, id
 }
 
 // rolloutTree is one rollout as NeMo Gym emits it under "all": the driver's
@@ -157,7 +158,7 @@ func rolloutTree(rid string, turns int, fail bool) node {
 // one trace, as span_groups "all" captures them.
 func (b *builder) capture(tb testing.TB, n int, job bool) {
 	tb.Helper()
-	var spans []model.Span
+	var spans model.Batch
 	var jobTrace model.TraceID
 	var jobID model.SpanID
 	if job {
@@ -176,11 +177,11 @@ func (b *builder) capture(tb testing.TB, n int, job bool) {
 		spans, _ = b.emit(spans, trace, parent, start, tree)
 	}
 	if job {
-		spans = append(spans, model.Span{TraceID: jobTrace, SpanID: jobID, Start: t0.UnixNano() - int64(time.Millisecond),
+		spans.Append(jobTrace, model.Span{SpanID: jobID, Start: t0.UnixNano() - int64(time.Millisecond),
 			End: t0.UnixNano() + int64(n)*int64(700*time.Millisecond) + int64(time.Second), Name: b.str("gym.job"),
 			Resource: b.resource("rollout_collection"), Kind: model.KindInternal, WireSize: 100})
 	}
-	if err := b.st.Add(model.Batch{Spans: spans}); err != nil {
+	if err := b.st.Add(spans); err != nil {
 		tb.Fatalf("add: %v", err)
 	}
 	b.st.Sync()

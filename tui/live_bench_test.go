@@ -58,8 +58,7 @@ func newFlood(tb testing.TB, st *model.Store) *flood {
 	// Every id's bytes, wherever they lie (trace, span and parent ids).
 	seen := map[string]bool{}
 	for i := range probe.Spans {
-		sp := &probe.Spans[i]
-		for _, id := range [][]byte{sp.TraceID[:], sp.SpanID[:]} {
+		for _, id := range [][]byte{probe.Traces[i][:], probe.Spans[i].SpanID[:]} {
 			if seen[string(id)] {
 				continue
 			}
@@ -94,7 +93,7 @@ func (f *flood) send(tb testing.TB, buf []byte, k int) {
 	}
 	f.mu.Lock()
 	for i := range batch.Spans {
-		f.traces[batch.Spans[i].TraceID] = k
+		f.traces[batch.Traces[i]] = k
 	}
 	f.mu.Unlock()
 	if err := f.st.SubmitWait(batch, 10*time.Second); err != nil {

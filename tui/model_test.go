@@ -132,11 +132,11 @@ func TestLiveUpdateKeepsCursor(t *testing.T) {
 	m = keys(t, m, "down", "down")
 	sel := m.rollouts.Selected().ID
 	// More rollouts, with different span counts, arrive.
-	var spans []model.Span
+	var spans model.Batch
 	for i := 10; i < 16; i++ {
 		spans, _ = b.emit(spans, traceID(i), model.SpanID{}, t0.UnixNano(), rolloutTree("n"+string(rune('a'+i)), 3, false))
 	}
-	if err := b.st.Add(model.Batch{Spans: spans}); err != nil {
+	if err := b.st.Add(spans); err != nil {
 		t.Fatal(err)
 	}
 	b.st.Sync()
@@ -748,12 +748,12 @@ func TestLiveRate(t *testing.T) {
 		now = start.Add(time.Duration(tick) * time.Second)
 		if tick%5 == 0 && tick <= 10 {
 			now = now.Add(500 * time.Millisecond)
-			spans := make([]model.Span, 900)
-			for i := range spans {
-				spans[i] = model.Span{TraceID: traceID(tick*1000 + i), SpanID: b.id(), Name: b.str("GET /health"),
-					Resource: b.resource("policy_model"), Kind: model.KindServer, Start: now.UnixNano(), End: now.UnixNano() + 1000}
+			var spans model.Batch
+			for i := range 900 {
+				spans.Append(traceID(tick*1000+i), model.Span{SpanID: b.id(), Name: b.str("GET /health"),
+					Resource: b.resource("policy_model"), Kind: model.KindServer, Start: now.UnixNano(), End: now.UnixNano() + 1000})
 			}
-			if err := st.Add(model.Batch{Spans: spans}); err != nil {
+			if err := st.Add(spans); err != nil {
 				t.Fatal(err)
 			}
 			st.Sync()
@@ -824,8 +824,8 @@ func TestDetailFullStackTrace(t *testing.T) {
 		}
 	}
 	setStack(&tree)
-	spans, _ := b.emit(nil, traceID(1), model.SpanID{}, t0.UnixNano(), tree)
-	if err := b.st.Add(model.Batch{Spans: spans}); err != nil {
+	spans, _ := b.emit(model.Batch{}, traceID(1), model.SpanID{}, t0.UnixNano(), tree)
+	if err := b.st.Add(spans); err != nil {
 		t.Fatal(err)
 	}
 	b.st.Sync()

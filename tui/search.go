@@ -135,7 +135,7 @@ func (s *spanSearch) find(t *traceView) {
 			}
 			var ok bool
 			if f != nil {
-				ok = f.HitSpan(t.snap, sp, word)
+				ok = f.HitSpan(t.snap, fr.TraceID, sp, word)
 			} else {
 				ok = word(strings.ToLower(s.query))
 			}

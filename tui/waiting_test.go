@@ -19,9 +19,9 @@ func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
 	b := newBuilder(t)
 	b.capture(t, 2, false)
 	// An ASGI send span whose SERVER parent has not ended yet.
-	orphan := model.Span{TraceID: traceID(77), SpanID: b.id(), ParentID: b.id(), Name: b.str("POST /run http send"),
+	orphan := model.Span{SpanID: b.id(), ParentID: b.id(), Name: b.str("POST /run http send"),
 		Resource: b.resource("simple_agent"), Kind: model.KindInternal, Start: t0.UnixNano(), End: t0.UnixNano() + 1000}
-	if err := b.st.Add(model.Batch{Spans: []model.Span{orphan}}); err != nil {
+	if err := b.st.Add(model.Batch{Spans: []model.Span{orphan}, Traces: []model.TraceID{traceID(77)}}); err != nil {
 		t.Fatal(err)
 	}
 	b.st.Sync()
@@ -64,9 +64,9 @@ func TestPendingNotCalledSplit(t *testing.T) {
 	b.capture(t, 2, false)
 	var ab model.AttrBuilder
 	ab.String(b.l, b.str(model.RolloutIDKey), []byte("r0000"))
-	late := model.Span{TraceID: traceID(0), SpanID: b.id(), ParentID: b.id(), Name: b.str("gym.model.responses"),
+	late := model.Span{SpanID: b.id(), ParentID: b.id(), Name: b.str("gym.model.responses"),
 		Resource: b.resource("policy_model"), Kind: model.KindInternal, Start: t0.UnixNano(), End: t0.UnixNano() + 1000, Attrs: ab.Attrs()}
-	if err := b.st.Add(model.Batch{Spans: []model.Span{late}}); err != nil {
+	if err := b.st.Add(model.Batch{Spans: []model.Span{late}, Traces: []model.TraceID{traceID(0)}}); err != nil {
 		t.Fatal(err)
 	}
 	b.st.Sync()

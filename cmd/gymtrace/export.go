@@ -65,7 +65,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	eng := whatif.NewEngine(reg)
-	var spans []model.Span
+	var spans model.Batch
 	var what string
 	if len(ids) == 0 && *where == "" {
 		// Everything: rollouts, run-level traffic, unattributed pieces.
@@ -85,7 +85,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	if err := writeExport(*outPath, stdout, snap.Interner(), spans); err != nil {
 		return fail("%v", err)
 	}
-	fmt.Fprintf(stderr, "exported %d spans of %s to %s\n", len(spans), what, *outPath)
+	fmt.Fprintf(stderr, "exported %d spans of %s to %s\n", len(spans.Spans), what, *outPath)
 	return exitOK
 }
 
@@ -137,9 +137,10 @@ func noRollout(snap *model.Snapshot) error {
 	return fmt.Errorf("no such rollout in the capture (it holds %s)", joinMax(ids, 5))
 }
 
-// writeExport writes spans to path, or to stdout for "-". A file is
-// written whole or not at all: a failed export leaves no half file behind.
-func writeExport(path string, stdout io.Writer, in *model.Interner, spans []model.Span) error {
+// writeExport writes spans, with their trace ids, to path, or to stdout for
+// "-". A file is written whole or not at all: a failed export leaves no
+// half file behind.
+func writeExport(path string, stdout io.Writer, in *model.Interner, spans model.Batch) error {
 	if path == "-" {
 		bw := bufio.NewWriter(stdout)
 		if err := receiver.WriteSpansJSON(bw, in, spans); err != nil {

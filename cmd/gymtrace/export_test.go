@@ -32,7 +32,7 @@ func realGymCase(t *testing.T, c string) []string {
 
 // spanText renders everything a reader keeps of a span, resolved through
 // its snapshot, so spans of two stores compare as text.
-func spanText(snap *model.Snapshot, sp *model.Span) string {
+func spanText(snap *model.Snapshot, trace model.TraceID, sp *model.Span) string {
 	in := snap.Interner()
 	var b strings.Builder
 	attrs := func(a model.Attrs) {
@@ -41,7 +41,7 @@ func spanText(snap *model.Snapshot, sp *model.Span) string {
 			return true
 		})
 	}
-	fmt.Fprintf(&b, "%s %s parent=%s %q %s %d..%d %s", sp.TraceID, sp.SpanID, sp.ParentID, snap.Str(sp.Name), sp.Kind, sp.Start, sp.End, sp.Status)
+	fmt.Fprintf(&b, "%s %s parent=%s %q %s %d..%d %s", trace, sp.SpanID, sp.ParentID, snap.Str(sp.Name), sp.Kind, sp.Start, sp.End, sp.Status)
 	attrs(sp.Attrs)
 	b.WriteString(" | res")
 	attrs(snap.Resource(sp.Resource).Attrs)
@@ -63,12 +63,12 @@ func spanText(snap *model.Snapshot, sp *model.Span) string {
 func allSpans(snap *model.Snapshot) []string {
 	var out []string
 	for _, j := range snap.Jobs {
-		out = append(out, spanText(snap, &j.Spans[0]))
+		out = append(out, spanText(snap, j.TraceID, &j.Spans[0]))
 	}
 	for _, r := range snap.Rollouts {
 		for _, f := range r.Fragments {
 			for i := range f.Spans {
-				out = append(out, spanText(snap, &f.Spans[i]))
+				out = append(out, spanText(snap, f.TraceID, &f.Spans[i]))
 			}
 		}
 	}

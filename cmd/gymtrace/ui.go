@@ -136,7 +136,7 @@ func tuiOptions(cfg uiConfig) tui.Options {
 }
 
 // tuiExport writes what the TUI's x exports, as gymtrace export does.
-func tuiExport(path string, in *model.Interner, spans []model.Span) error {
+func tuiExport(path string, in *model.Interner, spans model.Batch) error {
 	return writeExport(path, nil, in, spans)
 }
 

@@ -321,16 +321,16 @@ func (f *Filter) Match(snap *model.Snapshot, r *model.Rollout) bool {
 			if t.matchRollout(snap, r) {
 				return false
 			}
-		} else if anySpan(r, func(sp *model.Span) bool { return t.matchSpan(snap, sp) }) {
+		} else if anySpan(r, func(trace model.TraceID, sp *model.Span) bool { return t.matchSpan(snap, trace, sp) }) {
 			return false
 		}
 	}
 	if len(spanTerms) == 0 {
 		return true
 	}
-	return anySpan(r, func(sp *model.Span) bool {
+	return anySpan(r, func(trace model.TraceID, sp *model.Span) bool {
 		for i := range spanTerms {
-			if !spanTerms[i].matchSpan(snap, sp) {
+			if !spanTerms[i].matchSpan(snap, trace, sp) {
 				return false
 			}
 		}
@@ -338,26 +338,26 @@ func (f *Filter) Match(snap *model.Snapshot, r *model.Rollout) bool {
 	})
 }
 
-// MatchSpan reports whether sp satisfies every span term of the filter
-// (rollout terms and '-' terms are not judged on single spans).
-func (f *Filter) MatchSpan(snap *model.Snapshot, sp *model.Span) bool {
+// MatchSpan reports whether sp, a span of trace, satisfies every span term
+// of the filter (rollout terms and '-' terms are not judged on single spans).
+func (f *Filter) MatchSpan(snap *model.Snapshot, trace model.TraceID, sp *model.Span) bool {
 	if f == nil {
 		return true
 	}
 	for i := range f.pos {
-		if t := &f.pos[i]; !t.field.rolloutLevel() && !t.matchSpan(snap, sp) {
+		if t := &f.pos[i]; !t.field.rolloutLevel() && !t.matchSpan(snap, trace, sp) {
 			return false
 		}
 	}
 	return true
 }
 
-// HitSpan reports whether sp on its own satisfies every term, as a search
-// inside one rollout's waterfall reads the filter: span terms hold on sp,
-// '-' terms do not, and words (and id terms) are judged by word, the
-// caller's own text search of a span (name, ids, attributes). The word
-// "error" also holds on a span with error status.
-func (f *Filter) HitSpan(snap *model.Snapshot, sp *model.Span, word func(text string) bool) bool {
+// HitSpan reports whether sp, a span of trace, on its own satisfies every
+// term, as a search inside one rollout's waterfall reads the filter: span
+// terms hold on sp, '-' terms do not, and words (and id terms) are judged
+// by word, the caller's own text search of a span (name, ids, attributes).
+// The word "error" also holds on a span with error status.
+func (f *Filter) HitSpan(snap *model.Snapshot, trace model.TraceID, sp *model.Span, word func(text string) bool) bool {
 	if f.Empty() {
 		return true
 	}
@@ -368,7 +368,7 @@ func (f *Filter) HitSpan(snap *model.Snapshot, sp *model.Span, word func(text st
 		case fieldID:
 			return word(t.lower)
 		}
-		return t.matchSpan(snap, sp)
+		return t.matchSpan(snap, trace, sp)
 	}
 	for i := range f.pos {
 		if !hit(&f.pos[i]) {
@@ -397,10 +397,10 @@ func (f *Filter) Rollouts(snap *model.Snapshot) []*model.Rollout {
 	return out
 }
 
-func anySpan(r *model.Rollout, fn func(*model.Span) bool) bool {
+func anySpan(r *model.Rollout, fn func(model.TraceID, *model.Span) bool) bool {
 	for _, fr := range r.Fragments {
 		for i := range fr.Spans {
-			if fn(&fr.Spans[i]) {
+			if fn(fr.TraceID, &fr.Spans[i]) {
 				return true
 			}
 		}
@@ -419,10 +419,10 @@ func (t *term) matchRollout(snap *model.Snapshot, r *model.Rollout) bool {
 	// Six or more hex digits may be part of a trace or span id, as pasted
 	// from a log or another trace viewer.
 	id := len(t.key) >= 6 && strings.Trim(t.key, "0123456789abcdef") == ""
-	return anySpan(r, func(sp *model.Span) bool {
+	return anySpan(r, func(trace model.TraceID, sp *model.Span) bool {
 		return strings.Contains(strings.ToLower(snap.Str(sp.Name)), t.key) ||
 			strings.Contains(strings.ToLower(snap.ServiceName(sp.Resource)), t.key) ||
-			id && (strings.Contains(sp.TraceID.String(), t.key) || strings.Contains(sp.SpanID.String(), t.key))
+			id && (strings.Contains(trace.String(), t.key) || strings.Contains(sp.SpanID.String(), t.key))
 	})
 }
 
@@ -441,7 +441,7 @@ func (t *term) matchText(s string) bool {
 	return false
 }
 
-func (t *term) matchSpan(snap *model.Snapshot, sp *model.Span) bool {
+func (t *term) matchSpan(snap *model.Snapshot, trace model.TraceID, sp *model.Span) bool {
 	switch t.field {
 	case fieldName:
 		// A span answers to its shown name and to its raw one.
@@ -469,7 +469,7 @@ func (t *term) matchSpan(snap *model.Snapshot, sp *model.Span) bool {
 		}
 		return t.matchText(sp.Status.String())
 	case fieldTrace:
-		return t.matchText(sp.TraceID.String())
+		return t.matchText(trace.String())
 	case fieldSpan:
 		return t.matchText(sp.SpanID.String())
 	case fieldDur:

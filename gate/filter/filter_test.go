@@ -159,7 +159,7 @@ func TestHitSpan(t *testing.T) {
 			for i := range fr.Spans {
 				sp := &fr.Spans[i]
 				name := snap.Str(sp.Name)
-				if f.HitSpan(snap, sp, func(w string) bool { return strings.Contains(strings.ToLower(name), w) }) {
+				if f.HitSpan(snap, fr.TraceID, sp, func(w string) bool { return strings.Contains(strings.ToLower(name), w) }) {
 					got = append(got, name)
 				}
 			}

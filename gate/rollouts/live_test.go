@@ -43,8 +43,8 @@ func TestLiveFinderMatchesFresh(t *testing.T) {
 			}
 			f.NewTrace()
 			job := f.Add(model.SpanID{}, "nemo-gym/rollout_collection", "gym.job", model.KindInternal)
-			jobSpan := f.Spans[len(f.Spans)-1]
-			f.Spans = f.Spans[:0]
+			jobSpan, jobTrace := f.Spans.Spans[len(f.Spans.Spans)-1], f.Spans.Traces[len(f.Spans.Traces)-1]
+			f.Spans = model.Batch{}
 			f.Eager = true
 			live, liveJobs := NewFinder(), &jobLog{}
 			live.Jobs = liveJobs
@@ -77,7 +77,7 @@ func TestLiveFinderMatchesFresh(t *testing.T) {
 				}
 			}
 			check("all rollouts")
-			if err := st.Add(model.Batch{Spans: []model.Span{jobSpan}}); err != nil {
+			if err := st.Add(model.Batch{Spans: []model.Span{jobSpan}, Traces: []model.TraceID{jobTrace}}); err != nil {
 				t.Fatal(err)
 			}
 			check("job span in")

@@ -19,7 +19,8 @@ func TestServerOffRolloutsMatchedWhole(t *testing.T) {
 	const ms = int64(time.Millisecond)
 	t0 := f.Clock
 	at := func(start, end int64) {
-		f.Spans[len(f.Spans)-1].Start, f.Spans[len(f.Spans)-1].End = t0+start*ms, t0+end*ms
+		sp := &f.Spans.Spans[len(f.Spans.Spans)-1]
+		sp.Start, sp.End = t0+start*ms, t0+end*ms
 	}
 	f.NewTrace()
 	job := f.Add(model.SpanID{}, "nemo-gym/orchestrator", "gym.job", model.KindInternal)

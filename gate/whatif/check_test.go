@@ -198,11 +198,12 @@ func TestCheckOrphan(t *testing.T) {
 	f.Rollout(model.SpanID{}, "r", 2, 0)
 	// Drop the agent's first CLIENT span that calls the model: its SERVER
 	// child waits for a parent that never comes.
-	for i, sp := range f.Spans {
+	for i, sp := range f.Spans.Spans {
 		if st.Interner().Str(sp.Name) == "HTTP POST" && i > 0 {
-			next := f.Spans[i+1]
+			next := f.Spans.Spans[i+1]
 			if st.Interner().Str(next.Name) == "POST /v1/responses" && next.Resource == f.Resource("nemo-gym/model") {
-				f.Spans = append(f.Spans[:i:i], f.Spans[i+1:]...)
+				f.Spans.Spans = append(f.Spans.Spans[:i:i], f.Spans.Spans[i+1:]...)
+				f.Spans.Traces = append(f.Spans.Traces[:i:i], f.Spans.Traces[i+1:]...)
 				break
 			}
 		}

@@ -9,21 +9,25 @@ import (
 )
 
 // DiffSide is one rollout being compared: its spans (as captured, or as
-// ExportSpans shapes them under a spec) and the snapshot resolving them.
-// Two sides may come from different snapshots (two captures).
+// ExportSpans shapes them under a spec) with their trace ids, and the
+// snapshot resolving them. Two sides may come from different snapshots
+// (two captures).
 type DiffSide struct {
 	Snap    *model.Snapshot
 	Rollout string
 	Spans   []model.Span
+	Traces  []model.TraceID // Traces[i] is the trace of Spans[i]
 }
 
 // RolloutSide returns the side of rollout r as captured.
 func RolloutSide(snap *model.Snapshot, r *model.Rollout) DiffSide {
-	var spans []model.Span
+	var b model.Batch
 	for _, f := range r.Fragments {
-		spans = append(spans, f.Spans...)
+		for i := range f.Spans {
+			b.Append(f.TraceID, f.Spans[i])
+		}
 	}
-	return DiffSide{Snap: snap, Rollout: r.ID, Spans: spans}
+	return DiffSide{Snap: snap, Rollout: r.ID, Spans: b.Spans, Traces: b.Traces}
 }
 
 // SpecSide returns the side of rollout r as it would be under spec: the
@@ -34,13 +38,14 @@ func (e *Engine) SpecSide(snap *model.Snapshot, r *model.Rollout, spec groups.Se
 	for _, j := range snap.Jobs {
 		jobs[j.Spans[0].SpanID] = true
 	}
-	var spans []model.Span
-	for _, sp := range e.ExportSpans(snap, []*model.Rollout{r}, &spec) {
+	var b model.Batch
+	ex := e.ExportSpans(snap, []*model.Rollout{r}, &spec)
+	for i, sp := range ex.Spans {
 		if !jobs[sp.SpanID] {
-			spans = append(spans, sp)
+			b.Append(ex.Traces[i], sp)
 		}
 	}
-	return DiffSide{Snap: snap, Rollout: r.ID, Spans: spans}
+	return DiffSide{Snap: snap, Rollout: r.ID, Spans: b.Spans, Traces: b.Traces}
 }
 
 // Diff is the comparison of two rollouts. Spans are matched by tree
@@ -287,7 +292,7 @@ func summarize(s DiffSide) DiffSummary {
 	start, end := int64(0), int64(0)
 	for i := range s.Spans {
 		sp := &s.Spans[i]
-		traces[sp.TraceID] = true
+		traces[s.Traces[i]] = true
 		if sp.Status == model.StatusError {
 			sum.Errors++
 		}

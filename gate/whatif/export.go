@@ -16,14 +16,15 @@ import (
 // the traces the preview counts. A job span is exported when the spec keeps
 // it and a kept span hangs under it.
 //
-// The returned spans are copies; their Parent indexes are not meaningful.
-func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, spec *groups.Set) []model.Span {
+// The returned spans are copies, each with its trace id (as exported);
+// their Parent indexes are not meaningful.
+func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, spec *groups.Set) model.Batch {
 	e.sync(snap)
-	jobs := map[model.SpanID]*model.Span{}
+	jobs := map[model.SpanID]*model.Fragment{}
 	for _, j := range snap.Jobs {
-		jobs[j.Spans[0].SpanID] = &j.Spans[0]
+		jobs[j.Spans[0].SpanID] = j
 	}
-	var out []model.Span
+	var out model.Batch
 	var carried []int // spans of out in another rollout's trace (FlagCarried)
 	usedJob := map[model.SpanID]bool{}
 	var jobOrder []model.SpanID
@@ -39,7 +40,9 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 				if _, ok := jobs[f.Job]; ok && !f.Job.IsZero() {
 					useJob(f.Job)
 				}
-				out = append(out, f.Spans...)
+				for i := range f.Spans {
+					out.Append(f.TraceID, f.Spans[i])
+				}
 			}
 			continue
 		}
@@ -48,23 +51,23 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 			fs := &sim.Frags[fi]
 			jobKept := false
 			if j, ok := jobs[f.Job]; ok && !f.Job.IsZero() {
-				jobKept = spec.Has(e.jobs[j.SpanID].group)
+				jobKept = spec.Has(e.jobs[j.Spans[0].SpanID].group)
 			}
 			trace := make([]model.TraceID, len(f.Spans))
 			for i := range f.Spans {
 				if !fs.Kept[i] {
 					continue
 				}
-				sp := f.Spans[i]
+				sp, tid := f.Spans[i], f.TraceID
 				switch p := fs.Parent[i]; {
 				case p >= 0:
-					sp.ParentID, sp.TraceID = f.Spans[p].SpanID, trace[p]
+					sp.ParentID, tid = f.Spans[p].SpanID, trace[p]
 				case fs.Cut[i] && sp.Flags&model.FlagCarried != 0:
 					// It stays under the span it was captured under, in
 					// that span's trace (set once every span is out).
-					carried = append(carried, len(out))
+					carried = append(carried, len(out.Spans))
 				case fs.Cut[i]:
-					sp.ParentID, sp.TraceID = model.SpanID{}, derivedTrace(sp.TraceID, sp.SpanID)
+					sp.ParentID, tid = model.SpanID{}, derivedTrace(tid, sp.SpanID)
 				case jobKept && noKeptAncestor(f, fs, i):
 					sp.ParentID = f.Job
 					useJob(f.Job)
@@ -73,10 +76,10 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 					// parent never arrived; it stays as captured.
 				default:
 					// Every ancestor is dropped: the span starts a trace.
-					sp.ParentID, sp.TraceID = model.SpanID{}, derivedTrace(sp.TraceID, sp.SpanID)
+					sp.ParentID, tid = model.SpanID{}, derivedTrace(tid, sp.SpanID)
 				}
-				trace[i] = sp.TraceID
-				out = append(out, sp)
+				trace[i] = tid
+				out.Append(tid, sp)
 			}
 		}
 	}
@@ -84,11 +87,13 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 	if len(jobOrder) == 0 {
 		return out
 	}
-	head := make([]model.Span, 0, len(jobOrder)+len(out))
+	var head model.Batch
 	for _, id := range jobOrder {
-		head = append(head, *jobs[id])
+		head.Append(jobs[id].TraceID, jobs[id].Spans[0])
 	}
-	return append(head, out...)
+	head.Spans = append(head.Spans, out.Spans...)
+	head.Traces = append(head.Traces, out.Traces...)
+	return head
 }
 
 // Pieces returns the rollouts gate finds by structure, then run-level
@@ -104,21 +109,23 @@ func (e *Engine) Pieces(snap *model.Snapshot) []*model.Rollout {
 // ExportAll returns every span of snap shaped as ExportSpans does: the
 // rollouts gate finds by structure, the run's gym.job spans (under a spec,
 // those it keeps), run-level traffic and fragments no rollout claims.
-func (e *Engine) ExportAll(snap *model.Snapshot, spec *groups.Set) []model.Span {
+func (e *Engine) ExportAll(snap *model.Snapshot, spec *groups.Set) model.Batch {
 	spans := e.ExportSpans(e.Structure(snap).Snap, e.Pieces(snap), spec)
 	// Jobs no exported span hangs under are exported too.
 	have := map[model.SpanID]bool{}
-	for i := range spans {
-		have[spans[i].SpanID] = true
+	for i := range spans.Spans {
+		have[spans.Spans[i].SpanID] = true
 	}
-	var jobs []model.Span
+	var jobs model.Batch
 	for _, j := range snap.Jobs {
 		sp := j.Spans[0]
 		if !have[sp.SpanID] && (spec == nil || groups.Kept(e.jobs[sp.SpanID].group, *spec)) {
-			jobs = append(jobs, sp)
+			jobs.Append(j.TraceID, sp)
 		}
 	}
-	return append(jobs, spans...)
+	jobs.Spans = append(jobs.Spans, spans.Spans...)
+	jobs.Traces = append(jobs.Traces, spans.Traces...)
+	return jobs
 }
 
 // noKeptAncestor reports whether no ancestor of span i within the fragment
@@ -142,22 +149,23 @@ func derivedTrace(t model.TraceID, s model.SpanID) model.TraceID {
 	return t
 }
 
-// inCarriedTrace puts each carried span (indexes into out) in the trace its
+// inCarriedTrace puts each carried span (indexes into b) in the trace its
 // captured parent is exported in, and its descendants with it; one whose
 // parent is not exported starts a trace of its own. A carried span's parent
 // may lie in another carried subtree, exported before or after it, so every
-// span's trace is settled by walking up its parents in out.
-func inCarriedTrace(out []model.Span, carried []int) {
+// span's trace is settled by walking up its parents in b.
+func inCarriedTrace(b model.Batch, carried []int) {
 	if len(carried) == 0 {
 		return
 	}
+	out, traces := b.Spans, b.Traces
 	at := make(map[model.SpanID]int, len(out))
 	for i := range out {
 		at[out[i].SpanID] = i
 	}
 	for _, c := range carried {
 		if _, ok := at[out[c].ParentID]; !ok {
-			out[c].ParentID, out[c].TraceID = model.SpanID{}, derivedTrace(out[c].TraceID, out[c].SpanID)
+			out[c].ParentID, traces[c] = model.SpanID{}, derivedTrace(traces[c], out[c].SpanID)
 		}
 	}
 	const (
@@ -180,9 +188,9 @@ func inCarriedTrace(out []model.Span, carried []int) {
 			}
 			j = p
 		}
-		trace := out[j].TraceID // a top's own, or a settled span's; a loop keeps its first
+		trace := traces[j] // a top's own, or a settled span's; a loop keeps its first
 		for k := len(path) - 1; k >= 0; k-- {
-			out[path[k]].TraceID = trace
+			traces[path[k]] = trace
 			state[path[k]] = settled
 		}
 	}

@@ -23,7 +23,8 @@ type Fleet struct {
 	Trace model.TraceID
 	Next  uint64
 	Clock int64
-	Spans []model.Span
+	// Spans holds the spans built and not yet submitted, with their traces.
+	Spans model.Batch
 	// Cut, when set, decides per process whether a call into it keeps its
 	// trace: false makes the callee's SERVER span a new root, as when the
 	// caller sends no traceparent.
@@ -89,8 +90,8 @@ func (f *Fleet) Add(parent model.SpanID, svc, name string, kind model.Kind, attr
 		}
 	}
 	f.Clock += 1000
-	f.Spans = append(f.Spans, model.Span{
-		TraceID: f.Trace, SpanID: id, ParentID: parent, Start: f.Clock, End: f.Clock + 500_000,
+	f.Spans.Append(f.Trace, model.Span{
+		SpanID: id, ParentID: parent, Start: f.Clock, End: f.Clock + 500_000,
 		Name: f.L.Intern([]byte(name)), Resource: f.Resource(svc), Kind: kind,
 		WireSize: uint32(100 + len(name)), Attrs: b.Attrs(),
 	})
@@ -173,10 +174,10 @@ func (f *Fleet) Rollout(job model.SpanID, rid string, turns, tools int) {
 		})
 	})
 	if f.Eager {
-		if err := f.St.Add(model.Batch{Spans: f.Spans}); err != nil {
+		if err := f.St.Add(f.Spans); err != nil {
 			f.TB.Fatal(err)
 		}
-		f.Spans = nil
+		f.Spans = model.Batch{}
 	}
 }
 
@@ -194,18 +195,19 @@ func (f *Fleet) Job(n, turns, tools int) {
 func (f *Fleet) Flush() *model.Snapshot {
 	f.TB.Helper()
 	const chunk = 4096
-	rev := make([]model.Span, len(f.Spans))
-	for i, sp := range f.Spans {
-		rev[len(f.Spans)-1-i] = sp
+	n := len(f.Spans.Spans)
+	rev := model.Batch{Spans: make([]model.Span, n), Traces: make([]model.TraceID, n)}
+	for i := range n {
+		rev.Spans[n-1-i], rev.Traces[n-1-i] = f.Spans.Spans[i], f.Spans.Traces[i]
 	}
-	for len(rev) > 0 {
-		n := min(chunk, len(rev))
-		if err := f.St.Add(model.Batch{Spans: rev[:n:n]}); err != nil {
+	for len(rev.Spans) > 0 {
+		k := min(chunk, len(rev.Spans))
+		if err := f.St.Add(model.Batch{Spans: rev.Spans[:k:k], Traces: rev.Traces[:k:k]}); err != nil {
 			f.TB.Fatal(err)
 		}
-		rev = rev[n:]
+		rev.Spans, rev.Traces = rev.Spans[k:], rev.Traces[k:]
 	}
-	f.Spans = nil
+	f.Spans = model.Batch{}
 	f.St.Sync()
 	return f.St.Snapshot()
 }
@@ -251,7 +253,7 @@ func Capture(t *testing.T, spans []Span) *model.Snapshot {
 	t.Cleanup(st.Close)
 	f := NewFleet(t, st)
 	ids := map[string][]model.SpanID{}
-	var out []model.Span
+	var out model.Batch
 	for i, s := range spans {
 		var tid model.TraceID
 		tid[0], tid[15] = 0xcd, s.TraceNo
@@ -272,13 +274,13 @@ func Capture(t *testing.T, spans []Span) *model.Snapshot {
 			}
 		}
 		start := int64(1_700_000_000_000_000_000) + int64(i)*1_000_000
-		out = append(out, model.Span{
-			TraceID: tid, SpanID: id, ParentID: parent, Start: start, End: start + s.DurMS*int64(time.Millisecond),
+		out.Append(tid, model.Span{
+			SpanID: id, ParentID: parent, Start: start, End: start + s.DurMS*int64(time.Millisecond),
 			Name: f.L.Intern([]byte(s.Name)), Resource: f.Resource(s.Svc), Kind: s.Kind, Status: s.Status,
 			WireSize: 100, Attrs: b.Attrs(),
 		})
 	}
-	if err := st.Add(model.Batch{Spans: out}); err != nil {
+	if err := st.Add(out); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()
