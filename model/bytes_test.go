@@ -23,7 +23,7 @@ func TestSpanSize(t *testing.T) {
 // even when identical spans share one copy, and its status message, events
 // and links.
 func TestStoredBytesCountsSharedSetsPerSpan(t *testing.T) {
-	if spanSize+indexCost != 120 || extraSize != 72 || eventSize != 32 || linkSize != 40 {
+	if spanSize+indexCost != 120 || extraSize != 88 || eventSize != 32 || linkSize != 40 {
 		t.Errorf("span %d + index %d, extra %d, event %d, link %d bytes: update README (what --max-bytes counts)",
 			spanSize, indexCost, extraSize, eventSize, linkSize)
 	}
@@ -63,7 +63,7 @@ func TestStoredBytesCountsSharedSetsPerSpan(t *testing.T) {
 	for i := 0; i < n; i++ {
 		sum += 120 + int64(len(spans[i].Attrs))
 	}
-	sum += 120 + 72 + 4 + 2*32 + int64(len(shared)) + 40
+	sum += 120 + 88 + 4 + 2*32 + int64(len(shared)) + 40
 	if got := st.Snapshot().Stats.StoredBytes; got != sum {
 		t.Errorf("StoredBytes = %d, want %d: each span counts its shared set in full", got, sum)
 	}

@@ -106,6 +106,16 @@ type Fragment struct {
 	Version uint64
 }
 
+// Trace returns the trace of span i: the fragment's, unless the span names
+// its own (Extra.Trace, on an analysis's copy of a span carried over from
+// another trace).
+func (f *Fragment) Trace(i int) TraceID {
+	if x := f.Spans[i].Extra; x != nil && !x.Trace.IsZero() {
+		return x.Trace
+	}
+	return f.TraceID
+}
+
 // Orphan reports whether the fragment waits for a parent that has not arrived.
 func (f *Fragment) Orphan() bool { return !f.TopParent.IsZero() && f.Job.IsZero() }
 

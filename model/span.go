@@ -159,6 +159,11 @@ type Extra struct {
 	StatusMessage string
 	Events        []Event
 	Links         []Link
+	// Trace is the span's trace when it is not its fragment's: an analysis
+	// sets it on its own copy of a span it carries into a fragment of
+	// another trace (see Fragment.Trace). Zero otherwise; decoders and the
+	// store never set it.
+	Trace TraceID
 	// DroppedAttrs counts attributes dropped by the sender or by gymtrace's caps.
 	DroppedAttrs uint32
 }

@@ -68,7 +68,7 @@ func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fr
 		b = append(b, detailLine{lead, v, len(lead) + 2})
 	}
 	add("name", snap.Str(sp.Name))
-	add("trace id", f.TraceID.String())
+	add("trace id", f.Trace(i).String())
 	add("span id", sp.SpanID.String())
 	parent := "none (root)"
 	if !sp.ParentID.IsZero() {

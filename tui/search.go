@@ -116,9 +116,13 @@ func (s *spanSearch) find(t *traceView) {
 	in := t.snap.Interner()
 	s.set = map[spanRef]bool{}
 	for fi, fr := range t.r.Fragments {
-		trace := strings.ToLower(fr.TraceID.String())
+		fragTrace := strings.ToLower(fr.TraceID.String())
 		for i := range fr.Spans {
 			sp := &fr.Spans[i]
+			trace := fragTrace
+			if tr := fr.Trace(i); tr != fr.TraceID {
+				trace = strings.ToLower(tr.String())
+			}
 			word := func(w string) bool {
 				has := func(x string) bool { return strings.Contains(strings.ToLower(x), w) }
 				ok := strings.Contains(trace, w) || has(t.snap.Str(sp.Name)) || has(rollouts.DisplayName(in, sp)) || has(sp.SpanID.String())
@@ -135,7 +139,7 @@ func (s *spanSearch) find(t *traceView) {
 			}
 			var ok bool
 			if f != nil {
-				ok = f.HitSpan(t.snap, fr.TraceID, sp, word)
+				ok = f.HitSpan(t.snap, fr.Trace(i), sp, word)
 			} else {
 				ok = word(strings.ToLower(s.query))
 			}

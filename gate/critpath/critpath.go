@@ -98,7 +98,7 @@ func (p *Path) Duration() int64 { return p.End - p.Start }
 // node is one span of the rollout's combined tree.
 type node struct {
 	sp    *model.Span
-	frag  *model.Fragment // sp's: its trace is the fragment's
+	trace model.TraceID
 	kids  []int
 	io    []int // ASGI receive and send children, outside the walk
 	depth int
@@ -127,7 +127,7 @@ func Find(snap *model.Snapshot, r *model.Rollout) *Path {
 	for _, f := range r.Fragments {
 		base := len(nodes)
 		for i := range f.Spans {
-			nodes = append(nodes, node{sp: &f.Spans[i], frag: f})
+			nodes = append(nodes, node{sp: &f.Spans[i], trace: f.Trace(i)})
 		}
 		for i := range f.Spans {
 			if par := f.Spans[i].Parent; par >= 0 && int(par) < len(f.Spans) {
@@ -263,11 +263,11 @@ func setDepth(nodes []node, i, d int) int64 {
 // containment: processes' clocks and the moment a CLIENT span starts
 // differ by a few milliseconds. -1 when none overlaps.
 func enclosingCall(nodes []node, leaf []bool, top int) int {
-	t, trace := nodes[top].sp, nodes[top].frag.TraceID
+	t, trace := nodes[top].sp, nodes[top].trace
 	best, bestOver := -1, int64(0)
 	for i := range nodes {
 		sp := nodes[i].sp
-		if i == top || !leaf[i] || sp.Kind != model.KindClient || nodes[i].frag.TraceID == trace {
+		if i == top || !leaf[i] || sp.Kind != model.KindClient || nodes[i].trace == trace {
 			continue
 		}
 		over := min(sp.End, t.End) - max(sp.Start, t.Start)

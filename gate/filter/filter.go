@@ -400,7 +400,7 @@ func (f *Filter) Rollouts(snap *model.Snapshot) []*model.Rollout {
 func anySpan(r *model.Rollout, fn func(model.TraceID, *model.Span) bool) bool {
 	for _, fr := range r.Fragments {
 		for i := range fr.Spans {
-			if fn(fr.TraceID, &fr.Spans[i]) {
+			if fn(fr.Trace(i), &fr.Spans[i]) {
 				return true
 			}
 		}

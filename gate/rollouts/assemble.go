@@ -348,6 +348,15 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 		pos := map[int32]int32{}
 		each := func(k int32) {
 			sp := g.f.Spans[k]
+			if g.f.TraceID != f.TraceID {
+				// A span of another trace keeps its own in the copy.
+				x := model.Extra{}
+				if sp.Extra != nil {
+					x = *sp.Extra
+				}
+				x.Trace = g.f.TraceID
+				sp.Extra = &x
+			}
 			if k == g.info.root {
 				sp.Parent = parent
 				if carried {

@@ -24,7 +24,7 @@ func RolloutSide(snap *model.Snapshot, r *model.Rollout) DiffSide {
 	var b model.Batch
 	for _, f := range r.Fragments {
 		for i := range f.Spans {
-			b.Append(f.TraceID, f.Spans[i])
+			b.Append(f.Trace(i), f.Spans[i])
 		}
 	}
 	return DiffSide{Snap: snap, Rollout: r.ID, Spans: b.Spans, Traces: b.Traces}

@@ -41,7 +41,7 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 					useJob(f.Job)
 				}
 				for i := range f.Spans {
-					out.Append(f.TraceID, f.Spans[i])
+					out.Append(f.Trace(i), f.Spans[i])
 				}
 			}
 			continue
@@ -58,7 +58,7 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 				if !fs.Kept[i] {
 					continue
 				}
-				sp, tid := f.Spans[i], f.TraceID
+				sp, tid := f.Spans[i], f.Trace(i)
 				switch p := fs.Parent[i]; {
 				case p >= 0:
 					sp.ParentID, tid = f.Spans[p].SpanID, trace[p]
