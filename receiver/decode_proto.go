@@ -236,25 +236,29 @@ func (d *decoder) scopeSpans(b []byte, res model.ResourceID) error {
 		if f.num != 2 || f.typ != protowire.BytesType {
 			continue
 		}
-		sp, trace, reason, err := d.span(f.b, res)
+		// Decoded in place, in the batch's arrays: a Span is too big to
+		// copy twice per span.
+		k := len(d.spans)
+		d.spans = append(d.spans, model.Span{})
+		d.traces = append(d.traces, model.TraceID{})
+		reason, err := d.span(&d.spans[k], &d.traces[k], f.b, res)
 		if err != nil {
 			return atIndex("spans", i, err)
 		}
 		if reason != "" {
+			d.spans[k] = model.Span{} // the array may go back to the pool: hold nothing
+			d.spans, d.traces = d.spans[:k], d.traces[:k]
 			d.rep.reject(fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]: %s", d.rs, d.ss, i, reason))
-		} else {
-			d.spans = append(d.spans, sp)
-			d.traces = append(d.traces, trace)
 		}
 		i++
 	}
 	return nil
 }
 
-// span decodes one Span message and its trace id. A non-empty reason means
-// the span is invalid and must be rejected; err means the wire data is
-// malformed.
-func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, trace model.TraceID, reason string, err error) {
+// span decodes one Span message into sp, which is zero, and its trace id
+// into trace. A non-empty reason means the span is invalid and must be
+// rejected; err means the wire data is malformed.
+func (d *decoder) span(sp *model.Span, trace *model.TraceID, b []byte, res model.ResourceID) (reason string, err error) {
 	sp.Resource = res
 	sp.Parent = -1
 	sp.WireSize = uint32(len(b))
@@ -276,7 +280,7 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, trace mod
 			var rest []byte
 			var err error
 			if f, rest, err = nextField(b); err != nil {
-				return sp, trace, "", err
+				return "", err
 			}
 			b = rest
 		}
@@ -298,34 +302,34 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, trace mod
 			case 5:
 				sp.Name = d.name(d.repair(f.b))
 			case 9:
-				kept, err := d.spanAttr(&sp, f.b)
+				kept, err := d.spanAttr(sp, f.b)
 				if err != nil {
-					return sp, trace, "", atIndex("attributes", nattr, err)
+					return "", atIndex("attributes", nattr, err)
 				}
 				nattr++
 				if !kept {
 					extra().DroppedAttrs++
 				}
 			case 11:
-				ev, err := d.event(f.b, &sp)
+				ev, err := d.event(f.b, sp)
 				if err != nil {
-					return sp, trace, "", atIndex("events", nev, err)
+					return "", atIndex("events", nev, err)
 				}
 				nev++
-				d.keepEvent(extra(), &sp, ev)
+				d.keepEvent(extra(), sp, ev)
 			case 13:
-				ln, err := d.link(f.b, &sp)
+				ln, err := d.link(f.b, sp)
 				if err != nil {
-					return sp, trace, "", atIndex("links", nlink, err)
+					return "", atIndex("links", nlink, err)
 				}
 				nlink++
-				d.keepLink(extra(), &sp, ln)
+				d.keepLink(extra(), sp, ln)
 			case 15:
 				// Repeated message fields merge, as in proto.Merge: a later
 				// status overrides only the fields it sets.
 				msg, hasMsg, code, hasCode, err := spanStatus(f.b)
 				if err != nil {
-					return sp, trace, "", at("status", err)
+					return "", at("status", err)
 				}
 				if hasCode {
 					sp.Status = code
@@ -374,7 +378,7 @@ func (d *decoder) span(b []byte, res model.ResourceID) (sp model.Span, trace mod
 	}
 	sp.Attrs = d.attrs.Attrs()
 	sp.Extra = ex
-	return sp, trace, reason, nil
+	return reason, nil
 }
 
 func (d *decoder) event(b []byte, sp *model.Span) (model.Event, error) {
