@@ -493,7 +493,7 @@ func pieces(r *model.Rollout) int {
 
 // rolloutProcess returns the process of the rollout's gym.rollout span.
 func (e *Engine) rolloutProcess(r *model.Rollout, rs *rollState) (model.ResourceID, bool) {
-	if !rs.classified {
+	if rs.rollClass == nil {
 		e.classifyRoll(r, rs)
 	}
 	for i, f := range r.Fragments {

@@ -58,17 +58,23 @@ type fragInfo struct {
 	gen     uint64
 }
 
-// rollState is the engine's cache for one rollout ID.
+// rollState is the engine's cache for one rollout ID. The live tally
+// keeps one for every rollout between its checks, and its check classifies
+// rollouts but rarely: what classifying fills sits behind a pointer, nil
+// until then.
 type rollState struct {
 	version uint64
 	gen     uint64
-	// classified: frags, relevant and captured are filled (rollState).
-	classified bool
-	frags      []*fragInfo
-	relevant   groups.Set // groups the rollout's result can depend on
-	captured   []GroupCount
-	sims       []*rollSim // most recent first
-	check      *rollCheck
+	check   *rollCheck
+	*rollClass
+}
+
+// rollClass is a rollout's span groups and its preview results.
+type rollClass struct {
+	frags    []*fragInfo
+	relevant groups.Set // groups the rollout's result can depend on
+	captured []GroupCount
+	sims     []*rollSim // most recent first
 }
 
 // rollSim is one rollout's preview under one masked spec.
@@ -222,7 +228,7 @@ func (e *Engine) rollEntry(r *model.Rollout) *rollState {
 	if rs == nil || rs.version != r.Version {
 		rs = &rollState{version: r.Version}
 		e.rolls[r.ID] = rs
-	} else if rs.classified {
+	} else if rs.rollClass != nil {
 		for i, f := range r.Fragments {
 			rs.frags[i] = e.fragInfo(f)
 		}
@@ -234,7 +240,7 @@ func (e *Engine) rollEntry(r *model.Rollout) *rollState {
 // rollState returns the up-to-date, classified cache entry of r.
 func (e *Engine) rollState(r *model.Rollout) *rollState {
 	rs := e.rollEntry(r)
-	if !rs.classified {
+	if rs.rollClass == nil {
 		e.classifyRoll(r, rs)
 	}
 	return rs
@@ -242,7 +248,7 @@ func (e *Engine) rollState(r *model.Rollout) *rollState {
 
 // classifyRoll fills rs with the span groups of r's fragments.
 func (e *Engine) classifyRoll(r *model.Rollout, rs *rollState) {
-	rs.classified = true
+	rs.rollClass = &rollClass{frags: make([]*fragInfo, 0, len(r.Fragments))}
 	rs.relevant = groups.Set(0).With(groups.Server).With(groups.HTTPClient)
 	var counts [64]int
 	for _, f := range r.Fragments {
