@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"hash/maphash"
 	"math"
 	"runtime"
 	"sort"
@@ -30,16 +31,21 @@ type Engine struct {
 	jobSq uint64 // snapshot Seq jobs was built from
 	resSz map[model.ResourceID]int
 
+	// shapes interns the rollouts' checks (rollCheck) by hash.
+	shapes map[uint64]*rollCheck
+	seed   maphash.Seed
+
 	// rf finds the rollouts by structure, with its own caches.
 	rf *rollouts.Finder
 
 	keys rollouts.Keys
 	sc   scratch
+	ck   checkScratch
 }
 
 // NewEngine returns an engine classifying with reg.
 func NewEngine(reg *groups.Registry) *Engine {
-	e := &Engine{reg: reg, rf: rollouts.NewFinder()}
+	e := &Engine{reg: reg, rf: rollouts.NewFinder(), seed: maphash.MakeSeed()}
 	e.rf.Jobs = jobSpans{e}
 	return e
 }
@@ -65,7 +71,8 @@ type fragInfo struct {
 type rollState struct {
 	version uint64
 	gen     uint64
-	check   *rollCheck
+	check   *rollCheck // shared with the rollouts of the same shape
+	times   []int64    // what check reads of this rollout's times (timedCheck)
 	*rollClass
 }
 
@@ -153,6 +160,7 @@ func (e *Engine) sync(snap *model.Snapshot) {
 		e.cls = groups.NewClassifier(e.reg, e.in)
 		e.frags = map[uint64]*fragInfo{}
 		e.rolls = map[string]*rollState{}
+		e.shapes = map[uint64]*rollCheck{}
 		e.resSz = map[model.ResourceID]int{}
 		e.jobs = nil
 		e.rf.Reset()
