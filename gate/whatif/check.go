@@ -55,10 +55,12 @@ type rollCheck struct {
 }
 
 type clientCall struct {
-	res    model.ResourceID
-	host   string
-	route  string // method and path, as the callee would name the request
-	scoped bool   // a rollout-scoped Gym route (/ng-rollout/)
+	res  model.ResourceID
+	host string
+	// method and path are the request as the callee would name it
+	// (clientRoute).
+	method, path string
+	scoped       bool // a rollout-scoped Gym route (/ng-rollout/)
 }
 
 // strayRoot is a span, not a SERVER span, that starts a new trace inside a
@@ -196,7 +198,9 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			}
 			u, _ := k.URL(sp.Attrs)
 			h, p := rollouts.SplitURL(u)
-			c.unanswered = append(c.unanswered, clientCall{res: sp.Resource, host: h, route: clientRoute(k, sp), scoped: strings.Contains(p, "/ng-rollout/")})
+			cc := clientCall{res: sp.Resource, host: h, scoped: strings.Contains(p, "/ng-rollout/")}
+			cc.method, cc.path = clientRoute(k, sp)
+			c.unanswered = append(c.unanswered, cc)
 			sc.paths = append(sc.paths, p)
 			sc.calls = append(sc.calls, sp.Start, sp.End)
 		}
@@ -258,7 +262,8 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 	// and strays.
 	rs.times = nil
 	if len(c.unanswered) > 0 && len(c.strays) > 0 {
-		rs.times = append(append(make([]int64, 0, len(sc.calls)+len(sc.strays)), sc.calls...), sc.strays...)
+		times := append(append(make([]int64, 0, len(sc.calls)+len(sc.strays)), sc.calls...), sc.strays...)
+		rs.times = &times
 	}
 	rs.check = e.intern(c)
 	return rs.check
@@ -316,7 +321,8 @@ func (c *rollCheck) shapeHash(seed maphash.Seed) uint64 {
 	h.WriteByte(1)
 	for _, x := range c.unanswered {
 		str(x.host)
-		str(x.route)
+		str(x.method)
+		str(x.path)
 		num(uint64(x.res)<<1 | b2u(x.scoped))
 	}
 	h.WriteByte(2)
@@ -384,6 +390,11 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	snap = st.Snap
 	e.gen++
 	e.sync(snap)
+	if len(e.rolls) == 0 {
+		// A first check: the map at its size at once, not grown through
+		// every size on the way.
+		e.rolls = make(map[string]*rollState, len(snap.Rollouts))
+	}
 	// rollout -> its leaked request spans, by process and span, in the
 	// structure's order.
 	type leakCount struct {
@@ -423,7 +434,7 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		c := e.rollCheck(snap, r, rs)
 		checks[i] = c
 		if rs.times != nil {
-			timed = append(timed, timedCheck{c, rs.times})
+			timed = append(timed, timedCheck{c, *rs.times})
 		}
 		// The last rollout to name a host names its process.
 		for _, h := range c.hosts {
@@ -574,15 +585,24 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	return rep
 }
 
-// clientRoute is a CLIENT span's request as the callee would name it:
-// method and path ("POST /v1/responses"), any /ng-rollout/{id} prefix
-// stripped so one hop reads the same in every rollout; the span's own name
-// when it carries no URL.
-func clientRoute(k *rollouts.Keys, sp *model.Span) string {
+// clientRoute is a CLIENT span's request as the callee would name it, in
+// parts (clientCall.route joins them): method and path, any
+// /ng-rollout/{id} prefix stripped so one hop reads the same in every
+// rollout; the span's own name and no path when it carries no URL.
+func clientRoute(k *rollouts.Keys, sp *model.Span) (method, path string) {
 	if m, p := k.SpanRoute(sp); p != "" {
-		return m + " " + p
+		return m, p
 	}
-	return k.Interner().Str(sp.Name)
+	return k.Interner().Str(sp.Name), ""
+}
+
+// route is the call's request as the callee would name it
+// ("POST /v1/responses"): said when a hop names it, not per rollout.
+func (cc *clientCall) route() string {
+	if cc.path == "" {
+		return cc.method
+	}
+	return cc.method + " " + cc.path
 }
 
 // shapeHops is what a check finds in the rollouts of shape c before each
@@ -614,7 +634,7 @@ func (e *Engine) shapeHops(snap *model.Snapshot, c *rollCheck, hosts, learned ma
 		default:
 			continue // not a Gym server this capture has seen: an external call
 		}
-		hops = addCount(hops, newHop(snap.ServiceName(cc.res), to, cc.route, CauseNoServerChild, to))
+		hops = addCount(hops, newHop(snap.ServiceName(cc.res), to, cc.route(), CauseNoServerChild, to))
 		callees = append(callees, to)
 	}
 	if hasDriver && c.entryTop && c.entry.res != driver {

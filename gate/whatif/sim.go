@@ -72,7 +72,10 @@ type rollState struct {
 	version uint64
 	gen     uint64
 	check   *rollCheck // shared with the rollouts of the same shape
-	times   []int64    // what check reads of this rollout's times (timedCheck)
+	// times is what check reads of the rollout's times (timedCheck), nil
+	// for most: behind a pointer, it keeps the state of every other
+	// rollout a size class smaller.
+	times *[]int64
 	*rollClass
 }
 
