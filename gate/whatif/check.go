@@ -726,7 +726,7 @@ func pieces(r *model.Rollout) int {
 // rolloutProcess returns the process of the rollout's gym.rollout span.
 func (e *Engine) rolloutProcess(r *model.Rollout, rs *rollState) (model.ResourceID, bool) {
 	if rs.rollClass == nil {
-		e.classifyRoll(r, rs)
+		e.classifyRoll(r, rs, &rollClass{})
 	}
 	for i, f := range r.Fragments {
 		for j, g := range rs.frags[i].groups {

@@ -250,16 +250,36 @@ func (e *Engine) rollEntry(r *model.Rollout) *rollState {
 
 // rollState returns the up-to-date, classified cache entry of r.
 func (e *Engine) rollState(r *model.Rollout) *rollState {
-	rs := e.rollEntry(r)
-	if rs.rollClass == nil {
-		e.classifyRoll(r, rs)
+	rs := e.rolls[r.ID]
+	switch {
+	case rs == nil || rs.version != r.Version:
+		// Classified at once: the state and its classification in one
+		// allocation.
+		x := &classedState{rollState: rollState{version: r.Version}}
+		rs = &x.rollState
+		e.rolls[r.ID] = rs
+		e.classifyRoll(r, rs, &x.cls)
+	case rs.rollClass == nil:
+		e.classifyRoll(r, rs, &rollClass{})
+	default:
+		for i, f := range r.Fragments {
+			rs.frags[i] = e.fragInfo(f)
+		}
 	}
+	rs.gen = e.gen
 	return rs
 }
 
-// classifyRoll fills rs with the span groups of r's fragments.
-func (e *Engine) classifyRoll(r *model.Rollout, rs *rollState) {
-	rs.rollClass = &rollClass{frags: make([]*fragInfo, 0, len(r.Fragments))}
+// classedState is a rollout's state with room for its classification.
+type classedState struct {
+	rollState
+	cls rollClass
+}
+
+// classifyRoll fills cls with the span groups of r's fragments, as rs's.
+func (e *Engine) classifyRoll(r *model.Rollout, rs *rollState, cls *rollClass) {
+	*cls = rollClass{frags: make([]*fragInfo, 0, len(r.Fragments))}
+	rs.rollClass = cls
 	rs.relevant = groups.Set(0).With(groups.Server).With(groups.HTTPClient)
 	var counts [64]int
 	for _, f := range r.Fragments {
