@@ -45,13 +45,12 @@ type rollCheck struct {
 
 	next *rollCheck // another shape of the same hash
 	gen  uint64     // the last Check that used it
-	// memo is the hops the Check of generation memoGen found for the
-	// shape's rollouts before each one's own (suspects, leaks): the same
-	// for all of them. judged counts the rollouts it judged with no hops
-	// of their own, summed into the report at once.
-	memoGen uint64
-	memo    []BrokenHop
-	judged  int
+	// While a check runs, memo is the hops it finds in the shape's
+	// rollouts before each one's own (suspects, leaks): the same for all
+	// of them. judged counts the rollouts it judged with no hops of their
+	// own, summed into the report at once.
+	memo   []BrokenHop
+	judged int
 }
 
 type clientCall struct {
@@ -425,6 +424,7 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		ByRollout: make(map[string]RolloutCheck, len(snap.Rollouts)),
 	}
 	checks := make([]*rollCheck, len(snap.Rollouts))
+	var shapes []*rollCheck // the distinct checks among them
 	var timed []timedCheck
 	hosts := map[string]model.ResourceID{}
 	joined := map[model.ResourceID]bool{}
@@ -442,6 +442,7 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		}
 		if c.gen != e.gen {
 			c.gen = e.gen
+			shapes = append(shapes, c)
 			for _, id := range c.joined {
 				joined[id] = true
 			}
@@ -461,21 +462,19 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	}
 	agg := map[BrokenHop]int{}         // the hop, counts aside -> spans
 	aggRollouts := map[BrokenHop]int{} // the hop -> judged rollouts showing it
-	count := func(hops []BrokenHop, rollouts int) {
+	count := func(hops []BrokenHop, n int) {
 		for _, h := range hops {
 			key := h
 			key.Count, key.Rollouts = 0, 0
-			agg[key] += h.Count * rollouts
-			aggRollouts[key] += rollouts
+			agg[key] += h.Count * n
+			aggRollouts[key] += n
 		}
 	}
-	var memos []*rollCheck // the shapes this check found hops for
+	for _, c := range shapes {
+		c.memo, c.judged = e.shapeHops(snap, c, hosts, learned, driver, hasDriver), 0
+	}
 	for i, r := range snap.Rollouts {
 		c := checks[i]
-		if c.memoGen != e.gen {
-			c.memoGen, c.memo, c.judged = e.gen, e.shapeHops(snap, c, hosts, learned, driver, hasDriver), 0
-			memos = append(memos, c)
-		}
 		hops := c.memo
 		// A rollout is joined when all its spans carry one trace id; an
 		// unattributed fragment that may be its own makes it split too.
@@ -524,13 +523,14 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 			c.judged++
 		}
 	}
-	for _, c := range memos {
+	for _, c := range shapes {
 		if c.judged > 0 {
 			count(c.memo, c.judged)
 			for _, id := range c.resources {
 				seen[id] = true
 			}
 		}
+		c.memo = nil // the report holds it; the engine need not
 	}
 	if len(snap.Rollouts) == 0 || rep.Pending < len(snap.Rollouts) {
 		for _, j := range snap.Jobs {
