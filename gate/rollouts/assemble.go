@@ -3,6 +3,7 @@ package rollouts
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
 	"strings"
 
 	"github.com/nemo-gym/gymtrace/model"
@@ -76,30 +77,35 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	clear(e.carried)
 	for i := range us {
 		u := &us[i]
-		if !u.info.leak || u.info.hostUnit < 0 {
+		if !u.info.leak || u.info.hostUnit() < 0 {
 			continue
 		}
 		for _, j := range unitAt[u.f] {
-			if us[j].ui == u.info.hostUnit && find(j) != find(i) {
+			if us[j].ui == u.info.hostUnit() && find(j) != find(i) {
 				e.carried[i] = true
 			}
 		}
 	}
+	isRoll := func(members []int) bool {
+		return slices.ContainsFunc(members, func(i int) bool { return us[i].info.class == classRollout })
+	}
+	// The rollouts are counted first: the list and the cache are kept
+	// until the next structure, and most groups of a capture of many
+	// small traces may be no rollout's.
+	nroll := 0
+	for g := range order {
+		if isRoll(mem[off[g]:off[g+1]]) {
+			nroll++
+		}
+	}
 	rollOf := make([]string, n) // union-find root -> rollout id ("": none)
-	rolls := make([]*model.Rollout, 0, len(order))
-	cache := make(map[string]*cachedRoll, len(order))
+	rolls := make([]*model.Rollout, 0, nroll)
+	cache := make(map[string]*cachedRoll, nroll)
 	runTraces := map[model.TraceID]bool{}
 	rollTraces := map[model.TraceID]bool{}
 	for g, root := range order {
 		members := mem[off[g]:off[g+1]]
-		isRoll := false
-		for _, i := range members {
-			if us[i].info.class == classRollout {
-				isRoll = true
-				break
-			}
-		}
-		if !isRoll {
+		if !isRoll(members) {
 			for _, i := range members {
 				u := &us[i]
 				if u.graft >= 0 && u.info.leak && u.how == attrClient {
@@ -147,7 +153,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		}
 		top := &u.f.Spans[u.info.root]
 		l := Leak{Service: snap.ServiceName(top.Resource), Name: DisplayName(e.in, top), Rollout: rollOf[find(i)]}
-		if hu := u.info.hostUnit; hu >= 0 {
+		if hu := u.info.hostUnit(); hu >= 0 {
 			for _, j := range unitAt[u.f] {
 				if us[j].ui == hu {
 					l.Host = rollOf[find(j)]
@@ -213,8 +219,8 @@ func (e *Finder) rolloutKey(us []gunit, members []int) (string, uint64) {
 	var b [8 + 4 + 1 + 8 + 4 + 4 + 8 + 8]byte
 	for _, i := range members {
 		u := &us[i]
-		if idFrom == "" && u.info.rid != "" {
-			idFrom = u.info.rid
+		if idFrom == "" && u.info.rid() != "" {
+			idFrom = u.info.rid()
 		}
 		if u.info.class == classRollout && u.info.idRank > bestRank {
 			bestRank = u.info.idRank
@@ -279,8 +285,8 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 	for _, i := range members {
 		u := &us[i]
 		traces[u.f.TraceID] = true
-		if idFrom == "" && u.info.rid != "" {
-			idFrom = u.info.rid
+		if idFrom == "" && u.info.rid() != "" {
+			idFrom = u.info.rid()
 		}
 		if u.info.class == classRollout && u.info.idRank > bestRank {
 			bestRank = u.info.idRank
@@ -294,7 +300,7 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 				r.LastSeen = u.roll.LastSeen
 			}
 		}
-		r.Errors += u.info.errors
+		r.Errors += int(u.info.errors)
 		if first || u.info.start < r.Start {
 			r.Start = u.info.start
 		}
@@ -328,7 +334,7 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts map[int][]int) *model.Fragment {
 	u := &us[i]
 	f := u.f
-	if u.info.idx == nil && len(grafts[i]) == 0 && !e.carried[i] {
+	if u.info.idx() == nil && len(grafts[i]) == 0 && !e.carried[i] {
 		return e.withVirtualJob(snap, f)
 	}
 	var h maphash.Hash
@@ -359,12 +365,12 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 			pos[k] = int32(len(spans))
 			spans = append(spans, sp)
 		}
-		if g.info.idx == nil {
+		if g.info.idx() == nil {
 			for k := range g.f.Spans {
 				each(int32(k))
 			}
 		} else {
-			for _, k := range g.info.idx {
+			for _, k := range g.info.idx() {
 				each(k)
 			}
 		}
