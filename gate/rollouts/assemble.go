@@ -18,8 +18,14 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	n := len(us)
 	roots := make([]int32, n)
 	gi := make([]int32, n) // root -> 1 + its group's index; 0: not a root
-	var order []int
-	var cnt []int32
+	groups := 0
+	for i := range us {
+		if find(i) == i {
+			groups++
+		}
+	}
+	order := make([]int, 0, groups)
+	cnt := make([]int32, 0, groups)
 	for i := range us {
 		r := find(i)
 		roots[i] = int32(r)
@@ -89,15 +95,29 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	isRoll := func(members []int) bool {
 		return slices.ContainsFunc(members, func(i int) bool { return us[i].info.class == classRollout })
 	}
-	// The rollouts are counted first: the list and the cache are kept
-	// until the next structure, and most groups of a capture of many
-	// small traces may be no rollout's.
-	nroll := 0
+	// The rollouts, run-level pieces and unattributed fragments are
+	// counted first: the lists are kept until the next structure, and
+	// most groups of a capture of many small traces may be no rollout's.
+	inCaller := func(u *gunit) bool { return u.graft >= 0 && u.info.leak && u.how == attrClient }
+	nroll, nrun, nun := 0, 0, 0
 	for g := range order {
-		if isRoll(mem[off[g]:off[g+1]]) {
+		members := mem[off[g]:off[g+1]]
+		if isRoll(members) {
 			nroll++
+			continue
+		}
+		for _, i := range members {
+			switch u := &us[i]; {
+			case inCaller(u):
+			case u.info.class == classRun:
+				nrun++
+			default:
+				nun++
+			}
 		}
 	}
+	st.Run = slices.Grow(st.Run, nrun)
+	st.Unattributed = slices.Grow(st.Unattributed, nun)
 	rollOf := make([]string, n) // union-find root -> rollout id ("": none)
 	rolls := make([]*model.Rollout, 0, nroll)
 	cache := make(map[string]*cachedRoll, nroll)
@@ -108,7 +128,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		if !isRoll(members) {
 			for _, i := range members {
 				u := &us[i]
-				if u.graft >= 0 && u.info.leak && u.how == attrClient {
+				if inCaller(u) {
 					continue // inside its caller's fragment
 				}
 				f := e.unitFragment(snap, us, i, grafts)

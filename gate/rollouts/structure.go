@@ -874,7 +874,8 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	sort.Slice(clients, func(a, b int) bool { return clients[a].c.start < clients[b].c.start })
 	// Units that need a caller: orphans, leaked request spans, and rollout
 	// units whose top is the agent's side of a /run call.
-	var needs []need
+	needs := make([]need, 0, len(us))
+	runCalls := slices.ContainsFunc(clients, func(c cref) bool { return c.c.path == "/run" })
 	for i := range us {
 		u := &us[i]
 		info := u.info
@@ -886,7 +887,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			continue // its caller is the span above it
 		case info.class == classRollout && top.Kind == model.KindClient:
 			continue // the driver's own call to /run: it has no caller
-		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !slices.ContainsFunc(clients, func(c cref) bool { return c.c.path == "/run" }):
+		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !runCalls:
 			continue // a rollout started without a driver span (standalone)
 		}
 		if info.class == classOrphan && info.rid() != "" {
