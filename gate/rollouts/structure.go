@@ -161,12 +161,11 @@ type unitBuild struct {
 }
 
 // unitInfo is a unit as the cache keeps it, one per unit of every fragment
-// held: what most units have inline, the rest (dangling calls, a second
-// host, the cut-out span lists) behind more, nil for most units.
+// held: what every unit has inline, the rest (an id, dangling calls, hosts
+// served, the cut-out span lists) behind more, nil for many units.
 type unitInfo struct {
 	start, end int64
 	path       string // the top's request path, when it is a request span
-	srv        [1]hostRes
 	more       *unitMore
 	root       int32 // index of the unit's top span in the fragment
 	idSpan     int32 // the span that names a synthetic rollout id, -1 if none
@@ -186,7 +185,7 @@ type unitMore struct {
 	idx      []int32 // the unit's spans in index order; nil: the whole fragment
 	host     string  // host:port the top served, when it says
 	clients  []danglingClient
-	servers  []hostRes // every host:port served, when more than one
+	servers  []hostRes // host:port served, from request spans
 	hostUnit int32     // for a leaked top, the unit of the span it was parented to
 	caller   bool      // units were cut out of this one at calls to /run
 }
@@ -220,13 +219,10 @@ func (u *unitInfo) clients() []danglingClient {
 }
 
 func (u *unitInfo) servers() []hostRes {
-	switch {
-	case u.more != nil && u.more.servers != nil:
-		return u.more.servers
-	case u.srv[0].host == "":
+	if u.more == nil {
 		return nil
 	}
-	return u.srv[:]
+	return u.more.servers
 }
 
 func (u *unitInfo) hostUnit() int32 {
@@ -242,14 +238,8 @@ func (u *unitInfo) caller() bool { return u.more != nil && u.more.caller }
 func (b *unitBuild) pack() unitInfo {
 	u := unitInfo{start: b.start, end: b.end, path: b.path, root: b.root, idSpan: b.idSpan,
 		errors: b.errors, spans: b.spans, class: b.class, run: b.run, idRank: b.idRank, leak: b.leak, cut: b.cut, calls: b.calls}
-	if len(b.servers) == 1 {
-		u.srv[0] = b.servers[0]
-	}
-	if b.rid != "" || b.idx != nil || b.host != "" || len(b.clients) > 0 || len(b.servers) > 1 || b.hostUnit >= 0 || b.caller {
-		u.more = &unitMore{rid: b.rid, idx: b.idx, host: b.host, clients: b.clients, hostUnit: b.hostUnit, caller: b.caller}
-		if len(b.servers) > 1 {
-			u.more.servers = b.servers
-		}
+	if b.rid != "" || b.idx != nil || b.host != "" || len(b.clients) > 0 || len(b.servers) > 0 || b.hostUnit >= 0 || b.caller {
+		u.more = &unitMore{rid: b.rid, idx: b.idx, host: b.host, clients: b.clients, servers: b.servers, hostUnit: b.hostUnit, caller: b.caller}
 	}
 	return u
 }
@@ -269,23 +259,31 @@ type danglingClient struct {
 // fragUnits is one fragment's units; most fragments are one unit, kept in
 // the same allocation.
 type fragUnits struct {
-	units []unitInfo
-	gen   uint64
-	one   [1]unitInfo
+	gen  uint64
+	one  [1]unitInfo
+	more *[]unitInfo // every unit, when there are more than one
 }
 
 func newFragUnits(units []unitBuild, gen uint64) *fragUnits {
 	fu := &fragUnits{gen: gen}
 	if len(units) == 1 {
 		fu.one[0] = units[0].pack()
-		fu.units = fu.one[:]
 		return fu
 	}
-	fu.units = make([]unitInfo, len(units))
+	all := make([]unitInfo, len(units))
 	for i := range units {
-		fu.units[i] = units[i].pack()
+		all[i] = units[i].pack()
 	}
+	fu.more = &all
 	return fu
+}
+
+// units returns the fragment's units.
+func (fu *fragUnits) units() []unitInfo {
+	if fu.more != nil {
+		return *fu.more
+	}
+	return fu.one[:]
 }
 
 // maxAnchorDepth bounds where a rollout's anchor may sit below its unit's
@@ -759,9 +757,10 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// made at its final size: they are rebuilt on every snapshot.
 	nu, nc := 0, 0
 	count := func(fu *fragUnits) {
-		nu += len(fu.units)
-		for k := range fu.units {
-			nc += len(fu.units[k].clients())
+		units := fu.units()
+		nu += len(units)
+		for k := range units {
+			nc += len(units[k].clients())
 		}
 	}
 	for _, j := range snap.Jobs {
@@ -775,15 +774,17 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	us := make([]gunit, 0, nu)
 	for _, j := range snap.Jobs {
 		fu := e.fragUnits(j, true)
-		for k := range fu.units {
-			us = append(us, gunit{f: j, info: &fu.units[k], ui: int32(k), graft: -1})
+		units := fu.units()
+		for k := range units {
+			us = append(us, gunit{f: j, info: &units[k], ui: int32(k), graft: -1})
 		}
 	}
 	for _, r := range snap.Rollouts {
 		for _, f := range r.Fragments {
 			fu := e.fragUnits(f, false)
-			for k := range fu.units {
-				us = append(us, gunit{f: f, info: &fu.units[k], ui: int32(k), roll: r, graft: -1})
+			units := fu.units()
+			for k := range units {
+				us = append(us, gunit{f: f, info: &units[k], ui: int32(k), roll: r, graft: -1})
 			}
 		}
 	}
