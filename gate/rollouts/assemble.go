@@ -3,6 +3,7 @@ package rollouts
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
 	"strings"
 
 	"github.com/nemo-gym/gymtrace/model"
@@ -17,8 +18,14 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	n := len(us)
 	roots := make([]int32, n)
 	gi := make([]int32, n) // root -> 1 + its group's index; 0: not a root
-	var order []int
-	var cnt []int32
+	groups := 0
+	for i := range us {
+		if find(i) == i {
+			groups++
+		}
+	}
+	order := make([]int, 0, groups)
+	cnt := make([]int32, 0, groups)
 	for i := range us {
 		r := find(i)
 		roots[i] = int32(r)
@@ -76,33 +83,52 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	clear(e.carried)
 	for i := range us {
 		u := &us[i]
-		if !u.info.leak || u.info.hostUnit < 0 {
+		if !u.info.leak || u.info.hostUnit() < 0 {
 			continue
 		}
 		for _, j := range unitAt[u.f] {
-			if us[j].ui == u.info.hostUnit && find(j) != find(i) {
+			if us[j].ui == u.info.hostUnit() && find(j) != find(i) {
 				e.carried[i] = true
 			}
 		}
 	}
+	isRoll := func(members []int) bool {
+		return slices.ContainsFunc(members, func(i int) bool { return us[i].info.class == classRollout })
+	}
+	// The rollouts, run-level pieces and unattributed fragments are
+	// counted first: the lists are kept until the next structure, and
+	// most groups of a capture of many small traces may be no rollout's.
+	inCaller := func(u *gunit) bool { return u.graft >= 0 && u.info.leak && u.how == attrClient }
+	nroll, nrun, nun := 0, 0, 0
+	for g := range order {
+		members := mem[off[g]:off[g+1]]
+		if isRoll(members) {
+			nroll++
+			continue
+		}
+		for _, i := range members {
+			switch u := &us[i]; {
+			case inCaller(u):
+			case u.info.class == classRun:
+				nrun++
+			default:
+				nun++
+			}
+		}
+	}
+	st.Run = slices.Grow(st.Run, nrun)
+	st.Unattributed = slices.Grow(st.Unattributed, nun)
 	rollOf := make([]string, n) // union-find root -> rollout id ("": none)
-	rolls := make([]*model.Rollout, 0, len(order))
-	cache := make(map[string]*cachedRoll, len(order))
+	rolls := make([]*model.Rollout, 0, nroll)
+	cache := make(map[string]*cachedRoll, nroll)
 	runTraces := map[model.TraceID]bool{}
 	rollTraces := map[model.TraceID]bool{}
 	for g, root := range order {
 		members := mem[off[g]:off[g+1]]
-		isRoll := false
-		for _, i := range members {
-			if us[i].info.class == classRollout {
-				isRoll = true
-				break
-			}
-		}
-		if !isRoll {
+		if !isRoll(members) {
 			for _, i := range members {
 				u := &us[i]
-				if u.graft >= 0 && u.info.leak && u.how == attrClient {
+				if inCaller(u) {
 					continue // inside its caller's fragment
 				}
 				f := e.unitFragment(snap, us, i, grafts)
@@ -147,7 +173,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		}
 		top := &u.f.Spans[u.info.root]
 		l := Leak{Service: snap.ServiceName(top.Resource), Name: DisplayName(e.in, top), Rollout: rollOf[find(i)]}
-		if hu := u.info.hostUnit; hu >= 0 {
+		if hu := u.info.hostUnit(); hu >= 0 {
 			for _, j := range unitAt[u.f] {
 				if us[j].ui == hu {
 					l.Host = rollOf[find(j)]
@@ -213,8 +239,8 @@ func (e *Finder) rolloutKey(us []gunit, members []int) (string, uint64) {
 	var b [8 + 4 + 1 + 8 + 4 + 4 + 8 + 8]byte
 	for _, i := range members {
 		u := &us[i]
-		if idFrom == "" && u.info.rid != "" {
-			idFrom = u.info.rid
+		if idFrom == "" && u.info.rid() != "" {
+			idFrom = u.info.rid()
 		}
 		if u.info.class == classRollout && u.info.idRank > bestRank {
 			bestRank = u.info.idRank
@@ -279,8 +305,8 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 	for _, i := range members {
 		u := &us[i]
 		traces[u.f.TraceID] = true
-		if idFrom == "" && u.info.rid != "" {
-			idFrom = u.info.rid
+		if idFrom == "" && u.info.rid() != "" {
+			idFrom = u.info.rid()
 		}
 		if u.info.class == classRollout && u.info.idRank > bestRank {
 			bestRank = u.info.idRank
@@ -294,7 +320,7 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 				r.LastSeen = u.roll.LastSeen
 			}
 		}
-		r.Errors += u.info.errors
+		r.Errors += int(u.info.errors)
 		if first || u.info.start < r.Start {
 			r.Start = u.info.start
 		}
@@ -328,7 +354,7 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts map[int][]int) *model.Fragment {
 	u := &us[i]
 	f := u.f
-	if u.info.idx == nil && len(grafts[i]) == 0 && !e.carried[i] {
+	if u.info.idx() == nil && len(grafts[i]) == 0 && !e.carried[i] {
 		return e.withVirtualJob(snap, f)
 	}
 	var h maphash.Hash
@@ -368,12 +394,12 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 			pos[k] = int32(len(spans))
 			spans = append(spans, sp)
 		}
-		if g.info.idx == nil {
+		if g.info.idx() == nil {
 			for k := range g.f.Spans {
 				each(int32(k))
 			}
 		} else {
-			for _, k := range g.info.idx {
+			for _, k := range g.info.idx() {
 				each(k)
 			}
 		}

@@ -30,7 +30,7 @@ func TestCutAllMatchesSequential(t *testing.T) {
 				t.Fatalf("units cached: %d on two cores, %d on one", len(par.units), len(seq.units))
 			}
 			for v, fu := range seq.units {
-				if !reflect.DeepEqual(par.units[v].units, fu.units) {
+				if !reflect.DeepEqual(par.units[v].units(), fu.units()) {
 					t.Fatalf("fragment %x cut differently on two cores", v)
 				}
 			}

@@ -78,8 +78,8 @@ type scratch struct {
 	called []bool
 	served []bool // the span or an ancestor is a request span: inside a server
 	leaked []bool
-	units  []unitInfo // cutUnits' units before they are copied out
-	calls  []unitCall // and its dangling calls
+	units  []unitBuild // cutUnits' units before they are copied out
+	calls  []unitCall  // and its dangling calls
 	per    []int
 }
 

@@ -132,9 +132,9 @@ const (
 	classRun
 )
 
-// unitInfo is what one fragment's walk learns about one of its units; cached
-// per fragment version.
-type unitInfo struct {
+// unitBuild is what one fragment's walk learns about one of its units, as
+// cutUnits gathers it; the cache keeps it as a unitInfo.
+type unitBuild struct {
 	root  int32   // index of the unit's top span in the fragment
 	idx   []int32 // the unit's spans in index order; nil: the whole fragment
 	class unitClass
@@ -153,11 +153,95 @@ type unitInfo struct {
 	end         int64
 	clients     []danglingClient
 	servers     []hostRes // host:port served, from request spans
-	errors      int
-	spans       int
+	errors      int32
+	spans       int32
 	calls       bool // has CLIENT spans other than calls to /run
 	// hostUnit is, for a leaked top, the unit of the span it was parented to.
 	hostUnit int32
+}
+
+// unitInfo is a unit as the cache keeps it, one per unit of every fragment
+// held: what every unit has inline, the rest (an id, dangling calls, hosts
+// served, the cut-out span lists) behind more, nil for many units.
+type unitInfo struct {
+	start, end int64
+	path       string // the top's request path, when it is a request span
+	more       *unitMore
+	root       int32 // index of the unit's top span in the fragment
+	idSpan     int32 // the span that names a synthetic rollout id, -1 if none
+	errors     int32
+	spans      int32
+	class      unitClass
+	run        RunKind
+	idRank     int8 // how good idSpan is: 3 SERVER /run, 2 gym.rollout, 1 CLIENT /run
+	leak       bool // the top is a request span carried over onto another's context
+	cut        bool // the top is a call to /run cut out under another client's spans
+	calls      bool // has CLIENT spans other than calls to /run
+}
+
+// unitMore holds the fields few units have.
+type unitMore struct {
+	rid      string  // the rollout id its spans name
+	idx      []int32 // the unit's spans in index order; nil: the whole fragment
+	host     string  // host:port the top served, when it says
+	clients  []danglingClient
+	servers  []hostRes // host:port served, from request spans
+	hostUnit int32     // for a leaked top, the unit of the span it was parented to
+	caller   bool      // units were cut out of this one at calls to /run
+}
+
+func (u *unitInfo) idx() []int32 {
+	if u.more == nil {
+		return nil
+	}
+	return u.more.idx
+}
+
+func (u *unitInfo) rid() string {
+	if u.more == nil {
+		return ""
+	}
+	return u.more.rid
+}
+
+func (u *unitInfo) host() string {
+	if u.more == nil {
+		return ""
+	}
+	return u.more.host
+}
+
+func (u *unitInfo) clients() []danglingClient {
+	if u.more == nil {
+		return nil
+	}
+	return u.more.clients
+}
+
+func (u *unitInfo) servers() []hostRes {
+	if u.more == nil {
+		return nil
+	}
+	return u.more.servers
+}
+
+func (u *unitInfo) hostUnit() int32 {
+	if u.more == nil {
+		return -1
+	}
+	return u.more.hostUnit
+}
+
+func (u *unitInfo) caller() bool { return u.more != nil && u.more.caller }
+
+// pack returns b as the cache keeps it.
+func (b *unitBuild) pack() unitInfo {
+	u := unitInfo{start: b.start, end: b.end, path: b.path, root: b.root, idSpan: b.idSpan,
+		errors: b.errors, spans: b.spans, class: b.class, run: b.run, idRank: b.idRank, leak: b.leak, cut: b.cut, calls: b.calls}
+	if b.rid != "" || b.idx != nil || b.host != "" || len(b.clients) > 0 || len(b.servers) > 0 || b.hostUnit >= 0 || b.caller {
+		u.more = &unitMore{rid: b.rid, idx: b.idx, host: b.host, clients: b.clients, servers: b.servers, hostUnit: b.hostUnit, caller: b.caller}
+	}
+	return u
 }
 
 type hostRes struct {
@@ -172,9 +256,34 @@ type danglingClient struct {
 	start, end int64
 }
 
+// fragUnits is one fragment's units; most fragments are one unit, kept in
+// the same allocation.
 type fragUnits struct {
-	units []unitInfo
-	gen   uint64
+	gen  uint64
+	one  [1]unitInfo
+	more *[]unitInfo // every unit, when there are more than one
+}
+
+func newFragUnits(units []unitBuild, gen uint64) *fragUnits {
+	fu := &fragUnits{gen: gen}
+	if len(units) == 1 {
+		fu.one[0] = units[0].pack()
+		return fu
+	}
+	all := make([]unitInfo, len(units))
+	for i := range units {
+		all[i] = units[i].pack()
+	}
+	fu.more = &all
+	return fu
+}
+
+// units returns the fragment's units.
+func (fu *fragUnits) units() []unitInfo {
+	if fu.more != nil {
+		return *fu.more
+	}
+	return fu.one[:]
 }
 
 // maxAnchorDepth bounds where a rollout's anchor may sit below its unit's
@@ -187,14 +296,16 @@ func (e *Finder) fragUnits(f *model.Fragment, job bool) *fragUnits {
 		fu.gen = e.gen
 		return fu
 	}
-	fu := &fragUnits{units: cutUnits(&e.keys, &e.sc, f, job), gen: e.gen}
+	fu := cutUnits(&e.keys, &e.sc, f, job, e.gen)
 	e.units[f.Version] = fu
 	return fu
 }
 
 // cutUnits is fragUnits' work: a function of the fragment alone (k and sc
-// are caches and scratch), so fragments may be cut on several cores.
-func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool) []unitInfo {
+// are caches and scratch), so fragments may be cut on several cores. The
+// units are gathered in scratch and packed at their final size: a cache of
+// every fragment's units holds no slack.
+func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64) *fragUnits {
 	in := k.in
 	n := len(f.Spans)
 	// Per-span walk state, reused across fragments: only units are kept.
@@ -231,7 +342,7 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 			if cut {
 				units[hu].caller = true
 			}
-			units = append(units, unitInfo{root: int32(i), idSpan: -1, start: sp.Start, end: sp.End, leak: lk && parent != nil, cut: cut, hostUnit: hu})
+			units = append(units, unitBuild{root: int32(i), idSpan: -1, start: sp.Start, end: sp.End, leak: lk && parent != nil, cut: cut, hostUnit: hu})
 			leaked = append(leaked, lk)
 		} else {
 			unitOf[i] = unitOf[p]
@@ -347,26 +458,25 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool) []unitInfo {
 		}
 	}
 	sc.leaked = leaked
-	out := make([]unitInfo, len(units))
-	copy(out, units)
 	if len(calls) > 0 {
 		// One array for the fragment's calls, each unit's in walk order.
-		per := sc.perUnit(len(out))
+		per := sc.perUnit(len(units))
 		for _, c := range calls {
 			per[c.unit]++
 		}
 		all, at := make([]danglingClient, len(calls)), 0
 		for ui, n := range per {
-			out[ui].clients = all[at : at : at+n]
+			units[ui].clients = all[at : at : at+n]
 			at += n
 		}
 		for _, c := range calls {
-			out[c.unit].clients = append(out[c.unit].clients, c.c)
+			units[c.unit].clients = append(units[c.unit].clients, c.c)
 		}
 	}
+	fu := newFragUnits(units, gen)
 	clear(units) // the scratch keeps no strings or slices alive
 	sc.units, sc.calls = units[:0], calls[:0]
-	return out
+	return fu
 }
 
 // unitCall is a dangling CLIENT span met in the walk, with its unit.
@@ -389,7 +499,7 @@ func (e *Finder) cutAll(snap *model.Snapshot) {
 	type cut struct {
 		f     *model.Fragment
 		job   bool
-		units []unitInfo
+		units *fragUnits
 	}
 	frags := len(snap.Jobs)
 	for _, r := range snap.Rollouts {
@@ -422,15 +532,15 @@ func (e *Finder) cutAll(snap *model.Snapshot) {
 	go func() {
 		defer wg.Done()
 		for i := half; i < len(todo); i++ {
-			todo[i].units = cutUnits(&k2, &sc2, todo[i].f, todo[i].job)
+			todo[i].units = cutUnits(&k2, &sc2, todo[i].f, todo[i].job, e.gen)
 		}
 	}()
 	for i := 0; i < half; i++ {
-		todo[i].units = cutUnits(&e.keys, &e.sc, todo[i].f, todo[i].job)
+		todo[i].units = cutUnits(&e.keys, &e.sc, todo[i].f, todo[i].job, e.gen)
 	}
 	wg.Wait()
 	for _, c := range todo {
-		e.units[c.f.Version] = &fragUnits{units: c.units, gen: e.gen}
+		e.units[c.f.Version] = c.units
 	}
 }
 
@@ -491,7 +601,7 @@ func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, pare
 			if clients[k].used || clients[k].unit == needs[n].unit || c.start > info.start+callSlack {
 				continue
 			}
-			if (info.host != "" && c.host != info.host) || (info.path != "" && c.path != "" && c.path != info.path) {
+			if h := info.host(); (h != "" && c.host != h) || (info.path != "" && c.path != "" && c.path != info.path) {
 				continue
 			}
 			cs = append(cs, cand{k, matchCost(info.start, info.end, c.start, c.end)})
@@ -647,9 +757,10 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// made at its final size: they are rebuilt on every snapshot.
 	nu, nc := 0, 0
 	count := func(fu *fragUnits) {
-		nu += len(fu.units)
-		for k := range fu.units {
-			nc += len(fu.units[k].clients)
+		units := fu.units()
+		nu += len(units)
+		for k := range units {
+			nc += len(units[k].clients())
 		}
 	}
 	for _, j := range snap.Jobs {
@@ -663,15 +774,17 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	us := make([]gunit, 0, nu)
 	for _, j := range snap.Jobs {
 		fu := e.fragUnits(j, true)
-		for k := range fu.units {
-			us = append(us, gunit{f: j, info: &fu.units[k], ui: int32(k), graft: -1})
+		units := fu.units()
+		for k := range units {
+			us = append(us, gunit{f: j, info: &units[k], ui: int32(k), graft: -1})
 		}
 	}
 	for _, r := range snap.Rollouts {
 		for _, f := range r.Fragments {
 			fu := e.fragUnits(f, false)
-			for k := range fu.units {
-				us = append(us, gunit{f: f, info: &fu.units[k], ui: int32(k), roll: r, graft: -1})
+			units := fu.units()
+			for k := range units {
+				us = append(us, gunit{f: f, info: &units[k], ui: int32(k), roll: r, graft: -1})
 			}
 		}
 	}
@@ -700,7 +813,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	var resSeen []model.ResourceID
 	const mirrored = 32
 	for i := range us {
-		for _, h := range us[i].info.servers {
+		for _, h := range us[i].info.servers() {
 			k := 0
 			for k < len(hostNow) && hostNow[k].host != h.host {
 				k++
@@ -735,11 +848,11 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		if u.info.class != classRollout {
 			continue
 		}
-		if u.info.rid != "" {
-			if j, ok := byID[u.info.rid]; ok {
+		if u.info.rid() != "" {
+			if j, ok := byID[u.info.rid()]; ok {
 				union(i, j)
 			} else {
-				byID[u.info.rid] = i
+				byID[u.info.rid()] = i
 			}
 		}
 		if j, ok := traceRoll[u.f.TraceID]; !ok {
@@ -752,8 +865,9 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	clients := make([]cref, 0, nc)
 	maxDur := int64(0)
 	for i := range us {
-		for k := range us[i].info.clients {
-			c := &us[i].info.clients[k]
+		cl := us[i].info.clients()
+		for k := range cl {
+			c := &cl[k]
 			clients = append(clients, cref{unit: i, c: c})
 			maxDur = max(maxDur, c.end-c.start)
 		}
@@ -761,7 +875,8 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	sort.Slice(clients, func(a, b int) bool { return clients[a].c.start < clients[b].c.start })
 	// Units that need a caller: orphans, leaked request spans, and rollout
 	// units whose top is the agent's side of a /run call.
-	var needs []need
+	needs := make([]need, 0, len(us))
+	runCalls := slices.ContainsFunc(clients, func(c cref) bool { return c.c.path == "/run" })
 	for i := range us {
 		u := &us[i]
 		info := u.info
@@ -773,11 +888,11 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			continue // its caller is the span above it
 		case info.class == classRollout && top.Kind == model.KindClient:
 			continue // the driver's own call to /run: it has no caller
-		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !slices.ContainsFunc(clients, func(c cref) bool { return c.c.path == "/run" }):
+		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !runCalls:
 			continue // a rollout started without a driver span (standalone)
 		}
-		if info.class == classOrphan && info.rid != "" {
-			if j, ok := byID[info.rid]; ok {
+		if info.class == classOrphan && info.rid() != "" {
+			if j, ok := byID[info.rid()]; ok {
 				union(i, j)
 				u.how = attrID
 				continue
@@ -792,7 +907,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			}
 			continue
 		}
-		host := info.host
+		host := info.host()
 		if host == "" {
 			host = resHost[top.Resource]
 		}

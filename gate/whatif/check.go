@@ -1,6 +1,9 @@
 package whatif
 
 import (
+	"encoding/binary"
+	"hash/maphash"
+
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"slices"
@@ -15,7 +18,11 @@ import (
 const unknownService = "?"
 
 // rollCheck is the snapshot-independent part of one rollout's join check,
-// cached by rollout version.
+// cached by rollout version. Rollouts alike in it (the same calls, hops and
+// processes, as most of a run's are) share one, interned in Engine.shapes:
+// a copy a rollout was most of what the live tally held between checks.
+// The times it needs of each rollout stay with the rollout
+// (rollState.times).
 type rollCheck struct {
 	hops       []BrokenHop
 	unanswered []clientCall // CLIENT spans with an answer but no callee span
@@ -35,27 +42,54 @@ type rollCheck struct {
 	entry    strayRoot
 	entryTop bool
 	entryKnd model.Kind
+
+	next *rollCheck // another shape of the same hash
+	gen  uint64     // the last Check that used it
+	// While a check runs, memo is the hops it finds in the shape's
+	// rollouts before each one's own (suspects, leaks): the same for all
+	// of them. judged counts the rollouts it judged with no hops of their
+	// own, summed into the report at once.
+	memo   []BrokenHop
+	judged int
 }
 
 type clientCall struct {
-	res        model.ResourceID
-	host       string
-	path       string
-	route      string // method and path, as the callee would name the request
-	start, end int64
+	res  model.ResourceID
+	host string
+	// method and path are the request as the callee would name it
+	// (clientRoute).
+	method, path string
+	scoped       bool // a rollout-scoped Gym route (/ng-rollout/)
 }
 
 // strayRoot is a span, not a SERVER span, that starts a new trace inside a
 // rollout: its process did not extract the caller's traceparent.
 type strayRoot struct {
-	res   model.ResourceID
-	name  string
-	start int64
+	res  model.ResourceID
+	name string
 }
 
 type hostRes struct {
 	host string
 	res  model.ResourceID
+}
+
+// serverRoot is a SERVER span topping a fragment that is not the entry.
+type serverRoot struct {
+	res  model.ResourceID
+	host string
+	path string
+	name string
+}
+
+// checkScratch is one rollout's check while it is built, reused: most
+// rollouts find their shape interned and keep nothing of it.
+type checkScratch struct {
+	c      rollCheck
+	paths  []string // each unanswered call's path
+	calls  []int64  // each unanswered call's start and end
+	strays []int64  // each stray's start
+	roots  []serverRoot
 }
 
 // rollCheck returns the cached per-rollout check of r.
@@ -64,7 +98,11 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		return rs.check
 	}
 	k := &e.keys
-	c := &rollCheck{}
+	sc := &e.ck
+	c := &sc.c
+	*c = rollCheck{hops: c.hops[:0], unanswered: c.unanswered[:0], hosts: c.hosts[:0], resources: c.resources[:0],
+		joined: c.joined[:0], newTrace: c.newTrace[:0], strays: c.strays[:0]}
+	sc.paths, sc.calls, sc.strays, sc.roots = sc.paths[:0], sc.calls[:0], sc.strays[:0], sc.roots[:0]
 	addRes := func(list *[]model.ResourceID, id model.ResourceID) {
 		for _, x := range *list {
 			if x == id {
@@ -73,8 +111,18 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		}
 		*list = append(*list, id)
 	}
+	// The scratch's own list: counted in place. Its hops get their
+	// sentence once interned.
 	addHop := func(from, to, span string, cause Cause, args ...string) {
-		c.hops = addCount(c.hops, newHop(from, to, span, cause, args...))
+		h := BrokenHop{FromService: from, ToService: to, SpanName: span, Cause: cause, Count: 1}
+		copy(h.Args[:], args)
+		for i := range c.hops {
+			if sameHop(c.hops[i], h) {
+				c.hops[i].Count++
+				return
+			}
+		}
+		c.hops = append(c.hops, h)
 	}
 	// The entry fragment (earliest true root, or one under the job) is where
 	// the rollout starts; other roots are pieces that failed to join it.
@@ -89,15 +137,8 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 	}
 	if entry >= 0 && r.Fragments[entry].TopParent.IsZero() {
 		top := &r.Fragments[entry].Spans[0]
-		c.entry, c.entryTop, c.entryKnd = strayRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top), start: top.Start}, true, top.Kind
+		c.entry, c.entryTop, c.entryKnd = strayRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top)}, true, top.Kind
 	}
-	type serverRoot struct {
-		res  model.ResourceID
-		host string
-		path string
-		name string
-	}
-	var roots []serverRoot
 	// Spans of one process come in runs: a repeat of the last resource
 	// added is not looked for again.
 	lastRes, haveLast := model.ResourceID(0), false
@@ -156,7 +197,11 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			}
 			u, _ := k.URL(sp.Attrs)
 			h, p := rollouts.SplitURL(u)
-			c.unanswered = append(c.unanswered, clientCall{res: sp.Resource, host: h, path: p, route: clientRoute(k, sp), start: sp.Start, end: sp.End})
+			cc := clientCall{res: sp.Resource, host: h, scoped: strings.Contains(p, "/ng-rollout/")}
+			cc.method, cc.path = clientRoute(k, sp)
+			c.unanswered = append(c.unanswered, cc)
+			sc.paths = append(sc.paths, p)
+			sc.calls = append(sc.calls, sp.Start, sp.End)
 		}
 		top := &f.Spans[0]
 		topSvc := snap.ServiceName(top.Resource)
@@ -177,25 +222,28 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			if t, ok := k.TargetAttr(top.Attrs); ok {
 				sr.path, _, _ = strings.Cut(t, "?")
 			}
-			roots = append(roots, sr)
+			sc.roots = append(sc.roots, sr)
 		default:
-			c.strays = append(c.strays, strayRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top), start: top.Start})
+			c.strays = append(c.strays, strayRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top)})
+			sc.strays = append(sc.strays, top.Start)
 			addRes(&c.newTrace, top.Resource)
 		}
 	}
 	// Pair SERVER roots with unanswered CLIENT calls of the same rollout: the
 	// same hop seen from both sides is one problem.
-	for _, sr := range roots {
+	for _, sr := range sc.roots {
 		paired := -1
 		for i, cc := range c.unanswered {
-			if cc.path == sr.path && (sr.host == "" || cc.host == "" || cc.host == sr.host) {
+			if sc.paths[i] == sr.path && (sr.host == "" || cc.host == "" || cc.host == sr.host) {
 				paired = i
 				break
 			}
 		}
 		if paired >= 0 {
 			cc := c.unanswered[paired]
-			c.unanswered = append(c.unanswered[:paired:paired], c.unanswered[paired+1:]...)
+			c.unanswered = slices.Delete(c.unanswered, paired, paired+1)
+			sc.paths = slices.Delete(sc.paths, paired, paired+1)
+			sc.calls = slices.Delete(sc.calls, 2*paired, 2*paired+2)
 			addHop(snap.ServiceName(cc.res), snap.ServiceName(sr.res), sr.name, CauseNotInjected)
 			continue
 		}
@@ -209,8 +257,129 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		}
 		addHop(unknownService, snap.ServiceName(sr.res), sr.name, CauseServerRoot, "the caller")
 	}
-	rs.check = c
-	return c
+	// Only learnHosts reads times, and only of a rollout with both calls
+	// and strays.
+	rs.times = nil
+	if len(c.unanswered) > 0 && len(c.strays) > 0 {
+		times := append(append(make([]int64, 0, len(sc.calls)+len(sc.strays)), sc.calls...), sc.strays...)
+		rs.times = &times
+	}
+	rs.check = e.intern(c)
+	return rs.check
+}
+
+// intern returns the engine's rollCheck equal to c, a copy of c the first
+// time.
+func (e *Engine) intern(c *rollCheck) *rollCheck {
+	h := c.shapeHash(e.seed)
+	for x := e.shapes[h]; x != nil; x = x.next {
+		if sameShape(x, c) {
+			return x
+		}
+	}
+	x := &rollCheck{hops: clip(c.hops), unanswered: clip(c.unanswered), hosts: clip(c.hosts), resources: clip(c.resources),
+		joined: clip(c.joined), newTrace: clip(c.newTrace), strays: clip(c.strays),
+		entry: c.entry, entryTop: c.entryTop, entryKnd: c.entryKnd, next: e.shapes[h]}
+	for i := range x.hops {
+		x.hops[i].Reason = x.hops[i].Cause.Sentence(x.hops[i].Args[:]...)
+	}
+	e.shapes[h] = x
+	return x
+}
+
+// clip is a copy of s at its length, nil when empty.
+func clip[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return append(make(S, 0, len(s)), s...)
+}
+
+// shapeHash hashes what sameShape compares.
+func (c *rollCheck) shapeHash(seed maphash.Seed) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	var b [8]byte
+	num := func(v uint64) {
+		binary.LittleEndian.PutUint64(b[:], v)
+		h.Write(b[:])
+	}
+	str := func(s string) {
+		h.WriteString(s)
+		h.WriteByte(0)
+	}
+	for i := range c.hops {
+		x := &c.hops[i]
+		str(x.FromService)
+		str(x.ToService)
+		str(x.SpanName)
+		str(x.Args[0])
+		str(x.Args[1])
+		num(uint64(x.Cause)<<56 | uint64(x.Count))
+	}
+	h.WriteByte(1)
+	for _, x := range c.unanswered {
+		str(x.host)
+		str(x.method)
+		str(x.path)
+		num(uint64(x.res)<<1 | b2u(x.scoped))
+	}
+	h.WriteByte(2)
+	for _, x := range c.hosts {
+		str(x.host)
+		num(uint64(x.res))
+	}
+	for _, list := range [...][]model.ResourceID{c.resources, c.joined, c.newTrace} {
+		h.WriteByte(3)
+		for _, id := range list {
+			num(uint64(id))
+		}
+	}
+	h.WriteByte(4)
+	for _, x := range c.strays {
+		str(x.name)
+		num(uint64(x.res))
+	}
+	str(c.entry.name)
+	num(uint64(c.entry.res)<<16 | uint64(c.entryKnd)<<1 | b2u(c.entryTop))
+	return h.Sum64()
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sameShape reports whether a and b hold the same check, reasons aside: a
+// hop's reason is its cause's sentence with its arguments.
+func sameShape(a, b *rollCheck) bool {
+	return slices.EqualFunc(a.hops, b.hops, func(x, y BrokenHop) bool {
+		return x.FromService == y.FromService && x.ToService == y.ToService && x.SpanName == y.SpanName &&
+			x.Cause == y.Cause && x.Args == y.Args && x.Count == y.Count
+	}) && slices.Equal(a.unanswered, b.unanswered) && slices.Equal(a.hosts, b.hosts) &&
+		slices.Equal(a.resources, b.resources) && slices.Equal(a.joined, b.joined) && slices.Equal(a.newTrace, b.newTrace) &&
+		slices.Equal(a.strays, b.strays) && a.entry == b.entry && a.entryTop == b.entryTop && a.entryKnd == b.entryKnd
+}
+
+// evictShapes forgets the shapes no rollout of the last check had.
+func (e *Engine) evictShapes() {
+	for h, x := range e.shapes {
+		var keep *rollCheck
+		for x != nil {
+			next := x.next
+			if x.gen == e.gen {
+				x.next, keep = keep, x
+			}
+			x = next
+		}
+		if keep == nil {
+			delete(e.shapes, h)
+		} else {
+			e.shapes[h] = keep
+		}
+	}
 }
 
 // Check finds broken joins in snap. Rollouts whose spans last arrived less
@@ -220,6 +389,11 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	snap = st.Snap
 	e.gen++
 	e.sync(snap)
+	if len(e.rolls) == 0 {
+		// A first check: the map at its size at once, not grown through
+		// every size on the way.
+		e.rolls = make(map[string]*rollState, len(snap.Rollouts))
+	}
 	// rollout -> its leaked request spans, by process and span, in the
 	// structure's order.
 	type leakCount struct {
@@ -250,6 +424,8 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		ByRollout: make(map[string]RolloutCheck, len(snap.Rollouts)),
 	}
 	checks := make([]*rollCheck, len(snap.Rollouts))
+	var shapes []*rollCheck // the distinct checks among them
+	var timed []timedCheck
 	hosts := map[string]model.ResourceID{}
 	joined := map[model.ResourceID]bool{}
 	seen := map[model.ResourceID]bool{}
@@ -257,14 +433,22 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		rs := e.rollEntry(r)
 		c := e.rollCheck(snap, r, rs)
 		checks[i] = c
+		if rs.times != nil {
+			timed = append(timed, timedCheck{c, *rs.times})
+		}
+		// The last rollout to name a host names its process.
 		for _, h := range c.hosts {
 			hosts[h.host] = h.res
 		}
-		for _, id := range c.joined {
-			joined[id] = true
+		if c.gen != e.gen {
+			c.gen = e.gen
+			shapes = append(shapes, c)
+			for _, id := range c.joined {
+				joined[id] = true
+			}
 		}
 	}
-	learned := learnHosts(checks, hosts)
+	learned := learnHosts(timed, hosts)
 	// The process that emits gym.job spans is the driver, the caller of
 	// every rollout's /run.
 	driver, hasDriver := model.ResourceID(0), false
@@ -278,56 +462,28 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	}
 	agg := map[BrokenHop]int{}         // the hop, counts aside -> spans
 	aggRollouts := map[BrokenHop]int{} // the hop -> judged rollouts showing it
+	count := func(hops []BrokenHop, n int) {
+		for _, h := range hops {
+			key := h
+			key.Count, key.Rollouts = 0, 0
+			agg[key] += h.Count * n
+			aggRollouts[key] += n
+		}
+	}
+	for _, c := range shapes {
+		c.memo, c.judged = e.shapeHops(snap, c, hosts, learned, driver, hasDriver), 0
+	}
 	for i, r := range snap.Rollouts {
 		c := checks[i]
-		hops := c.hops
-		var callees []string // services the rollout's unanswered calls name
-		for _, cc := range c.unanswered {
-			res, known := hosts[cc.host]
-			lres, learnt := learned[cc.host]
-			to := ""
-			switch {
-			case known && res != cc.res:
-				to = snap.ServiceName(res)
-			case known:
-				continue
-			case learnt:
-				to = snap.ServiceName(lres)
-			case strings.Contains(cc.path, "/ng-rollout/"):
-				// A rollout-scoped Gym route on a host with no SERVER spans
-				// at all: name the process that started new traces instead.
-				to = cc.host
-				if len(c.newTrace) == 1 {
-					to = snap.ServiceName(c.newTrace[0])
-				}
-			default:
-				continue // not a Gym server this capture has seen: an external call
-			}
-			hops = addCount(hops, newHop(snap.ServiceName(cc.res), to, cc.route, CauseNoServerChild, to))
-			callees = append(callees, to)
-		}
-		if hasDriver && c.entryTop && c.entry.res != driver {
-			from, to := snap.ServiceName(driver), snap.ServiceName(c.entry.res)
-			h := newHop(from, to, c.entry.name, CauseServerRoot, from)
-			if c.entryKnd != model.KindServer {
-				h = newHop(from, to, c.entry.name, CauseNewTrace, c.entry.name, to)
-			}
-			hops = addCount(hops, h)
-		}
-		for _, sr := range c.strays {
-			svc := snap.ServiceName(sr.res)
-			if slices.Contains(callees, svc) {
-				continue
-			}
-			hops = addCount(hops, newHop(unknownService, svc, sr.name, CauseNewTrace, sr.name, svc))
-		}
+		hops := c.memo
 		// A rollout is joined when all its spans carry one trace id; an
 		// unattributed fragment that may be its own makes it split too.
 		suspects := st.Suspect[r.ID]
 		for _, su := range suspects {
 			hops = addCount(hops, newHop(unknownService, su.Service, su.Span, CauseUnattributed, su.Service))
 		}
-		for _, l := range leaksIn[r.ID] {
+		leaks := leaksIn[r.ID]
+		for _, l := range leaks {
 			lh := newHop(l.svc, l.svc, l.name, CauseLeak)
 			lh.Count = l.n
 			hops = addCount(hops, lh)
@@ -349,25 +505,32 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 			rc.Status = Joined
 			rep.Joined++
 		}
+		rep.ByRollout[r.ID] = rc
 		// A joined rollout (all its spans carry one trace id) can still
 		// show a hop gone wrong: a callee that read no traceparent and
-		// emitted nothing, a span that was never exported.
-		if rc.Status != JoinPending {
-			for _, h := range hops {
-				key := h
-				key.Count, key.Rollouts = 0, 0
-				agg[key] += h.Count
-				aggRollouts[key]++
+		// emitted nothing, a span that was never exported. Only judged
+		// rollouts show which processes never join: within the grace a
+		// healthy process may still wait for its callers' spans. A rollout
+		// with no hops of its own counts with its shape, once.
+		switch {
+		case rc.Status == JoinPending:
+		case len(suspects) > 0 || len(leaks) > 0:
+			count(hops, 1)
+			for _, id := range c.resources {
+				seen[id] = true
 			}
+		default:
+			c.judged++
 		}
-		rep.ByRollout[r.ID] = rc
-		// Only judged rollouts show which processes never join: within the
-		// grace a healthy process may still wait for its callers' spans.
-		if rc.Status != JoinPending {
+	}
+	for _, c := range shapes {
+		if c.judged > 0 {
+			count(c.memo, c.judged)
 			for _, id := range c.resources {
 				seen[id] = true
 			}
 		}
+		c.memo = nil // the report holds it; the engine need not
 	}
 	if len(snap.Rollouts) == 0 || rep.Pending < len(snap.Rollouts) {
 		for _, j := range snap.Jobs {
@@ -418,18 +581,85 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 	// joins no one, or a lost span, is reported without breaking a rollout.
 	rep.Intact = rep.Split == 0
 	e.evict()
+	e.evictShapes()
 	return rep
 }
 
-// clientRoute is a CLIENT span's request as the callee would name it:
-// method and path ("POST /v1/responses"), any /ng-rollout/{id} prefix
-// stripped so one hop reads the same in every rollout; the span's own name
-// when it carries no URL.
-func clientRoute(k *rollouts.Keys, sp *model.Span) string {
+// clientRoute is a CLIENT span's request as the callee would name it, in
+// parts (clientCall.route joins them): method and path, any
+// /ng-rollout/{id} prefix stripped so one hop reads the same in every
+// rollout; the span's own name and no path when it carries no URL.
+func clientRoute(k *rollouts.Keys, sp *model.Span) (method, path string) {
 	if m, p := k.SpanRoute(sp); p != "" {
-		return m + " " + p
+		return m, p
 	}
-	return k.Interner().Str(sp.Name)
+	return k.Interner().Str(sp.Name), ""
+}
+
+// route is the call's request as the callee would name it
+// ("POST /v1/responses"): said when a hop names it, not per rollout.
+func (cc *clientCall) route() string {
+	if cc.path == "" {
+		return cc.method
+	}
+	return cc.method + " " + cc.path
+}
+
+// shapeHops is what a check finds in the rollouts of shape c before each
+// one's own hops: the hops c holds, then its unanswered calls to a Gym
+// server, the driver's call to an entry it did not join, and its strays.
+// Every input is the snapshot's (hosts, learned, the driver), so the
+// rollouts of a shape share the list.
+func (e *Engine) shapeHops(snap *model.Snapshot, c *rollCheck, hosts, learned map[string]model.ResourceID, driver model.ResourceID, hasDriver bool) []BrokenHop {
+	hops := c.hops
+	var callees []string // services the rollout's unanswered calls name
+	for _, cc := range c.unanswered {
+		res, known := hosts[cc.host]
+		lres, learnt := learned[cc.host]
+		to := ""
+		switch {
+		case known && res != cc.res:
+			to = snap.ServiceName(res)
+		case known:
+			continue
+		case learnt:
+			to = snap.ServiceName(lres)
+		case cc.scoped:
+			// A rollout-scoped Gym route on a host with no SERVER spans
+			// at all: name the process that started new traces instead.
+			to = cc.host
+			if len(c.newTrace) == 1 {
+				to = snap.ServiceName(c.newTrace[0])
+			}
+		default:
+			continue // not a Gym server this capture has seen: an external call
+		}
+		hops = addCount(hops, newHop(snap.ServiceName(cc.res), to, cc.route(), CauseNoServerChild, to))
+		callees = append(callees, to)
+	}
+	if hasDriver && c.entryTop && c.entry.res != driver {
+		from, to := snap.ServiceName(driver), snap.ServiceName(c.entry.res)
+		h := newHop(from, to, c.entry.name, CauseServerRoot, from)
+		if c.entryKnd != model.KindServer {
+			h = newHop(from, to, c.entry.name, CauseNewTrace, c.entry.name, to)
+		}
+		hops = addCount(hops, h)
+	}
+	for _, sr := range c.strays {
+		svc := snap.ServiceName(sr.res)
+		if slices.Contains(callees, svc) {
+			continue
+		}
+		hops = addCount(hops, newHop(unknownService, svc, sr.name, CauseNewTrace, sr.name, svc))
+	}
+	return hops
+}
+
+// timedCheck is a rollout's check with the times learnHosts reads: each
+// unanswered call's start and end, then each stray's start.
+type timedCheck struct {
+	c     *rollCheck
+	times []int64
 }
 
 // learnHosts names the process behind hosts no SERVER span reveals (a
@@ -437,21 +667,23 @@ func clientRoute(k *rollouts.Keys, sp *model.Span) string {
 // a stray root of the same rollout starts, was answered by the stray's
 // process (the first to start, when several do). Learned over the whole snapshot, the name also serves rollouts
 // where that process emitted nothing. A host seen answered by two processes
-// stays unnamed.
-func learnHosts(checks []*rollCheck, hosts map[string]model.ResourceID) map[string]model.ResourceID {
+// stays unnamed. Only rollouts with calls and strays have a say: checks
+// holds them in the snapshot's order.
+func learnHosts(checks []timedCheck, hosts map[string]model.ResourceID) map[string]model.ResourceID {
 	learned := map[string]model.ResourceID{}
 	ambiguous := map[string]bool{}
-	for _, c := range checks {
-		for _, cc := range c.unanswered {
+	for _, tc := range checks {
+		c, calls, strays := tc.c, tc.times[:2*len(tc.c.unanswered)], tc.times[2*len(tc.c.unanswered):]
+		for i, cc := range c.unanswered {
 			if _, ok := hosts[cc.host]; ok || cc.host == "" || ambiguous[cc.host] {
 				continue
 			}
 			// The callee's first span starts first: a later one inside the
 			// call may belong to a process the callee called in turn.
 			first := -1
-			for i, sr := range c.strays {
-				if sr.start >= cc.start && sr.start <= cc.end && (first < 0 || sr.start < c.strays[first].start) {
-					first = i
+			for j, start := range strays {
+				if start >= calls[2*i] && start <= calls[2*i+1] && (first < 0 || start < strays[first]) {
+					first = j
 				}
 			}
 			if first < 0 {
@@ -493,8 +725,8 @@ func pieces(r *model.Rollout) int {
 
 // rolloutProcess returns the process of the rollout's gym.rollout span.
 func (e *Engine) rolloutProcess(r *model.Rollout, rs *rollState) (model.ResourceID, bool) {
-	if !rs.classified {
-		e.classifyRoll(r, rs)
+	if rs.rollClass == nil {
+		e.classifyRoll(r, rs, &rollClass{})
 	}
 	for i, f := range r.Fragments {
 		for j, g := range rs.frags[i].groups {

@@ -185,7 +185,20 @@ func newHop(from, to, span string, cause Cause, args ...string) BrokenHop {
 	return h
 }
 
-// sameHop reports whether a and b are the same hop, counts aside.
+// sameHop reports whether a and b are the same hop, counts aside: the
+// same processes, span and reason. A hop may not have its reason yet
+// (Cause's sentence with Args): the same cause and arguments say the same.
 func sameHop(a, b BrokenHop) bool {
-	return a.FromService == b.FromService && a.ToService == b.ToService && a.SpanName == b.SpanName && a.Reason == b.Reason
+	if a.FromService != b.FromService || a.ToService != b.ToService || a.SpanName != b.SpanName {
+		return false
+	}
+	return a.Cause == b.Cause && a.Args == b.Args || a.reason() == b.reason()
+}
+
+// reason is the hop's Reason, said now when it has none yet.
+func (h *BrokenHop) reason() string {
+	if h.Reason == "" {
+		return h.Cause.Sentence(h.Args[:]...)
+	}
+	return h.Reason
 }

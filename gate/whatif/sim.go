@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"hash/maphash"
 	"math"
 	"runtime"
 	"sort"
@@ -30,16 +31,21 @@ type Engine struct {
 	jobSq uint64 // snapshot Seq jobs was built from
 	resSz map[model.ResourceID]int
 
+	// shapes interns the rollouts' checks (rollCheck) by hash.
+	shapes map[uint64]*rollCheck
+	seed   maphash.Seed
+
 	// rf finds the rollouts by structure, with its own caches.
 	rf *rollouts.Finder
 
 	keys rollouts.Keys
 	sc   scratch
+	ck   checkScratch
 }
 
 // NewEngine returns an engine classifying with reg.
 func NewEngine(reg *groups.Registry) *Engine {
-	e := &Engine{reg: reg, rf: rollouts.NewFinder()}
+	e := &Engine{reg: reg, rf: rollouts.NewFinder(), seed: maphash.MakeSeed()}
 	e.rf.Jobs = jobSpans{e}
 	return e
 }
@@ -58,17 +64,27 @@ type fragInfo struct {
 	gen     uint64
 }
 
-// rollState is the engine's cache for one rollout ID.
+// rollState is the engine's cache for one rollout ID. The live tally
+// keeps one for every rollout between its checks, and its check classifies
+// rollouts but rarely: what classifying fills sits behind a pointer, nil
+// until then.
 type rollState struct {
 	version uint64
 	gen     uint64
-	// classified: frags, relevant and captured are filled (rollState).
-	classified bool
-	frags      []*fragInfo
-	relevant   groups.Set // groups the rollout's result can depend on
-	captured   []GroupCount
-	sims       []*rollSim // most recent first
-	check      *rollCheck
+	check   *rollCheck // shared with the rollouts of the same shape
+	// times is what check reads of the rollout's times (timedCheck), nil
+	// for most: behind a pointer, it keeps the state of every other
+	// rollout a size class smaller.
+	times *[]int64
+	*rollClass
+}
+
+// rollClass is a rollout's span groups and its preview results.
+type rollClass struct {
+	frags    []*fragInfo
+	relevant groups.Set // groups the rollout's result can depend on
+	captured []GroupCount
+	sims     []*rollSim // most recent first
 }
 
 // rollSim is one rollout's preview under one masked spec.
@@ -147,6 +163,7 @@ func (e *Engine) sync(snap *model.Snapshot) {
 		e.cls = groups.NewClassifier(e.reg, e.in)
 		e.frags = map[uint64]*fragInfo{}
 		e.rolls = map[string]*rollState{}
+		e.shapes = map[uint64]*rollCheck{}
 		e.resSz = map[model.ResourceID]int{}
 		e.jobs = nil
 		e.rf.Reset()
@@ -222,7 +239,7 @@ func (e *Engine) rollEntry(r *model.Rollout) *rollState {
 	if rs == nil || rs.version != r.Version {
 		rs = &rollState{version: r.Version}
 		e.rolls[r.ID] = rs
-	} else if rs.classified {
+	} else if rs.rollClass != nil {
 		for i, f := range r.Fragments {
 			rs.frags[i] = e.fragInfo(f)
 		}
@@ -233,16 +250,36 @@ func (e *Engine) rollEntry(r *model.Rollout) *rollState {
 
 // rollState returns the up-to-date, classified cache entry of r.
 func (e *Engine) rollState(r *model.Rollout) *rollState {
-	rs := e.rollEntry(r)
-	if !rs.classified {
-		e.classifyRoll(r, rs)
+	rs := e.rolls[r.ID]
+	switch {
+	case rs == nil || rs.version != r.Version:
+		// Classified at once: the state and its classification in one
+		// allocation.
+		x := &classedState{rollState: rollState{version: r.Version}}
+		rs = &x.rollState
+		e.rolls[r.ID] = rs
+		e.classifyRoll(r, rs, &x.cls)
+	case rs.rollClass == nil:
+		e.classifyRoll(r, rs, &rollClass{})
+	default:
+		for i, f := range r.Fragments {
+			rs.frags[i] = e.fragInfo(f)
+		}
 	}
+	rs.gen = e.gen
 	return rs
 }
 
-// classifyRoll fills rs with the span groups of r's fragments.
-func (e *Engine) classifyRoll(r *model.Rollout, rs *rollState) {
-	rs.classified = true
+// classedState is a rollout's state with room for its classification.
+type classedState struct {
+	rollState
+	cls rollClass
+}
+
+// classifyRoll fills cls with the span groups of r's fragments, as rs's.
+func (e *Engine) classifyRoll(r *model.Rollout, rs *rollState, cls *rollClass) {
+	*cls = rollClass{frags: make([]*fragInfo, 0, len(r.Fragments))}
+	rs.rollClass = cls
 	rs.relevant = groups.Set(0).With(groups.Server).With(groups.HTTPClient)
 	var counts [64]int
 	for _, f := range r.Fragments {
