@@ -18,6 +18,25 @@ func TestSpanSize(t *testing.T) {
 	}
 }
 
+// TestRolloutSizes pins the sizes of what the store holds per rollout,
+// each at the top of its allocation size class: most rollouts are one
+// fragment, so these are paid once every few spans.
+func TestRolloutSizes(t *testing.T) {
+	for _, c := range []struct {
+		what      string
+		got, want uintptr
+	}{
+		{"published Rollout with its one-fragment array (rollout1)", unsafe.Sizeof(rollout1{}), 112},
+		{"published Fragment", unsafe.Sizeof(Fragment{}), 64},
+		{"writer's rollout (roll)", unsafe.Sizeof(roll{}), 48},
+		{"writer's fragment (frag)", unsafe.Sizeof(frag{}), 112},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s is %d bytes, want %d", c.what, c.got, c.want)
+		}
+	}
+}
+
 // TestStoredBytesCountsSharedSetsPerSpan pins what --max-bytes counts, as
 // the README states it: per span 120 bytes, its packed attributes in full
 // even when identical spans share one copy, and its status message, events

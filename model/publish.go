@@ -163,7 +163,7 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 		for _, f := range frags {
 			traces[f.trec] = true
 		}
-		pr.Traces = len(traces)
+		pr.Traces = int32(len(traces))
 	}
 	for i, f := range frags {
 		pf := w.pubFrag(f)

@@ -75,14 +75,17 @@ type Stats struct {
 // Version, so readers may cache work per (ID, Version).
 type Rollout struct {
 	ID        string // nemo.gym.rollout.id, the /ng-rollout/{id}/ path, or synthetic
-	Synthetic bool   // no id was found; ID is derived from the root span
 	Version   uint64
 	Fragments []*Fragment
 	Spans     int
 	Errors    int   // spans with status ERROR
 	Start     int64 // earliest span start, unix nanoseconds
 	End       int64 // latest span end, unix nanoseconds
-	Traces    int   // distinct trace ids among the fragments
+	// Traces is the number of distinct trace ids among the fragments: an
+	// int32 beside Synthetic, so that a Rollout with its one-fragment
+	// array fits a 112-byte allocation.
+	Traces    int32
+	Synthetic bool // no id was found; ID is derived from the root span
 	// FirstSeen and LastSeen are the store clock, unix nanoseconds, when
 	// spans of the rollout first and last arrived; LastSeen drives the
 	// "pending" grace window. Integers, as Start and End, and not

@@ -59,13 +59,13 @@ func (f *frag) rid() string {
 // gone reports whether f was merged into another fragment or evicted.
 func (w *writer) gone(f *frag) bool { return w.fragAt(f.id) != f }
 
-// roll is the writer's rollout; fields ordered by size. Most rollouts are
-// one fragment, held in one; more holds the fragments of the others (see
-// slots).
+// roll is the writer's rollout; fields ordered by size, 48 bytes. Most
+// rollouts are one fragment: frags is that fragment (a *frag) or, when
+// many is set, a *[]*frag of them all (see slots). One field for both,
+// and Synthetic read from pub, keep the roll in a 48-byte allocation.
 type roll struct {
 	seq      uint64
-	one      [1]*frag
-	more     *[]*frag
+	frags    unsafe.Pointer
 	lastSeen int64 // store clock, unix nanoseconds
 	// pub is the rollout as last published or, while draft is set, the
 	// Rollout its first publication fills in, made with the roll. Either
@@ -73,25 +73,37 @@ type roll struct {
 	pub *Rollout
 	// pos is the rollout's place in the published list (see writer.pub),
 	// or -1 when it is not in it.
-	pos       int64
-	live      int32 // non-nil entries of slots
-	synthetic bool
-	dirty     bool
-	dead      bool
-	draft     bool
+	pos   int64
+	live  int32 // non-nil entries of slots
+	dirty bool
+	dead  bool
+	draft bool
+	many  bool // frags is a *[]*frag
 }
 
 // key is the rollout's id, or its synthetic key as text.
 func (r *roll) key() string { return r.pub.ID }
 
+// synthetic reports whether the rollout's key is a synthetic one.
+func (r *roll) synthetic() bool { return r.pub.Synthetic }
+
+// more returns the list of r's fragments when it has many, else nil.
+func (r *roll) more() *[]*frag {
+	if r.many {
+		return (*[]*frag)(r.frags)
+	}
+	return nil
+}
+
 // slots returns r's fragments, nil where one left (compacted when half
 // are); an element set through it is set in r.
 func (r *roll) slots() []*frag {
-	if r.more != nil {
-		return *r.more
+	if r.many {
+		return *(*[]*frag)(r.frags)
 	}
-	if r.one[0] != nil {
-		return r.one[:]
+	if r.frags != nil {
+		// The one fragment, as a slice over the field that holds it.
+		return (*[1]*frag)(unsafe.Pointer(&r.frags))[:]
 	}
 	return nil
 }
@@ -99,16 +111,17 @@ func (r *roll) slots() []*frag {
 // add appends f to r's slots.
 func (r *roll) add(f *frag) {
 	switch {
-	case r.more != nil:
-		f.rpos = int32(len(*r.more))
-		*r.more = append(*r.more, f)
-	case r.one[0] == nil:
+	case r.many:
+		more := r.more()
+		f.rpos = int32(len(*more))
+		*more = append(*more, f)
+	case r.frags == nil:
 		f.rpos = 0
-		r.one[0] = f
+		r.frags = unsafe.Pointer(f)
 	default:
 		s := make([]*frag, 2, 4)
-		s[0], s[1] = r.one[0], f
-		r.one[0], r.more = nil, &s
+		s[0], s[1] = (*frag)(r.frags), f
+		r.frags, r.many = unsafe.Pointer(&s), true
 		f.rpos = 1
 	}
 }
@@ -803,14 +816,14 @@ func (w *writer) detach(r *roll, c *frag) {
 	c.roll = nil
 	w.markDirty(r)
 	if r.live == 0 {
-		r.one[0], r.more = nil, nil
+		r.frags, r.many = nil, false
 		r.dead = true
 		w.restructure = true
 		w.deadInOrder++
 		w.dropRoll(r)
 		return
 	}
-	if s := r.slots(); r.more != nil && int(r.live) < len(s)/2 {
+	if s := r.slots(); r.many && int(r.live) < len(s)/2 {
 		k := 0
 		for _, f := range s {
 			if f != nil {
@@ -820,7 +833,7 @@ func (w *writer) detach(r *roll, c *frag) {
 			}
 		}
 		clear(s[k:])
-		*r.more = s[:k]
+		*r.more() = s[:k]
 	}
 }
 
@@ -845,7 +858,7 @@ func (w *writer) markDirty(r *roll) {
 func (w *writer) assign(f *frag, rid string) {
 	key := rid
 	f.named = key != ""
-	if f.roll != nil && (key == "" && f.roll.synthetic || key != "" && f.roll.key() == key) {
+	if f.roll != nil && (key == "" && f.roll.synthetic() || key != "" && f.roll.key() == key) {
 		// Where it is: a fragment without an id is in the rollout of its
 		// synthetic key, which its top span fixes (a merge that keeps the
 		// child's array gives the child the parent's top and rollout).
@@ -870,15 +883,16 @@ func (w *writer) assign(f *frag, rid string) {
 		w.detach(f.roll, f)
 	}
 	if r == nil {
-		r = &roll{synthetic: key == "", seq: f.seq, pos: -1, draft: true}
-		if inSynth && r.synthetic {
+		synthetic := key == ""
+		r = &roll{seq: f.seq, pos: -1, draft: true}
+		if inSynth && synthetic {
 			key = sk.String()
 		}
 		// The first publication's Rollout, with the one-fragment array
 		// most rollouts need: the roll keeps no copy of what it holds.
 		one := &rollout1{}
 		r.pub = &one.r
-		r.pub.ID, r.pub.Synthetic, r.pub.FirstSeen, r.pub.Fragments = key, r.synthetic, w.nowNS, one.f[:]
+		r.pub.ID, r.pub.Synthetic, r.pub.FirstSeen, r.pub.Fragments = key, synthetic, w.nowNS, one.f[:]
 		if inSynth {
 			w.synth.put(sk, r)
 		} else {

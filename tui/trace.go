@@ -788,7 +788,7 @@ func (t *traceView) render() {
 	// On a narrow panel the counts give way first, whole; the search and
 	// its hit count, what the user is looking at, never do.
 	name := "Trace " + r.ID
-	parts := []titlePart{{countNoun(r.Spans, "span"), 3}, {countNoun(r.Traces, "trace"), 4}, {fmtDur(r.End - r.Start), 2}}
+	parts := []titlePart{{countNoun(r.Spans, "span"), 3}, {countNoun(int(r.Traces), "trace"), 4}, {fmtDur(r.End - r.Start), 2}}
 	for _, extra := range []string{t.tokens.title(), t.pathTitle()} {
 		if extra != "" {
 			parts = append(parts, titlePart{strings.TrimPrefix(extra, " · "), 1})

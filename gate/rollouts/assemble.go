@@ -343,7 +343,7 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 	} else {
 		r.ID, r.Synthetic = syntheticID(idTrace, idSpan), true
 	}
-	r.Traces = len(traces)
+	r.Traces = int32(len(traces))
 	r.Version = h.Sum64()
 	return r
 }

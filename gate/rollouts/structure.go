@@ -1299,12 +1299,12 @@ const (
 	UnattributedRow = "unattributed"
 )
 
-func distinctTraces(fs []*model.Fragment) int {
+func distinctTraces(fs []*model.Fragment) int32 {
 	seen := map[model.TraceID]bool{}
 	for _, f := range fs {
 		seen[f.TraceID] = true
 	}
-	return len(seen)
+	return int32(len(seen))
 }
 
 // Listed returns the structured snapshot with the Apart rows after the
