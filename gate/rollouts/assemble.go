@@ -83,11 +83,11 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	clear(e.carried)
 	for i := range us {
 		u := &us[i]
-		if !u.info.leak || u.info.hostUnit() < 0 {
+		if !u.info.leak || u.info.extra().hostUnit < 0 {
 			continue
 		}
 		for _, j := range unitAt[u.f] {
-			if us[j].ui == u.info.hostUnit() && find(j) != find(i) {
+			if us[j].ui == u.info.extra().hostUnit && find(j) != find(i) {
 				e.carried[i] = true
 			}
 		}
@@ -173,7 +173,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		}
 		top := &u.f.Spans[u.info.root]
 		l := Leak{Service: snap.ServiceName(top.Resource), Name: DisplayName(e.in, top), Rollout: rollOf[find(i)]}
-		if hu := u.info.hostUnit(); hu >= 0 {
+		if hu := u.info.extra().hostUnit; hu >= 0 {
 			for _, j := range unitAt[u.f] {
 				if us[j].ui == hu {
 					l.Host = rollOf[find(j)]
@@ -239,8 +239,8 @@ func (e *Finder) rolloutKey(us []gunit, members []int) (string, uint64) {
 	var b [8 + 4 + 1 + 8 + 4 + 4 + 8 + 8]byte
 	for _, i := range members {
 		u := &us[i]
-		if idFrom == "" && u.info.rid() != "" {
-			idFrom = u.info.rid()
+		if idFrom == "" && u.info.extra().rid != "" {
+			idFrom = u.info.extra().rid
 		}
 		if u.info.class == classRollout && u.info.idRank > bestRank {
 			bestRank = u.info.idRank
@@ -305,8 +305,8 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 	for _, i := range members {
 		u := &us[i]
 		traces[u.f.TraceID] = true
-		if idFrom == "" && u.info.rid() != "" {
-			idFrom = u.info.rid()
+		if idFrom == "" && u.info.extra().rid != "" {
+			idFrom = u.info.extra().rid
 		}
 		if u.info.class == classRollout && u.info.idRank > bestRank {
 			bestRank = u.info.idRank
@@ -354,7 +354,7 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts map[int][]int) *model.Fragment {
 	u := &us[i]
 	f := u.f
-	if u.info.idx() == nil && len(grafts[i]) == 0 && !e.carried[i] {
+	if u.info.extra().idx == nil && len(grafts[i]) == 0 && !e.carried[i] {
 		return e.withVirtualJob(snap, f)
 	}
 	var h maphash.Hash
@@ -394,12 +394,12 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 			pos[k] = int32(len(spans))
 			spans = append(spans, sp)
 		}
-		if g.info.idx() == nil {
+		if g.info.extra().idx == nil {
 			for k := range g.f.Spans {
 				each(int32(k))
 			}
 		} else {
-			for _, k := range g.info.idx() {
+			for _, k := range g.info.extra().idx {
 				each(k)
 			}
 		}

@@ -190,49 +190,17 @@ type unitMore struct {
 	caller   bool      // units were cut out of this one at calls to /run
 }
 
-func (u *unitInfo) idx() []int32 {
-	if u.more == nil {
-		return nil
-	}
-	return u.more.idx
-}
+// noMore is the rare fields of a unit that has none. Read only.
+var noMore = unitMore{hostUnit: -1}
 
-func (u *unitInfo) rid() string {
+// extra returns u's rare fields, noMore when it has none; never written
+// through.
+func (u *unitInfo) extra() *unitMore {
 	if u.more == nil {
-		return ""
+		return &noMore
 	}
-	return u.more.rid
+	return u.more
 }
-
-func (u *unitInfo) host() string {
-	if u.more == nil {
-		return ""
-	}
-	return u.more.host
-}
-
-func (u *unitInfo) clients() []danglingClient {
-	if u.more == nil {
-		return nil
-	}
-	return u.more.clients
-}
-
-func (u *unitInfo) servers() []hostRes {
-	if u.more == nil {
-		return nil
-	}
-	return u.more.servers
-}
-
-func (u *unitInfo) hostUnit() int32 {
-	if u.more == nil {
-		return -1
-	}
-	return u.more.hostUnit
-}
-
-func (u *unitInfo) caller() bool { return u.more != nil && u.more.caller }
 
 // pack returns b as the cache keeps it.
 func (b *unitBuild) pack() unitInfo {
@@ -601,7 +569,7 @@ func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, pare
 			if clients[k].used || clients[k].unit == needs[n].unit || c.start > info.start+callSlack {
 				continue
 			}
-			if h := info.host(); (h != "" && c.host != h) || (info.path != "" && c.path != "" && c.path != info.path) {
+			if h := info.extra().host; (h != "" && c.host != h) || (info.path != "" && c.path != "" && c.path != info.path) {
 				continue
 			}
 			cs = append(cs, cand{k, matchCost(info.start, info.end, c.start, c.end)})
@@ -760,7 +728,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		units := fu.units()
 		nu += len(units)
 		for k := range units {
-			nc += len(units[k].clients())
+			nc += len(units[k].extra().clients)
 		}
 	}
 	for _, j := range snap.Jobs {
@@ -813,7 +781,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	var resSeen []model.ResourceID
 	const mirrored = 32
 	for i := range us {
-		for _, h := range us[i].info.servers() {
+		for _, h := range us[i].info.extra().servers {
 			k := 0
 			for k < len(hostNow) && hostNow[k].host != h.host {
 				k++
@@ -848,11 +816,11 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		if u.info.class != classRollout {
 			continue
 		}
-		if u.info.rid() != "" {
-			if j, ok := byID[u.info.rid()]; ok {
+		if u.info.extra().rid != "" {
+			if j, ok := byID[u.info.extra().rid]; ok {
 				union(i, j)
 			} else {
-				byID[u.info.rid()] = i
+				byID[u.info.extra().rid] = i
 			}
 		}
 		if j, ok := traceRoll[u.f.TraceID]; !ok {
@@ -865,7 +833,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	clients := make([]cref, 0, nc)
 	maxDur := int64(0)
 	for i := range us {
-		cl := us[i].info.clients()
+		cl := us[i].info.extra().clients
 		for k := range cl {
 			c := &cl[k]
 			clients = append(clients, cref{unit: i, c: c})
@@ -891,8 +859,8 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !runCalls:
 			continue // a rollout started without a driver span (standalone)
 		}
-		if info.class == classOrphan && info.rid() != "" {
-			if j, ok := byID[info.rid()]; ok {
+		if info.class == classOrphan && info.extra().rid != "" {
+			if j, ok := byID[info.extra().rid]; ok {
 				union(i, j)
 				u.how = attrID
 				continue
@@ -907,7 +875,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			}
 			continue
 		}
-		host := info.host()
+		host := info.extra().host
 		if host == "" {
 			host = resHost[top.Resource]
 		}
