@@ -250,23 +250,18 @@ func (e *Engine) rollEntry(r *model.Rollout) *rollState {
 
 // rollState returns the up-to-date, classified cache entry of r.
 func (e *Engine) rollState(r *model.Rollout) *rollState {
-	rs := e.rolls[r.ID]
-	switch {
-	case rs == nil || rs.version != r.Version:
+	if rs := e.rolls[r.ID]; rs == nil || rs.version != r.Version {
 		// Classified at once: the state and its classification in one
 		// allocation.
-		x := &classedState{rollState: rollState{version: r.Version}}
-		rs = &x.rollState
-		e.rolls[r.ID] = rs
-		e.classifyRoll(r, rs, &x.cls)
-	case rs.rollClass == nil:
-		e.classifyRoll(r, rs, &rollClass{})
-	default:
-		for i, f := range r.Fragments {
-			rs.frags[i] = e.fragInfo(f)
-		}
+		x := &classedState{rollState: rollState{version: r.Version, gen: e.gen}}
+		e.rolls[r.ID] = &x.rollState
+		e.classifyRoll(r, &x.rollState, &x.cls)
+		return &x.rollState
 	}
-	rs.gen = e.gen
+	rs := e.rollEntry(r)
+	if rs.rollClass == nil {
+		e.classifyRoll(r, rs, &rollClass{})
+	}
 	return rs
 }
 
