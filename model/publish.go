@@ -3,7 +3,10 @@ package model
 // Publication: immutable snapshots built from the writer's state,
 // sharing what did not change.
 
-import "slices"
+import (
+	"slices"
+	"unsafe"
+)
 
 // publish builds an immutable snapshot from the writer state. Unchanged
 // fragments and rollouts are shared with the previous snapshot. In the
@@ -15,12 +18,12 @@ func (w *writer) publish() *Snapshot {
 	w.pubSeq++
 	w.settle()
 	snap := &Snapshot{Seq: w.pubSeq, Taken: w.s.opts.Now(), strings: w.s.strs}
-	if w.restructure || w.pub == nil {
+	if w.restructure || w.pub == nil || w.pubAt+int64(len(w.pub)+len(w.fresh)) > maxPos {
 		w.sortOrder()
 		w.pub = make([]*Rollout, 0, len(w.order))
 		w.pubAt, w.base = 0, 0
 		for _, r := range w.order {
-			r.pos = int64(len(w.pub))
+			r.pos = int32(len(w.pub))
 			w.pub = append(w.pub, w.pubRoll(r))
 		}
 	} else {
@@ -30,21 +33,21 @@ func (w *writer) publish() *Snapshot {
 		w.base += w.evicted
 		moved := w.evicted > 0
 		for _, r := range w.changed {
-			moved = moved || r.pos >= w.base && !r.dead
+			moved = moved || int64(r.pos) >= w.base && !r.dead
 		}
 		if moved {
 			live := w.pub[w.base-w.pubAt:]
 			w.pub = append(make([]*Rollout, 0, len(live)+len(w.fresh)), live...)
 			w.pubAt = w.base
 			for _, r := range w.changed {
-				if r.pos >= w.base && !r.dead {
-					w.pub[r.pos-w.pubAt] = w.pubRoll(r)
+				if int64(r.pos) >= w.base && !r.dead {
+					w.pub[int64(r.pos)-w.pubAt] = w.pubRoll(r)
 				}
 			}
 		}
 		for _, r := range w.fresh {
 			if !r.dead {
-				r.pos = w.pubAt + int64(len(w.pub))
+				r.pos = int32(w.pubAt + int64(len(w.pub)))
 				w.pub = append(w.pub, w.pubRoll(r))
 			}
 		}
@@ -119,6 +122,13 @@ type rollout1 struct {
 	f [1]*Fragment
 }
 
+// rolloutW is a published waiting rollout (Rollout.waiting) with when each
+// of its fragments got spans first and last (see Rollout.Seen).
+type rolloutW struct {
+	r    Rollout
+	seen []seenPair
+}
+
 // pubRoll returns the published form of r, building it anew when r changed.
 func (w *writer) pubRoll(r *roll) *Rollout {
 	if !r.dirty && !r.draft {
@@ -137,6 +147,23 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 	}
 	var pr *Rollout
 	switch {
+	case r.waiters:
+		pw := &rolloutW{}
+		if r.draft {
+			pw = (*rolloutW)(unsafe.Pointer(r.pub))
+			r.draft = false
+		}
+		pr = &pw.r
+		pr.waiting = true
+		pr.Fragments = make([]*Fragment, len(frags))
+		pw.seen = make([]seenPair, 0, len(frags))
+		if ws := r.waits(); ws != nil {
+			for i, f := range ws.frags {
+				if f != nil {
+					pw.seen = append(pw.seen, ws.seen[i])
+				}
+			}
+		}
 	case r.draft:
 		// The first publication fills in the Rollout made with the roll
 		// (see assign), which no reader has seen yet.

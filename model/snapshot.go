@@ -1,6 +1,9 @@
 package model
 
-import "time"
+import (
+	"time"
+	"unsafe"
+)
 
 // Snapshot is an immutable view of the store, published by the writer after
 // it applies batches. Readers on any goroutine may use a Snapshot and
@@ -86,6 +89,10 @@ type Rollout struct {
 	// array fits a 112-byte allocation.
 	Traces    int32
 	Synthetic bool // no id was found; ID is derived from the root span
+	// waiting marks a trace's waiting rollout: its fragments, without a
+	// rollout id, wait for parents, and are of as many rollouts. It is a
+	// rolloutW, which keeps when each was seen (see Seen).
+	waiting bool
 	// FirstSeen and LastSeen are the store clock, unix nanoseconds, when
 	// spans of the rollout first and last arrived; LastSeen drives the
 	// "pending" grace window. Integers, as Start and End, and not
@@ -93,6 +100,19 @@ type Rollout struct {
 	// would be a fifth of it.
 	FirstSeen int64
 	LastSeen  int64
+}
+
+// Seen returns when fragment i of r got spans first and last, store
+// clock, unix nanoseconds: the rollout's FirstSeen and LastSeen, unless r
+// is the one the store keeps a trace's waiting fragments in (they lack a
+// rollout id, and their tops wait for parents). Each of those is seen as
+// a rollout of its own.
+func (r *Rollout) Seen(i int) (first, last int64) {
+	if r.waiting {
+		s := (*rolloutW)(unsafe.Pointer(r)).seen[i]
+		return s.first, s.last
+	}
+	return r.FirstSeen, r.LastSeen
 }
 
 // Fragment is a connected piece of one trace: Spans[0] is its top span and

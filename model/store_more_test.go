@@ -2,7 +2,10 @@ package model
 
 import (
 	"encoding/binary"
+	"fmt"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,10 +194,11 @@ func TestSynthKeyText(t *testing.T) {
 
 // TestStoreOrphansBoundedAndEvicted sends batches whose tops wait for
 // parents that never come (each batch a new trace, as an agent's batch is
-// when its callers' batches are lost): the waiting fragments are rollouts
-// like any other, evicted oldest first under MaxSpans, and every table the
-// writer keeps for them stays within the spans held. A parent arriving for
-// a held orphan joins it; one arriving for an evicted orphan finds nothing.
+// when its callers' batches are lost): a trace's waiting fragments are one
+// rollout, evicted oldest first under MaxSpans as any other, and every
+// table the writer keeps for them stays within the spans held. A parent
+// arriving for a held orphan joins it; one arriving for an evicted orphan
+// finds nothing.
 func TestStoreOrphansBoundedAndEvicted(t *testing.T) {
 	const maxSpans = 5_000
 	st := NewStore(Options{MaxSpans: maxSpans, PublishEvery: time.Hour})
@@ -224,8 +228,9 @@ func TestStoreOrphansBoundedAndEvicted(t *testing.T) {
 	if s.Stored > maxSpans || s.Stored+int(s.EvictedSpans) != 30*batches {
 		t.Fatalf("stored %d (bound %d) + evicted %d != %d sent", s.Stored, maxSpans, s.EvictedSpans, 30*batches)
 	}
-	if s.Rollouts != s.Stored/3 || s.Fragments != s.Rollouts {
-		t.Fatalf("%d rollouts, %d fragments for %d orphan spans: want one of each per three spans", s.Rollouts, s.Fragments, s.Stored)
+	if s.Fragments != s.Stored/3 || s.Rollouts != s.Traces || s.Traces != s.Stored/30 {
+		t.Fatalf("%d rollouts, %d fragments, %d traces for %d orphan spans: want a fragment per three spans, a rollout per trace of thirty",
+			s.Rollouts, s.Fragments, s.Traces, s.Stored)
 	}
 	w := &st.w
 	waiting := 0
@@ -317,5 +322,83 @@ func TestSnapshotsStayAsPublished(t *testing.T) {
 	}
 	if s := st.Snapshot().Stats; s.EvictedRollouts == 0 {
 		t.Fatal("nothing was evicted")
+	}
+}
+
+// TestWaitingFragmentsShareTheirTracesRollout: fragments without a rollout
+// id whose tops wait for a parent are one rollout per trace (a trace whose
+// id begins alike has its own); one leaves it for a rollout of its own once
+// its top has no parent to wait for: its parent came as a root, or it came
+// as the gym.job span. Each is seen when it got spans, not when others of
+// its trace did.
+func TestWaitingFragmentsShareTheirTracesRollout(t *testing.T) {
+	var mu sync.Mutex
+	clock := time.Unix(1000, 0)
+	st := NewStore(Options{PublishEvery: time.Hour, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }})
+	defer st.Close()
+	tick := func() { mu.Lock(); clock = clock.Add(time.Second); mu.Unlock() }
+	t1, t2 := TraceID{1, 2, 3, 4, 5}, TraceID{1, 2, 3, 4, 6}
+	pa, pb := numID(0xa0), numID(0xb0)
+	var b Batch
+	b.Append(t1, Span{SpanID: numID(0xa1), ParentID: pa})
+	b.Append(t1, Span{SpanID: numID(0xa2), ParentID: numID(0xa1)})
+	b.Append(t1, Span{SpanID: numID(0xc1)}) // a root: its own rollout
+	b.Append(t2, Span{SpanID: numID(0xd1), ParentID: numID(0xd0)})
+	if err := st.Add(b); err != nil {
+		t.Fatal(err)
+	}
+	st.Sync()
+	tick()
+	b = traced(t1, []Span{{SpanID: numID(0xb1), ParentID: pb}})
+	// Rollouts by the tops of their fragments, sorted.
+	tops := func() []string {
+		st.Sync()
+		var out []string
+		for _, r := range st.Snapshot().Rollouts {
+			var ids []string
+			for _, f := range r.Fragments {
+				ids = append(ids, fmt.Sprintf("%x", f.Spans[0].SpanID[7]))
+			}
+			sort.Strings(ids)
+			out = append(out, strings.Join(ids, "+"))
+		}
+		sort.Strings(out)
+		return out
+	}
+	for _, step := range []struct {
+		what string
+		add  func() Batch
+		want string
+	}{
+		{"orphans of one trace", func() Batch { return b }, "a1+b1 c1 d1"},
+		{"a child of a1, later", func() Batch { tick(); return traced(t1, []Span{{SpanID: numID(0xa3), ParentID: numID(0xa1)}}) }, "a1+b1 c1 d1"},
+		{"a root parent", func() Batch { return traced(t1, []Span{{SpanID: pa}}) }, "a0 b1 c1 d1"},
+		{"the job as parent", func() Batch { return traced(t1, []Span{{SpanID: pb, Name: st.Interner().Intern(JobSpanName)}}) }, "a0 b1 c1 d1"},
+	} {
+		if err := st.Add(step.add()); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(tops(), " "); got != step.want {
+			t.Errorf("%s: rollouts %q, want %q", step.what, got, step.want)
+		}
+		if step.what != "a child of a1, later" {
+			continue
+		}
+		// a1 came at 1000 s and got a child at 1002, b1 came at 1001.
+		for _, r := range st.Snapshot().Rollouts {
+			for i, f := range r.Fragments {
+				first, last := r.Seen(i)
+				want := map[byte][2]int64{0xa1: {1000, 1002}, 0xb1: {1001, 1001}, 0xc1: {1000, 1000}, 0xd1: {1000, 1000}}[f.Spans[0].SpanID[7]]
+				if first != want[0]*1e9 || last != want[1]*1e9 {
+					t.Errorf("%x seen %d..%d s, want %d..%d", f.Spans[0].SpanID[7], first/1e9, last/1e9, want[0], want[1])
+				}
+			}
+		}
+	}
+	// b1 left the waiting rollout for its own: it no longer waits.
+	for _, r := range st.Snapshot().Rollouts {
+		if f := r.Fragments[0]; f.Spans[0].SpanID == numID(0xb1) && (len(r.Fragments) != 1 || f.Job != pb || f.Orphan()) {
+			t.Errorf("b1: %d fragments, job %x, orphan %v: want its own rollout under the job", len(r.Fragments), f.Job, f.Orphan())
+		}
 	}
 }

@@ -72,14 +72,22 @@ type roll struct {
 	// holds what never changes: the key (ID), Synthetic and FirstSeen.
 	pub *Rollout
 	// pos is the rollout's place in the published list (see writer.pub),
-	// or -1 when it is not in it.
-	pos   int64
+	// or -1 when it is not in it; publish renumbers before it would pass
+	// maxPos.
+	pos   int32
 	live  int32 // non-nil entries of slots
 	dirty bool
 	dead  bool
 	draft bool
 	many  bool // frags is a *[]*frag
+	// waiters marks a trace's waiting rollout: the fragments without a
+	// rollout id whose top waits for a parent (see assign).
+	waiters bool
 }
+
+// maxPos bounds the published list's positions, which grow with every
+// rollout added or evicted from the front until publish renumbers them.
+const maxPos = 1 << 30
 
 // key is the rollout's id, or its synthetic key as text.
 func (r *roll) key() string { return r.pub.ID }
@@ -108,9 +116,38 @@ func (r *roll) slots() []*frag {
 	return nil
 }
 
-// add appends f to r's slots.
-func (r *roll) add(f *frag) {
+// waitSlots is a waiting rollout's list of fragments (see roll.waiters)
+// with when each got spans first and last: they are of many rollouts, and
+// each is seen as its own. The list comes first, so that slots and more
+// read it as they read the many form's.
+type waitSlots struct {
+	frags []*frag
+	seen  []seenPair
+}
+
+// seenPair is when a fragment first and last got spans, store clock.
+type seenPair struct{ first, last int64 }
+
+// waits returns r's list with seen times when r is a waiting rollout.
+func (r *roll) waits() *waitSlots {
+	if r.waiters && r.frags != nil {
+		return (*waitSlots)(r.frags)
+	}
+	return nil
+}
+
+// add appends f, seen now, to r's slots.
+func (r *roll) add(f *frag, now int64) {
 	switch {
+	case r.waiters:
+		ws := r.waits()
+		if ws == nil {
+			ws = &waitSlots{}
+			r.frags, r.many = unsafe.Pointer(ws), true
+		}
+		f.rpos = int32(len(ws.frags))
+		ws.frags = append(ws.frags, f)
+		ws.seen = append(ws.seen, seenPair{now, now})
 	case r.many:
 		more := r.more()
 		f.rpos = int32(len(*more))
@@ -486,11 +523,13 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 		f := w.newFrag(p.traces[t], 1)
 		w.appendSpan(f, *sp, -1)
 		w.jobs = append(w.jobs, f)
-		// Fragments waiting for this span hang under the job: they stay rollouts.
+		// Fragments waiting for this span hang under the job: they stay
+		// rollouts, and those without an id leave their trace's waiting one.
 		if p.tWait[t] {
 			for _, c := range w.takeWaiting(f.trec, sp.SpanID) {
 				c.job = sp.SpanID
 				w.touch(c)
+				w.assign(c, c.rid())
 			}
 		}
 		return f, 0
@@ -824,24 +863,34 @@ func (w *writer) detach(r *roll, c *frag) {
 		return
 	}
 	if s := r.slots(); r.many && int(r.live) < len(s)/2 {
+		ws := r.waits()
 		k := 0
-		for _, f := range s {
+		for i, f := range s {
 			if f != nil {
 				f.rpos = int32(k)
 				s[k] = f
+				if ws != nil {
+					ws.seen[k] = ws.seen[i]
+				}
 				k++
 			}
 		}
 		clear(s[k:])
 		*r.more() = s[:k]
+		if ws != nil {
+			ws.seen = ws.seen[:k]
+		}
 	}
 }
 
 func (w *writer) touch(f *frag) {
 	f.dirty = true
-	if f.roll != nil {
-		w.markDirty(f.roll)
-		f.roll.lastSeen = w.nowNS
+	if r := f.roll; r != nil {
+		w.markDirty(r)
+		r.lastSeen = w.nowNS
+		if ws := r.waits(); ws != nil {
+			ws.seen[f.rpos].last = w.nowNS
+		}
 	}
 }
 
@@ -858,15 +907,21 @@ func (w *writer) markDirty(r *roll) {
 func (w *writer) assign(f *frag, rid string) {
 	key := rid
 	f.named = key != ""
-	if f.roll != nil && (key == "" && f.roll.synthetic() || key != "" && f.roll.key() == key) {
-		// Where it is: a fragment without an id is in the rollout of its
-		// synthetic key, which its top span fixes (a merge that keeps the
-		// child's array gives the child the parent's top and rollout).
+	if f.roll != nil && (key == "" && f.roll.synthetic() && f.roll.waiters == f.waiting || key != "" && f.roll.key() == key) {
+		// Where it is: a fragment without an id is in its trace's waiting
+		// rollout while its top waits for a parent, else in the rollout of
+		// its synthetic key, which its top span fixes (a merge that keeps
+		// the child's array gives the child the parent's top, rollout and
+		// place on the waiting list).
 		return
 	}
 	sk, inSynth := synthKey{}, key == ""
 	if inSynth {
-		sk = synthKeyOf(w.traceID(f), f.spans[f.top].SpanID)
+		if f.waiting {
+			sk = waitKeyOf(w.traceID(f))
+		} else {
+			sk = synthKeyOf(w.traceID(f), f.spans[f.top].SpanID)
+		}
 	} else {
 		sk, inSynth = parseSynthKey(key)
 	}
@@ -884,15 +939,21 @@ func (w *writer) assign(f *frag, rid string) {
 	}
 	if r == nil {
 		synthetic := key == ""
-		r = &roll{seq: f.seq, pos: -1, draft: true}
+		r = &roll{seq: f.seq, pos: -1, draft: true, waiters: synthetic && f.waiting}
 		if inSynth && synthetic {
 			key = sk.String()
 		}
 		// The first publication's Rollout, with the one-fragment array
 		// most rollouts need: the roll keeps no copy of what it holds.
-		one := &rollout1{}
-		r.pub = &one.r
-		r.pub.ID, r.pub.Synthetic, r.pub.FirstSeen, r.pub.Fragments = key, synthetic, w.nowNS, one.f[:]
+		if r.waiters {
+			r.pub = &(&rolloutW{}).r
+			r.pub.waiting = true
+		} else {
+			one := &rollout1{}
+			r.pub = &one.r
+			r.pub.Fragments = one.f[:]
+		}
+		r.pub.ID, r.pub.Synthetic, r.pub.FirstSeen = key, synthetic, w.nowNS
 		if inSynth {
 			w.synth.put(sk, r)
 		} else {
@@ -910,7 +971,7 @@ func (w *writer) assign(f *frag, rid string) {
 		w.restructure = true
 		w.unsorted = true
 	}
-	r.add(f)
+	r.add(f, w.nowNS)
 	r.live++
 	f.roll = r
 	w.markDirty(r)
@@ -937,6 +998,20 @@ type synthKey struct {
 
 func synthKeyOf(t TraceID, top SpanID) synthKey {
 	return synthKey{t: [4]byte(t[:4]), s: top}
+}
+
+// waitKeyOf is the key of trace t's waiting rollout. Fragments that wait
+// for a parent are many where a process's exporter dropped spans (each
+// would be a rollout of its own, hundreds of bytes for a few spans); a
+// trace's share one. Where a synthetic key has the top span's id, its key
+// has the trace id's other 12 bytes folded into 8: trace ids that differ
+// in one byte, wherever it is, have keys that differ.
+func waitKeyOf(t TraceID) synthKey {
+	s := SpanID(t[8:16])
+	for i := range 4 {
+		s[i] ^= t[4+i]
+	}
+	return synthKey{t: [4]byte(t[:4]), s: s}
 }
 
 // String is the key as text, built with one allocation.

@@ -313,11 +313,14 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 			idTrace, idSpan = u.f.TraceID, u.f.Spans[u.info.idSpan].SpanID
 		}
 		if u.roll != nil {
-			if first || u.roll.FirstSeen < r.FirstSeen {
-				r.FirstSeen = u.roll.FirstSeen
+			// The fragment's, not its stored rollout's: a trace's waiting
+			// fragments are stored as one, and are of many rollouts.
+			fs, ls := u.roll.Seen(int(u.fi))
+			if first || fs < r.FirstSeen {
+				r.FirstSeen = fs
 			}
-			if first || u.roll.LastSeen > r.LastSeen {
-				r.LastSeen = u.roll.LastSeen
+			if first || ls > r.LastSeen {
+				r.LastSeen = ls
 			}
 		}
 		r.Errors += int(u.info.errors)

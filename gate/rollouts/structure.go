@@ -673,6 +673,7 @@ type gunit struct {
 	info  *unitInfo
 	roll  *model.Rollout // the model rollout the fragment was stored under
 	ui    int32          // the unit's index among its fragment's units
+	fi    int32          // the fragment's index in roll
 	up    int            // union-find parent
 	graft int            // unit whose CLIENT span this unit hangs under, -1
 	at    int32          // that CLIENT span's index in its fragment
@@ -748,11 +749,11 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		}
 	}
 	for _, r := range snap.Rollouts {
-		for _, f := range r.Fragments {
+		for fi, f := range r.Fragments {
 			fu := e.fragUnits(f, false)
 			units := fu.units()
 			for k := range units {
-				us = append(us, gunit{f: f, info: &units[k], ui: int32(k), roll: r, graft: -1})
+				us = append(us, gunit{f: f, info: &units[k], ui: int32(k), roll: r, fi: int32(fi), graft: -1})
 			}
 		}
 	}
