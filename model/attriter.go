@@ -26,7 +26,7 @@ type AttrIter struct {
 }
 
 // Iter returns an iterator over a, positioned before the first attribute.
-func (a Attrs) Iter() AttrIter { return AttrIter{rest: string(a)} }
+func (a Attrs) Iter() AttrIter { return AttrIter{rest: a.Text()} }
 
 // Next moves to the next attribute; false at the end or on malformed bytes.
 func (it *AttrIter) Next() bool {

@@ -38,14 +38,14 @@ func TestAttrIter(t *testing.T) {
 	if _, ok := st.Lookup("never-interned"); ok {
 		t.Fatal("Lookup found a string never interned")
 	}
-	if Attrs("").HasKey(1) {
+	if (Attrs{}).HasKey(1) {
 		t.Fatal("empty attributes hold a key")
 	}
 	// Truncated bytes end the walk without a panic.
 	packAll(l, &b, 1)
-	a := b.Attrs()
+	a := b.Attrs().Text()
 	for n := 0; n < len(a); n++ {
-		it := a[:n].Iter()
+		it := PackedAttrs(a[:n]).Iter()
 		for it.Next() {
 			_ = it.Value(st)
 		}

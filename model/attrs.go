@@ -52,7 +52,52 @@ func (v Value) String() string {
 // a kind byte and the value (an interned id for repeating strings, inline bytes
 // for long or high-cardinality ones, varints for integers). Decode it with
 // Each or Get against the Interner that built it. The zero value is empty.
-type Attrs string
+//
+// It is one pointer to the packed bytes, which its length (a uvarint)
+// precedes: a Span, which holds one, is 72 bytes and not 80 as with a
+// string's pointer and length. Attrs are not comparable: Text gives the
+// bytes to compare, sameAttrs tells one shared set.
+type Attrs struct {
+	_ [0]func()
+	p *byte
+}
+
+// packAttrs returns a copy of packed as Attrs.
+func packAttrs(packed []byte) Attrs {
+	if len(packed) == 0 {
+		return Attrs{}
+	}
+	b := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(packed)), uint64(len(packed)))
+	b = append(b, packed...)
+	return Attrs{p: &b[0]}
+}
+
+// PackedAttrs returns packed bytes, as Text returned them, as Attrs.
+func PackedAttrs(packed string) Attrs { return packAttrs([]byte(packed)) }
+
+// Empty reports whether a holds no attributes.
+func (a Attrs) Empty() bool { return a.p == nil }
+
+// Text returns the packed bytes. They are a's own (no copy): immutable, and
+// kept alive by what is kept of them.
+func (a Attrs) Text() string {
+	if a.p == nil {
+		return ""
+	}
+	var n uint64
+	var shift uint
+	for i := 0; ; i++ {
+		c := *(*byte)(unsafe.Add(unsafe.Pointer(a.p), i))
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(a.p), i+1)), int(n))
+		}
+		shift += 7
+	}
+}
+
+// Size is the length of the packed bytes.
+func (a Attrs) Size() int { return len(a.Text()) }
 
 // Each calls fn for every attribute in order until fn returns false.
 func (a Attrs) Each(t *Interner, fn func(key string, v Value) bool) {
@@ -68,7 +113,7 @@ func (a Attrs) each(t *Interner, fn func(k Str, v Value) bool) {
 func (a Attrs) eachOf(t *Interner, want func(Str) bool, fn func(k Str, v Value) bool) {
 	// Walk the string itself: inline values are substrings of a, so reading
 	// attributes allocates nothing (a is immutable, so sharing is safe).
-	s := string(a)
+	s := a.Text()
 	for len(s) > 0 {
 		k, n := uvarintStr(s)
 		if n <= 0 || n >= len(s) {
@@ -284,31 +329,32 @@ func (b *AttrBuilder) Double(k Str, v float64) {
 func (b *AttrBuilder) Attrs() Attrs {
 	b.copies++
 	if len(b.buf) == 0 {
-		return ""
+		return Attrs{}
 	}
 	if b.copies == 1 || len(b.buf) > arenaLarge {
-		return Attrs(b.buf)
+		return packAttrs(b.buf)
 	}
 	if a, ok := b.recent[string(b.buf)]; ok {
 		return a
 	}
-	if cap(b.arena)-len(b.arena) < len(b.buf) {
+	if need := binary.MaxVarintLen64 + len(b.buf); cap(b.arena)-len(b.arena) < need {
 		size := arenaMin
 		if c := cap(b.arena); c > 0 {
 			size = min(2*c, arenaMax)
 		}
-		b.arena = make([]byte, 0, size)
+		b.arena = make([]byte, 0, max(size, need))
 	}
 	start := len(b.arena)
+	b.arena = binary.AppendUvarint(b.arena, uint64(len(b.buf)))
 	b.arena = append(b.arena, b.buf...)
-	a := Attrs(unsafe.String(&b.arena[start], len(b.buf)))
+	a := Attrs{p: &b.arena[start]}
 	if b.recent == nil || len(b.recent) >= recentMax {
 		if b.recent == nil {
 			b.recent = make(map[string]Attrs, recentMax)
 		}
 		clear(b.recent)
 	}
-	b.recent[string(a)] = a
+	b.recent[a.Text()] = a
 	return a
 }
 
@@ -349,5 +395,5 @@ func (b *AttrBuilder) Sorted(t *Interner) Attrs {
 	for _, e := range ents {
 		out = append(out, e.raw...)
 	}
-	return Attrs(out)
+	return packAttrs(out)
 }

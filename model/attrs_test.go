@@ -50,8 +50,8 @@ func TestAttrBuilderArena(t *testing.T) {
 		}
 	}
 	var empty AttrBuilder
-	if a := empty.Attrs(); a != "" {
-		t.Fatalf("empty builder gave %q", a)
+	if a := empty.Attrs(); !a.Empty() {
+		t.Fatalf("empty builder gave %q", a.Text())
 	}
 }
 

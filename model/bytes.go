@@ -21,14 +21,14 @@ const (
 )
 
 func spanBytes(sp *Span) int64 {
-	n := spanSize + indexCost + int64(len(sp.Attrs))
+	n := spanSize + indexCost + int64(sp.Attrs.Size())
 	if x := sp.Extra; x != nil {
 		n += extraSize + int64(len(x.StatusMessage))
 		for i := range x.Events {
-			n += eventSize + int64(len(x.Events[i].Attrs))
+			n += eventSize + int64(x.Events[i].Attrs.Size())
 		}
 		for i := range x.Links {
-			n += linkSize + int64(len(x.Links[i].Attrs))
+			n += linkSize + int64(x.Links[i].Attrs.Size())
 		}
 	}
 	return n

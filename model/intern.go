@@ -56,13 +56,13 @@ type Interner struct {
 	full    Str
 
 	resMu  sync.Mutex
-	resIDs map[Attrs]ResourceID
+	resIDs map[string]ResourceID // by packed attributes (Attrs.Text)
 	res    atomic.Pointer[[]Resource]
 }
 
 // NewInterner returns an interner holding "" as Str 0 and the empty resource.
 func NewInterner() *Interner {
-	t := &Interner{ids: map[string]Str{"": 0}, card: map[Str]uint32{}, hot: map[Str]bool{}, resIDs: map[Attrs]ResourceID{"": 0}}
+	t := &Interner{ids: map[string]Str{"": 0}, card: map[Str]uint32{}, hot: map[Str]bool{}, resIDs: map[string]ResourceID{"": 0}}
 	t.chunks[0].Store(new([chunkSize]string))
 	t.n.Store(1)
 	res := []Resource{{}}
@@ -150,13 +150,13 @@ func (t *Interner) value(k Str, v []byte) (Str, bool) {
 func (t *Interner) InternResource(attrs Attrs, service Str) ResourceID {
 	t.resMu.Lock()
 	defer t.resMu.Unlock()
-	if id, ok := t.resIDs[attrs]; ok {
+	if id, ok := t.resIDs[attrs.Text()]; ok {
 		return id
 	}
 	old := *t.res.Load()
 	next := append(old[:len(old):len(old)], Resource{Attrs: attrs, Service: service})
 	id := ResourceID(len(old))
-	t.resIDs[attrs] = id
+	t.resIDs[attrs.Text()] = id
 	t.res.Store(&next)
 	return id
 }
@@ -166,7 +166,7 @@ func (t *Interner) InternResource(attrs Attrs, service Str) ResourceID {
 func (t *Interner) LookupResource(attrs Attrs) (ResourceID, bool) {
 	t.resMu.Lock()
 	defer t.resMu.Unlock()
-	id, ok := t.resIDs[attrs]
+	id, ok := t.resIDs[attrs.Text()]
 	return id, ok
 }
 

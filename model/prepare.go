@@ -249,10 +249,10 @@ var ngRollout = "/ng-rollout/"
 // operation share one packed attribute set, so the answer is remembered
 // per set (by its address: comparing bytes would cost what it saves).
 func (p *batchPrep) rolloutID(sp *Span, t *Interner, keys *storeKeys) string {
-	if sp.Attrs == "" {
+	if sp.Attrs.Empty() {
 		return ""
 	}
-	c := &p.ridSets[uintptr(unsafe.Pointer(unsafe.StringData(string(sp.Attrs))))>>4%ridSlots]
+	c := &p.ridSets[uintptr(unsafe.Pointer(sp.Attrs.p))>>4%ridSlots]
 	if sameAttrs(sp.Attrs, c.attrs) {
 		return c.id
 	}

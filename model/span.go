@@ -119,11 +119,11 @@ const (
 )
 
 // Span is one received span in compact form. Strings are interned (Str) and
-// attributes are packed (Attrs), so a Span holds two pointers at most. It
-// has no trace id: every span of a Fragment is of the fragment's TraceID,
-// and a Batch carries its spans' beside them (Batch.Traces). The 8-byte
-// fields come first and the 1-byte ones last, so the only padding is at
-// the end (80 bytes).
+// attributes are packed (Attrs, one pointer), so a Span holds two pointers
+// at most. It has no trace id: every span of a Fragment is of the
+// fragment's TraceID, and a Batch carries its spans' beside them
+// (Batch.Traces). The 8-byte fields come first and the 1-byte ones last,
+// so the only padding is at the end (72 bytes).
 // A Span is immutable once submitted; the store only sets Parent.
 type Span struct {
 	SpanID   SpanID

@@ -1049,6 +1049,4 @@ func parseSynthKey(s string) (synthKey, bool) {
 
 // sameAttrs reports whether a and b are one shared packed set (not merely
 // equal: comparing bytes would cost what it saves).
-func sameAttrs(a, b Attrs) bool {
-	return len(a) == len(b) && unsafe.StringData(string(a)) == unsafe.StringData(string(b))
-}
+func sameAttrs(a, b Attrs) bool { return a.p == b.p }

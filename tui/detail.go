@@ -117,7 +117,7 @@ func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fr
 	}
 	put("")
 	put("attributes")
-	if sp.Attrs == "" {
+	if sp.Attrs.Empty() {
 		put("  (none)")
 	}
 	attrs("  ", sp.Attrs)

@@ -254,7 +254,7 @@ func packedClassKey(k classKey) (uint64, bool) {
 
 // Classify is Registry.Classify, memoized.
 func (c *Classifier) Classify(sp *model.Span, parent *model.Span) Group {
-	if sp.Attrs != "" {
+	if !sp.Attrs.Empty() {
 		for _, id := range c.ids {
 			if id == noKey {
 				continue

@@ -389,7 +389,7 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64) *fr
 		}
 		// Rollout ids sit on CLIENT and semantic spans (and in a top's
 		// path): the request spans' long attribute lists are skipped.
-		if u.rid == "" && d <= maxAnchorDepth+1 && sp.Attrs != "" &&
+		if u.rid == "" && d <= maxAnchorDepth+1 && !sp.Attrs.Empty() &&
 			(d == 0 || sp.Kind == model.KindClient || k.name(sp.Name)&nameGym != 0) {
 			u.rid = k.rolloutIDOf(sp)
 		}

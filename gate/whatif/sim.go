@@ -608,7 +608,7 @@ func wireSize(sp *model.Span) uint32 {
 	if sp.WireSize > 0 {
 		return sp.WireSize
 	}
-	return 80 + uint32(len(sp.Attrs))
+	return 80 + uint32(sp.Attrs.Size())
 }
 
 // SimulateRollout shows one rollout's tree under spec (for the TUI's tree).
