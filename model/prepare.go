@@ -160,8 +160,9 @@ func (p *batchPrep) prepare(spans []Span, traces []TraceID, t *Interner, keys *s
 		pos[i] = g.start + g.n
 		g.n++
 	}
-	// The layout, and every per-span slice by position.
-	out := make([]Span, n)
+	// The layout, and every per-span slice by position. Its array is
+	// pooled: the writer copies what it keeps (see apply).
+	out := spanPool.get(n)[:n]
 	p.order = grow32(p.order, n)
 	p.parent = grow32(p.parent, n)
 	p.tix = grow32(p.tix, n)

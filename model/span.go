@@ -208,10 +208,11 @@ func (b *Batch) check() error {
 }
 
 // relayout replaces the batch's spans with their prepared layout, giving
-// pooled arrays back: the layout's traces are the prepared batch's.
+// pooled arrays back: the layout's traces are the prepared batch's, and
+// its array is pooled (see prepare).
 func (b *Batch) relayout(spans []Span) {
 	b.recycle()
-	b.Spans, b.Traces = spans, nil
+	b.Spans, b.Traces, b.pooled = spans, nil, true
 }
 
 // recycle gives the arrays of a batch from NewBatch back to the pool.

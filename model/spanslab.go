@@ -1,29 +1,35 @@
 package model
 
-// spanSlab carves the span arrays of small fragments from shared chunks.
-// A fragment born from a batch gets exactly the room its spans need, but an
-// allocation of its own is rounded up to Go's next size class and carries a
-// header: a 10-span array (960 bytes) takes 1,032. Carved arrays have their
-// exact capacity (append past it moves the fragment to an allocation of its
-// own, as before) and a chunk is freed when none of its fragments is
-// referenced; eviction takes the oldest rollouts first, so neighbours in a
-// chunk go together.
+// spanSlab carves span arrays from shared chunks. A fragment born from a
+// batch gets exactly the room its spans need, but an allocation of its own
+// is rounded up to Go's next size class, or past 32 KB to whole 8 KB pages:
+// a 512-span array (36,864 bytes at 72 a span) takes 40,960. Carved arrays
+// have their exact capacity (append past it moves the fragment to an
+// allocation of its own, as before) and a chunk is freed when none of its
+// fragments is referenced; eviction takes the oldest rollouts first, so
+// neighbours in a chunk go together.
 type spanSlab struct {
 	buf []Span
+	// chunk is the spans a chunk holds, most the largest array carved:
+	// larger ones are allocated on their own.
+	chunk, most int
 }
 
+// Slab sizes. A chunk is whole pages: 1,024 spans of 72 bytes are nine.
 const (
-	slabSpans    = 512 // spans per chunk (48 KB)
-	slabMaxCarve = 32  // larger arrays are allocated on their own
+	slabSpans    = 1024 // the small fragments' chunk (72 KB)
+	slabMaxCarve = 32
+	laidSpans    = 8 * 1024 // the chunk of batches kept as they were laid out (576 KB)
+	laidMaxCarve = 2048
 )
 
 // make returns an empty slice with room for exactly n spans.
 func (s *spanSlab) make(n int) []Span {
-	if n > slabMaxCarve {
+	if n > s.most {
 		return make([]Span, 0, n)
 	}
 	if cap(s.buf)-len(s.buf) < n {
-		s.buf = make([]Span, 0, slabSpans)
+		s.buf = make([]Span, 0, s.chunk)
 	}
 	l := len(s.buf)
 	s.buf = s.buf[:l+n]

@@ -239,7 +239,9 @@ type writer struct {
 	// settling holds the fragments published as changed last time; those
 	// that did not change since get their arrays trimmed (see settle).
 	settling []*frag
-	slab     spanSlab
+	// slab holds small fragments' arrays, laid the spans of batches whose
+	// fragments keep them as laid out (see apply).
+	slab, laid spanSlab
 
 	lastMetrics, lastLogs int64
 	lastReqRefused        int64
@@ -275,6 +277,8 @@ func (w *writer) init(s *Store) {
 	w.recs = []traceRec{{}} // record 0 is no trace
 	w.keys = s.keys
 	w.own = &batchPrep{tr: map[TraceID]int32{}}
+	w.slab = spanSlab{chunk: slabSpans, most: slabMaxCarve}
+	w.laid = spanSlab{chunk: laidSpans, most: laidMaxCarve}
 }
 
 // traceID is the trace of f's spans.
@@ -360,6 +364,15 @@ func (w *writer) apply(b Batch) {
 		}
 	}
 	alias := 4*fast >= 3*len(b.Spans)
+	if alias {
+		// The fragments keep a copy carved from the writer's chunks, and
+		// the laid-out array goes back to the pool for the next batch:
+		// kept, a 512-span array would take whole pages of its own.
+		kept := w.laid.make(len(b.Spans))[:len(b.Spans)]
+		copy(kept, b.Spans)
+		b.recycle()
+		b.Spans = kept
+	}
 	// Spans of indexed traces go into their index: start the cache misses
 	// together.
 	var sum uint64
@@ -388,6 +401,7 @@ func (w *writer) apply(b Batch) {
 		w.placedF[i], w.placedI[i] = w.place(&b.Spans[i], i, fresh, fresh && p.parent[i] < 0)
 	}
 	clear(w.placedF) // no pointers kept past the batch
+	b.recycle()      // fragments copied what they keep
 	w.prep = nil
 	if b.prep != nil {
 		b.prep.release()
