@@ -29,11 +29,7 @@ func BenchmarkCheckYardstick(b *testing.B) {
 		base := liveHeap()
 		st := model.NewStore(model.Options{})
 		l := model.NewLocal(st.Interner())
-		yardstickCopies(b, in.file, 1_000_000, func(req *coltrace.ExportTraceServiceRequest) {
-			body, err := proto.Marshal(req)
-			if err != nil {
-				b.Fatal(err)
-			}
+		add := func(body []byte) {
 			batch, _, err := receiver.DecodeProto(l, body, receiver.Limits{})
 			if err != nil {
 				b.Fatal(err)
@@ -41,6 +37,15 @@ func BenchmarkCheckYardstick(b *testing.B) {
 			if err := st.Add(batch); err != nil {
 				b.Fatal(err)
 			}
+		}
+		copies := 0
+		yardstickCopies(b, in.file, 1_000_000, func(req *coltrace.ExportTraceServiceRequest) {
+			body, err := proto.Marshal(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			add(body)
+			copies++
 		})
 		st.Sync()
 		snap := st.Snapshot()
@@ -61,7 +66,8 @@ func BenchmarkCheckYardstick(b *testing.B) {
 			b.ReportMetric(float64(held-stored)/n, "engine-B/span")
 		})
 		// What a check costs the live tally, whose engine is its own and
-		// kept: every check after the first over a store that did not change.
+		// kept: over a store that did not change, and after one request
+		// more arrived (the store keeps them).
 		b.Run(in.name+"/recheck", func(b *testing.B) {
 			eng := whatif.NewEngine(reg)
 			eng.Check(snap, time.Now(), whatif.LiveGrace)
@@ -70,6 +76,41 @@ func BenchmarkCheckYardstick(b *testing.B) {
 			for b.Loop() {
 				eng.Check(snap, time.Now(), whatif.LiveGrace).Tally(time.Now(), whatif.JobQuiet)
 			}
+		})
+		b.Run(in.name+"/recheck-grown", func(b *testing.B) {
+			// The copies after the first 1M spans: up to 40, and 50k spans.
+			per := (1_000_000 + copies - 1) / copies
+			later := min(40, 50_000/per+1)
+			var more [][]byte
+			n := 0
+			yardstickCopies(b, in.file, (copies+later)*per, func(req *coltrace.ExportTraceServiceRequest) {
+				if n++; n > copies {
+					body, err := proto.Marshal(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					more = append(more, body)
+				}
+			})
+			eng := whatif.NewEngine(reg)
+			eng.Check(snap, time.Now(), whatif.LiveGrace)
+			b.ReportAllocs()
+			var m0, m1 runtime.MemStats
+			var allocs uint64
+			k := 0
+			for b.Loop() {
+				if k < len(more) {
+					add(more[k])
+					k++
+				}
+				st.Sync()
+				s := st.Snapshot()
+				runtime.ReadMemStats(&m0)
+				eng.Check(s, time.Now(), whatif.LiveGrace).Tally(time.Now(), whatif.JobQuiet)
+				runtime.ReadMemStats(&m1)
+				allocs += m1.TotalAlloc - m0.TotalAlloc
+			}
+			b.ReportMetric(float64(allocs)/float64(b.N)/1e6, "check-MB/op")
 		})
 		b.Run(in.name+"/structure", func(b *testing.B) {
 			b.ReportAllocs()
