@@ -81,8 +81,9 @@ func (w *writer) publish() *Snapshot {
 		}
 	}
 	snap.Metrics = w.metricsPub
+	w.lastAccepted = w.s.accepted.Load()
 	snap.Stats = Stats{
-		Accepted:        w.s.accepted.Load(),
+		Accepted:        w.lastAccepted,
 		Refused:         w.s.refused.Load(),
 		Stored:          w.stored,
 		StoredBytes:     w.bytes,

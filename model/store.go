@@ -290,7 +290,7 @@ func (s *Store) run() {
 			if time.Since(last) < every {
 				continue
 			}
-			if dirty || s.metrics.Load() != s.w.lastMetrics || s.logs.Load() != s.w.lastLogs ||
+			if dirty || s.accepted.Load() != s.w.lastAccepted || s.metrics.Load() != s.w.lastMetrics || s.logs.Load() != s.w.lastLogs ||
 				s.record.Load() != s.w.lastRecord || s.profiles.Load() != s.w.lastProfiles ||
 				s.metricNames.gen.Load() != s.w.lastMetricGen || s.reqRefused.Load() != s.w.lastReqRefused {
 				publish()

@@ -402,3 +402,18 @@ func TestWaitingFragmentsShareTheirTracesRollout(t *testing.T) {
 		}
 	}
 }
+
+// TestLateAcceptedCountIsPublished: a receiver counts a batch as accepted
+// once it is queued, by when the writer may have applied and published it;
+// with nothing else changing, the count must still reach a snapshot.
+func TestLateAcceptedCountIsPublished(t *testing.T) {
+	st := NewStore(Options{PublishEvery: 10 * time.Millisecond})
+	defer st.Close()
+	st.Sync()
+	st.accepted.Add(5) // as SubmitWait counts a batch the writer already published
+	for deadline := time.Now().Add(5 * time.Second); st.Snapshot().Stats.Accepted != 5; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("accepted %d after 5 s, want 5", st.Snapshot().Stats.Accepted)
+		}
+	}
+}

@@ -247,6 +247,10 @@ type writer struct {
 	lastReqRefused        int64
 	lastRecord            *RecordState
 	lastProfiles          int64
+	// lastAccepted is the accepted count the last snapshot shows: a
+	// receiver counts a batch once the writer may have applied and
+	// published it, so the count can change with nothing else.
+	lastAccepted int64
 	// lastMetricGen is the per-name metric generation metricsPub reflects;
 	// metricsPub is shared by snapshots until the counts change.
 	lastMetricGen uint64
