@@ -118,8 +118,14 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	}
 	st.Run = slices.Grow(st.Run, nrun)
 	st.Unattributed = slices.Grow(st.Unattributed, nun)
-	rollOf := make([]string, n) // union-find root -> rollout id ("": none)
+	rollAt := make([]int32, n) // union-find root -> 1 + its rollout's index in rolls; 0: none
 	rolls := make([]*model.Rollout, 0, nroll)
+	rollOf := func(root int) string {
+		if k := rollAt[root]; k > 0 {
+			return rolls[k-1].ID
+		}
+		return ""
+	}
 	cache := make(map[string]*cachedRoll, nroll)
 	runTraces := map[model.TraceID]bool{}
 	rollTraces := map[model.TraceID]bool{}
@@ -144,8 +150,8 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		}
 		c := e.rollout(snap, us, members, grafts)
 		cache[c.r.ID] = c
-		rollOf[root] = c.r.ID
 		rolls = append(rolls, c.r)
+		rollAt[root] = int32(len(rolls))
 		for _, i := range members {
 			rollTraces[us[i].f.TraceID] = true
 			if us[i].how != attrNone && !us[i].info.leak && us[i].info.class == classOrphan {
@@ -157,7 +163,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	st.RunTraces = len(runTraces)
 	st.RolloutTraces = len(rollTraces)
 	for _, p := range st.suspectUnits {
-		id := rollOf[find(p[0])]
+		id := rollOf(find(p[0]))
 		if id == "" {
 			continue
 		}
@@ -172,11 +178,11 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			continue
 		}
 		top := &u.f.Spans[u.info.root]
-		l := Leak{Service: snap.ServiceName(top.Resource), Name: DisplayName(e.in, top), Rollout: rollOf[find(i)]}
+		l := Leak{Service: snap.ServiceName(top.Resource), Name: DisplayName(e.in, top), Rollout: rollOf(find(i))}
 		if hu := u.info.extra().hostUnit; hu >= 0 {
 			for _, j := range unitAt[u.f] {
 				if us[j].ui == hu {
-					l.Host = rollOf[find(j)]
+					l.Host = rollOf(find(j))
 				}
 			}
 		}

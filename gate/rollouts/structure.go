@@ -473,7 +473,13 @@ func (e *Finder) cutAll(snap *model.Snapshot) {
 	for _, r := range snap.Rollouts {
 		frags += len(r.Fragments)
 	}
-	todo := make([]cut, 0, frags) // at its final size: a first check cuts every fragment
+	// A first check cuts every fragment: its list is made at that size.
+	// Later ones cut what changed, and a list of every fragment would be
+	// most of their garbage.
+	var todo []cut
+	if len(e.units) == 0 {
+		todo = make([]cut, 0, frags)
+	}
 	queued := map[uint64]bool{}
 	add := func(f *model.Fragment, job bool) {
 		if _, ok := e.units[f.Version]; !ok && !queued[f.Version] {
@@ -525,8 +531,8 @@ var semanticRoute = map[string]string{
 
 // cref is a dangling CLIENT span of a unit.
 type cref struct {
-	unit int
 	c    *danglingClient
+	unit int32
 	used bool
 }
 
@@ -566,7 +572,7 @@ func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, pare
 		var cs []cand
 		for k := range clients {
 			c := clients[k].c
-			if clients[k].used || clients[k].unit == needs[n].unit || c.start > info.start+callSlack {
+			if clients[k].used || int(clients[k].unit) == needs[n].unit || c.start > info.start+callSlack {
 				continue
 			}
 			if h := info.extra().host; (h != "" && c.host != h) || (info.path != "" && c.path != "" && c.path != info.path) {
@@ -661,8 +667,8 @@ func attachMatched(us []gunit, needs []need, clients []cref, union func(child, p
 	for k, n := range matched {
 		clients[k].used = true
 		u := &us[needs[n].unit]
-		u.graft, u.at, u.how = clients[k].unit, clients[k].c.span, attrClient
-		union(needs[n].unit, clients[k].unit)
+		u.graft, u.at, u.how = int(clients[k].unit), clients[k].c.span, attrClient
+		union(needs[n].unit, int(clients[k].unit))
 		needs[n].unit = -1
 	}
 }
@@ -837,7 +843,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		cl := us[i].info.extra().clients
 		for k := range cl {
 			c := &cl[k]
-			clients = append(clients, cref{unit: i, c: c})
+			clients = append(clients, cref{unit: int32(i), c: c})
 			maxDur = max(maxDur, c.end-c.start)
 		}
 	}
@@ -884,7 +890,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		lo := sort.Search(len(clients), func(k int) bool { return clients[k].c.start >= info.start-maxDur-callSlack })
 		for k := lo; k < len(clients) && clients[k].c.start <= info.start+callSlack; k++ {
 			c := clients[k].c
-			if clients[k].unit == i || info.start > c.end+callSlack || info.end > c.end+endSlack(c) {
+			if int(clients[k].unit) == i || info.start > c.end+callSlack || info.end > c.end+endSlack(c) {
 				continue
 			}
 			if host != "" {
@@ -977,8 +983,8 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		}
 		took[key] = true
 		clients[ed.client].used = true
-		u.graft, u.at, u.how = clients[ed.client].unit, clients[ed.client].c.span, attrClient
-		union(nd.unit, clients[ed.client].unit)
+		u.graft, u.at, u.how = int(clients[ed.client].unit), clients[ed.client].c.span, attrClient
+		union(nd.unit, int(clients[ed.client].unit))
 		nd.unit = -1
 	}
 	// Several candidates, all of one rollout: the rollout is certain even if
@@ -1000,7 +1006,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 				if clients[k].used {
 					continue
 				}
-				x := rolloutOf(clients[k].unit)
+				x := rolloutOf(int(clients[k].unit))
 				if r == -1 {
 					r = x
 				} else if r != x {
@@ -1015,7 +1021,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		}
 	}
 	// Which union-find roots hold a rollout.
-	hasRollout := map[int]bool{}
+	hasRollout := make([]bool, len(us))
 	for i := range us {
 		if us[i].info.class == classRollout {
 			hasRollout[find(i)] = true
@@ -1028,7 +1034,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	for i := range us {
 		if u := &us[i]; u.how == attrClient && !u.info.leak {
 			for k := range clients {
-				if clients[k].unit == u.graft && clients[k].c.span == u.at {
+				if int(clients[k].unit) == u.graft && clients[k].c.span == u.at {
 					emits[clients[k].c.host+clients[k].c.path] = i
 					break
 				}
@@ -1041,7 +1047,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			continue
 		}
 		if j, ok := emits[c.c.host+c.c.path]; ok {
-			st.suspectUnits = append(st.suspectUnits, [2]int{c.unit, j})
+			st.suspectUnits = append(st.suspectUnits, [2]int{int(c.unit), j})
 		}
 	}
 	// Without any candidate call (no CLIENT spans were captured for the
@@ -1056,18 +1062,18 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	}
 	var wins []window
 	{
-		seen := map[int]int{}
+		seen := make([]int32, len(us)) // root -> 1 + its window's index; 0: none
 		for i := range us {
 			if us[i].info.class != classRollout {
 				continue
 			}
 			r := find(i)
-			if k, ok := seen[r]; ok {
+			if k := seen[r] - 1; k >= 0 {
 				wins[k].start, wins[k].end = min(wins[k].start, us[i].info.start), max(wins[k].end, us[i].info.end)
 				wins[k].calls = wins[k].calls || us[i].info.calls
 				continue
 			}
-			seen[r] = len(wins)
+			seen[r] = int32(len(wins)) + 1
 			wins = append(wins, window{root: r, start: us[i].info.start, end: us[i].info.end, calls: us[i].info.calls})
 		}
 		k := 0
@@ -1094,7 +1100,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		var cand []int
 		if len(nd.cands) > 0 {
 			for _, k := range nd.cands {
-				cand = appendUnique(cand, find(clients[k].unit))
+				cand = appendUnique(cand, find(int(clients[k].unit)))
 			}
 		} else {
 			for _, w := range wins {
