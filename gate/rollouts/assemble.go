@@ -52,7 +52,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	grafts := map[int][]int{}
 	for i := range us {
 		if u := &us[i]; u.graft >= 0 && u.info.leak && u.how == attrClient {
-			grafts[u.graft] = append(grafts[u.graft], i)
+			grafts[int(u.graft)] = append(grafts[int(u.graft)], i)
 		}
 	}
 	// A leak whose carried context came from another rollout (or from

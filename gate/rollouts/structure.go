@@ -667,7 +667,7 @@ func attachMatched(us []gunit, needs []need, clients []cref, union func(child, p
 	for k, n := range matched {
 		clients[k].used = true
 		u := &us[needs[n].unit]
-		u.graft, u.at, u.how = int(clients[k].unit), clients[k].c.span, attrClient
+		u.graft, u.at, u.how = clients[k].unit, clients[k].c.span, attrClient
 		union(needs[n].unit, int(clients[k].unit))
 		needs[n].unit = -1
 	}
@@ -680,8 +680,8 @@ type gunit struct {
 	roll  *model.Rollout // the model rollout the fragment was stored under
 	ui    int32          // the unit's index among its fragment's units
 	fi    int32          // the fragment's index in roll
-	up    int            // union-find parent
-	graft int            // unit whose CLIENT span this unit hangs under, -1
+	up    int32          // union-find parent
+	graft int32          // unit whose CLIENT span this unit hangs under, -1
 	at    int32          // that CLIENT span's index in its fragment
 	// how the unit was attributed, for the check's findings
 	how attribution
@@ -764,19 +764,19 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		}
 	}
 	for i := range us {
-		us[i].up = i
+		us[i].up = int32(i)
 	}
 	find := func(i int) int {
-		for us[i].up != i {
+		for int(us[i].up) != i {
 			us[i].up = us[us[i].up].up
-			i = us[i].up
+			i = int(us[i].up)
 		}
 		return i
 	}
 	union := func(child, parent int) {
 		a, b := find(child), find(parent)
 		if a != b {
-			us[a].up = b
+			us[a].up = int32(b)
 		}
 	}
 	// Hosts each process serves, from its request spans.
@@ -983,7 +983,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		}
 		took[key] = true
 		clients[ed.client].used = true
-		u.graft, u.at, u.how = int(clients[ed.client].unit), clients[ed.client].c.span, attrClient
+		u.graft, u.at, u.how = clients[ed.client].unit, clients[ed.client].c.span, attrClient
 		union(nd.unit, int(clients[ed.client].unit))
 		nd.unit = -1
 	}
@@ -1034,7 +1034,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	for i := range us {
 		if u := &us[i]; u.how == attrClient && !u.info.leak {
 			for k := range clients {
-				if int(clients[k].unit) == u.graft && clients[k].c.span == u.at {
+				if clients[k].unit == u.graft && clients[k].c.span == u.at {
 					emits[clients[k].c.host+clients[k].c.path] = i
 					break
 				}
