@@ -1056,12 +1056,20 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// the caller records its calls, a fragment no call matches is no
 	// rollout's (a server called from outside the fleet).
 	type window struct {
-		root       int
 		start, end int64
+		root       int32
 		calls      bool
 	}
 	var wins []window
 	{
+		// At most a window a rollout unit: made at that size, not grown.
+		n := 0
+		for i := range us {
+			if us[i].info.class == classRollout {
+				n++
+			}
+		}
+		wins = make([]window, 0, n)
 		seen := make([]int32, len(us)) // root -> 1 + its window's index; 0: none
 		for i := range us {
 			if us[i].info.class != classRollout {
@@ -1074,7 +1082,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 				continue
 			}
 			seen[r] = int32(len(wins)) + 1
-			wins = append(wins, window{root: r, start: us[i].info.start, end: us[i].info.end, calls: us[i].info.calls})
+			wins = append(wins, window{root: int32(r), start: us[i].info.start, end: us[i].info.end, calls: us[i].info.calls})
 		}
 		k := 0
 		for _, w := range wins {
@@ -1105,7 +1113,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		} else {
 			for _, w := range wins {
 				if w.start <= u.info.start+callSlack && u.info.start <= w.end {
-					cand = appendUnique(cand, find(w.root))
+					cand = appendUnique(cand, find(int(w.root)))
 				}
 			}
 			if len(cand) == 1 {
