@@ -77,6 +77,9 @@ type Stats struct {
 // Immutable; a changed rollout is published as a new *Rollout with a higher
 // Version, so readers may cache work per (ID, Version).
 type Rollout struct {
+	// A Rollout is shared by pointer, never copied (go vet tells): the
+	// store's waiting ones are part of a larger value (see Seen).
+	_         noCopy
 	ID        string // nemo.gym.rollout.id, the /ng-rollout/{id}/ path, or synthetic
 	Version   uint64
 	Fragments []*Fragment
@@ -101,6 +104,27 @@ type Rollout struct {
 	FirstSeen int64
 	LastSeen  int64
 }
+
+// Clone returns a copy of r to change (a new Version, other Fragments),
+// seen as r is: a copy made with * would lose a waiting rollout's times.
+func (r *Rollout) Clone() *Rollout {
+	c := &Rollout{}
+	if r.waiting {
+		w := &rolloutW{seen: (*rolloutW)(unsafe.Pointer(r)).seen}
+		c = &w.r
+	}
+	// Every field but noCopy.
+	c.ID, c.Version, c.Fragments, c.Spans, c.Errors = r.ID, r.Version, r.Fragments, r.Spans, r.Errors
+	c.Start, c.End, c.Traces, c.Synthetic, c.waiting = r.Start, r.End, r.Traces, r.Synthetic, r.waiting
+	c.FirstSeen, c.LastSeen = r.FirstSeen, r.LastSeen
+	return c
+}
+
+// noCopy makes go vet's copylocks check report a copied Rollout.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
 
 // Seen returns when fragment i of r got spans first and last, store
 // clock, unix nanoseconds: the rollout's FirstSeen and LastSeen, unless r

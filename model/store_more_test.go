@@ -392,6 +392,9 @@ func TestWaitingFragmentsShareTheirTracesRollout(t *testing.T) {
 				if first != want[0]*1e9 || last != want[1]*1e9 {
 					t.Errorf("%x seen %d..%d s, want %d..%d", f.Spans[0].SpanID[7], first/1e9, last/1e9, want[0], want[1])
 				}
+				if cf, cl := r.Clone().Seen(i); cf != first || cl != last {
+					t.Errorf("%x: a clone sees it %d..%d, the rollout %d..%d", f.Spans[0].SpanID[7], cf, cl, first, last)
+				}
 			}
 		}
 	}

@@ -32,8 +32,7 @@ func TestAlignRowData(t *testing.T) {
 		"rebuilt": func() []*model.Rollout {
 			out := make([]*model.Rollout, len(base))
 			for i, r := range base {
-				c := *r
-				out[i] = &c
+				out[i] = r.Clone()
 			}
 			return out[100:]
 		}(),

@@ -48,9 +48,9 @@ func TestSplitOpensAtItsExplanation(t *testing.T) {
 	tv.handle(keyMsg("G"), nil)
 	f, i, _ := tv.SelectedSpan()
 	at := f.Spans[i].SpanID
-	v3 := *v2
+	v3 := v2.Clone()
 	v3.Version = 3
-	tv.SetRollout(snap, &v3)
+	tv.SetRollout(snap, v3)
 	if f, i, ok := tv.SelectedSpan(); !ok || f.Spans[i].SpanID != at {
 		t.Errorf("a moved cursor did not keep its span across a new version")
 	}

@@ -173,7 +173,7 @@ func changed(snap *model.Snapshot, n int, round uint64) *model.Snapshot {
 	s2.Rollouts = append([]*model.Rollout(nil), snap.Rollouts...)
 	for k := 0; k < n && len(s2.Rollouts) > 0; k++ {
 		i := (k*len(s2.Rollouts)/n + int(round)) % len(s2.Rollouts)
-		r := *s2.Rollouts[i]
+		r := s2.Rollouts[i].Clone()
 		r.Fragments = append([]*model.Fragment(nil), r.Fragments...)
 		for j, f := range r.Fragments {
 			g := *f
@@ -181,7 +181,7 @@ func changed(snap *model.Snapshot, n int, round uint64) *model.Snapshot {
 			r.Fragments[j] = &g
 		}
 		r.Version ^= round<<40 | uint64(k+1)<<20
-		s2.Rollouts[i] = &r
+		s2.Rollouts[i] = r
 	}
 	return &s2
 }
