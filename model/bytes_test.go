@@ -30,6 +30,7 @@ func TestRolloutSizes(t *testing.T) {
 		{"published Fragment", unsafe.Sizeof(Fragment{}), 64},
 		{"writer's rollout (roll)", unsafe.Sizeof(roll{}), 48},
 		{"writer's fragment (frag)", unsafe.Sizeof(frag{}), 112},
+		{"writer's trace record (traceRec)", unsafe.Sizeof(traceRec{}), 40},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s is %d bytes, want %d", c.what, c.got, c.want)

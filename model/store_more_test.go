@@ -420,3 +420,55 @@ func TestLateAcceptedCountIsPublished(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitingRolloutsTakeAtMostWaitMax: one trace's waiting fragments fill
+// waiting rollouts of waitMax each, in arrival order, so that a bound
+// evicts the oldest of them and keeps those that came last.
+func TestWaitingRolloutsTakeAtMostWaitMax(t *testing.T) {
+	const n = 3*waitMax + 8
+	st := NewStore(Options{MaxSpans: 2 * n, PublishEvery: time.Hour})
+	defer st.Close()
+	tr := TraceID{7, 7, 7, 7, 1}
+	send := func(from, to int) {
+		var spans []Span
+		for k := from; k < to; k++ { // two spans a fragment, its top's parent never sent
+			top := numID(uint64(1000 + 2*k))
+			spans = append(spans, Span{SpanID: numID(uint64(1001 + 2*k)), ParentID: top},
+				Span{SpanID: top, ParentID: numID(uint64(900_000 + k))})
+		}
+		if err := st.Add(traced(tr, spans)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := 0; k < n; k += 8 {
+		send(k, min(k+8, n))
+	}
+	st.Sync()
+	var sizes []int
+	for _, r := range st.Snapshot().Rollouts {
+		sizes = append(sizes, len(r.Fragments))
+	}
+	if fmt.Sprint(sizes) != fmt.Sprint([]int{waitMax, waitMax, waitMax, 8}) {
+		t.Fatalf("waiting rollouts of %v fragments, want three of %d and one of 8", sizes, waitMax)
+	}
+	// As many again: the bound (2n spans, n fragments) evicts the oldest
+	// waiting rollouts, and the last fragment sent is held.
+	for k := n; k < 2*n; k += 8 {
+		send(k, min(k+8, 2*n))
+	}
+	st.Sync()
+	snap := st.Snapshot()
+	last := numID(uint64(1000 + 2*(2*n-1)))
+	held := false
+	for _, r := range snap.Rollouts {
+		if len(r.Fragments) > waitMax {
+			t.Errorf("a waiting rollout of %d fragments", len(r.Fragments))
+		}
+		for _, f := range r.Fragments {
+			held = held || f.Spans[0].SpanID == last
+		}
+	}
+	if !held || snap.Stats.EvictedRollouts == 0 || snap.Stats.Stored > 2*n {
+		t.Errorf("last fragment held %v, %d rollouts evicted, %d spans stored (bound %d)", held, snap.Stats.EvictedRollouts, snap.Stats.Stored, 2*n)
+	}
+}

@@ -4,6 +4,7 @@ package model
 // in the batch or the index, merges, waiting lists and rollout assignment.
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
 	"slices"
@@ -180,6 +181,9 @@ type traceRec struct {
 	frags   int32
 	waiting int32
 	head    uint32 // a fragment of the trace; the others link from it
+	// wgen numbers the trace's waiting rollout that takes new waiting
+	// fragments (see waitKeyOf).
+	wgen uint32
 }
 
 // writer is the state owned by the writer goroutine.
@@ -936,7 +940,12 @@ func (w *writer) assign(f *frag, rid string) {
 	sk, inSynth := synthKey{}, key == ""
 	if inSynth {
 		if f.waiting {
-			sk = waitKeyOf(w.traceID(f))
+			tr := &w.recs[f.trec]
+			sk = waitKeyOf(tr.id, tr.wgen)
+			if r := w.synth.get(sk); r != nil && r.live >= waitMax {
+				tr.wgen++
+				sk = waitKeyOf(tr.id, tr.wgen)
+			}
 		} else {
 			sk = synthKeyOf(w.traceID(f), f.spans[f.top].SpanID)
 		}
@@ -1018,19 +1027,26 @@ func synthKeyOf(t TraceID, top SpanID) synthKey {
 	return synthKey{t: [4]byte(t[:4]), s: top}
 }
 
-// waitKeyOf is the key of trace t's waiting rollout. Fragments that wait
-// for a parent are many where a process's exporter dropped spans (each
-// would be a rollout of its own, hundreds of bytes for a few spans); a
-// trace's share one. Where a synthetic key has the top span's id, its key
-// has the trace id's other 12 bytes folded into 8: trace ids that differ
-// in one byte, wherever it is, have keys that differ.
-func waitKeyOf(t TraceID) synthKey {
+// waitKeyOf is the key of trace t's waiting rollout number gen.
+// Fragments that wait for a parent are many where a process's exporter
+// dropped spans (each would be a rollout of its own, hundreds of bytes for
+// a few spans); a trace's share one, up to waitMax of them, then the next
+// number's, so that eviction, which takes whole rollouts, takes waiting
+// fragments of about one age together. Where a synthetic key has the top
+// span's id, its key has the trace id's other 12 bytes folded into 8, and
+// gen: trace ids that differ in one byte, wherever it is, have keys that
+// differ.
+func waitKeyOf(t TraceID, gen uint32) synthKey {
 	s := SpanID(t[8:16])
 	for i := range 4 {
 		s[i] ^= t[4+i]
 	}
+	binary.LittleEndian.PutUint32(s[4:], binary.LittleEndian.Uint32(s[4:])^gen)
 	return synthKey{t: [4]byte(t[:4]), s: s}
 }
+
+// waitMax is the most fragments a waiting rollout takes.
+const waitMax = 64
 
 // String is the key as text, built with one allocation.
 func (k synthKey) String() string {
