@@ -41,7 +41,7 @@ func (w *writer) evict(target int, targetBytes int64) {
 		w.dropRoll(r)
 		w.evRolls++
 		if r.pos >= 0 {
-			if int64(r.pos) != w.base+w.evicted {
+			if r.pos != w.base+w.evicted {
 				front = false
 			}
 			w.evicted++

@@ -18,12 +18,12 @@ func (w *writer) publish() *Snapshot {
 	w.pubSeq++
 	w.settle()
 	snap := &Snapshot{Seq: w.pubSeq, Taken: w.s.opts.Now(), strings: w.s.strs}
-	if w.restructure || w.pub == nil || w.pubAt+int64(len(w.pub)+len(w.fresh)) > maxPos {
+	if w.restructure || w.pub == nil {
 		w.sortOrder()
 		w.pub = make([]*Rollout, 0, len(w.order))
 		w.pubAt, w.base = 0, 0
 		for _, r := range w.order {
-			r.pos = int32(len(w.pub))
+			r.pos = int64(len(w.pub))
 			w.pub = append(w.pub, w.pubRoll(r))
 		}
 	} else {
@@ -33,21 +33,21 @@ func (w *writer) publish() *Snapshot {
 		w.base += w.evicted
 		moved := w.evicted > 0
 		for _, r := range w.changed {
-			moved = moved || int64(r.pos) >= w.base && !r.dead
+			moved = moved || r.pos >= w.base && !r.dead
 		}
 		if moved {
 			live := w.pub[w.base-w.pubAt:]
 			w.pub = append(make([]*Rollout, 0, len(live)+len(w.fresh)), live...)
 			w.pubAt = w.base
 			for _, r := range w.changed {
-				if int64(r.pos) >= w.base && !r.dead {
-					w.pub[int64(r.pos)-w.pubAt] = w.pubRoll(r)
+				if r.pos >= w.base && !r.dead {
+					w.pub[r.pos-w.pubAt] = w.pubRoll(r)
 				}
 			}
 		}
 		for _, r := range w.fresh {
 			if !r.dead {
-				r.pos = int32(w.pubAt + int64(len(w.pub)))
+				r.pos = w.pubAt + int64(len(w.pub))
 				w.pub = append(w.pub, w.pubRoll(r))
 			}
 		}
@@ -148,7 +148,7 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 	}
 	var pr *Rollout
 	switch {
-	case r.waiters:
+	case r.waiting():
 		pw := &rolloutW{}
 		if r.draft {
 			pw = (*rolloutW)(unsafe.Pointer(r.pub))

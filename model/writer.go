@@ -63,7 +63,8 @@ func (w *writer) gone(f *frag) bool { return w.fragAt(f.id) != f }
 // roll is the writer's rollout; fields ordered by size, 48 bytes. Most
 // rollouts are one fragment: frags is that fragment (a *frag) or, when
 // many is set, a *[]*frag of them all (see slots). One field for both,
-// and Synthetic read from pub, keep the roll in a 48-byte allocation.
+// and Synthetic and waiting read from pub, keep the roll in a 48-byte
+// allocation.
 type roll struct {
 	seq      uint64
 	frags    unsafe.Pointer
@@ -73,28 +74,24 @@ type roll struct {
 	// holds what never changes: the key (ID), Synthetic and FirstSeen.
 	pub *Rollout
 	// pos is the rollout's place in the published list (see writer.pub),
-	// or -1 when it is not in it; publish renumbers before it would pass
-	// maxPos.
-	pos   int32
+	// or -1 when it is not in it.
+	pos   int64
 	live  int32 // non-nil entries of slots
 	dirty bool
 	dead  bool
 	draft bool
 	many  bool // frags is a *[]*frag
-	// waiters marks a trace's waiting rollout: the fragments without a
-	// rollout id whose top waits for a parent (see assign).
-	waiters bool
 }
-
-// maxPos bounds the published list's positions, which grow with every
-// rollout added or evicted from the front until publish renumbers them.
-const maxPos = 1 << 30
 
 // key is the rollout's id, or its synthetic key as text.
 func (r *roll) key() string { return r.pub.ID }
 
 // synthetic reports whether the rollout's key is a synthetic one.
 func (r *roll) synthetic() bool { return r.pub.Synthetic }
+
+// waiting reports whether r is a trace's waiting rollout: the fragments
+// without a rollout id whose top waits for a parent (see assign).
+func (r *roll) waiting() bool { return r.pub.waiting }
 
 // more returns the list of r's fragments when it has many, else nil.
 func (r *roll) more() *[]*frag {
@@ -117,7 +114,7 @@ func (r *roll) slots() []*frag {
 	return nil
 }
 
-// waitSlots is a waiting rollout's list of fragments (see roll.waiters)
+// waitSlots is a waiting rollout's list of fragments (see roll.waiting)
 // with when each got spans first and last: they are of many rollouts, and
 // each is seen as its own. The list comes first, so that slots and more
 // read it as they read the many form's.
@@ -131,7 +128,7 @@ type seenPair struct{ first, last int64 }
 
 // waits returns r's list with seen times when r is a waiting rollout.
 func (r *roll) waits() *waitSlots {
-	if r.waiters && r.frags != nil {
+	if r.frags != nil && r.waiting() {
 		return (*waitSlots)(r.frags)
 	}
 	return nil
@@ -140,7 +137,7 @@ func (r *roll) waits() *waitSlots {
 // add appends f, seen now, to r's slots.
 func (r *roll) add(f *frag, now int64) {
 	switch {
-	case r.waiters:
+	case r.waiting():
 		ws := r.waits()
 		if ws == nil {
 			ws = &waitSlots{}
@@ -929,7 +926,7 @@ func (w *writer) markDirty(r *roll) {
 func (w *writer) assign(f *frag, rid string) {
 	key := rid
 	f.named = key != ""
-	if f.roll != nil && (key == "" && f.roll.synthetic() && f.roll.waiters == f.waiting || key != "" && f.roll.key() == key) {
+	if f.roll != nil && (key == "" && f.roll.synthetic() && f.roll.waiting() == f.waiting || key != "" && f.roll.key() == key) {
 		// Where it is: a fragment without an id is in its trace's waiting
 		// rollout while its top waits for a parent, else in the rollout of
 		// its synthetic key, which its top span fixes (a merge that keeps
@@ -966,13 +963,13 @@ func (w *writer) assign(f *frag, rid string) {
 	}
 	if r == nil {
 		synthetic := key == ""
-		r = &roll{seq: f.seq, pos: -1, draft: true, waiters: synthetic && f.waiting}
+		r = &roll{seq: f.seq, pos: -1, draft: true}
 		if inSynth && synthetic {
 			key = sk.String()
 		}
 		// The first publication's Rollout, with the one-fragment array
 		// most rollouts need: the roll keeps no copy of what it holds.
-		if r.waiters {
+		if synthetic && f.waiting {
 			r.pub = &(&rolloutW{}).r
 			r.pub.waiting = true
 		} else {
