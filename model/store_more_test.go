@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"runtime"
 	"sort"
 	"strings"
@@ -470,5 +471,39 @@ func TestWaitingRolloutsTakeAtMostWaitMax(t *testing.T) {
 	}
 	if !held || snap.Stats.EvictedRollouts == 0 || snap.Stats.Stored > 2*n {
 		t.Errorf("last fragment held %v, %d rollouts evicted, %d spans stored (bound %d)", held, snap.Stats.EvictedRollouts, snap.Stats.Stored, 2*n)
+	}
+}
+
+// TestCloneCopiesEveryField: Clone names the fields it copies, so a field
+// added to Rollout must be added there; this fails until it is. The
+// rollout is a waiting one, with every field set.
+func TestCloneCopiesEveryField(t *testing.T) {
+	st := NewStore(Options{PublishEvery: time.Hour})
+	defer st.Close()
+	tr := TraceID{3, 1, 4}
+	st.Add(traced(tr, []Span{{SpanID: numID(1), ParentID: numID(100), Start: 5, End: 9, Status: StatusError},
+		{SpanID: numID(2), ParentID: numID(200), Start: 6, End: 8}}))
+	st.Sync()
+	rs := st.Snapshot().Rollouts
+	if len(rs) != 1 || !rs[0].waiting {
+		t.Fatalf("want one waiting rollout, got %d", len(rs))
+	}
+	r := rs[0]
+	v := reflect.ValueOf(r).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if name := v.Type().Field(i).Name; name != "_" && v.Field(i).IsZero() {
+			t.Errorf("field %s is zero in the rollout cloned: the test cannot tell it is copied", name)
+		}
+	}
+	c := r.Clone()
+	if !reflect.DeepEqual(r, c) {
+		t.Errorf("clone %+v, want %+v", c, r)
+	}
+	for i := range r.Fragments {
+		f1, l1 := r.Seen(i)
+		f2, l2 := c.Seen(i)
+		if f1 != f2 || l1 != l2 {
+			t.Errorf("fragment %d: clone seen %d..%d, rollout %d..%d", i, f2, l2, f1, l1)
+		}
 	}
 }

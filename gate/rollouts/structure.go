@@ -1022,9 +1022,11 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	}
 	// Which union-find roots hold a rollout.
 	hasRollout := make([]bool, len(us))
+	rollUnits := 0
 	for i := range us {
 		if us[i].info.class == classRollout {
 			hasRollout[find(i)] = true
+			rollUnits++
 		}
 	}
 	// A call on a route that was seen to open a span in a new trace did so
@@ -1063,13 +1065,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	var wins []window
 	{
 		// At most a window a rollout unit: made at that size, not grown.
-		n := 0
-		for i := range us {
-			if us[i].info.class == classRollout {
-				n++
-			}
-		}
-		wins = make([]window, 0, n)
+		wins = make([]window, 0, rollUnits)
 		seen := make([]int32, len(us)) // root -> 1 + its window's index; 0: none
 		for i := range us {
 			if us[i].info.class != classRollout {
