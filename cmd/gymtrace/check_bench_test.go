@@ -1,8 +1,11 @@
 package main
 
 import (
+	"flag"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -14,6 +17,8 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
+
+var yardstickHeap = flag.String("yardstick-heap", "", "BenchmarkCheckYardstick/*/retained writes a heap profile of the store and the engine it keeps to FILE-<request>")
 
 // BenchmarkCheckYardstick is what the live tally's check costs over a store
 // of 1M spans of each yardstick request (fresh ids per copy, decoded as the
@@ -60,6 +65,16 @@ func BenchmarkCheckYardstick(b *testing.B) {
 				eng.Check(snap, time.Now(), whatif.LiveGrace).Tally(time.Now(), whatif.JobQuiet)
 			}
 			held := liveHeap()
+			if *yardstickHeap != "" {
+				f, err := os.Create(*yardstickHeap + "-" + in.name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := pprof.WriteHeapProfile(f); err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
 			runtime.KeepAlive(eng)
 			n := float64(snap.Stats.Stored)
 			b.ReportMetric(float64(stored-base)/n, "store-B/span")
