@@ -45,7 +45,7 @@ func TestAttrIter(t *testing.T) {
 	packAll(l, &b, 1)
 	a := b.Attrs().Text()
 	for n := 0; n < len(a); n++ {
-		it := PackedAttrs(a[:n]).Iter()
+		it := packAttrs([]byte(a[:n])).Iter()
 		for it.Next() {
 			_ = it.Value(st)
 		}

@@ -72,9 +72,6 @@ func packAttrs(packed []byte) Attrs {
 	return Attrs{p: &b[0]}
 }
 
-// PackedAttrs returns packed bytes, as Text returned them, as Attrs.
-func PackedAttrs(packed string) Attrs { return packAttrs([]byte(packed)) }
-
 // Empty reports whether a holds no attributes.
 func (a Attrs) Empty() bool { return a.p == nil }
 
