@@ -157,12 +157,10 @@ func (w *writer) pubRoll(r *roll) *Rollout {
 		pr = &pw.r
 		pr.waiting = true
 		pr.Fragments = make([]*Fragment, len(frags))
-		pw.seen = make([]seenPair, 0, len(frags))
+		pw.seen = make([]seenPair, len(frags))
 		if ws := r.waits(); ws != nil {
-			for i, f := range ws.frags {
-				if f != nil {
-					pw.seen = append(pw.seen, ws.seen[i])
-				}
+			for i, f := range frags {
+				pw.seen[i] = ws.seen[f.rpos]
 			}
 		}
 	case r.draft:
