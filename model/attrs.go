@@ -54,7 +54,7 @@ func (v Value) String() string {
 // Each or Get against the Interner that built it. The zero value is empty.
 //
 // It is one pointer to the packed bytes, which its length (a uvarint)
-// precedes: a Span, which holds one, is 72 bytes and not 80 as with a
+// precedes: a Span, which holds one, is 64 bytes and not 72 as with a
 // string's pointer and length. Attrs are not comparable: Text gives the
 // bytes to compare, sameAttrs tells one shared set.
 type Attrs struct {

@@ -99,3 +99,41 @@ func TestLocalCache(t *testing.T) {
 		t.Fatalf(`Intern("") = %d, want 0`, id)
 	}
 }
+
+// TestResourceTableFull: past MaxResources distinct resources, every new
+// one reads as the full table's resource, named so; the ones interned
+// before keep their ids.
+func TestResourceTableFull(t *testing.T) {
+	in := NewInterner()
+	l := NewLocal(in)
+	key := l.Intern([]byte("service.instance.id"))
+	var b AttrBuilder
+	res := func(i int) Attrs {
+		b.Reset()
+		b.Int(key, int64(i))
+		return b.Sorted(in)
+	}
+	svc := l.Intern([]byte("svc"))
+	first := in.InternResource(res(0), svc)
+	for i := 1; i < MaxResources-2; i++ {
+		in.InternResource(res(i), svc)
+	}
+	last := in.InternResource(res(MaxResources-2), svc)
+	if first != 1 || last != MaxResources-1 {
+		t.Fatalf("ids %d and %d, want 1 and %d", first, last, MaxResources-1)
+	}
+	over := in.InternResource(res(MaxResources), svc)
+	again := in.InternResource(res(MaxResources+1), svc)
+	if over != MaxResources || again != MaxResources {
+		t.Fatalf("past the table: ids %d and %d, want %d", over, again, MaxResources)
+	}
+	if got := in.Str(in.Resource(over).Service); got != ResourcesFullName {
+		t.Errorf("the full table's resource is named %q", got)
+	}
+	if id := in.InternResource(res(0), svc); id != first {
+		t.Errorf("an interned resource moved: %d, was %d", id, first)
+	}
+	if n := len(in.Resources()); n != MaxResources+1 {
+		t.Errorf("%d resources held, want %d", n, MaxResources+1)
+	}
+}

@@ -103,7 +103,8 @@ func telemetrygenBatches(st *Store, spans int) []Batch {
 		id++
 		var s SpanID
 		binary.BigEndian.PutUint64(s[:], id*0x9E3779B97F4A7C15|1)
-		sp := Span{SpanID: s, Name: name, Resource: res, Kind: KindServer, Start: int64(n), End: int64(n) + 100, Attrs: packAttrs([]byte(attrs.Text())), WireSize: 500}
+		sp := Span{SpanID: s, Name: name, Resource: res, Kind: KindServer, Start: int64(n), End: int64(n) + 100, Attrs: packAttrs([]byte(attrs.Text()))}
+		sp.SetWireSize(500)
 		if n%10 != 0 {
 			binary.BigEndian.PutUint64(sp.ParentID[:], (id-uint64(n%10))*0x9E3779B97F4A7C15|1)
 		}

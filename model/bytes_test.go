@@ -7,14 +7,33 @@ import (
 )
 
 // TestSpanSize pins the size of a Span, the most numerous thing the store
-// holds: 48 bytes of 8-byte fields and 19 of small ones, padded only at the
-// end.
+// holds: 48 bytes of 8-byte fields and 16 of small ones, no padding.
 func TestSpanSize(t *testing.T) {
-	if n := unsafe.Sizeof(Span{}); n != 72 {
-		t.Errorf("Span is %d bytes, want 72", n)
+	if n := unsafe.Sizeof(Span{}); n != 64 {
+		t.Errorf("Span is %d bytes, want 64", n)
 	}
-	if n := unsafe.Offsetof(Span{}.Flags) + unsafe.Sizeof(Span{}.Flags); n != 67 {
-		t.Errorf("Span's fields end at %d bytes, want 67: padding between them", n)
+	if n := unsafe.Offsetof(Span{}.Status) + unsafe.Sizeof(Span{}.Status); n != 64 {
+		t.Errorf("Span's fields end at %d bytes, want 64: padding between them", n)
+	}
+}
+
+// TestSpanWireAndFlags: the wire size and the flags share a word, and
+// neither spills into the other.
+func TestSpanWireAndFlags(t *testing.T) {
+	var sp Span
+	sp.SetFlags(FlagTruncated | FlagCarried)
+	sp.SetWireSize(wireMask + 10) // past the field: saturates
+	if sp.WireSize() != wireMask || sp.Flags() != FlagTruncated|FlagCarried {
+		t.Fatalf("size %d flags %b", sp.WireSize(), sp.Flags())
+	}
+	sp.SetWireSize(1234)
+	sp.ClearFlags(FlagTruncated)
+	if sp.WireSize() != 1234 || sp.Flags() != FlagCarried {
+		t.Fatalf("size %d flags %b, want 1234 and carried", sp.WireSize(), sp.Flags())
+	}
+	sp.SetWireSize(-1)
+	if sp.WireSize() != 0 || sp.Flags() != FlagCarried {
+		t.Fatalf("size %d flags %b, want 0 and carried", sp.WireSize(), sp.Flags())
 	}
 }
 
@@ -39,11 +58,11 @@ func TestRolloutSizes(t *testing.T) {
 }
 
 // TestStoredBytesCountsSharedSetsPerSpan pins what --max-bytes counts, as
-// the README states it: per span 112 bytes, its packed attributes in full
+// the README states it: per span 104 bytes, its packed attributes in full
 // even when identical spans share one copy, and its status message, events
 // and links.
 func TestStoredBytesCountsSharedSetsPerSpan(t *testing.T) {
-	if spanSize+indexCost != 112 || extraSize != 88 || eventSize != 24 || linkSize != 32 {
+	if spanSize+indexCost != 104 || extraSize != 88 || eventSize != 24 || linkSize != 32 {
 		t.Errorf("span %d + index %d, extra %d, event %d, link %d bytes: update README (what --max-bytes counts)",
 			spanSize, indexCost, extraSize, eventSize, linkSize)
 	}
@@ -81,9 +100,9 @@ func TestStoredBytesCountsSharedSetsPerSpan(t *testing.T) {
 	st.Sync()
 	sum := int64(0)
 	for i := 0; i < n; i++ {
-		sum += 112 + int64(spans[i].Attrs.Size())
+		sum += 104 + int64(spans[i].Attrs.Size())
 	}
-	sum += 112 + 88 + 4 + 2*24 + int64(shared.Size()) + 32
+	sum += 104 + 88 + 4 + 2*24 + int64(shared.Size()) + 32
 	if got := st.Snapshot().Stats.StoredBytes; got != sum {
 		t.Errorf("StoredBytes = %d, want %d: each span counts its shared set in full", got, sum)
 	}

@@ -69,8 +69,10 @@ func (g *gymGen) rollout(out []Span, n int, turns int) []Span {
 			g.b.Int(g.key("http.response.status_code"), 200)
 		}
 		t0 += 1000
-		return Span{SpanID: g.id(), ParentID: parent, Start: t0, End: t0 + dur,
-			Name: g.l.Intern([]byte(name)), Kind: kind, Resource: g.res[res], Attrs: g.b.Attrs(), WireSize: 200}
+		sp := Span{SpanID: g.id(), ParentID: parent, Start: t0, End: t0 + dur,
+			Name: g.l.Intern([]byte(name)), Kind: kind, Resource: g.res[res], Attrs: g.b.Attrs()}
+		sp.SetWireSize(200)
+		return sp
 	}
 	call := func(parent SpanID, from, to int, route, inner string) {
 		c := mk(parent, "HTTP POST", KindClient, from, 5e6, true, "http://127.0.0.1:8000/ng-rollout/"+string(rid)+route)

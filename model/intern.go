@@ -13,8 +13,17 @@ const StringsFullName = "(name dropped: string table full)"
 type Str uint32
 
 // ResourceID is an interned resource (one emitting process). 0 is the empty
-// resource.
-type ResourceID uint32
+// resource. Two bytes keep a Span at 64: a job has a process or a few per
+// server, and past MaxResources every new resource reads as one
+// (ResourcesFullName).
+type ResourceID uint16
+
+// MaxResources bounds the resource table; the last id is the full table's.
+const MaxResources = 1<<16 - 1
+
+// ResourcesFullName is the service name of spans whose resource arrived
+// when the resource table was full.
+const ResourcesFullName = "(resource dropped: resource table full)"
 
 // Resource is one process's resource: its attributes and its service.name.
 type Resource struct {
@@ -153,8 +162,19 @@ func (t *Interner) InternResource(attrs Attrs, service Str) ResourceID {
 	if id, ok := t.resIDs[attrs.Text()]; ok {
 		return id
 	}
+	// Appending in place is safe: a reader's slice ends before the new
+	// element, and the Store publishes it. A copy per resource would make
+	// the table quadratic.
 	old := *t.res.Load()
-	next := append(old[:len(old):len(old)], Resource{Attrs: attrs, Service: service})
+	if len(old) >= MaxResources {
+		if len(old) == MaxResources {
+			// Once: the full table's resource, outside resIDs.
+			next := append(old, Resource{Service: t.Intern(ResourcesFullName)})
+			t.res.Store(&next)
+		}
+		return MaxResources
+	}
+	next := append(old, Resource{Attrs: attrs, Service: service})
 	id := ResourceID(len(old))
 	t.resIDs[attrs.Text()] = id
 	t.res.Store(&next)

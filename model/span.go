@@ -100,7 +100,8 @@ func (c StatusCode) String() string {
 	return "UNSET"
 }
 
-// SpanFlags are per-span markers the store keeps in one byte.
+// SpanFlags are per-span markers. A Span keeps them in the top bits of
+// its wire size (see Span.Flags): four flags, no room for a fifth.
 type SpanFlags uint8
 
 // Span flags.
@@ -118,12 +119,21 @@ const (
 	FlagCarried
 )
 
+// wireBits is how many bits of Span.wire hold the wire size; the flags
+// take the rest. 2^28 bytes is the longest line a reader accepts
+// (receiver.DefaultMaxLine): a span past it, only possible with a raised
+// request bound, counts as that many bytes.
+const (
+	wireBits = 28
+	wireMask = 1<<wireBits - 1
+)
+
 // Span is one received span in compact form. Strings are interned (Str) and
 // attributes are packed (Attrs, one pointer), so a Span holds two pointers
 // at most. It has no trace id: every span of a Fragment is of the
 // fragment's TraceID, and a Batch carries its spans' beside them
-// (Batch.Traces). The 8-byte fields come first and the 1-byte ones last,
-// so the only padding is at the end (72 bytes).
+// (Batch.Traces). The 8-byte fields come first and the small ones last,
+// and the flags share a word with the wire size: 64 bytes, no padding.
 // A Span is immutable once submitted; the store only sets Parent.
 type Span struct {
 	SpanID   SpanID
@@ -133,18 +143,35 @@ type Span struct {
 	Attrs    Attrs
 	Extra    *Extra // nil for most spans
 	Name     Str
-	Resource ResourceID
 	// Parent is the index of the parent span within the same Fragment, or -1
 	// when the parent is not in the fragment (a root, a missing parent, or a
 	// gym.job span). Set by the store; decoders leave it alone.
 	Parent int32
-	// WireSize is the span's encoded OTLP protobuf size in bytes, as received
-	// or as estimated by the decoder; the what-if byte estimate sums it.
-	WireSize uint32
+	// wire is the span's encoded OTLP protobuf size in bytes (WireSize) in
+	// the low wireBits bits and its SpanFlags above them.
+	wire     uint32
+	Resource ResourceID
 	Kind     Kind
 	Status   StatusCode
-	Flags    SpanFlags
 }
+
+// WireSize returns the span's encoded OTLP protobuf size in bytes, as
+// received or as estimated by the decoder; the what-if byte estimate sums it.
+func (s *Span) WireSize() uint32 { return s.wire & wireMask }
+
+// SetWireSize sets the wire size, n bytes, at most 2^28-1 (see wireBits).
+func (s *Span) SetWireSize(n int) {
+	s.wire = s.wire&^wireMask | uint32(min(max(n, 0), wireMask))
+}
+
+// Flags returns the span's flags.
+func (s *Span) Flags() SpanFlags { return SpanFlags(s.wire >> wireBits) }
+
+// SetFlags adds f to the span's flags.
+func (s *Span) SetFlags(f SpanFlags) { s.wire |= uint32(f) << wireBits }
+
+// ClearFlags takes f from the span's flags.
+func (s *Span) ClearFlags(f SpanFlags) { s.wire &^= uint32(f) << wireBits }
 
 // Duration returns End-Start in nanoseconds, never negative.
 func (s *Span) Duration() int64 {

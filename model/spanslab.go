@@ -3,7 +3,7 @@ package model
 // spanSlab carves span arrays from shared chunks. A fragment born from a
 // batch gets exactly the room its spans need, but an allocation of its own
 // is rounded up to Go's next size class, or past 32 KB to whole 8 KB pages:
-// a 512-span array (36,864 bytes at 72 a span) takes 40,960. Carved arrays
+// a 600-span array (38,400 bytes at 64 a span) takes 40,960. Carved arrays
 // have their exact capacity (append past it moves the fragment to an
 // allocation of its own, as before) and a chunk is freed when none of its
 // fragments is referenced; eviction takes the oldest rollouts first, so
@@ -15,11 +15,11 @@ type spanSlab struct {
 	chunk, most int
 }
 
-// Slab sizes. A chunk is whole pages: 1,024 spans of 72 bytes are nine.
+// Slab sizes. A chunk is whole pages: 1,024 spans of 64 bytes are eight.
 const (
-	slabSpans    = 1024 // the small fragments' chunk (72 KB)
+	slabSpans    = 1024 // the small fragments' chunk (64 KB)
 	slabMaxCarve = 32
-	laidSpans    = 8 * 1024 // the chunk of batches kept as they were laid out (576 KB)
+	laidSpans    = 8 * 1024 // the chunk of batches kept as they were laid out (512 KB)
 	laidMaxCarve = 2048
 )
 

@@ -26,7 +26,7 @@ func (d *decoder) name(b []byte) model.Str {
 func (d *decoder) keepEvent(x *model.Extra, sp *model.Span, ev model.Event) {
 	if len(x.Events) >= d.lim.MaxEvents {
 		d.rep.EventsDropped++
-		sp.Flags |= model.FlagAttrsCapped
+		sp.SetFlags(model.FlagAttrsCapped)
 		return
 	}
 	x.Events = append(x.Events, ev)
@@ -36,7 +36,7 @@ func (d *decoder) keepEvent(x *model.Extra, sp *model.Span, ev model.Event) {
 func (d *decoder) keepLink(x *model.Extra, sp *model.Span, ln model.Link) {
 	if len(x.Links) >= d.lim.MaxLinks {
 		d.rep.LinksDropped++
-		sp.Flags |= model.FlagAttrsCapped
+		sp.SetFlags(model.FlagAttrsCapped)
 		return
 	}
 	x.Links = append(x.Links, ln)

@@ -56,7 +56,7 @@ func TestSpanWithMillionEventsIsCapped(t *testing.T) {
 			if n := len(s.Str(got.Name)); n != DefaultMaxNameLen {
 				t.Errorf("name of %d bytes kept, want %d", n, DefaultMaxNameLen)
 			}
-			if got.Flags&model.FlagAttrsCapped == 0 {
+			if got.Flags()&model.FlagAttrsCapped == 0 {
 				t.Error("span not marked capped")
 			}
 			want := fmt.Sprint(nev-DefaultMaxEvents, nlink-DefaultMaxLinks, 1)

@@ -256,7 +256,7 @@ func (c *consoleDecoder) line(b []byte) (model.Span, model.TraceID, recordKind, 
 	if d.attrs.Count() > 0 {
 		sp.Attrs = d.attrs.Attrs()
 	}
-	if sp.Flags&model.FlagAttrsCapped != 0 {
+	if sp.Flags()&model.FlagAttrsCapped != 0 {
 		if ex == nil {
 			ex = new(model.Extra)
 		}
@@ -269,7 +269,7 @@ func (c *consoleDecoder) line(b []byte) (model.Span, model.TraceID, recordKind, 
 	if sp.Status == 0 && (ex == nil || ex.StatusMessage == "") {
 		size += 2
 	}
-	sp.WireSize = uint32(size)
+	sp.SetWireSize(size)
 	return sp, trace, recSpan, nil
 }
 
@@ -661,7 +661,7 @@ func (c *consoleDecoder) event(sp *model.Span) (model.Event, int, error) {
 			}
 			ev.Name = d.l.Intern(v)
 			if string(v) == exceptionEvent {
-				sp.Flags |= model.FlagException
+				sp.SetFlags(model.FlagException)
 			}
 			size += tagged(2, len(v))
 		case "timestamp":

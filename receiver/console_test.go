@@ -78,9 +78,9 @@ func TestConsoleMatchesOTLP(t *testing.T) {
 		if d := math.Abs(float64(c.End - o.End)); d > 1500 {
 			t.Errorf("span %s end %d vs %d", c.SpanID, c.End, o.End)
 		}
-		csize += int(c.WireSize)
-		osize += int(o.WireSize)
-		maxRel = max(maxRel, math.Abs(float64(c.WireSize)-float64(o.WireSize))/float64(o.WireSize))
+		csize += int(c.WireSize())
+		osize += int(o.WireSize())
+		maxRel = max(maxRel, math.Abs(float64(c.WireSize())-float64(o.WireSize()))/float64(o.WireSize()))
 	}
 	rel := math.Abs(float64(csize-osize)) / float64(osize)
 	t.Logf("wire bytes: console estimate %d, otlp exact %d (%.2f%% apart; worst span %.1f%%)", csize, osize, 100*rel, 100*maxRel)

@@ -794,7 +794,7 @@ func (j *jsonDecoder) span(idx int) error {
 	if reason == "" && sp.SpanID.IsZero() {
 		reason = "span_id is all zeros"
 	}
-	sp.WireSize = uint32(size)
+	sp.SetWireSize(size)
 	sp.Attrs = d.attrs.Attrs()
 	sp.Extra = ex
 	if reason != "" {
@@ -898,7 +898,7 @@ func (j *jsonDecoder) event(sp *model.Span) (model.Event, int, error) {
 				ev.Name = d.name(v)
 				size += lenField(len(v))
 				if string(v) == exceptionEvent {
-					sp.Flags |= model.FlagException
+					sp.SetFlags(model.FlagException)
 				}
 			}
 		case "attributes":

@@ -261,7 +261,7 @@ func (d *decoder) scopeSpans(b []byte, res model.ResourceID) error {
 func (d *decoder) span(sp *model.Span, trace *model.TraceID, b []byte, res model.ResourceID) (reason string, err error) {
 	sp.Resource = res
 	sp.Parent = -1
-	sp.WireSize = uint32(len(b))
+	sp.SetWireSize(len(b))
 	var ex *model.Extra
 	extra := func() *model.Extra {
 		if ex == nil {
@@ -397,7 +397,7 @@ func (d *decoder) event(b []byte, sp *model.Span) (model.Event, error) {
 			f.b = d.repair(f.b)
 			ev.Name = d.name(f.b)
 			if string(f.b) == exceptionEvent {
-				sp.Flags |= model.FlagException
+				sp.SetFlags(model.FlagException)
 			}
 		case f.num == 3 && f.typ == protowire.BytesType:
 			k, v, err := d.keyValue(f.b, 0)

@@ -42,10 +42,10 @@ func dumpSpan(t *model.Interner, trace model.TraceID, sp *model.Span, o dumpOpts
 		fmt.Fprintf(&b, " start=%d end=%d", sp.Start, sp.End)
 	}
 	if o.wireSize {
-		fmt.Fprintf(&b, " size=%d", sp.WireSize)
+		fmt.Fprintf(&b, " size=%d", sp.WireSize())
 	}
-	if sp.Flags != 0 {
-		fmt.Fprintf(&b, " flags=%03b", sp.Flags)
+	if sp.Flags() != 0 {
+		fmt.Fprintf(&b, " flags=%03b", sp.Flags())
 	}
 	res := t.Resource(sp.Resource)
 	if o.serviceOnly {
@@ -203,8 +203,8 @@ func TestDecodeProto(t *testing.T) {
 	}
 	// WireSize is each span's encoded length, exactly.
 	for i, sp := range batch.Spans {
-		if want := proto.Size(req.ResourceSpans[0].ScopeSpans[0].Spans[i]); int(sp.WireSize) != want {
-			t.Errorf("span %d WireSize = %d, want %d", i, sp.WireSize, want)
+		if want := proto.Size(req.ResourceSpans[0].ScopeSpans[0].Spans[i]); int(sp.WireSize()) != want {
+			t.Errorf("span %d WireSize = %d, want %d", i, sp.WireSize(), want)
 		}
 		if sp.Parent != -1 {
 			t.Errorf("span %d Parent = %d, want -1 (the store sets it)", i, sp.Parent)
@@ -329,7 +329,7 @@ func TestDecodeProtoLimits(t *testing.T) {
 			if rep.AttrsDropped != tt.dropped-1 || rep.ValuesTruncated != tt.truncated {
 				t.Errorf("report = %+v, want %d dropped, %d truncated", rep, tt.dropped-1, tt.truncated)
 			}
-			if capped := sp.Flags&model.FlagAttrsCapped != 0; capped != (tt.dropped > 1) {
+			if capped := sp.Flags()&model.FlagAttrsCapped != 0; capped != (tt.dropped > 1) {
 				t.Errorf("FlagAttrsCapped = %v", capped)
 			}
 			v, _ := sp.Attrs.Get(in, "k0")

@@ -97,7 +97,7 @@ func spansToRequest(in *model.Interner, b model.Batch) *coltrace.ExportTraceServ
 func normDump(in *model.Interner, b model.Batch) string {
 	cp := model.Batch{Spans: append([]model.Span(nil), b.Spans...), Traces: b.Traces}
 	for i := range cp.Spans {
-		cp.Spans[i].Flags &^= model.FlagAttrsCapped
+		cp.Spans[i].ClearFlags(model.FlagAttrsCapped)
 	}
 	d := dumpSpans(in, cp, dumpOpts{times: true})
 	return strings.NewReplacer(`=arr:"`, `=s:"`, `=map:"`, `=s:"`, `=bytes:"`, `=s:"`).Replace(d)

@@ -298,8 +298,8 @@ func TestHTTPCapsCountedInStore(t *testing.T) {
 		t.Fatalf("stored %d, attrs dropped %d, values truncated %d; want 2, 4, 3", s.Stats.Stored, s.Stats.AttrsDropped, s.Stats.ValuesTruncated)
 	}
 	sp := s.Rollouts[0].Fragments[0].Spans[0]
-	if sp.Flags&model.FlagAttrsCapped == 0 || sp.Attrs.Len(s.Interner()) != 4 {
-		t.Fatalf("span flags %b with %d attrs; want the capped mark and 4 attrs", sp.Flags, sp.Attrs.Len(s.Interner()))
+	if sp.Flags()&model.FlagAttrsCapped == 0 || sp.Attrs.Len(s.Interner()) != 4 {
+		t.Fatalf("span flags %b with %d attrs; want the capped mark and 4 attrs", sp.Flags(), sp.Attrs.Len(s.Interner()))
 	}
 	if v, _ := sp.Attrs.Get(s.Interner(), "ka"); len(v.Str) > 8 {
 		t.Fatalf("value %q longer than the cap of 8 bytes", v.Str)

@@ -34,7 +34,7 @@ func TestDecodeProtoAttrCacheWarm(t *testing.T) {
 		if wrep != crep {
 			t.Errorf("decode %d report = %+v, want %+v", i+2, wrep, crep)
 		}
-		if warm.Spans[0].Flags&model.FlagTruncated == 0 {
+		if warm.Spans[0].Flags()&model.FlagTruncated == 0 {
 			t.Errorf("decode %d lost the truncation mark", i+2)
 		}
 	}

@@ -144,11 +144,11 @@ func isTrue(v value) bool {
 func (d *decoder) keepAttr(ab *model.AttrBuilder, sp *model.Span, k model.Str, v value, onSpan bool) bool {
 	if ab.Count() >= d.lim.MaxAttrs {
 		d.rep.AttrsDropped++
-		sp.Flags |= model.FlagAttrsCapped
+		sp.SetFlags(model.FlagAttrsCapped)
 		return false
 	}
 	if onSpan && k == d.truncKey && isTrue(v) {
-		sp.Flags |= model.FlagTruncated
+		sp.SetFlags(model.FlagTruncated)
 	}
 	d.addAttr(ab, k, v)
 	return true

@@ -94,10 +94,10 @@ func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fr
 	}
 	add("status", status)
 	var flags []string
-	if sp.Flags&model.FlagTruncated != 0 {
+	if sp.Flags()&model.FlagTruncated != 0 {
 		flags = append(flags, "truncated (force-closed at shutdown)")
 	}
-	if sp.Flags&model.FlagAttrsCapped != 0 {
+	if sp.Flags()&model.FlagAttrsCapped != 0 {
 		flags = append(flags, "attributes capped")
 	}
 	if sp.Extra != nil && sp.Extra.DroppedAttrs > 0 {
@@ -106,8 +106,8 @@ func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fr
 	if len(flags) > 0 {
 		add("flags", strings.Join(flags, ", "))
 	}
-	if sp.WireSize > 0 {
-		add("wire size", fmtBytes(int64(sp.WireSize)))
+	if sp.WireSize() > 0 {
+		add("wire size", fmtBytes(int64(sp.WireSize())))
 	}
 	attrs := func(indent string, a model.Attrs) {
 		a.Each(t, func(k string, v model.Value) bool {

@@ -109,8 +109,9 @@ func (b *builder) emit(out model.Batch, trace model.TraceID, parent model.SpanID
 		SpanID: id, ParentID: parent,
 		Start: start, End: start + n.dur()*int64(time.Millisecond),
 		Name: b.str(n.name), Resource: b.resource(n.server), Kind: n.kind,
-		Attrs: ab.Attrs(), WireSize: 120,
+		Attrs: ab.Attrs(),
 	}
+	sp.SetWireSize(120)
 	if n.err != "" {
 		sp.Status = model.StatusError
 		var ev model.AttrBuilder
@@ -120,10 +121,10 @@ func (b *builder) emit(out model.Batch, trace model.TraceID, parent model.SpanID
 			ev.String(b.l, b.str("exception.stacktrace"), []byte(n.stack))
 		}
 		sp.Extra = &model.Extra{StatusMessage: n.err, Events: []model.Event{{Time: sp.End, Name: b.str("exception"), Attrs: ev.Attrs()}}}
-		sp.Flags |= model.FlagException
+		sp.SetFlags(model.FlagException)
 	}
 	if n.trunc {
-		sp.Flags |= model.FlagTruncated
+		sp.SetFlags(model.FlagTruncated)
 	}
 	out.Append(trace, sp)
 	return out, id
@@ -177,9 +178,11 @@ func (b *builder) capture(tb testing.TB, n int, job bool) {
 		spans, _ = b.emit(spans, trace, parent, start, tree)
 	}
 	if job {
-		spans.Append(jobTrace, model.Span{SpanID: jobID, Start: t0.UnixNano() - int64(time.Millisecond),
+		job := model.Span{SpanID: jobID, Start: t0.UnixNano() - int64(time.Millisecond),
 			End: t0.UnixNano() + int64(n)*int64(700*time.Millisecond) + int64(time.Second), Name: b.str("gym.job"),
-			Resource: b.resource("rollout_collection"), Kind: model.KindInternal, WireSize: 100})
+			Resource: b.resource("rollout_collection"), Kind: model.KindInternal}
+		job.SetWireSize(100)
+		spans.Append(jobTrace, job)
 	}
 	if err := b.st.Add(spans); err != nil {
 		tb.Fatalf("add: %v", err)

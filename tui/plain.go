@@ -133,13 +133,13 @@ func (p *plainPrinter) span(sp *model.Span, depth int) {
 			fmt.Fprintf(w, " %q", clipText(sp.Extra.StatusMessage, 80))
 		}
 	}
-	if sp.Flags&model.FlagException != 0 {
+	if sp.Flags()&model.FlagException != 0 {
 		w.WriteString(" exception")
 	}
-	if sp.Flags&model.FlagTruncated != 0 {
+	if sp.Flags()&model.FlagTruncated != 0 {
 		w.WriteString(" TRUNCATED")
 	}
-	if sp.Flags&model.FlagAttrsCapped != 0 {
+	if sp.Flags()&model.FlagAttrsCapped != 0 {
 		w.WriteString(" attrs-capped")
 	}
 	w.WriteByte('\n')

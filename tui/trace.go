@@ -865,7 +865,7 @@ func (t *traceView) renderRow(j int, c columns, ax *axis) string {
 	switch {
 	case sp.Status == model.StatusError:
 		mark = t.st.Tree.Error.Render(glyphError)
-	case sp.Flags&model.FlagTruncated != 0:
+	case sp.Flags()&model.FlagTruncated != 0:
 		mark = t.st.Tree.Truncated.Render(glyphTruncated)
 	case t.search.hit(row.frag, row.idx):
 		mark = t.st.Tree.Match.Render(glyphMatch)

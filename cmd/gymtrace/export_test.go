@@ -218,7 +218,7 @@ func TestExportSpec(t *testing.T) {
 						if p := fs.Parent[i]; p >= 0 && got != f.Spans[p].SpanID {
 							t.Errorf("span %s %q: exported under %s, the preview puts it under %s", id, orig.Str(f.Spans[i].Name), got, f.Spans[p].SpanID)
 						}
-						carried := f.Spans[i].Flags&model.FlagCarried != 0
+						carried := f.Spans[i].Flags()&model.FlagCarried != 0
 						if fs.Cut[i] && !carried && !got.IsZero() {
 							t.Errorf("span %s %q starts a trace in the preview, exported under %s", id, orig.Str(f.Spans[i].Name), got)
 						}

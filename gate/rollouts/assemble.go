@@ -395,7 +395,7 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 			if k == g.info.root {
 				sp.Parent = parent
 				if carried {
-					sp.Flags |= model.FlagCarried
+					sp.SetFlags(model.FlagCarried)
 				}
 			} else {
 				sp.Parent = pos[sp.Parent]

@@ -62,7 +62,7 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 				switch p := fs.Parent[i]; {
 				case p >= 0:
 					sp.ParentID, tid = f.Spans[p].SpanID, trace[p]
-				case fs.Cut[i] && sp.Flags&model.FlagCarried != 0:
+				case fs.Cut[i] && sp.Flags()&model.FlagCarried != 0:
 					// It stays under the span it was captured under, in
 					// that span's trace (set once every span is out).
 					carried = append(carried, len(out.Spans))

@@ -435,7 +435,7 @@ func (e *Engine) simulate(sc *scratch, snap *model.Snapshot, r *model.Rollout, r
 					x, from, aio = sc.cross[p], sc.from[p], sc.aio[p]
 				}
 			}
-			if sp.Flags&model.FlagCarried != 0 && jobIdx < 0 {
+			if sp.Flags()&model.FlagCarried != 0 && jobIdx < 0 {
 				// Grafted under the call that made it, but in the capture
 				// it is in the trace its context came from; only a kept
 				// job span over both keeps them one trace.
@@ -605,8 +605,8 @@ func bareSentence(c Cause) string {
 // wireSize is the span's encoded size; when the decoder could not tell, a
 // rough estimate from its name and packed attributes.
 func wireSize(sp *model.Span) uint32 {
-	if sp.WireSize > 0 {
-		return sp.WireSize
+	if sp.WireSize() > 0 {
+		return sp.WireSize()
 	}
 	return 80 + uint32(sp.Attrs.Size())
 }

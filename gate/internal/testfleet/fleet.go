@@ -90,11 +90,12 @@ func (f *Fleet) Add(parent model.SpanID, svc, name string, kind model.Kind, attr
 		}
 	}
 	f.Clock += 1000
-	f.Spans.Append(f.Trace, model.Span{
+	sp := model.Span{
 		SpanID: id, ParentID: parent, Start: f.Clock, End: f.Clock + 500_000,
-		Name: f.L.Intern([]byte(name)), Resource: f.Resource(svc), Kind: kind,
-		WireSize: uint32(100 + len(name)), Attrs: b.Attrs(),
-	})
+		Name: f.L.Intern([]byte(name)), Resource: f.Resource(svc), Kind: kind, Attrs: b.Attrs(),
+	}
+	sp.SetWireSize(100 + len(name))
+	f.Spans.Append(f.Trace, sp)
 	return id
 }
 
@@ -274,11 +275,12 @@ func Capture(t *testing.T, spans []Span) *model.Snapshot {
 			}
 		}
 		start := int64(1_700_000_000_000_000_000) + int64(i)*1_000_000
-		out.Append(tid, model.Span{
+		sp := model.Span{
 			SpanID: id, ParentID: parent, Start: start, End: start + s.DurMS*int64(time.Millisecond),
-			Name: f.L.Intern([]byte(s.Name)), Resource: f.Resource(s.Svc), Kind: s.Kind, Status: s.Status,
-			WireSize: 100, Attrs: b.Attrs(),
-		})
+			Name: f.L.Intern([]byte(s.Name)), Resource: f.Resource(s.Svc), Kind: s.Kind, Status: s.Status, Attrs: b.Attrs(),
+		}
+		sp.SetWireSize(100)
+		out.Append(tid, sp)
 	}
 	if err := st.Add(out); err != nil {
 		t.Fatal(err)
