@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unique"
 
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -217,12 +218,21 @@ type hostRes struct {
 	res  model.ResourceID
 }
 
-// danglingClient is a CLIENT span with no callee span under it.
+// danglingClient is a CLIENT span with no callee span under it. The cache
+// keeps one per such span held: its route is a handle to one copy per
+// distinct host and path, 32 bytes a call and not 56 (calls repeat a few
+// routes, the model's and the resources').
 type danglingClient struct {
 	span       int32
-	host, path string
+	route      unique.Handle[callRoute]
 	start, end int64
 }
+
+// callRoute is where a call went: host:port and path, as spanRoute reads them.
+type callRoute struct{ host, path string }
+
+func (c *danglingClient) host() string { return c.route.Value().host }
+func (c *danglingClient) path() string { return c.route.Value().path }
 
 // fragUnits is one fragment's units; most fragments are one unit, kept in
 // the same allocation.
@@ -361,7 +371,7 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64) *fr
 				path = ""
 			}
 			if !called[i] {
-				calls = append(calls, unitCall{unit: unitOf[i], c: danglingClient{span: int32(i), host: host, path: path, start: sp.Start, end: sp.End}})
+				calls = append(calls, unitCall{unit: unitOf[i], c: danglingClient{span: int32(i), route: unique.Make(callRoute{host, path}), start: sp.Start, end: sp.End}})
 			}
 			if path == "/run" {
 				if d <= maxAnchorDepth && u.idRank < 1 {
@@ -575,7 +585,7 @@ func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, pare
 			if clients[k].used || int(clients[k].unit) == needs[n].unit || c.start > info.start+callSlack {
 				continue
 			}
-			if h := info.extra().host; (h != "" && c.host != h) || (info.path != "" && c.path != "" && c.path != info.path) {
+			if h := info.extra().host; (h != "" && c.host() != h) || (info.path != "" && c.path() != "" && c.path() != info.path) {
 				continue
 			}
 			cs = append(cs, cand{k, matchCost(info.start, info.end, c.start, c.end)})
@@ -851,7 +861,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// Units that need a caller: orphans, leaked request spans, and rollout
 	// units whose top is the agent's side of a /run call.
 	needs := make([]need, 0, len(us))
-	runCalls := slices.ContainsFunc(clients, func(c cref) bool { return c.c.path == "/run" })
+	runCalls := slices.ContainsFunc(clients, func(c cref) bool { return c.c.path() == "/run" })
 	for i := range us {
 		u := &us[i]
 		info := u.info
@@ -893,17 +903,18 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			if int(clients[k].unit) == i || info.start > c.end+callSlack || info.end > c.end+endSlack(c) {
 				continue
 			}
+			route := c.route.Value()
 			if host != "" {
-				if c.host != host {
+				if route.host != host {
 					continue
 				}
-			} else if r, ok := hostRes[c.host]; ok && r != top.Resource {
+			} else if r, ok := hostRes[route.host]; ok && r != top.Resource {
 				continue
 			}
-			if info.path != "" && c.path != "" && c.path != info.path {
+			if info.path != "" && route.path != "" && route.path != info.path {
 				continue
 			}
-			if info.class == classRollout && c.path != "/run" {
+			if info.class == classRollout && route.path != "/run" {
 				continue
 			}
 			nd.cands = append(nd.cands, k)
@@ -921,7 +932,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			if routes[name] == nil {
 				routes[name] = map[string]bool{}
 			}
-			routes[name][clients[needs[n].cands[0]].c.path] = true
+			routes[name][clients[needs[n].cands[0]].c.path()] = true
 		}
 	}
 	for n := range needs {
@@ -932,7 +943,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		}
 		var keep []int
 		for _, k := range needs[n].cands {
-			if known[clients[k].c.path] {
+			if known[clients[k].c.path()] {
 				keep = append(keep, k)
 			}
 		}
@@ -1032,12 +1043,12 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// A call on a route that was seen to open a span in a new trace did so
 	// in its own rollout too, even where that span could not be told apart
 	// from another's: the rollout is split, as far as the capture can tell.
-	emits := map[string]int{} // host+path -> a unit that route produced
+	emits := map[unique.Handle[callRoute]]int{} // a unit that route produced
 	for i := range us {
 		if u := &us[i]; u.how == attrClient && !u.info.leak {
 			for k := range clients {
 				if clients[k].unit == u.graft && clients[k].c.span == u.at {
-					emits[clients[k].c.host+clients[k].c.path] = i
+					emits[clients[k].c.route] = i
 					break
 				}
 			}
@@ -1048,7 +1059,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		if c.used {
 			continue
 		}
-		if j, ok := emits[c.c.host+c.c.path]; ok {
+		if j, ok := emits[c.c.route]; ok {
 			st.suspectUnits = append(st.suspectUnits, [2]int{int(c.unit), j})
 		}
 	}
