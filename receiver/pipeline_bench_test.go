@@ -4,7 +4,6 @@ import (
 	"flag"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,14 +188,7 @@ func BenchmarkRetained(b *testing.B) {
 				b.ReportMetric(float64(stored)/float64(stats.Fragments), "spans/frag")
 				b.ReportMetric(float64(stored)/float64(stats.Traces), "spans/trace")
 				if *retainedHeap != "" {
-					f, err := os.Create(*retainedHeap + "-" + in.name)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := pprof.WriteHeapProfile(f); err != nil {
-						b.Fatal(err)
-					}
-					f.Close()
+					testfile.HeapProfile(b, *retainedHeap+"-"+in.name)
 				}
 				runtime.KeepAlive(l)
 				st.Close()

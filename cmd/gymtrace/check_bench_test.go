@@ -3,15 +3,14 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"runtime"
-	"runtime/pprof"
 	"testing"
 	"time"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/internal/cputime"
+	"github.com/nemo-gym/gymtrace/internal/testfile"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -66,14 +65,7 @@ func BenchmarkCheckYardstick(b *testing.B) {
 			}
 			held := liveHeap()
 			if *yardstickHeap != "" {
-				f, err := os.Create(*yardstickHeap + "-" + in.name)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := pprof.WriteHeapProfile(f); err != nil {
-					b.Fatal(err)
-				}
-				f.Close()
+				testfile.HeapProfile(b, *yardstickHeap+"-"+in.name)
 			}
 			runtime.KeepAlive(eng)
 			n := float64(snap.Stats.Stored)

@@ -7,6 +7,7 @@ import (
 	"compress/gzip"
 	"io"
 	"os"
+	"runtime/pprof"
 	"testing"
 )
 
@@ -39,4 +40,19 @@ func Lines(tb testing.TB, path string) [][]byte {
 		return nil
 	}
 	return bytes.Split(b, []byte("\n"))
+}
+
+// HeapProfile writes the heap profile as of the last collection to path,
+// for a benchmark's flag that asks for one (read it with go tool pprof
+// -sample_index=inuse_space).
+func HeapProfile(tb testing.TB, path string) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		tb.Fatal(err)
+	}
 }
