@@ -142,10 +142,10 @@ func (s storedSpan) String() string {
 func storedSpans(snap *model.Snapshot) map[string]storedSpan {
 	out := map[string]storedSpan{}
 	add := func(f *model.Fragment) {
-		for _, sp := range f.Spans {
+		for i, sp := range f.Spans {
 			parent := ""
-			if !sp.ParentID.IsZero() {
-				parent = sp.ParentID.String()
+			if up := f.ParentID(i); !up.IsZero() {
+				parent = up.String()
 			}
 			out[sp.SpanID.String()] = storedSpan{
 				TraceID: f.TraceID.String(), ParentID: parent, Name: snap.Str(sp.Name),

@@ -13,17 +13,14 @@ func gymBatches(st *Store, spans int) []Batch {
 	g := newGymGen(st)
 	var all Batch
 	for n := 0; len(all.Spans) < spans; n++ {
-		all.Spans = g.rollout(all.Spans, n, 1+n%7)
-		for len(all.Traces) < len(all.Spans) {
-			all.Traces = append(all.Traces, rolloutTrace(n))
-		}
+		all = g.rollout(all, n, 1+n%7)
 	}
-	all.Spans, all.Traces = all.Spans[:spans], all.Traces[:spans]
+	all = all.Slice(0, spans)
 	var out []Batch
 	for len(all.Spans) > 0 {
 		k := min(512, len(all.Spans))
-		out = append(out, Batch{Spans: all.Spans[:k:k], Traces: all.Traces[:k:k]})
-		all.Spans, all.Traces = all.Spans[k:], all.Traces[k:]
+		out = append(out, all.Slice(0, k))
+		all = all.Slice(k, len(all.Spans))
 	}
 	return out
 }
@@ -105,10 +102,11 @@ func telemetrygenBatches(st *Store, spans int) []Batch {
 		binary.BigEndian.PutUint64(s[:], id*0x9E3779B97F4A7C15|1)
 		sp := Span{SpanID: s, Name: name, Resource: res, Kind: KindServer, Start: int64(n), End: int64(n) + 100, Attrs: packAttrs([]byte(attrs.Text()))}
 		sp.SetWireSize(500)
+		var parent SpanID
 		if n%10 != 0 {
-			binary.BigEndian.PutUint64(sp.ParentID[:], (id-uint64(n%10))*0x9E3779B97F4A7C15|1)
+			binary.BigEndian.PutUint64(parent[:], (id-uint64(n%10))*0x9E3779B97F4A7C15|1)
 		}
-		cur.Append(t, sp)
+		cur.Append(t, parent, sp)
 		if len(cur.Spans) == 512 {
 			out = append(out, cur)
 			cur = Batch{}

@@ -18,6 +18,7 @@ const (
 	linkSize  = int64(unsafe.Sizeof(Link{}))
 
 	traceIDSize = int64(unsafe.Sizeof(TraceID{}))
+	spanIDSize  = int64(unsafe.Sizeof(SpanID{}))
 )
 
 func spanBytes(sp *Span) int64 {
@@ -35,10 +36,10 @@ func spanBytes(sp *Span) int64 {
 }
 
 // Bytes returns what the batch's spans take as --max-bytes counts them,
-// and their trace ids: the memory a receiver holds for the batch until the
-// store has it.
+// and their trace and parent ids: the memory a receiver holds for the
+// batch until the store has it.
 func (b Batch) Bytes() int64 {
-	n := int64(len(b.Traces)) * traceIDSize
+	n := int64(len(b.Traces))*traceIDSize + int64(len(b.Parents))*spanIDSize
 	for i := range b.Spans {
 		n += spanBytes(&b.Spans[i])
 	}

@@ -7,13 +7,13 @@ import (
 )
 
 // TestSpanSize pins the size of a Span, the most numerous thing the store
-// holds: 48 bytes of 8-byte fields and 16 of small ones, no padding.
+// holds: 40 bytes of 8-byte fields and 16 of small ones, no padding.
 func TestSpanSize(t *testing.T) {
-	if n := unsafe.Sizeof(Span{}); n != 64 {
-		t.Errorf("Span is %d bytes, want 64", n)
+	if n := unsafe.Sizeof(Span{}); n != 56 {
+		t.Errorf("Span is %d bytes, want 56", n)
 	}
-	if n := unsafe.Offsetof(Span{}.Status) + unsafe.Sizeof(Span{}.Status); n != 64 {
-		t.Errorf("Span's fields end at %d bytes, want 64: padding between them", n)
+	if n := unsafe.Offsetof(Span{}.Status) + unsafe.Sizeof(Span{}.Status); n != 56 {
+		t.Errorf("Span's fields end at %d bytes, want 56: padding between them", n)
 	}
 }
 
@@ -58,11 +58,11 @@ func TestRolloutSizes(t *testing.T) {
 }
 
 // TestStoredBytesCountsSharedSetsPerSpan pins what --max-bytes counts, as
-// the README states it: per span 104 bytes, its packed attributes in full
+// the README states it: per span 96 bytes, its packed attributes in full
 // even when identical spans share one copy, and its status message, events
 // and links.
 func TestStoredBytesCountsSharedSetsPerSpan(t *testing.T) {
-	if spanSize+indexCost != 104 || extraSize != 88 || eventSize != 24 || linkSize != 32 {
+	if spanSize+indexCost != 96 || extraSize != 96 || eventSize != 24 || linkSize != 32 {
 		t.Errorf("span %d + index %d, extra %d, event %d, link %d bytes: update README (what --max-bytes counts)",
 			spanSize, indexCost, extraSize, eventSize, linkSize)
 	}
@@ -83,7 +83,7 @@ func TestStoredBytesCountsSharedSetsPerSpan(t *testing.T) {
 		}
 		var trace TraceID
 		binary.BigEndian.PutUint64(trace[8:], uint64(i+1))
-		batch.Append(trace, Span{SpanID: numID(1), Attrs: a})
+		batch.Append(trace, SpanID{}, Span{SpanID: numID(1), Attrs: a})
 	}
 	spans := batch.Spans
 	shared := spans[n-1].Attrs
@@ -92,7 +92,7 @@ func TestStoredBytesCountsSharedSetsPerSpan(t *testing.T) {
 	}
 	var trace TraceID
 	trace[0] = 0xee
-	batch.Append(trace, Span{SpanID: numID(1), Extra: &Extra{StatusMessage: "boom",
+	batch.Append(trace, SpanID{}, Span{SpanID: numID(1), Extra: &Extra{StatusMessage: "boom",
 		Events: []Event{{Attrs: shared}, {}}, Links: []Link{{}}}})
 	if err := st.Add(batch); err != nil {
 		t.Fatal(err)
@@ -100,9 +100,9 @@ func TestStoredBytesCountsSharedSetsPerSpan(t *testing.T) {
 	st.Sync()
 	sum := int64(0)
 	for i := 0; i < n; i++ {
-		sum += 104 + int64(spans[i].Attrs.Size())
+		sum += 96 + int64(spans[i].Attrs.Size())
 	}
-	sum += 104 + 88 + 4 + 2*24 + int64(shared.Size()) + 32
+	sum += 96 + 96 + 4 + 2*24 + int64(shared.Size()) + 32
 	if got := st.Snapshot().Stats.StoredBytes; got != sum {
 		t.Errorf("StoredBytes = %d, want %d: each span counts its shared set in full", got, sum)
 	}

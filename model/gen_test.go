@@ -55,9 +55,11 @@ func rolloutTrace(n int) TraceID {
 
 // rollout appends the spans of rollout n (about 4+turns*9 spans, all of
 // rolloutTrace(n)) to out.
-func (g *gymGen) rollout(out []Span, n int, turns int) []Span {
+func (g *gymGen) rollout(out Batch, n int, turns int) Batch {
 	rid := []byte(fmt.Sprintf("r-%06d", n))
+	trace := rolloutTrace(n)
 	t0 := int64(n) * 1e9
+	// mk appends a span under parent to out and returns it.
 	mk := func(parent SpanID, name string, kind Kind, res int, dur int64, withRID bool, url string) Span {
 		g.b.Reset()
 		if withRID {
@@ -69,24 +71,23 @@ func (g *gymGen) rollout(out []Span, n int, turns int) []Span {
 			g.b.Int(g.key("http.response.status_code"), 200)
 		}
 		t0 += 1000
-		sp := Span{SpanID: g.id(), ParentID: parent, Start: t0, End: t0 + dur,
+		sp := Span{SpanID: g.id(), Start: t0, End: t0 + dur,
 			Name: g.l.Intern([]byte(name)), Kind: kind, Resource: g.res[res], Attrs: g.b.Attrs()}
 		sp.SetWireSize(200)
+		out.Append(trace, parent, sp)
 		return sp
 	}
 	call := func(parent SpanID, from, to int, route, inner string) {
 		c := mk(parent, "HTTP POST", KindClient, from, 5e6, true, "http://127.0.0.1:8000/ng-rollout/"+string(rid)+route)
 		s := mk(c.SpanID, "POST "+route, KindServer, to, 4e6, false, "")
-		rcv := mk(s.SpanID, "POST "+route+" http receive", KindInternal, to, 1e3, false, "")
-		in := mk(s.SpanID, inner, KindInternal, to, 3e6, true, "")
-		s1 := mk(s.SpanID, "POST "+route+" http send", KindInternal, to, 1e3, false, "")
-		s2 := mk(s.SpanID, "POST "+route+" http send", KindInternal, to, 1e3, false, "")
-		out = append(out, c, s, rcv, in, s1, s2)
+		mk(s.SpanID, "POST "+route+" http receive", KindInternal, to, 1e3, false, "")
+		mk(s.SpanID, inner, KindInternal, to, 3e6, true, "")
+		mk(s.SpanID, "POST "+route+" http send", KindInternal, to, 1e3, false, "")
+		mk(s.SpanID, "POST "+route+" http send", KindInternal, to, 1e3, false, "")
 	}
 	c := mk(SpanID{}, "HTTP POST", KindClient, 0, 1e9, false, "http://127.0.0.1:8000/run")
 	s := mk(c.SpanID, "POST /run", KindServer, 1, 1e9, false, "")
 	r := mk(s.SpanID, "gym.rollout", KindInternal, 1, 1e9, true, "")
-	out = append(out, c, s, r)
 	for i := 0; i < turns; i++ {
 		call(r.SpanID, 1, 2, "/v1/responses", "gym.model.responses")
 		call(r.SpanID, 1, 3, "/get_weather", "gym.sandbox.exec")
@@ -95,38 +96,49 @@ func (g *gymGen) rollout(out []Span, n int, turns int) []Span {
 	return out
 }
 
-// traced is a batch of spans all of one trace.
-func traced(trace TraceID, spans []Span) Batch {
+// traced is a batch of spans all of one trace. parents, if given, are
+// the spans' parent ids, one a span; none given, every span is a root.
+func traced(trace TraceID, spans []Span, parents ...SpanID) Batch {
+	if len(parents) != 0 && len(parents) != len(spans) {
+		panic(fmt.Sprintf("traced: %d spans, %d parents", len(spans), len(parents)))
+	}
 	b := Batch{Spans: spans, Traces: make([]TraceID, len(spans))}
 	for i := range b.Traces {
 		b.Traces[i] = trace
+	}
+	if len(parents) != 0 {
+		b.Parents = parents
 	}
 	return b
 }
 
 // batch is rollout n as a batch of its own.
 func (g *gymGen) batch(n, turns int) Batch {
-	return traced(rolloutTrace(n), g.rollout(nil, n, turns))
+	return g.rollout(Batch{}, n, turns)
 }
 
-// slice is a copy of spans [i, j) of b, with their traces.
+// slice is a copy of spans [i, j) of b, with their traces and parents.
 func (b Batch) slice(i, j int) Batch {
-	return Batch{Spans: slices.Clone(b.Spans[i:j]), Traces: slices.Clone(b.Traces[i:j])}
+	s := b.Slice(i, j)
+	return Batch{Spans: slices.Clone(s.Spans), Traces: slices.Clone(s.Traces), Parents: slices.Clone(s.Parents)}
 }
 
 // pick is a batch of b's spans at the indexes given, in that order.
 func (b Batch) pick(idx ...int) Batch {
 	var out Batch
 	for _, i := range idx {
-		out.Append(b.Traces[i], b.Spans[i])
+		out.Append(b.Traces[i], b.ParentOf(i), b.Spans[i])
 	}
 	return out
 }
 
-// swap exchanges spans i and j with their traces, for shuffles.
+// swap exchanges spans i and j with their traces and parents, for shuffles.
 func (b Batch) swap(i, j int) {
 	b.Spans[i], b.Spans[j] = b.Spans[j], b.Spans[i]
 	b.Traces[i], b.Traces[j] = b.Traces[j], b.Traces[i]
+	if b.Parents != nil {
+		b.Parents[i], b.Parents[j] = b.Parents[j], b.Parents[i]
+	}
 }
 
 // reverse puts b's spans in the opposite order.
@@ -140,8 +152,7 @@ func (b Batch) reverse() {
 func cat(bs ...Batch) Batch {
 	var out Batch
 	for _, b := range bs {
-		out.Spans = append(out.Spans, b.Spans...)
-		out.Traces = append(out.Traces, b.Traces...)
+		out.AppendBatch(b)
 	}
 	return out
 }

@@ -40,11 +40,11 @@ func TestStoreMaxBytesHoldsMemoryFlat(t *testing.T) {
 				b.String(l, ridKey, []byte(fmt.Sprintf("r-%d", k/10)))
 			}
 			b.String(l, key, val)
-			sp := Span{SpanID: numID(uint64(k%10 + 1)), Attrs: b.Attrs()}
+			var parent SpanID
 			if k%10 > 0 {
-				sp.ParentID = numID(1)
+				parent = numID(1)
 			}
-			spans.Append(trace, sp)
+			spans.Append(trace, parent, Span{SpanID: numID(uint64(k%10 + 1)), Attrs: b.Attrs()})
 		}
 		if err := st.Add(spans); err != nil {
 			t.Fatal(err)

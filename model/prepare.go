@@ -34,6 +34,9 @@ type batchPrep struct {
 	size []int32
 	// dup marks a span whose (trace, id) came earlier in the batch.
 	dup []bool
+	// pid is the span's parent id, zero for a root: the layout's spans
+	// hold none (see Span).
+	pid []SpanID
 	// tix is the index of the span's trace in traces.
 	tix    []int32
 	traces []TraceID
@@ -88,10 +91,12 @@ func newStoreKeys(t *Interner) storeKeys {
 
 var prepPool = sync.Pool{New: func() any { return &batchPrep{tr: map[TraceID]int32{}} }}
 
-// prepare computes p for spans, of the trace ids traces (one a span), and
-// returns them laid out in groups, in an array of their exact number; a
-// span's trace is then p.traces[p.tix[j]]. spans itself is left as it was.
-func (p *batchPrep) prepare(spans []Span, traces []TraceID, t *Interner, keys *storeKeys) []Span {
+// prepare computes p for spans, of the trace ids traces and the parent ids
+// parents (one a span; parents nil: every span a root), and returns them
+// laid out in groups, in an array of their exact number; a span's trace is
+// then p.traces[p.tix[j]] and its parent's id p.pid[j]. spans itself is
+// left as it was.
+func (p *batchPrep) prepare(spans []Span, traces []TraceID, parents []SpanID, t *Interner, keys *storeKeys) []Span {
 	n := len(spans)
 	traces = traces[:n]
 	clear(p.tr)
@@ -120,8 +125,8 @@ func (p *batchPrep) prepare(spans []Span, traces []TraceID, t *Interner, keys *s
 	parentB := grow32(p.parentB, n)
 	for i := range spans {
 		parentB[i] = -1
-		if sp := &spans[i]; !sp.ParentID.IsZero() {
-			parentB[i] = p.ids.get(sp.ParentID, tixB[i])
+		if parents != nil && !parents[i].IsZero() {
+			parentB[i] = p.ids.get(parents[i], tixB[i])
 		}
 	}
 	depth, start := p.ds.depthStarts(parentB, -1)
@@ -166,6 +171,7 @@ func (p *batchPrep) prepare(spans []Span, traces []TraceID, t *Interner, keys *s
 	p.order = grow32(p.order, n)
 	p.parent = grow32(p.parent, n)
 	p.tix = grow32(p.tix, n)
+	p.pid = slices.Grow(p.pid[:0], n)[:n]
 	p.dup = growBool(p.dup, n)
 	p.gid = grow32(p.gid, n)
 	p.rid = slices.Grow(p.rid[:0], n)[:n]
@@ -184,6 +190,10 @@ func (p *batchPrep) prepare(spans []Span, traces []TraceID, t *Interner, keys *s
 			}
 		}
 		p.tix[j] = tixB[i]
+		p.pid[j] = SpanID{}
+		if parents != nil {
+			p.pid[j] = parents[i]
+		}
 		p.dup[j] = dupB[i]
 		p.gid[j] = gidB[i]
 		p.rid[j] = ""

@@ -232,8 +232,8 @@ func (w *writer) pubFrag(f *frag) *Fragment {
 		f.pub = &Fragment{
 			TraceID:   w.traceID(f),
 			Spans:     f.spans[:len(f.spans):len(f.spans)],
-			TopParent: f.spans[f.top].ParentID,
-			Job:       f.job,
+			TopParent: f.up,
+			Job:       f.job(),
 			Version:   w.version,
 		}
 		f.dirty = false

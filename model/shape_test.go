@@ -22,20 +22,48 @@ func numID(n uint64) SpanID {
 	return id
 }
 
+// spanKey names a span: its trace and its id.
+type spanKey struct {
+	trace TraceID
+	id    SpanID
+}
+
+// sentParents holds the parent id of every span a test sent, by trace and
+// span id: what checkFragments holds the stored trees against, as stored
+// spans keep no parent id of their own.
+type sentParents map[spanKey]SpanID
+
+// add records the parents of b's spans and returns b.
+func (s sentParents) add(b Batch) Batch {
+	for i := range b.Spans {
+		s[spanKey{b.Traces[i], b.Spans[i].SpanID}] = b.ParentOf(i)
+	}
+	return b
+}
+
 // checkFragments checks what Fragment promises: the top first, every other
-// span after its parent.
-func checkFragments(t *testing.T, s *Snapshot) {
+// span after its parent, and every span's parent the one it was sent with.
+func checkFragments(t *testing.T, s *Snapshot, sent sentParents) {
 	t.Helper()
 	for _, r := range s.Rollouts {
 		for _, f := range r.Fragments {
-			if f.Spans[0].Parent != -1 || f.TopParent != f.Spans[0].ParentID {
-				t.Fatalf("rollout %s: top span has Parent %d, TopParent %v", r.ID, f.Spans[0].Parent, f.TopParent)
+			want, ok := sent[spanKey{f.Trace(0), f.Spans[0].SpanID}]
+			if !ok {
+				t.Fatalf("rollout %s: top span %v was never sent", r.ID, f.Spans[0].SpanID)
+			}
+			if f.Spans[0].Parent != -1 || f.TopParent != want || f.ParentID(0) != want {
+				t.Fatalf("rollout %s: top span has Parent %d, TopParent %v, ParentID %v; sent with parent %v",
+					r.ID, f.Spans[0].Parent, f.TopParent, f.ParentID(0), want)
 			}
 			for i := 1; i < len(f.Spans); i++ {
 				if p := f.Spans[i].Parent; p < 0 || int(p) >= i {
 					t.Fatalf("rollout %s: span %d has Parent %d", r.ID, i, p)
 				}
-				if f.Spans[f.Spans[i].Parent].SpanID != f.Spans[i].ParentID {
+				want, ok := sent[spanKey{f.Trace(i), f.Spans[i].SpanID}]
+				if !ok {
+					t.Fatalf("rollout %s: span %d (%v) was never sent", r.ID, i, f.Spans[i].SpanID)
+				}
+				if f.Spans[f.Spans[i].Parent].SpanID != want || f.ParentID(i) != want {
 					t.Fatalf("rollout %s: span %d's Parent index is not its parent", r.ID, i)
 				}
 			}
@@ -68,6 +96,8 @@ func TestStoreBigTreesIndependentOfArrivalOrder(t *testing.T) {
 		var trace TraceID
 		trace[0] = 9
 		spans := build(t, st, trace, ts)
+		sent := sentParents{}
+		sent.add(spans)
 		if seed > 0 {
 			rng.Shuffle(len(spans.Spans), spans.swap)
 			if seed%3 == 0 { // leaf first
@@ -82,12 +112,12 @@ func TestStoreBigTreesIndependentOfArrivalOrder(t *testing.T) {
 			spans = spans.slice(n, len(spans.Spans))
 			if rng.Intn(10) == 0 {
 				st.Sync() // publish: out-of-order fragments are put in order
-				checkFragments(t, st.Snapshot())
+				checkFragments(t, st.Snapshot(), sent)
 			}
 		}
 		st.Sync()
 		snap := st.Snapshot()
-		checkFragments(t, snap)
+		checkFragments(t, snap, sent)
 		checkStats(t, snap)
 		got := renderSorted(snap)
 		st.Close()
@@ -109,13 +139,14 @@ func TestStoreLeafFirstChain(t *testing.T) {
 	defer st.Close()
 	var trace TraceID
 	trace[0] = 1
+	sent := sentParents{}
 	t0 := time.Now()
 	for i := n; i >= 1; i-- {
-		sp := Span{SpanID: numID(uint64(i)), Start: int64(i)}
+		var parent SpanID
 		if i > 1 {
-			sp.ParentID = numID(uint64(i - 1))
+			parent = numID(uint64(i - 1))
 		}
-		if err := st.Add(traced(trace, []Span{sp})); err != nil {
+		if err := st.Add(sent.add(traced(trace, []Span{{SpanID: numID(uint64(i)), Start: int64(i)}}, parent))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -125,7 +156,7 @@ func TestStoreLeafFirstChain(t *testing.T) {
 	if snap.Stats.Stored != n || snap.Stats.Fragments != 1 || len(snap.Rollouts) != 1 {
 		t.Fatalf("stored %d in %d fragments, %d rollouts; want %d in 1, 1", snap.Stats.Stored, snap.Stats.Fragments, len(snap.Rollouts), n)
 	}
-	checkFragments(t, snap)
+	checkFragments(t, snap, sent)
 	t.Logf("%d-span chain, leaf first, one span per batch: %v", n, el)
 	if el > 15*time.Second {
 		t.Fatalf("leaf-first chain of %d took %v", n, el)
@@ -146,23 +177,23 @@ func TestStoreChildrenFirstWide(t *testing.T) {
 	attrs := b.Attrs()
 	var trace TraceID
 	trace[0] = 2
+	sent := sentParents{}
 	t0 := time.Now()
 	const batch = 500
 	for i := 0; i < n; i += batch {
-		spans := make([]Span, 0, batch)
+		var spans Batch
 		for k := i; k < min(i+batch, n); k++ {
 			// Pairs: a grandchild first, then its parent (a child of the root).
 			id := uint64(k + 2)
-			sp := Span{SpanID: numID(id), ParentID: numID(1), Attrs: attrs}
-			spans = append(spans, sp)
+			spans.Append(trace, numID(1), Span{SpanID: numID(id), Attrs: attrs})
 		}
-		if err := st.Add(traced(trace, spans)); err != nil {
+		if err := st.Add(sent.add(spans)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	st.Sync()
 	mid := st.Snapshot()
-	if err := st.Add(traced(trace, []Span{{SpanID: numID(1), Attrs: attrs}})); err != nil {
+	if err := st.Add(sent.add(traced(trace, []Span{{SpanID: numID(1), Attrs: attrs}}))); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()
@@ -174,7 +205,7 @@ func TestStoreChildrenFirstWide(t *testing.T) {
 	if mid.Stats.Fragments != n {
 		t.Errorf("before the root: %d fragments, want one per child (%d)", mid.Stats.Fragments, n)
 	}
-	checkFragments(t, snap)
+	checkFragments(t, snap, sent)
 	t.Logf("%d children before their root: %v", n, el)
 	if el > 15*time.Second {
 		t.Fatalf("%d children first took %v", n, el)
@@ -187,19 +218,20 @@ func TestStoreChildrenFirstEachAlone(t *testing.T) {
 	traces, depth := scaled(10_000), 10
 	st := NewStore(Options{})
 	defer st.Close()
+	sent := sentParents{}
 	t0 := time.Now()
 	for d := depth - 1; d >= 0; d-- {
 		var spans Batch
 		for tr := 0; tr < traces; tr++ {
 			var trace TraceID
 			binary.BigEndian.PutUint64(trace[8:], uint64(tr+1))
-			sp := Span{SpanID: numID(uint64(d + 1))}
+			var parent SpanID
 			if d > 0 {
-				sp.ParentID = numID(uint64(d))
+				parent = numID(uint64(d))
 			}
-			spans.Append(trace, sp)
+			spans.Append(trace, parent, Span{SpanID: numID(uint64(d + 1))})
 		}
-		if err := st.Add(spans); err != nil {
+		if err := st.Add(sent.add(spans)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,7 +240,7 @@ func TestStoreChildrenFirstEachAlone(t *testing.T) {
 	if snap.Stats.Stored != traces*depth || snap.Stats.Fragments != traces || snap.Stats.Traces != traces {
 		t.Fatalf("stored %d, %d fragments, %d traces; want %d, %d, %d", snap.Stats.Stored, snap.Stats.Fragments, snap.Stats.Traces, traces*depth, traces, traces)
 	}
-	checkFragments(t, snap)
+	checkFragments(t, snap, sent)
 	t.Logf("%d traces of %d, each level a batch, leaf first: %v", traces, depth, time.Since(t0))
 }
 
@@ -218,13 +250,14 @@ func TestStoreChildrenFirstEachAlone(t *testing.T) {
 func TestStoreSpanIDSharedAcrossTraces(t *testing.T) {
 	st := NewStore(Options{MaxSpans: 5})
 	defer st.Close()
+	sent := sentParents{}
 	mk := func(tr byte, rid string) Batch {
 		var trace TraceID
 		trace[0] = tr
-		return build(t, st, trace, []tspan{
+		return sent.add(build(t, st, trace, []tspan{
 			{name: "root", id: "a", rid: rid},
 			{name: "child", id: "b", parent: "a"},
-		})
+		}))
 	}
 	one, two := mk(1, "r-1"), mk(2, "r-2")
 	// Children first, so each must find its own trace's parent.
@@ -253,7 +286,7 @@ func TestStoreSpanIDSharedAcrossTraces(t *testing.T) {
 	if s.Stats.Duplicates != 6 {
 		t.Fatalf("after eviction: %d duplicates, want 6 (trace 1 retried)\n%s", s.Stats.Duplicates, render(s))
 	}
-	checkFragments(t, s)
+	checkFragments(t, s, sent)
 	checkStats(t, s)
 }
 
@@ -265,12 +298,13 @@ func TestStoreMergeKeepsPublishedSpans(t *testing.T) {
 	defer st.Close()
 	var trace TraceID
 	trace[0] = 7
+	sent := sentParents{}
 	chain := func(from, to int) Batch {
 		var b Batch
 		for i := from; i <= to; i++ {
-			b.Append(trace, Span{SpanID: numID(uint64(i)), ParentID: numID(uint64(i - 1)), Start: int64(i), End: int64(i + 1)})
+			b.Append(trace, numID(uint64(i-1)), Span{SpanID: numID(uint64(i)), Start: int64(i), End: int64(i + 1)})
 		}
-		return b
+		return sent.add(b)
 	}
 	// 59 spans waiting for span 1, in an array grown by appends (room to spare).
 	for _, b := range []Batch{chain(2, 41), chain(42, 60)} {
@@ -280,12 +314,12 @@ func TestStoreMergeKeepsPublishedSpans(t *testing.T) {
 		st.Sync()
 	}
 	old := st.Snapshot()
-	if err := st.Add(traced(trace, []Span{{SpanID: numID(1), Start: 1, End: 100}})); err != nil {
+	if err := st.Add(sent.add(traced(trace, []Span{{SpanID: numID(1), Start: 1, End: 100}}))); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()
-	checkFragments(t, old)
-	checkFragments(t, st.Snapshot())
+	checkFragments(t, old, sent)
+	checkFragments(t, st.Snapshot(), sent)
 	if s := st.Snapshot(); len(s.Rollouts) != 1 || s.Rollouts[0].Spans != 60 {
 		t.Fatalf("%d rollouts, want one of 60 spans", len(s.Rollouts))
 	}

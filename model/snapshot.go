@@ -144,8 +144,9 @@ func (r *Rollout) Seen(i int) (first, last int64) {
 type Fragment struct {
 	TraceID TraceID
 	Spans   []Span
-	// TopParent is Spans[0].ParentID: zero for a true root, else the id of a
-	// parent that has not arrived (Job is zero) or the gym.job span (Job set).
+	// TopParent is the parent id of Spans[0], the top: zero for a true root,
+	// else the id of a parent that has not arrived (Job is zero) or the
+	// gym.job span (Job set).
 	TopParent SpanID
 	// Job is the SpanID of the gym.job span this fragment hangs under, once
 	// that span has arrived.
@@ -161,6 +162,23 @@ func (f *Fragment) Trace(i int) TraceID {
 		return x.Trace
 	}
 	return f.TraceID
+}
+
+// ParentID returns span i's parent id: the id of Spans[Parent], the top's
+// TopParent, or, on an analysis's copy put under another span, the parent
+// it was captured under (Extra.Parent).
+func (f *Fragment) ParentID(i int) SpanID {
+	sp := &f.Spans[i]
+	if x := sp.Extra; x != nil && !x.Parent.IsZero() {
+		return x.Parent
+	}
+	if sp.Parent >= 0 {
+		return f.Spans[sp.Parent].SpanID
+	}
+	if i == 0 {
+		return f.TopParent
+	}
+	return SpanID{}
 }
 
 // Orphan reports whether the fragment waits for a parent that has not arrived.

@@ -132,17 +132,19 @@ const (
 // attributes are packed (Attrs, one pointer), so a Span holds two pointers
 // at most. It has no trace id: every span of a Fragment is of the
 // fragment's TraceID, and a Batch carries its spans' beside them
-// (Batch.Traces). The 8-byte fields come first and the small ones last,
-// and the flags share a word with the wire size: 64 bytes, no padding.
-// A Span is immutable once submitted; the store only sets Parent.
+// (Batch.Traces). Nor has it a parent id: in a fragment, a span's parent is
+// Spans[Parent] or, for the top, the fragment's TopParent (see
+// Fragment.ParentID), and a Batch carries its spans' (Batch.Parents). The
+// 8-byte fields come first and the small ones last, and the flags share a
+// word with the wire size: 56 bytes, no padding. A Span is immutable once
+// submitted; the store only sets Parent.
 type Span struct {
-	SpanID   SpanID
-	ParentID SpanID
-	Start    int64 // unix nanoseconds
-	End      int64 // unix nanoseconds
-	Attrs    Attrs
-	Extra    *Extra // nil for most spans
-	Name     Str
+	SpanID SpanID
+	Start  int64 // unix nanoseconds
+	End    int64 // unix nanoseconds
+	Attrs  Attrs
+	Extra  *Extra // nil for most spans
+	Name   Str
 	// Parent is the index of the parent span within the same Fragment, or -1
 	// when the parent is not in the fragment (a root, a missing parent, or a
 	// gym.job span). Set by the store; decoders leave it alone.
@@ -191,6 +193,11 @@ type Extra struct {
 	// another trace (see Fragment.Trace). Zero otherwise; decoders and the
 	// store never set it.
 	Trace TraceID
+	// Parent is the span's parent id as captured when an analysis put its
+	// copy under another span (a grafted or carried request span: see
+	// Fragment.ParentID). Zero otherwise; decoders and the store never set
+	// it.
+	Parent SpanID
 	// DroppedAttrs counts attributes dropped by the sender or by gymtrace's caps.
 	DroppedAttrs uint32
 }
@@ -210,36 +217,80 @@ type Link struct {
 }
 
 // Batch is what a receiver hands the store: spans decoded from one request or
-// one chunk of a file, each with its trace id.
+// one chunk of a file, each with its trace id and its parent's id.
 type Batch struct {
 	Spans []Span
 	// Traces holds the spans' trace ids, one per span: Traces[i] is the
 	// trace of Spans[i]. The store keeps one per fragment, not per span.
 	Traces []TraceID
-	pooled bool       // the arrays came from NewBatch: the store recycles them
-	prep   *batchPrep // set by SubmitWait, which prepares on the caller's goroutine
+	// Parents holds the spans' parent ids, one per span, zero for a root;
+	// nil when every span is a root. The store keeps one per fragment, its
+	// top's (Fragment.TopParent).
+	Parents []SpanID
+	pooled  bool       // the arrays came from NewBatch: the store recycles them
+	prep    *batchPrep // set by SubmitWait, which prepares on the caller's goroutine
 }
 
-// Append adds sp, a span of trace t.
-func (b *Batch) Append(t TraceID, sp Span) {
+// Append adds sp, a span of trace t whose parent is parent (zero: a root).
+func (b *Batch) Append(t TraceID, parent SpanID, sp Span) {
+	if b.Parents == nil && len(b.Spans) > 0 {
+		b.Parents = make([]SpanID, len(b.Spans), cap(b.Spans))
+	}
 	b.Spans = append(b.Spans, sp)
 	b.Traces = append(b.Traces, t)
+	b.Parents = append(b.Parents, parent)
 }
 
-// check reports a batch whose spans and trace ids do not pair up.
+// AppendBatch adds o's spans.
+func (b *Batch) AppendBatch(o Batch) {
+	if b.Parents == nil && o.Parents != nil {
+		b.Parents = make([]SpanID, len(b.Spans), cap(b.Spans))
+	}
+	if b.Parents != nil {
+		if o.Parents != nil {
+			b.Parents = append(b.Parents, o.Parents...)
+		} else {
+			b.Parents = append(b.Parents, make([]SpanID, len(o.Spans))...)
+		}
+	}
+	b.Spans = append(b.Spans, o.Spans...)
+	b.Traces = append(b.Traces, o.Traces...)
+}
+
+// Slice returns spans i..j of b, sharing its arrays; not pooled.
+func (b Batch) Slice(i, j int) Batch {
+	s := Batch{Spans: b.Spans[i:j:j], Traces: b.Traces[i:j:j]}
+	if b.Parents != nil {
+		s.Parents = b.Parents[i:j:j]
+	}
+	return s
+}
+
+// ParentOf returns span i's parent id.
+func (b *Batch) ParentOf(i int) SpanID {
+	if b.Parents == nil {
+		return SpanID{}
+	}
+	return b.Parents[i]
+}
+
+// check reports a batch whose spans, trace ids and parent ids do not pair up.
 func (b *Batch) check() error {
 	if len(b.Traces) != len(b.Spans) {
 		return fmt.Errorf("%w: %d spans, %d trace ids", ErrBadBatch, len(b.Spans), len(b.Traces))
+	}
+	if b.Parents != nil && len(b.Parents) != len(b.Spans) {
+		return fmt.Errorf("%w: %d spans, %d parent ids", ErrBadBatch, len(b.Spans), len(b.Parents))
 	}
 	return nil
 }
 
 // relayout replaces the batch's spans with their prepared layout, giving
-// pooled arrays back: the layout's traces are the prepared batch's, and
-// its array is pooled (see prepare).
+// pooled arrays back: the layout's traces and parents are the prepared
+// batch's, and its array is pooled (see prepare).
 func (b *Batch) relayout(spans []Span) {
 	b.recycle()
-	b.Spans, b.Traces, b.pooled = spans, nil, true
+	b.Spans, b.Traces, b.Parents, b.pooled = spans, nil, nil, true
 }
 
 // recycle gives the arrays of a batch from NewBatch back to the pool.
@@ -247,6 +298,7 @@ func (b *Batch) recycle() {
 	if b.pooled {
 		spanPool.put(b.Spans)
 		tracePool.put(b.Traces)
+		parentPool.put(b.Parents)
 		b.pooled = false
 	}
 }
@@ -257,13 +309,15 @@ func (b *Batch) recycle() {
 // instead of leaving one per request to the garbage collector. Submit or
 // Add the batch, or drop it; never use its spans after handing it over.
 func NewBatch(n int) Batch {
-	return Batch{Spans: spanPool.get(n), Traces: tracePool.get(n), pooled: true}
+	return Batch{Spans: spanPool.get(n), Traces: tracePool.get(n), Parents: parentPool.get(n), pooled: true}
 }
 
-// spanPool and tracePool hold a batch's arrays by power-of-two capacity.
+// spanPool, tracePool and parentPool hold a batch's arrays by power-of-two
+// capacity.
 var (
-	spanPool  arrayPool[Span]
-	tracePool arrayPool[TraceID]
+	spanPool   arrayPool[Span]
+	tracePool  arrayPool[TraceID]
+	parentPool arrayPool[SpanID]
 )
 
 const (

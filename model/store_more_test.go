@@ -16,7 +16,7 @@ func TestStoreEvictsWholeOldestRollouts(t *testing.T) {
 	st := NewStore(Options{MaxSpans: 1000})
 	defer st.Close()
 	g := newGymGen(st)
-	per := len(g.rollout(nil, 0, 3))
+	per := len(g.rollout(Batch{}, 0, 3).Spans)
 	for n := 0; n < 100; n++ {
 		if err := st.Add(g.batch(n, 3)); err != nil {
 			t.Fatal(err)
@@ -181,8 +181,8 @@ func TestSynthKeyText(t *testing.T) {
 	var b AttrBuilder
 	b.String(l, l.Intern([]byte(RolloutIDKey)), []byte(s))
 	var both Batch
-	both.Append(tr, Span{SpanID: numID(0xfe)})                        // synthetic key s
-	both.Append(TraceID{1}, Span{SpanID: numID(1), Attrs: b.Attrs()}) // rollout id s
+	both.Append(tr, SpanID{}, Span{SpanID: numID(0xfe)})                        // synthetic key s
+	both.Append(TraceID{1}, SpanID{}, Span{SpanID: numID(1), Attrs: b.Attrs()}) // rollout id s
 	if err := st.Add(both); err != nil {
 		t.Fatal(err)
 	}
@@ -207,16 +207,15 @@ func TestStoreOrphansBoundedAndEvicted(t *testing.T) {
 	mk := func(k int) Batch {
 		var trace TraceID // random-looking, as W3C ids are
 		binary.BigEndian.PutUint64(trace[:], uint64(k+1)*0x9e3779b97f4a7c15)
-		var spans []Span
+		var spans Batch
 		id := func(o, n int) SpanID { return numID(uint64(k*10_000+1000*o+n) * 0xbf58476d1ce4e5b9) }
 		for o := 0; o < 10; o++ { // ten orphans of three spans, children first
 			top := id(o, 1)
-			spans = append(spans,
-				Span{SpanID: id(o, 2), ParentID: top},
-				Span{SpanID: id(o, 3), ParentID: top},
-				Span{SpanID: top, ParentID: id(o, 999)}) // never sent
+			spans.Append(trace, top, Span{SpanID: id(o, 2)})
+			spans.Append(trace, top, Span{SpanID: id(o, 3)})
+			spans.Append(trace, id(o, 999), Span{SpanID: top}) // never sent
 		}
-		return traced(trace, spans)
+		return spans
 	}
 	const batches = 2_000
 	for k := 0; k < batches; k++ {
@@ -252,8 +251,8 @@ func TestStoreOrphansBoundedAndEvicted(t *testing.T) {
 	lastB, firstB := mk(batches-1), mk(0)
 	last, first := lastB.Traces[0], firstB.Traces[0]
 	var parents Batch
-	parents.Append(last, Span{SpanID: lastB.Spans[2].ParentID})
-	parents.Append(first, Span{SpanID: firstB.Spans[2].ParentID})
+	parents.Append(last, SpanID{}, Span{SpanID: lastB.Parents[2]})
+	parents.Append(first, SpanID{}, Span{SpanID: firstB.Parents[2]})
 	if err := st.Add(parents); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +260,7 @@ func TestStoreOrphansBoundedAndEvicted(t *testing.T) {
 	found := map[TraceID]int{}
 	for _, r := range st.Snapshot().Rollouts {
 		for _, f := range r.Fragments {
-			if id := f.Spans[0].SpanID; id == lastB.Spans[2].ParentID || id == firstB.Spans[2].ParentID {
+			if id := f.Spans[0].SpanID; id == lastB.Parents[2] || id == firstB.Parents[2] {
 				found[f.TraceID] = len(f.Spans)
 			}
 		}
@@ -341,16 +340,16 @@ func TestWaitingFragmentsShareTheirTracesRollout(t *testing.T) {
 	t1, t2 := TraceID{1, 2, 3, 4, 5}, TraceID{1, 2, 3, 4, 6}
 	pa, pb := numID(0xa0), numID(0xb0)
 	var b Batch
-	b.Append(t1, Span{SpanID: numID(0xa1), ParentID: pa})
-	b.Append(t1, Span{SpanID: numID(0xa2), ParentID: numID(0xa1)})
-	b.Append(t1, Span{SpanID: numID(0xc1)}) // a root: its own rollout
-	b.Append(t2, Span{SpanID: numID(0xd1), ParentID: numID(0xd0)})
+	b.Append(t1, pa, Span{SpanID: numID(0xa1)})
+	b.Append(t1, numID(0xa1), Span{SpanID: numID(0xa2)})
+	b.Append(t1, SpanID{}, Span{SpanID: numID(0xc1)}) // a root: its own rollout
+	b.Append(t2, numID(0xd0), Span{SpanID: numID(0xd1)})
 	if err := st.Add(b); err != nil {
 		t.Fatal(err)
 	}
 	st.Sync()
 	tick()
-	b = traced(t1, []Span{{SpanID: numID(0xb1), ParentID: pb}})
+	b = traced(t1, []Span{{SpanID: numID(0xb1)}}, pb)
 	// Rollouts by the tops of their fragments, sorted.
 	tops := func() []string {
 		st.Sync()
@@ -372,7 +371,7 @@ func TestWaitingFragmentsShareTheirTracesRollout(t *testing.T) {
 		want string
 	}{
 		{"orphans of one trace", func() Batch { return b }, "a1+b1 c1 d1"},
-		{"a child of a1, later", func() Batch { tick(); return traced(t1, []Span{{SpanID: numID(0xa3), ParentID: numID(0xa1)}}) }, "a1+b1 c1 d1"},
+		{"a child of a1, later", func() Batch { tick(); return traced(t1, []Span{{SpanID: numID(0xa3)}}, numID(0xa1)) }, "a1+b1 c1 d1"},
 		{"a root parent", func() Batch { return traced(t1, []Span{{SpanID: pa}}) }, "a0 b1 c1 d1"},
 		{"the job as parent", func() Batch { return traced(t1, []Span{{SpanID: pb, Name: st.Interner().Intern(JobSpanName)}}) }, "a0 b1 c1 d1"},
 	} {
@@ -431,13 +430,13 @@ func TestWaitingRolloutsTakeAtMostWaitMax(t *testing.T) {
 	defer st.Close()
 	tr := TraceID{7, 7, 7, 7, 1}
 	send := func(from, to int) {
-		var spans []Span
+		var spans Batch
 		for k := from; k < to; k++ { // two spans a fragment, its top's parent never sent
 			top := numID(uint64(1000 + 2*k))
-			spans = append(spans, Span{SpanID: numID(uint64(1001 + 2*k)), ParentID: top},
-				Span{SpanID: top, ParentID: numID(uint64(900_000 + k))})
+			spans.Append(tr, top, Span{SpanID: numID(uint64(1001 + 2*k))})
+			spans.Append(tr, numID(uint64(900_000+k)), Span{SpanID: top})
 		}
-		if err := st.Add(traced(tr, spans)); err != nil {
+		if err := st.Add(spans); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -481,8 +480,8 @@ func TestCloneCopiesEveryField(t *testing.T) {
 	st := NewStore(Options{PublishEvery: time.Hour})
 	defer st.Close()
 	tr := TraceID{3, 1, 4}
-	st.Add(traced(tr, []Span{{SpanID: numID(1), ParentID: numID(100), Start: 5, End: 9, Status: StatusError},
-		{SpanID: numID(2), ParentID: numID(200), Start: 6, End: 8}}))
+	st.Add(traced(tr, []Span{{SpanID: numID(1), Start: 5, End: 9, Status: StatusError},
+		{SpanID: numID(2), Start: 6, End: 8}}, numID(100), numID(200)))
 	st.Sync()
 	rs := st.Snapshot().Rollouts
 	if len(rs) != 1 || !rs[0].waiting {

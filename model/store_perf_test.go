@@ -13,11 +13,11 @@ import (
 func batchOf(trace byte, pairs ...[2]string) Batch {
 	var out Batch
 	for _, p := range pairs {
-		sp := Span{SpanID: sid(p[0])}
+		var parent SpanID
 		if p[1] != "" {
-			sp.ParentID = sid(p[1])
+			parent = sid(p[1])
 		}
-		out.Append(TraceID{trace}, sp)
+		out.Append(TraceID{trace}, parent, Span{SpanID: sid(p[0])})
 	}
 	return out
 }
@@ -27,7 +27,7 @@ func prepOrder(b Batch) []int32 {
 	t := NewInterner()
 	keys := newStoreKeys(t)
 	p := &batchPrep{tr: map[TraceID]int32{}}
-	p.prepare(b.Spans, b.Traces, t, &keys)
+	p.prepare(b.Spans, b.Traces, b.Parents, t, &keys)
 	return p.orderB // by batch index
 }
 
@@ -64,12 +64,12 @@ func TestParentsFirstRandom(t *testing.T) {
 		n := 1 + rng.Intn(60)
 		var b Batch
 		for i := 0; i < n; i++ {
-			sp := Span{SpanID: sid(fmt.Sprintf("s%d", i))}
 			trace := TraceID{byte(1 + rng.Intn(3))}
+			var parent SpanID
 			if i > 0 && rng.Intn(5) > 0 {
-				sp.ParentID = b.Spans[rng.Intn(i)].SpanID
+				parent = b.Spans[rng.Intn(i)].SpanID
 			}
-			b.Append(trace, sp)
+			b.Append(trace, parent, Span{SpanID: sid(fmt.Sprintf("s%d", i))})
 		}
 		rng.Shuffle(n, b.swap)
 		order := prepOrder(b)
@@ -87,8 +87,8 @@ func TestParentsFirstRandom(t *testing.T) {
 			if !seen[i] {
 				t.Fatalf("seed %d: index %d missing from %v", seed, i, order)
 			}
-			p, ok := pos[spans[i].ParentID]
-			if ok && !spans[i].ParentID.IsZero() && b.Traces[order[p]] == b.Traces[i] && p > pos[spans[i].SpanID] {
+			p, ok := pos[b.Parents[i]]
+			if ok && !b.Parents[i].IsZero() && b.Traces[order[p]] == b.Traces[i] && p > pos[spans[i].SpanID] {
 				t.Fatalf("seed %d: span %d placed before its parent", seed, i)
 			}
 		}
@@ -242,7 +242,7 @@ func TestStoreNewTraceShortcuts(t *testing.T) {
 func TestStoreEvictionReleasesRollouts(t *testing.T) {
 	// The last of 64 rollouts triggers the eviction, so no later append can
 	// replace the writer's rollout list (and hide a reference it keeps).
-	per := len(newGymGen(NewStore(Options{})).rollout(nil, 0, 2))
+	per := len(newGymGen(NewStore(Options{})).rollout(Batch{}, 0, 2).Spans)
 	st := NewStore(Options{MaxSpans: 63 * per})
 	defer st.Close()
 	g := newGymGen(st)

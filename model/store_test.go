@@ -32,11 +32,11 @@ func build(t *testing.T, st *Store, trace TraceID, ts []tspan) Batch {
 		if x.rid != "" {
 			b.String(l, key, []byte(x.rid))
 		}
-		sp := Span{SpanID: sid(x.id), Name: l.Intern([]byte(x.name)), Resource: x.res, Kind: x.kind, Attrs: b.Attrs()}
+		var parent SpanID
 		if x.parent != "" {
-			sp.ParentID = sid(x.parent)
+			parent = sid(x.parent)
 		}
-		out.Append(trace, sp)
+		out.Append(trace, parent, Span{SpanID: sid(x.id), Name: l.Intern([]byte(x.name)), Resource: x.res, Kind: x.kind, Attrs: b.Attrs()})
 	}
 	return out
 }

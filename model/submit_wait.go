@@ -14,7 +14,7 @@ func (s *Store) SubmitWait(b Batch, wait time.Duration) error {
 	// Receivers call this from many goroutines: what the batch alone
 	// tells is worked out here, on the caller's core, not by the writer.
 	p := prepPool.Get().(*batchPrep)
-	laid := Batch{Spans: p.prepare(b.Spans, b.Traces, s.strs, &s.keys), prep: p, pooled: true}
+	laid := Batch{Spans: p.prepare(b.Spans, b.Traces, b.Parents, s.strs, &s.keys), prep: p, pooled: true}
 	if err := s.submitWait(laid, wait); err != nil {
 		p.release() // b is as it was: the caller may submit it again
 		return err

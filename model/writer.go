@@ -22,7 +22,9 @@ type loc struct {
 type frag struct {
 	seq   uint64 // creation order
 	spans []Span // append-only: published Fragments share the backing array
-	job   SpanID
+	// up is the top span's parent id (spans hold none): zero for a root,
+	// the id it waits for (link upWaits), or its gym.job span's (upJob).
+	up    SpanID
 	roll  *roll
 	pub   *Fragment
 	start int64
@@ -43,9 +45,29 @@ type frag struct {
 	errors             int32
 	ordered            bool
 	dirty              bool
-	waiting            bool // listed in waiting under its top's parent id
+	link               upLink // what up is to the store
 	// named: the rollout id its spans name is its rollout's key (see rid).
 	named bool
+}
+
+// upLink says what a fragment's up is to the store.
+type upLink uint8
+
+const (
+	upNone  upLink = iota // a root, or a parent that waits for nobody
+	upWaits               // listed in waiting under up
+	upJob                 // up is a gym.job span: the fragment hangs under it
+)
+
+// waits reports whether f is listed as waiting for its top's parent.
+func (f *frag) waits() bool { return f.link == upWaits }
+
+// job returns the gym.job span f hangs under, zero for none.
+func (f *frag) job() SpanID {
+	if f.link == upJob {
+		return f.up
+	}
+	return SpanID{}
 }
 
 // rid is the rollout id f's spans name, "" for none: a fragment's first
@@ -345,7 +367,7 @@ func (w *writer) apply(b Batch) {
 	p := b.prep
 	if p == nil {
 		p = w.own
-		b.relayout(p.prepare(b.Spans, b.Traces, w.s.strs, &w.keys))
+		b.relayout(p.prepare(b.Spans, b.Traces, b.Parents, w.s.strs, &w.keys))
 	}
 	w.prep = p
 	p.trec = grow32u(p.trec, len(p.traces))
@@ -538,15 +560,16 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 	}
 	w.services[sp.Resource]++
 
+	up := p.pid[i]
 	if sp.Name == w.keys.job {
-		f := w.newFrag(p.traces[t], 1)
+		f := w.newFrag(p.traces[t], up, 1)
 		w.appendSpan(f, *sp, -1)
 		w.jobs = append(w.jobs, f)
 		// Fragments waiting for this span hang under the job: they stay
 		// rollouts, and those without an id leave their trace's waiting one.
 		if p.tWait[t] {
 			for _, c := range w.takeWaiting(f.trec, sp.SpanID) {
-				c.job = sp.SpanID
+				c.link = upJob // c.up is sp's id: c waited for it
 				w.touch(c)
 				w.assign(c, c.rid())
 			}
@@ -557,16 +580,16 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 	var f *frag
 	parent := int32(-1)
 	rid := "" // the rollout id f names, as f's spans and this one tell
-	if !sp.ParentID.IsZero() {
+	if !up.IsZero() {
 		pf, pi := w.parentAt(i)
 		ok := pf != nil
 		if !ok && !noParent {
-			pf, pi, ok = w.lookup(p.trec[t], sp.ParentID)
+			pf, pi, ok = w.lookup(p.trec[t], up)
 		}
 		if ok {
 			if w.isJob(pf) {
-				f = w.newFrag(p.traces[t], p.size[i])
-				f.job = sp.ParentID
+				f = w.newFrag(p.traces[t], up, p.size[i])
+				f.link = upJob
 				parent = -1
 			} else {
 				f, parent, rid = pf, int32(pi), pf.rid()
@@ -574,9 +597,9 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 		}
 	}
 	if f == nil {
-		f = w.newFrag(p.traces[t], p.size[i])
-		if !sp.ParentID.IsZero() {
-			w.wait(sp.ParentID, f)
+		f = w.newFrag(p.traces[t], up, p.size[i])
+		if !up.IsZero() {
+			w.wait(up, f)
 			// Only a span of this batch can come for it before the
 			// batch ends, and only if its parent id is in the batch.
 			if p.parent[i] >= 0 {
@@ -604,14 +627,14 @@ func (w *writer) place(sp *Span, i int32, fresh, noParent bool) (*frag, uint32) 
 // (see apply): its spans go into the index, nothing else per span.
 func (w *writer) placeGroup(spans []Span, g *group, alias bool) {
 	run := spans[g.start : g.start+g.n : g.start+g.n]
-	top := &run[0]
+	up := w.prep.pid[g.start]
 	trace := w.prep.traces[w.prep.tix[g.start]]
 	var f *frag
 	if alias {
-		f = w.newFrag(trace, 0)
+		f = w.newFrag(trace, up, 0)
 		f.spans = run
 	} else {
-		f = w.newFrag(trace, g.n)
+		f = w.newFrag(trace, up, g.n)
 		f.spans = append(f.spans, run...)
 	}
 	f.start, f.end, f.errors = g.first, g.last, g.errors
@@ -629,13 +652,13 @@ func (w *writer) placeGroup(spans []Span, g *group, alias bool) {
 	}
 	w.stored += int(g.n)
 	w.bytes += g.bytes
-	if !top.ParentID.IsZero() {
+	if !up.IsZero() {
 		if q := w.prep.parent[g.start]; q >= 0 && w.prep.groups[w.prep.gid[q]].job {
-			f.job = top.ParentID
+			f.link = upJob
 		} else {
 			// Its parent is neither in the batch nor stored: it waits,
 			// and nothing else in the batch can be what it waits for.
-			w.wait(top.ParentID, f)
+			w.wait(up, f)
 		}
 	}
 	w.touch(f)
@@ -649,7 +672,7 @@ func (w *writer) wait(id SpanID, f *frag) {
 	w.linkAfter(&wl, wl.tail, f.id)
 	wl.tail = f.id
 	w.waiting[id] = wl
-	f.waiting = true
+	f.link = upWaits
 	w.recs[f.trec].waiting++
 }
 
@@ -676,7 +699,7 @@ func (w *writer) unlink(wl *waitList, f *frag) {
 	w.linkAfter(wl, f.waitPrev, f.waitNext)
 	w.linkBefore(wl, f.waitNext, f.waitPrev)
 	f.waitPrev, f.waitNext = 0, 0
-	f.waiting = false
+	f.link = upNone
 	w.recs[f.trec].waiting--
 }
 
@@ -707,10 +730,10 @@ func (w *writer) takeWaiting(trec uint32, id SpanID) []*frag {
 
 // unwait takes f off the waiting list of its top's parent.
 func (w *writer) unwait(f *frag) {
-	if !f.waiting {
+	if !f.waits() {
 		return
 	}
-	k := f.spans[f.top].ParentID
+	k := f.up
 	wl := w.waiting[k]
 	w.unlink(&wl, f)
 	if wl.head == 0 {
@@ -721,9 +744,9 @@ func (w *writer) unwait(f *frag) {
 }
 
 // newFrag starts a fragment with room for size spans.
-func (w *writer) newFrag(trace TraceID, size int32) *frag {
+func (w *writer) newFrag(trace TraceID, up SpanID, size int32) *frag {
 	w.seq++
-	f := &frag{seq: w.seq, ordered: true}
+	f := &frag{seq: w.seq, up: up, ordered: true}
 	if k := len(w.free); k > 0 {
 		f.id = w.free[k-1]
 		w.free = w.free[:k-1]
@@ -794,17 +817,16 @@ func (w *writer) merge(f, child *frag, at uint32, rid string) (*frag, uint32, st
 		child.spans[child.top].Parent = int32(off + at)
 		child.top = int32(off) + f.top
 		child.ordered = false
-		child.job = f.job
-		// f's place on the waiting list of its own parent passes to child.
-		if f.waiting {
-			k := f.spans[f.top].ParentID
-			wl := w.waiting[k]
+		// f's top is child's now, and with it f's place on the waiting
+		// list of its parent.
+		child.up, child.link = f.up, f.link
+		if f.waits() {
+			wl := w.waiting[f.up]
 			child.waitPrev, child.waitNext = f.waitPrev, f.waitNext
 			w.linkAfter(&wl, f.waitPrev, child.id)
 			w.linkBefore(&wl, f.waitNext, child.id)
-			w.waiting[k] = wl
-			child.waiting = true
-			f.waiting, f.waitPrev, f.waitNext = false, 0, 0
+			w.waiting[f.up] = wl
+			f.link, f.waitPrev, f.waitNext = upNone, 0, 0
 		}
 		// So does f's place in its rollout and in the order of rollouts:
 		// the result must not depend on which side kept its array.
@@ -926,7 +948,7 @@ func (w *writer) markDirty(r *roll) {
 func (w *writer) assign(f *frag, rid string) {
 	key := rid
 	f.named = key != ""
-	if f.roll != nil && (key == "" && f.roll.synthetic() && f.roll.waiting() == f.waiting || key != "" && f.roll.key() == key) {
+	if f.roll != nil && (key == "" && f.roll.synthetic() && f.roll.waiting() == f.waits() || key != "" && f.roll.key() == key) {
 		// Where it is: a fragment without an id is in its trace's waiting
 		// rollout while its top waits for a parent, else in the rollout of
 		// its synthetic key, which its top span fixes (a merge that keeps
@@ -936,7 +958,7 @@ func (w *writer) assign(f *frag, rid string) {
 	}
 	sk, inSynth := synthKey{}, key == ""
 	if inSynth {
-		if f.waiting {
+		if f.waits() {
 			tr := &w.recs[f.trec]
 			sk = waitKeyOf(tr.id, tr.wgen)
 			if r := w.synth.get(sk); r != nil && r.live >= waitMax {
@@ -969,7 +991,7 @@ func (w *writer) assign(f *frag, rid string) {
 		}
 		// The first publication's Rollout, with the one-fragment array
 		// most rollouts need: the roll keeps no copy of what it holds.
-		if synthetic && f.waiting {
+		if synthetic && f.waits() {
 			r.pub = &(&rolloutW{}).r
 			r.pub.waiting = true
 		} else {

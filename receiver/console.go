@@ -43,6 +43,8 @@ type consoleDecoder struct {
 	keys uint16
 	// dropped counts span attributes cut by MaxAttrs in the current line
 	dropped int
+	// parent is the current line's parent span id, zero for a root.
+	parent model.SpanID
 	// recent holds the last resources' texts: a process repeats its
 	// resource, about half of a span's line, on every line.
 	recent     [8]recentResource
@@ -78,6 +80,7 @@ func (c *consoleDecoder) line(b []byte) (model.Span, model.TraceID, recordKind, 
 	c.scratch = c.scratch[:0]
 	c.keys = 0
 	c.dropped = 0
+	c.parent = model.SpanID{}
 	s := &c.s
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
@@ -130,10 +133,10 @@ func (c *consoleDecoder) line(b []byte) (model.Span, model.TraceID, recordKind, 
 			if err != nil {
 				return err
 			}
-			if !parseHexID(sp.ParentID[:], v) {
+			if !parseHexID(c.parent[:], v) {
 				return fmt.Errorf("bad span id %q", v)
 			}
-			if !sp.ParentID.IsZero() {
+			if !c.parent.IsZero() {
 				size += tagged(4, 8)
 			}
 		case "start_time", "end_time":

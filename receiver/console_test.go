@@ -24,12 +24,13 @@ func loadFile(t testing.TB, path string, opts ReadOptions) (*model.Store, []mode
 	return st, snapshotSpans(st.Snapshot()).Spans, rep
 }
 
-// snapshotSpans returns every span of s with its fragment's trace id.
+// snapshotSpans returns every span of s with its fragment's trace id and
+// its parent's id.
 func snapshotSpans(s *model.Snapshot) model.Batch {
 	var out model.Batch
 	add := func(f *model.Fragment) {
 		for i := range f.Spans {
-			out.Append(f.TraceID, f.Spans[i])
+			out.Append(f.TraceID, f.ParentID(i), f.Spans[i])
 		}
 	}
 	for _, j := range s.Jobs {
@@ -69,7 +70,7 @@ func TestConsoleMatchesOTLP(t *testing.T) {
 			continue
 		}
 		o := &otlp.Spans[k]
-		if cd, od := dumpSpan(ci, cons.Traces[i], c, dumpOpts{}), dumpSpan(oi, otlp.Traces[k], o, dumpOpts{}); cd != od {
+		if cd, od := dumpSpan(ci, cons.Traces[i], cons.ParentOf(i), c, dumpOpts{}), dumpSpan(oi, otlp.Traces[k], otlp.ParentOf(k), o, dumpOpts{}); cd != od {
 			t.Errorf("span %s differs:\nconsole: %s\notlp:    %s", c.SpanID, cd, od)
 		}
 		if d := math.Abs(float64(c.Start - o.Start)); d > 1500 {
@@ -186,7 +187,7 @@ func TestConsoleLine(t *testing.T) {
 			if err != nil || kind != recSpan {
 				t.Fatalf("line(%s) = kind %d, %v", tt.in, kind, err)
 			}
-			if got := dumpSpan(in, trace, &sp, dumpOpts{times: true}); got != tt.want {
+			if got := dumpSpan(in, trace, c.parent, &sp, dumpOpts{times: true}); got != tt.want {
 				t.Errorf("line(%s) =\n%s\nwant\n%s", tt.in, got, tt.want)
 			}
 		})

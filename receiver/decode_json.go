@@ -68,9 +68,9 @@ func decodeJSON(l *model.Local, b []byte, lim Limits, turn func()) (model.Batch,
 	// batch of the exact size: counting them first would cost a pass over
 	// the text, and a guess over-allocates (the store copies the batch, so
 	// any excess is garbage).
-	d.spans, d.traces = j.spans[:0], j.traces[:0]
+	d.spans, d.traces, d.parents = j.spans[:0], j.traces[:0], j.parents[:0]
 	err := j.request()
-	j.spans, j.traces = d.spans, d.traces
+	j.spans, j.traces, j.parents = d.spans, d.traces, d.parents
 	if err != nil {
 		var le *locError
 		if errors.As(err, &le) {
@@ -80,7 +80,7 @@ func decodeJSON(l *model.Local, b []byte, lim Limits, turn func()) (model.Batch,
 		return model.Batch{}, Report{}, err
 	}
 	d.rep.ValuesRepaired += j.s.repaired
-	return model.Batch{Spans: slices.Clone(j.spans), Traces: slices.Clone(j.traces)}, d.rep, nil
+	return model.Batch{Spans: slices.Clone(j.spans), Traces: slices.Clone(j.traces), Parents: slices.Clone(j.parents)}, d.rep, nil
 }
 
 // jsonDecoder is the per-call state of DecodeJSON around the shared decoder.
@@ -95,6 +95,7 @@ type jsonDecoder struct {
 	svc      []byte
 	spans    []model.Span
 	traces   []model.TraceID
+	parents  []model.SpanID
 }
 
 var jsonDecoders = sync.Pool{New: func() any { return new(jsonDecoder) }}
@@ -113,6 +114,10 @@ func (j *jsonDecoder) release() {
 		j.traces = nil
 	}
 	j.traces = j.traces[:0]
+	if cap(j.parents) > 1<<14 {
+		j.parents = nil
+	}
+	j.parents = j.parents[:0]
 	for _, p := range []*[]byte{&j.out, &j.tmp, &j.id, &j.rkey, &j.svc, &j.s.vscr, &j.s.kscr, &j.s.sscr} {
 		if cap(*p) > 1<<20 {
 			*p = nil
@@ -547,6 +552,7 @@ func extraOf(ex **model.Extra) *model.Extra {
 func (j *jsonDecoder) span(idx int) error {
 	s, d := &j.s, j.d
 	sp := model.Span{Parent: -1}
+	var parent model.SpanID
 	var trace model.TraceID
 	var ex *model.Extra
 	tidLen, sidLen, pidLen := 0, 0, 0
@@ -586,7 +592,7 @@ func (j *jsonDecoder) span(idx int) error {
 			if err := j.once(&seen, sfParent, "parentSpanId"); err != nil {
 				return err
 			}
-			if pidLen, err = j.hexID(sp.ParentID[:]); err != nil {
+			if pidLen, err = j.hexID(parent[:]); err != nil {
 				return jat("parentSpanId", err)
 			}
 			size += optLen(pidLen)
@@ -803,6 +809,7 @@ func (j *jsonDecoder) span(idx int) error {
 	}
 	d.spans = append(d.spans, sp)
 	d.traces = append(d.traces, trace)
+	d.parents = append(d.parents, parent)
 	return nil
 }
 

@@ -119,8 +119,8 @@ func TestDecodeJSONHexIDs(t *testing.T) {
 	if sp.SpanID != (model.SpanID{0xee, 0xe1, 0x9b, 0x7e, 0xc3, 0xc1, 0xb1, 0x74}) {
 		t.Errorf("SpanID = %s, want eee19b7ec3c1b174", sp.SpanID)
 	}
-	if sp.ParentID.String() != "eee19b7ec3c1b173" {
-		t.Errorf("ParentID = %s, want eee19b7ec3c1b173", sp.ParentID)
+	if len(b.Parents) != 1 || b.Parents[0].String() != "eee19b7ec3c1b173" {
+		t.Errorf("Parents = %v, want [eee19b7ec3c1b173]", b.Parents)
 	}
 	if sp.Kind != model.KindServer || sp.Start != 1544712660000000000 || sp.End != 1544712661000000000 {
 		t.Errorf("kind, start, end = %s, %d, %d", sp.Kind, sp.Start, sp.End)
@@ -142,9 +142,9 @@ func TestDecodeJSONHexIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, trace := b.Spans[0], b.Traces[0]
-	if trace.String() != "243fcc768c47930834e6ed7fbc6634f7" || first.SpanID.String() != "5ca30d27c1578b1c" || first.ParentID.String() != "67efcc133c5040f8" {
-		t.Errorf("first fixture span ids = %s/%s parent %s", trace, first.SpanID, first.ParentID)
+	first, trace, parent := b.Spans[0], b.Traces[0], b.ParentOf(0)
+	if trace.String() != "243fcc768c47930834e6ed7fbc6634f7" || first.SpanID.String() != "5ca30d27c1578b1c" || parent.String() != "67efcc133c5040f8" {
+		t.Errorf("first fixture span ids = %s/%s parent %s", trace, first.SpanID, parent)
 	}
 }
 
@@ -752,7 +752,7 @@ func exactDump(in *model.Interner, b model.Batch, rep Report, err error) string 
 	fmt.Fprintf(&sb, "report %+v\n", rep)
 	for i := range b.Spans {
 		sp := &b.Spans[i]
-		sb.WriteString(dumpSpan(in, b.Traces[i], sp, dumpOpts{times: true, wireSize: true}))
+		sb.WriteString(dumpSpan(in, b.Traces[i], b.ParentOf(i), sp, dumpOpts{times: true, wireSize: true}))
 		fmt.Fprintf(&sb, "  parent=%d extra=%t\n", sp.Parent, sp.Extra != nil)
 	}
 	return sb.String()

@@ -140,7 +140,7 @@ func DecodeProto(l *model.Local, b []byte, lim Limits) (model.Batch, Report, err
 		return model.Batch{}, d.rep, err
 	}
 	batch := model.NewBatch(n) // the store recycles its arrays
-	d.spans, d.traces = batch.Spans, batch.Traces
+	d.spans, d.traces, d.parents = batch.Spans, batch.Traces, batch.Parents
 	for i := 0; len(b) > 0; {
 		f, rest, err := nextField(b)
 		if err != nil {
@@ -156,7 +156,7 @@ func DecodeProto(l *model.Local, b []byte, lim Limits) (model.Batch, Report, err
 		}
 		i++
 	}
-	batch.Spans, batch.Traces = d.spans, d.traces
+	batch.Spans, batch.Traces, batch.Parents = d.spans, d.traces, d.parents
 	return batch, d.rep, nil
 }
 
@@ -241,13 +241,14 @@ func (d *decoder) scopeSpans(b []byte, res model.ResourceID) error {
 		k := len(d.spans)
 		d.spans = append(d.spans, model.Span{})
 		d.traces = append(d.traces, model.TraceID{})
-		reason, err := d.span(&d.spans[k], &d.traces[k], f.b, res)
+		d.parents = append(d.parents, model.SpanID{})
+		reason, err := d.span(&d.spans[k], &d.traces[k], &d.parents[k], f.b, res)
 		if err != nil {
 			return atIndex("spans", i, err)
 		}
 		if reason != "" {
 			d.spans[k] = model.Span{} // the array may go back to the pool: hold nothing
-			d.spans, d.traces = d.spans[:k], d.traces[:k]
+			d.spans, d.traces, d.parents = d.spans[:k], d.traces[:k], d.parents[:k]
 			d.rep.reject(fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]: %s", d.rs, d.ss, i, reason))
 		}
 		i++
@@ -255,10 +256,10 @@ func (d *decoder) scopeSpans(b []byte, res model.ResourceID) error {
 	return nil
 }
 
-// span decodes one Span message into sp, which is zero, and its trace id
-// into trace. A non-empty reason means the span is invalid and must be
+// span decodes one Span message into sp, which is zero, its trace id into
+// trace and its parent's into parent, both zero. A non-empty reason means the span is invalid and must be
 // rejected; err means the wire data is malformed.
-func (d *decoder) span(sp *model.Span, trace *model.TraceID, b []byte, res model.ResourceID) (reason string, err error) {
+func (d *decoder) span(sp *model.Span, trace *model.TraceID, parent *model.SpanID, b []byte, res model.ResourceID) (reason string, err error) {
 	sp.Resource = res
 	sp.Parent = -1
 	sp.SetWireSize(len(b))
@@ -297,8 +298,8 @@ func (d *decoder) span(sp *model.Span, trace *model.TraceID, b []byte, res model
 				if r := idLenReason("parent_span_id", len(f.b), 8, true); r != "" {
 					reason = r
 				}
-				sp.ParentID = model.SpanID{}
-				copy(sp.ParentID[:], f.b)
+				*parent = model.SpanID{}
+				copy(parent[:], f.b)
 			case 5:
 				sp.Name = d.name(d.repair(f.b))
 			case 9:

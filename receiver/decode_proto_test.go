@@ -29,15 +29,16 @@ type dumpOpts struct {
 	serviceOnly bool
 }
 
-// dumpSpan renders one span as stable text: ids, name, kind, status,
-// resource, flags and every attribute, event and link.
-func dumpSpan(t *model.Interner, trace model.TraceID, sp *model.Span, o dumpOpts) string {
+// dumpSpan renders one span, of trace and under parent (zero: a root), as
+// stable text: ids, name, kind, status, resource, flags and every
+// attribute, event and link.
+func dumpSpan(t *model.Interner, trace model.TraceID, parent model.SpanID, sp *model.Span, o dumpOpts) string {
 	var b strings.Builder
-	parent := "-"
-	if !sp.ParentID.IsZero() {
-		parent = sp.ParentID.String()
+	pid := "-"
+	if !parent.IsZero() {
+		pid = parent.String()
 	}
-	fmt.Fprintf(&b, "span %s/%s parent=%s %s %q status=%s", trace, sp.SpanID, parent, sp.Kind, t.Str(sp.Name), sp.Status)
+	fmt.Fprintf(&b, "span %s/%s parent=%s %s %q status=%s", trace, sp.SpanID, pid, sp.Kind, t.Str(sp.Name), sp.Status)
 	if o.times {
 		fmt.Fprintf(&b, " start=%d end=%d", sp.Start, sp.End)
 	}
@@ -106,7 +107,7 @@ func dumpSpans(t *model.Interner, spans model.Batch, o dumpOpts) string {
 	})
 	var b strings.Builder
 	for _, i := range order {
-		b.WriteString(dumpSpan(t, spans.Traces[i], &spans.Spans[i], o))
+		b.WriteString(dumpSpan(t, spans.Traces[i], spans.ParentOf(i), &spans.Spans[i], o))
 	}
 	return b.String()
 }

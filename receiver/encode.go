@@ -29,24 +29,23 @@ const ExportLineSpans = 512
 // the model and is written empty.
 func WriteSpansJSON(w io.Writer, in *model.Interner, b model.Batch) error {
 	var line []byte
-	spans, traces := b.Spans, b.Traces
-	for len(spans) > 0 {
-		n := min(len(spans), ExportLineSpans)
-		line = AppendTraceRequestJSON(line[:0], exportRequest(in, spans[:n], traces[:n]))
+	for at := 0; at < len(b.Spans); at += ExportLineSpans {
+		end := min(len(b.Spans), at+ExportLineSpans)
+		line = AppendTraceRequestJSON(line[:0], exportRequest(in, b, at, end))
 		line = append(line, '\n')
 		if _, err := w.Write(line); err != nil {
 			return err
 		}
-		spans, traces = spans[n:], traces[n:]
 	}
 	return nil
 }
 
-func exportRequest(in *model.Interner, spans []model.Span, traces []model.TraceID) *coltrace.ExportTraceServiceRequest {
+// exportRequest returns spans at..end of b as one request.
+func exportRequest(in *model.Interner, b model.Batch, at, end int) *coltrace.ExportTraceServiceRequest {
 	req := &coltrace.ExportTraceServiceRequest{}
 	byRes := map[model.ResourceID]*tracepb.ScopeSpans{}
-	for i := range spans {
-		sp := &spans[i]
+	for i := at; i < end; i++ {
+		sp := &b.Spans[i]
 		ss := byRes[sp.Resource]
 		if ss == nil {
 			ss = &tracepb.ScopeSpans{Scope: &commonpb.InstrumentationScope{}}
@@ -56,12 +55,12 @@ func exportRequest(in *model.Interner, spans []model.Span, traces []model.TraceI
 				ScopeSpans: []*tracepb.ScopeSpans{ss},
 			})
 		}
-		ss.Spans = append(ss.Spans, exportSpan(in, traces[i], sp))
+		ss.Spans = append(ss.Spans, exportSpan(in, b.Traces[i], b.ParentOf(i), sp))
 	}
 	return req
 }
 
-func exportSpan(in *model.Interner, trace model.TraceID, sp *model.Span) *tracepb.Span {
+func exportSpan(in *model.Interner, trace model.TraceID, parent model.SpanID, sp *model.Span) *tracepb.Span {
 	out := &tracepb.Span{
 		TraceId:           append([]byte(nil), trace[:]...),
 		SpanId:            append([]byte(nil), sp.SpanID[:]...),
@@ -71,8 +70,8 @@ func exportSpan(in *model.Interner, trace model.TraceID, sp *model.Span) *tracep
 		EndTimeUnixNano:   uint64(sp.End),
 		Attributes:        keyValues(in, sp.Attrs),
 	}
-	if !sp.ParentID.IsZero() {
-		out.ParentSpanId = append([]byte(nil), sp.ParentID[:]...)
+	if !parent.IsZero() {
+		out.ParentSpanId = append([]byte(nil), parent[:]...)
 	}
 	st := &tracepb.Status{Code: tracepb.Status_StatusCode(sp.Status)}
 	if ex := sp.Extra; ex != nil {

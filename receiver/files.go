@@ -210,17 +210,16 @@ func (fr *fileReader) add(b model.Batch) error {
 	if fr.batch.Spans == nil {
 		fr.batch = model.NewBatch(fr.opts.BatchSize)
 	}
-	fr.batch.Spans = append(fr.batch.Spans, b.Spans...)
-	fr.batch.Traces = append(fr.batch.Traces, b.Traces...)
+	fr.batch.AppendBatch(b)
 	return fr.added(len(b.Spans))
 }
 
-// addSpan queues one span of the given trace.
-func (fr *fileReader) addSpan(trace model.TraceID, sp model.Span) error {
+// addSpan queues one span of the given trace, whose parent is parent.
+func (fr *fileReader) addSpan(trace model.TraceID, parent model.SpanID, sp model.Span) error {
 	if fr.batch.Spans == nil {
 		fr.batch = model.NewBatch(fr.opts.BatchSize)
 	}
-	fr.batch.Append(trace, sp)
+	fr.batch.Append(trace, parent, sp)
 	return fr.added(1)
 }
 
@@ -439,7 +438,7 @@ func (fr *fileReader) line(cd *consoleDecoder, n int, line []byte, newline bool)
 	switch kind {
 	case recSpan:
 		fr.kinds[0] = true
-		return fr.addSpan(trace, sp)
+		return fr.addSpan(trace, cd.parent, sp)
 	case recOTLPTraces:
 		b, rep, err := DecodeJSON(fr.l, t, fr.opts.Limits)
 		return fr.tracesDecoded(n, newline, b, rep, err)

@@ -14,8 +14,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"google.golang.org/protobuf/encoding/protowire"
-
-	"github.com/nemo-gym/gymtrace/model"
 )
 
 // inputFormat is one kind of capture the file readers take, recognised by
@@ -265,7 +263,7 @@ func (fr *fileReader) protoMessage(n int, b []byte) error {
 	}
 	for i := 0; i < len(batch.Spans); i += fr.opts.BatchSize {
 		j := min(i+fr.opts.BatchSize, len(batch.Spans))
-		if err := fr.add(model.Batch{Spans: batch.Spans[i:j], Traces: batch.Traces[i:j]}); err != nil {
+		if err := fr.add(batch.Slice(i, j)); err != nil {
 			return err
 		}
 	}

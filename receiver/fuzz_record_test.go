@@ -78,8 +78,7 @@ func checkAcceptedIsRecorded(t *testing.T, data []byte, asJSON bool) {
 		if err != nil {
 			t.Fatalf("accepted and recorded, but the record line does not reopen: %v\n%.2000s", err, ln)
 		}
-		got.Spans = append(got.Spans, b2.Spans...)
-		got.Traces = append(got.Traces, b2.Traces...)
+		got.AppendBatch(b2)
 	}
 	if x, y := dumpSpans(in, b, dumpOpts{times: true}), dumpSpans(in2, got, dumpOpts{times: true}); x != y {
 		t.Fatalf("the record reopens to other spans:\nstored:\n%s\nreopened:\n%s", x, y)

@@ -69,8 +69,8 @@ func spansToRequest(in *model.Interner, b model.Batch) *coltrace.ExportTraceServ
 			StartTimeUnixNano: uint64(sp.Start), EndTimeUnixNano: uint64(sp.End), Attributes: kvsOf(in, sp.Attrs),
 			Status: &tracepb.Status{Code: tracepb.Status_StatusCode(sp.Status)},
 		}
-		if !sp.ParentID.IsZero() {
-			p.ParentSpanId = sp.ParentID[:]
+		if parent := b.ParentOf(i); !parent.IsZero() {
+			p.ParentSpanId = parent[:]
 		}
 		if ex := sp.Extra; ex != nil {
 			p.Status.Message = ex.StatusMessage
@@ -95,7 +95,7 @@ func spansToRequest(in *model.Interner, b model.Batch) *coltrace.ExportTraceServ
 // strings, and the attrs-capped mark (a second decode has nothing to cap)
 // ignored.
 func normDump(in *model.Interner, b model.Batch) string {
-	cp := model.Batch{Spans: append([]model.Span(nil), b.Spans...), Traces: b.Traces}
+	cp := model.Batch{Spans: append([]model.Span(nil), b.Spans...), Traces: b.Traces, Parents: b.Parents}
 	for i := range cp.Spans {
 		cp.Spans[i].ClearFlags(model.FlagAttrsCapped)
 	}
@@ -117,7 +117,7 @@ func FuzzDecodeProto(f *testing.F) {
 			f.Fatal(err)
 		}
 		n := min(20, len(b.Spans))
-		f.Add(marshal(f, spansToRequest(in, model.Batch{Spans: b.Spans[:n], Traces: b.Traces[:n]})))
+		f.Add(marshal(f, spansToRequest(in, b.Slice(0, n))))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, l := newLocal()
@@ -152,9 +152,9 @@ func FuzzDecodeProto(f *testing.F) {
 			}
 			for i := range b.Spans {
 				x, y := &b.Spans[i], &b2.Spans[i]
-				if b.Traces[i] != b2.Traces[i] || x.SpanID != y.SpanID || x.ParentID != y.ParentID || x.Kind != y.Kind ||
+				if b.Traces[i] != b2.Traces[i] || x.SpanID != y.SpanID || b.ParentOf(i) != b2.ParentOf(i) || x.Kind != y.Kind ||
 					x.Start != y.Start || x.End != y.End || in.Str(x.Name) != in2.Str(y.Name) || x.Attrs.Len(in) != y.Attrs.Len(in2) {
-					t.Fatalf("span %d differs after re-encoding:\n%s\n%s", i, dumpSpan(in, b.Traces[i], x, dumpOpts{times: true}), dumpSpan(in2, b2.Traces[i], y, dumpOpts{times: true}))
+					t.Fatalf("span %d differs after re-encoding:\n%s\n%s", i, dumpSpan(in, b.Traces[i], b.ParentOf(i), x, dumpOpts{times: true}), dumpSpan(in2, b2.Traces[i], b2.ParentOf(i), y, dumpOpts{times: true}))
 				}
 			}
 		}
@@ -194,8 +194,9 @@ func FuzzDecodeJSON(f *testing.F) {
 	})
 }
 
-// consoleLine writes a span the way the Python SDK's console exporter does.
-func consoleLine(in *model.Interner, trace model.TraceID, sp *model.Span) []byte {
+// consoleLine writes a span, of trace and under parent (zero: a root), the
+// way the Python SDK's console exporter does.
+func consoleLine(in *model.Interner, trace model.TraceID, parent model.SpanID, sp *model.Span) []byte {
 	iso := func(ns int64) any {
 		if ns == 0 {
 			return nil
@@ -226,9 +227,9 @@ func consoleLine(in *model.Interner, trace model.TraceID, sp *model.Span) []byte
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	j := func(v any) string { b, _ := json.Marshal(v); return string(b) }
-	var parent any
-	if !sp.ParentID.IsZero() {
-		parent = "0x" + sp.ParentID.String()
+	var pid any
+	if !parent.IsZero() {
+		pid = "0x" + parent.String()
 	}
 	status := `{"status_code": "` + sp.Status.String() + `"`
 	var events, links []string
@@ -244,7 +245,7 @@ func consoleLine(in *model.Interner, trace model.TraceID, sp *model.Span) []byte
 		}
 	}
 	return fmt.Appendf(nil, `{"name": %s, "context": {"trace_id": "0x%s", "span_id": "0x%s", "trace_state": "[]"}, "kind": "SpanKind.%s", "parent_id": %s, "start_time": %s, "end_time": %s, "status": %s}, "attributes": %s, "events": [%s], "links": [%s], "resource": {"attributes": %s, "schema_url": ""}}`,
-		appendJSONString(nil, []byte(in.Str(sp.Name))), trace, sp.SpanID, sp.Kind, j(parent), j(iso(sp.Start)), j(iso(sp.End)), status,
+		appendJSONString(nil, []byte(in.Str(sp.Name))), trace, sp.SpanID, sp.Kind, j(pid), j(iso(sp.Start)), j(iso(sp.End)), status,
 		attrs(sp.Attrs), strings.Join(events, ", "), strings.Join(links, ", "), attrs(in.Resource(sp.Resource).Attrs))
 }
 
@@ -267,7 +268,7 @@ func FuzzConsoleLine(f *testing.F) {
 		}
 		// A span the reader accepts, printed again in the console format,
 		// reads back as the same span.
-		out := consoleLine(in, trace, &sp)
+		out := consoleLine(in, trace, c.parent, &sp)
 		in2, l2 := newLocal()
 		c2 := newConsoleDecoder(l2, Limits{})
 		defer c2.release()
@@ -275,8 +276,8 @@ func FuzzConsoleLine(f *testing.F) {
 		if err != nil || kind2 != recSpan {
 			t.Fatalf("re-read %s: kind %d, %v", out, kind2, err)
 		}
-		x := normDump(in, model.Batch{Spans: []model.Span{sp}, Traces: []model.TraceID{trace}})
-		y := normDump(in2, model.Batch{Spans: []model.Span{sp2}, Traces: []model.TraceID{trace2}})
+		x := normDump(in, model.Batch{Spans: []model.Span{sp}, Traces: []model.TraceID{trace}, Parents: []model.SpanID{c.parent}})
+		y := normDump(in2, model.Batch{Spans: []model.Span{sp2}, Traces: []model.TraceID{trace2}, Parents: []model.SpanID{c2.parent}})
 		if x != y {
 			t.Fatalf("round trip differs:\n%s\nvs\n%s\nline %s", x, y, out)
 		}

@@ -144,16 +144,18 @@ type storedSpan struct {
 	Kind    model.Kind
 }
 
-// storedSpans indexes every stored span by id and checks that each
-// fragment's parent indexes agree with the spans' parent ids.
+// storedSpans indexes every stored span by id, with the parent id its
+// fragment gives it (Fragment.ParentID), and checks that each fragment's
+// parent indexes agree with those ids.
 func storedSpans(t *testing.T, s *model.Snapshot) map[model.SpanID]storedSpan {
 	t.Helper()
 	out := map[model.SpanID]storedSpan{}
 	add := func(f *model.Fragment) {
 		for i, sp := range f.Spans {
+			parent := f.ParentID(i)
 			if sp.Parent >= 0 {
-				if p := f.Spans[sp.Parent]; p.SpanID != sp.ParentID {
-					t.Errorf("span %s %q: parent index points at %s, want %s", sp.SpanID, s.Str(sp.Name), p.SpanID, sp.ParentID)
+				if p := f.Spans[sp.Parent]; p.SpanID != parent {
+					t.Errorf("span %s %q: parent index points at %s, want %s", sp.SpanID, s.Str(sp.Name), p.SpanID, parent)
 				}
 			} else if i > 0 {
 				t.Errorf("span %s %q: inside a fragment with no parent index", sp.SpanID, s.Str(sp.Name))
@@ -161,7 +163,7 @@ func storedSpans(t *testing.T, s *model.Snapshot) map[model.SpanID]storedSpan {
 			if _, dup := out[sp.SpanID]; dup {
 				t.Errorf("span %s stored twice", sp.SpanID)
 			}
-			out[sp.SpanID] = storedSpan{f.TraceID, sp.ParentID, s.Str(sp.Name), s.ServiceName(sp.Resource), sp.Kind}
+			out[sp.SpanID] = storedSpan{f.TraceID, parent, s.Str(sp.Name), s.ServiceName(sp.Resource), sp.Kind}
 		}
 	}
 	for _, r := range s.Rollouts {

@@ -50,9 +50,11 @@ type decoder struct {
 	truncKey, svcKey model.Str
 	keysOf           *model.Interner
 
-	// spans are the decoded spans, traces their trace ids (one a span).
-	spans  []model.Span
-	traces []model.TraceID
+	// spans are the decoded spans, traces and parents their trace and
+	// parent ids (one a span).
+	spans   []model.Span
+	traces  []model.TraceID
+	parents []model.SpanID
 	// rs and ss index the resource_spans and scope_spans being decoded, to
 	// name a rejected span's place.
 	rs, ss int
@@ -99,7 +101,7 @@ func (d *decoder) internResource(attrs model.Attrs, service model.Str) model.Res
 func putDecoder(d *decoder) {
 	d.l = nil
 	d.turn = nil
-	d.spans, d.traces = nil, nil
+	d.spans, d.traces, d.parents = nil, nil, nil
 	if len(d.res) > 1024 {
 		clear(d.res)
 	}

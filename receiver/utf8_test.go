@@ -109,7 +109,7 @@ func checkRepaired(t *testing.T, in *model.Interner, spans model.Batch) {
 			continue
 		}
 		found++
-		if got := dumpSpan(in, spans.Traces[i], sp, dumpOpts{}); !strings.Contains(got, repairedValue) {
+		if got := dumpSpan(in, spans.Traces[i], spans.ParentOf(i), sp, dumpOpts{}); !strings.Contains(got, repairedValue) {
 			t.Errorf("span with the repaired name lacks the repaired value:\n%s", got)
 		}
 	}
@@ -150,7 +150,7 @@ func TestRepairSameInEveryDecoder(t *testing.T) {
 	if got := cst.Interner().Str(spans[0].Name); got != repairedName {
 		t.Errorf("console name %q, want %q", got, repairedName)
 	}
-	if got := dumpSpan(cst.Interner(), model.TraceID{}, &spans[0], dumpOpts{}); strings.Count(got, "\uFFFD") != 3 {
+	if got := dumpSpan(cst.Interner(), model.TraceID{}, model.SpanID{}, &spans[0], dumpOpts{}); strings.Count(got, "\uFFFD") != 3 {
 		t.Errorf("console value not repaired:\n%s", got)
 	}
 	if cst.Snapshot().Stats.ValuesRepaired != 2 {

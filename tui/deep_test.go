@@ -20,7 +20,7 @@ func deepChain(tb testing.TB, b *builder, n int) {
 	attrs.String(b.l, b.str(model.RolloutIDKey), []byte("r-deep"))
 	res := b.resource("simple_agent")
 	trace := traceID(1)
-	spans := model.Batch{Spans: make([]model.Span, n), Traces: make([]model.TraceID, n)}
+	spans := model.Batch{Spans: make([]model.Span, n), Traces: make([]model.TraceID, n), Parents: make([]model.SpanID, n)}
 	for i := range spans.Spans {
 		var id model.SpanID
 		binary.BigEndian.PutUint64(id[:], uint64(i+1))
@@ -29,7 +29,7 @@ func deepChain(tb testing.TB, b *builder, n int) {
 		if i == 0 {
 			sp.Name, sp.Attrs = b.str("gym.rollout"), attrs.Attrs()
 		} else {
-			binary.BigEndian.PutUint64(sp.ParentID[:], uint64(i))
+			binary.BigEndian.PutUint64(spans.Parents[i][:], uint64(i))
 		}
 		spans.Spans[i], spans.Traces[i] = sp, trace
 	}

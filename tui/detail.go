@@ -71,8 +71,8 @@ func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fr
 	add("trace id", f.Trace(i).String())
 	add("span id", sp.SpanID.String())
 	parent := "none (root)"
-	if !sp.ParentID.IsZero() {
-		parent = sp.ParentID.String()
+	if up := f.ParentID(i); !up.IsZero() {
+		parent = up.String()
 		if sp.Parent >= 0 {
 			parent += " (" + snap.Str(f.Spans[sp.Parent].Name) + ")"
 		} else if f.Orphan() && i == 0 {

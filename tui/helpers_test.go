@@ -106,8 +106,8 @@ func (b *builder) emit(out model.Batch, trace model.TraceID, parent model.SpanID
 		ab.String(b.l, b.str("http.request.method"), []byte("POST"))
 	}
 	sp := model.Span{
-		SpanID: id, ParentID: parent,
-		Start: start, End: start + n.dur()*int64(time.Millisecond),
+		SpanID: id,
+		Start:  start, End: start + n.dur()*int64(time.Millisecond),
 		Name: b.str(n.name), Resource: b.resource(n.server), Kind: n.kind,
 		Attrs: ab.Attrs(),
 	}
@@ -126,7 +126,7 @@ func (b *builder) emit(out model.Batch, trace model.TraceID, parent model.SpanID
 	if n.trunc {
 		sp.SetFlags(model.FlagTruncated)
 	}
-	out.Append(trace, sp)
+	out.Append(trace, parent, sp)
 	return out, id
 }
 
@@ -182,7 +182,7 @@ func (b *builder) capture(tb testing.TB, n int, job bool) {
 			End: t0.UnixNano() + int64(n)*int64(700*time.Millisecond) + int64(time.Second), Name: b.str("gym.job"),
 			Resource: b.resource("rollout_collection"), Kind: model.KindInternal}
 		job.SetWireSize(100)
-		spans.Append(jobTrace, job)
+		spans.Append(jobTrace, model.SpanID{}, job)
 	}
 	if err := b.st.Add(spans); err != nil {
 		tb.Fatalf("add: %v", err)

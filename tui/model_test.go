@@ -750,7 +750,7 @@ func TestLiveRate(t *testing.T) {
 			now = now.Add(500 * time.Millisecond)
 			var spans model.Batch
 			for i := range 900 {
-				spans.Append(traceID(tick*1000+i), model.Span{SpanID: b.id(), Name: b.str("GET /health"),
+				spans.Append(traceID(tick*1000+i), model.SpanID{}, model.Span{SpanID: b.id(), Name: b.str("GET /health"),
 					Resource: b.resource("policy_model"), Kind: model.KindServer, Start: now.UnixNano(), End: now.UnixNano() + 1000})
 			}
 			if err := st.Add(spans); err != nil {

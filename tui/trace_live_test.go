@@ -22,7 +22,7 @@ func TestSplitOpensAtItsExplanation(t *testing.T) {
 	whole := snap.Rollouts[0]
 	// A lone span of another process, waiting for its parent.
 	lone := &model.Fragment{TraceID: traceID(50), TopParent: b.id(), Spans: []model.Span{{SpanID: b.id(),
-		ParentID: b.id(), Parent: -1, Name: b.str("POST /verify"), Resource: b.resource("example_tools"), Kind: model.KindServer,
+		Parent: -1, Name: b.str("POST /verify"), Resource: b.resource("example_tools"), Kind: model.KindServer,
 		Start: whole.End - 1000, End: whole.End}}}
 	v1 := &model.Rollout{ID: whole.ID, Version: 1, Fragments: []*model.Fragment{lone}, Spans: 1, Start: lone.Spans[0].Start, End: whole.End, Traces: 1}
 	v2 := &model.Rollout{ID: whole.ID, Version: 2, Fragments: append(append([]*model.Fragment(nil), whole.Fragments...), lone),

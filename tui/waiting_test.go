@@ -19,9 +19,11 @@ func TestWaitingOrphansHiddenWhileFresh(t *testing.T) {
 	b := newBuilder(t)
 	b.capture(t, 2, false)
 	// An ASGI send span whose SERVER parent has not ended yet.
-	orphan := model.Span{SpanID: b.id(), ParentID: b.id(), Name: b.str("POST /run http send"),
+	orphan := model.Span{SpanID: b.id(), Name: b.str("POST /run http send"),
 		Resource: b.resource("simple_agent"), Kind: model.KindInternal, Start: t0.UnixNano(), End: t0.UnixNano() + 1000}
-	if err := b.st.Add(model.Batch{Spans: []model.Span{orphan}, Traces: []model.TraceID{traceID(77)}}); err != nil {
+	var spans model.Batch
+	spans.Append(traceID(77), b.id(), orphan)
+	if err := b.st.Add(spans); err != nil {
 		t.Fatal(err)
 	}
 	b.st.Sync()
@@ -64,9 +66,11 @@ func TestPendingNotCalledSplit(t *testing.T) {
 	b.capture(t, 2, false)
 	var ab model.AttrBuilder
 	ab.String(b.l, b.str(model.RolloutIDKey), []byte("r0000"))
-	late := model.Span{SpanID: b.id(), ParentID: b.id(), Name: b.str("gym.model.responses"),
+	late := model.Span{SpanID: b.id(), Name: b.str("gym.model.responses"),
 		Resource: b.resource("policy_model"), Kind: model.KindInternal, Start: t0.UnixNano(), End: t0.UnixNano() + 1000, Attrs: ab.Attrs()}
-	if err := b.st.Add(model.Batch{Spans: []model.Span{late}, Traces: []model.TraceID{traceID(0)}}); err != nil {
+	var spans model.Batch
+	spans.Append(traceID(0), b.id(), late)
+	if err := b.st.Add(spans); err != nil {
 		t.Fatal(err)
 	}
 	b.st.Sync()

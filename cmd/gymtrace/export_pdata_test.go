@@ -27,7 +27,7 @@ func TestExportReadByCollector(t *testing.T) {
 	for _, r := range snap.Rollouts {
 		for _, f := range r.Fragments {
 			for i := range f.Spans {
-				want[f.Spans[i].SpanID.String()] = f.Spans[i].ParentID.String()
+				want[f.Spans[i].SpanID.String()] = f.ParentID(i).String()
 			}
 		}
 	}

@@ -30,9 +30,10 @@ func realGymCase(t *testing.T, c string) []string {
 	return files
 }
 
-// spanText renders everything a reader keeps of a span, resolved through
-// its snapshot, so spans of two stores compare as text.
-func spanText(snap *model.Snapshot, trace model.TraceID, sp *model.Span) string {
+// spanText renders everything a reader keeps of a span, of trace and under
+// parent, resolved through its snapshot, so spans of two stores compare as
+// text.
+func spanText(snap *model.Snapshot, trace model.TraceID, parent model.SpanID, sp *model.Span) string {
 	in := snap.Interner()
 	var b strings.Builder
 	attrs := func(a model.Attrs) {
@@ -41,7 +42,7 @@ func spanText(snap *model.Snapshot, trace model.TraceID, sp *model.Span) string 
 			return true
 		})
 	}
-	fmt.Fprintf(&b, "%s %s parent=%s %q %s %d..%d %s", trace, sp.SpanID, sp.ParentID, snap.Str(sp.Name), sp.Kind, sp.Start, sp.End, sp.Status)
+	fmt.Fprintf(&b, "%s %s parent=%s %q %s %d..%d %s", trace, sp.SpanID, parent, snap.Str(sp.Name), sp.Kind, sp.Start, sp.End, sp.Status)
 	attrs(sp.Attrs)
 	b.WriteString(" | res")
 	attrs(snap.Resource(sp.Resource).Attrs)
@@ -63,12 +64,12 @@ func spanText(snap *model.Snapshot, trace model.TraceID, sp *model.Span) string 
 func allSpans(snap *model.Snapshot) []string {
 	var out []string
 	for _, j := range snap.Jobs {
-		out = append(out, spanText(snap, j.TraceID, &j.Spans[0]))
+		out = append(out, spanText(snap, j.TraceID, j.ParentID(0), &j.Spans[0]))
 	}
 	for _, r := range snap.Rollouts {
 		for _, f := range r.Fragments {
 			for i := range f.Spans {
-				out = append(out, spanText(snap, f.TraceID, &f.Spans[i]))
+				out = append(out, spanText(snap, f.TraceID, f.ParentID(i), &f.Spans[i]))
 			}
 		}
 	}
@@ -193,12 +194,12 @@ func TestExportSpec(t *testing.T) {
 			for _, r := range back.Rollouts {
 				for _, f := range r.Fragments {
 					for i := range f.Spans {
-						parentOf[f.Spans[i].SpanID] = f.Spans[i].ParentID
+						parentOf[f.Spans[i].SpanID] = f.ParentID(i)
 					}
 				}
 			}
 			for _, j := range back.Jobs {
-				parentOf[j.Spans[0].SpanID] = j.Spans[0].ParentID
+				parentOf[j.Spans[0].SpanID] = j.ParentID(0)
 			}
 			kept := 0
 			for _, r := range eng.Pieces(orig) {
@@ -222,8 +223,8 @@ func TestExportSpec(t *testing.T) {
 						if fs.Cut[i] && !carried && !got.IsZero() {
 							t.Errorf("span %s %q starts a trace in the preview, exported under %s", id, orig.Str(f.Spans[i].Name), got)
 						}
-						if fs.Cut[i] && carried && got != f.Spans[i].ParentID {
-							t.Errorf("carried-over span %s %q exported under %s, captured under %s", id, orig.Str(f.Spans[i].Name), got, f.Spans[i].ParentID)
+						if captured := f.ParentID(i); fs.Cut[i] && carried && got != captured {
+							t.Errorf("carried-over span %s %q exported under %s, captured under %s", id, orig.Str(f.Spans[i].Name), got, captured)
 						}
 					}
 				}

@@ -383,17 +383,27 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 		pos := map[int32]int32{}
 		each := func(k int32) {
 			sp := g.f.Spans[k]
+			var x *model.Extra // the copy's own, made on the first change
+			extra := func() *model.Extra {
+				if x == nil {
+					x = &model.Extra{}
+					if sp.Extra != nil {
+						*x = *sp.Extra
+					}
+					sp.Extra = x
+				}
+				return x
+			}
 			if g.f.TraceID != f.TraceID {
 				// A span of another trace keeps its own in the copy.
-				x := model.Extra{}
-				if sp.Extra != nil {
-					x = *sp.Extra
-				}
-				x.Trace = g.f.TraceID
-				sp.Extra = &x
+				extra().Trace = g.f.TraceID
 			}
 			if k == g.info.root {
 				sp.Parent = parent
+				// A grafted top keeps the parent it was captured under.
+				if up := g.f.ParentID(int(k)); parent >= 0 && up != spans[parent].SpanID {
+					extra().Parent = up
+				}
 				if carried {
 					sp.SetFlags(model.FlagCarried)
 				}
@@ -419,15 +429,14 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 		}
 	}
 	add(i, -1)
-	d := &model.Fragment{TraceID: f.TraceID, Spans: spans, TopParent: spans[0].ParentID}
+	d := &model.Fragment{TraceID: f.TraceID, Spans: spans, TopParent: f.ParentID(int(u.info.root))}
 	if u.info.root == 0 {
 		d.Job = f.Job
 	} else if u.info.cut {
 		// The caller's span above the rollout plays gym.job's part: kept,
 		// it holds every rollout it called in its one trace.
-		top := &f.Spans[u.info.root]
-		d.Job = top.ParentID
-		e.callJobs(jobCall{id: d.Job, f: f, span: top.Parent})
+		d.Job = f.ParentID(int(u.info.root))
+		e.callJobs(jobCall{id: d.Job, f: f, span: f.Spans[u.info.root].Parent})
 	}
 	d.Version = h.Sum64() | 1<<63
 	return e.withVirtualJob(snap, d)

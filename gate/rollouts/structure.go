@@ -427,7 +427,7 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64) *fr
 			u.class = classRollout
 		case u.path == "/aggregate_metrics" || strings.HasSuffix(u.path, "/aggregate_metrics"):
 			u.class, u.run = classRun, RunAggregate
-		case top.ParentID.IsZero() && isLiveness(u.path) && (top.Kind == model.KindServer || k.isRequestSpan(top)) && strings.HasPrefix(name, "GET"):
+		case f.ParentID(int(u.root)).IsZero() && isLiveness(u.path) && (top.Kind == model.KindServer || k.isRequestSpan(top)) && strings.HasPrefix(name, "GET"):
 			u.class, u.run = classRun, RunProbe
 		case u.root == 0 && !f.Job.IsZero():
 			// A call of the driver's directly under gym.job that starts no
@@ -873,7 +873,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			continue // its caller is the span above it
 		case info.class == classRollout && top.Kind == model.KindClient:
 			continue // the driver's own call to /run: it has no caller
-		case info.class == classRollout && !info.leak && top.ParentID.IsZero() && info.root == 0 && u.f.Job.IsZero() && !runCalls:
+		case info.class == classRollout && !info.leak && u.f.ParentID(int(info.root)).IsZero() && info.root == 0 && u.f.Job.IsZero() && !runCalls:
 			continue // a rollout started without a driver span (standalone)
 		}
 		if info.class == classOrphan && info.extra().rid != "" {
@@ -883,7 +883,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 				continue
 			}
 		}
-		if !info.leak && !top.ParentID.IsZero() {
+		if !info.leak && !u.f.ParentID(int(info.root)).IsZero() {
 			// The parent's id is known but it is not here: not exported, or
 			// not yet. Only its trace can tell whose it is.
 			if j, ok := traceRoll[u.f.TraceID]; ok && j >= 0 && info.class == classOrphan {

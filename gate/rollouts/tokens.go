@@ -179,7 +179,7 @@ func (k *TokenKeys) Rollout(r *model.Rollout) Tokens {
 			f := r.Fragments[fi]
 			if p := f.Spans[i].Parent; p >= 0 && int(p) < len(f.Spans) {
 				i = p
-			} else if next, ok := byID[f.Spans[i].ParentID]; ok {
+			} else if next, ok := byID[f.ParentID(int(i))]; ok {
 				fi, i = next[0], next[1]
 			} else {
 				break

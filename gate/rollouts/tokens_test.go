@@ -13,7 +13,10 @@ type tokenSpans struct {
 	l  *model.Local
 }
 
-func (ts *tokenSpans) span(id, parent byte, up int32, attrs ...any) model.Span {
+// span is span id under the span at index up of its fragment (-1: none,
+// the top, whose parent id is the fragment's TopParent), with attrs as
+// key, value pairs.
+func (ts *tokenSpans) span(id byte, up int32, attrs ...any) model.Span {
 	var b model.AttrBuilder
 	for i := 0; i < len(attrs); i += 2 {
 		k := ts.l.Intern([]byte(attrs[i].(string)))
@@ -26,7 +29,7 @@ func (ts *tokenSpans) span(id, parent byte, up int32, attrs ...any) model.Span {
 			b.String(ts.l, k, []byte(v))
 		}
 	}
-	return model.Span{SpanID: model.SpanID{id}, ParentID: model.SpanID{parent}, Parent: up, Attrs: b.Attrs()}
+	return model.Span{SpanID: model.SpanID{id}, Parent: up, Attrs: b.Attrs()}
 }
 
 func TestTokensNested(t *testing.T) {
@@ -35,16 +38,16 @@ func TestTokensNested(t *testing.T) {
 	// Fragment a: a model SERVER span, a gateway CLIENT span reporting
 	// 50/5 under it, and a call reporting 7/3 as a double and a string.
 	a := &model.Fragment{Spans: []model.Span{
-		ts.span(1, 0, -1),
-		ts.span(2, 1, 0, "gen_ai.usage.input_tokens", 50, "gen_ai.usage.output_tokens", 5, "gen_ai.response.model", "m-gw"),
-		ts.span(3, 1, 0, "llm.usage.prompt_tokens", 7.0, "llm.usage.completion_tokens", "3", "gen_ai.request.model", "m-req"),
+		ts.span(1, -1),
+		ts.span(2, 0, "gen_ai.usage.input_tokens", 50, "gen_ai.usage.output_tokens", 5, "gen_ai.response.model", "m-gw"),
+		ts.span(3, 0, "llm.usage.prompt_tokens", 7.0, "llm.usage.completion_tokens", "3", "gen_ai.request.model", "m-req"),
 	}}
 	// Fragment b: vLLM's span for the gateway's call, under span 2 of a
 	// by id only, naming no model; and a span with a negative count
 	// (no count) beside a real output count.
-	b := &model.Fragment{Spans: []model.Span{
-		ts.span(4, 2, -1, "gen_ai.usage.prompt_tokens", 50, "gen_ai.usage.completion_tokens", 5),
-		ts.span(5, 4, 0, "gen_ai.usage.prompt_tokens", -1, "gen_ai.usage.completion_tokens", 2, "gen_ai.response.model", "m-b"),
+	b := &model.Fragment{TopParent: model.SpanID{2}, Spans: []model.Span{
+		ts.span(4, -1, "gen_ai.usage.prompt_tokens", 50, "gen_ai.usage.completion_tokens", 5),
+		ts.span(5, 0, "gen_ai.usage.prompt_tokens", -1, "gen_ai.usage.completion_tokens", 2, "gen_ai.response.model", "m-b"),
 	}}
 	r := &model.Rollout{Fragments: []*model.Fragment{a, b}, Spans: 5}
 	var k TokenKeys
@@ -87,10 +90,10 @@ func BenchmarkTokensRollout(b *testing.B) {
 		up := int32(i - 1)
 		if i%10 == 9 {
 			// A leaf under the root: calls are siblings, never nested.
-			f.Spans = append(f.Spans, ts.span(byte(i+1), 1, 0, "http.method", "POST", "gen_ai.usage.prompt_tokens", 300+i, "gen_ai.usage.completion_tokens", 40, "gen_ai.response.model", "m"))
+			f.Spans = append(f.Spans, ts.span(byte(i+1), 0, "http.method", "POST", "gen_ai.usage.prompt_tokens", 300+i, "gen_ai.usage.completion_tokens", 40, "gen_ai.response.model", "m"))
 			continue
 		}
-		f.Spans = append(f.Spans, ts.span(byte(i+1), byte(i), up, "http.method", "POST", "http.url", "http://127.0.0.1:8000/v1/responses", "http.status_code", 200, "http.target", "/v1/responses"))
+		f.Spans = append(f.Spans, ts.span(byte(i+1), up, "http.method", "POST", "http.url", "http://127.0.0.1:8000/v1/responses", "http.status_code", 200, "http.target", "/v1/responses"))
 	}
 	r := &model.Rollout{Fragments: []*model.Fragment{f}, Spans: len(f.Spans)}
 	var k TokenKeys

@@ -204,6 +204,7 @@ func TestCheckOrphan(t *testing.T) {
 			if st.Interner().Str(next.Name) == "POST /v1/responses" && next.Resource == f.Resource("nemo-gym/model") {
 				f.Spans.Spans = append(f.Spans.Spans[:i:i], f.Spans.Spans[i+1:]...)
 				f.Spans.Traces = append(f.Spans.Traces[:i:i], f.Spans.Traces[i+1:]...)
+				f.Spans.Parents = append(f.Spans.Parents[:i:i], f.Spans.Parents[i+1:]...)
 				break
 			}
 		}

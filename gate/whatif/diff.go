@@ -17,6 +17,7 @@ type DiffSide struct {
 	Rollout string
 	Spans   []model.Span
 	Traces  []model.TraceID // Traces[i] is the trace of Spans[i]
+	Parents []model.SpanID  // Parents[i] is the parent id of Spans[i]
 }
 
 // RolloutSide returns the side of rollout r as captured.
@@ -24,10 +25,10 @@ func RolloutSide(snap *model.Snapshot, r *model.Rollout) DiffSide {
 	var b model.Batch
 	for _, f := range r.Fragments {
 		for i := range f.Spans {
-			b.Append(f.Trace(i), f.Spans[i])
+			b.Append(f.Trace(i), f.ParentID(i), f.Spans[i])
 		}
 	}
-	return DiffSide{Snap: snap, Rollout: r.ID, Spans: b.Spans, Traces: b.Traces}
+	return DiffSide{Snap: snap, Rollout: r.ID, Spans: b.Spans, Traces: b.Traces, Parents: b.Parents}
 }
 
 // SpecSide returns the side of rollout r as it would be under spec: the
@@ -42,10 +43,10 @@ func (e *Engine) SpecSide(snap *model.Snapshot, r *model.Rollout, spec groups.Se
 	ex := e.ExportSpans(snap, []*model.Rollout{r}, &spec)
 	for i, sp := range ex.Spans {
 		if !jobs[sp.SpanID] {
-			b.Append(ex.Traces[i], sp)
+			b.Append(ex.Traces[i], ex.ParentOf(i), sp)
 		}
 	}
-	return DiffSide{Snap: snap, Rollout: r.ID, Spans: b.Spans, Traces: b.Traces}
+	return DiffSide{Snap: snap, Rollout: r.ID, Spans: b.Spans, Traces: b.Traces, Parents: b.Parents}
 }
 
 // Diff is the comparison of two rollouts. Spans are matched by tree
@@ -118,7 +119,7 @@ type sig struct {
 	kind          model.Kind
 }
 
-// diffTree links spans by ParentID; spans whose parent is not among them
+// diffTree links spans by parent id; spans whose parent is not among them
 // are tops. Children and tops are in start order.
 func diffTree(s DiffSide) []*dnode {
 	nodes := make([]*dnode, len(s.Spans))
@@ -130,8 +131,9 @@ func diffTree(s DiffSide) []*dnode {
 		byID[sp.SpanID] = n
 	}
 	var tops []*dnode
-	for _, n := range nodes {
-		if p := byID[n.sp.ParentID]; p != nil && !n.sp.ParentID.IsZero() && p != n {
+	for i, n := range nodes {
+		up := s.Parents[i]
+		if p := byID[up]; p != nil && !up.IsZero() && p != n {
 			p.kids = append(p.kids, n)
 		} else {
 			tops = append(tops, n)

@@ -41,7 +41,7 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 					useJob(f.Job)
 				}
 				for i := range f.Spans {
-					out.Append(f.Trace(i), f.Spans[i])
+					out.Append(f.Trace(i), f.ParentID(i), f.Spans[i])
 				}
 			}
 			continue
@@ -58,28 +58,28 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 				if !fs.Kept[i] {
 					continue
 				}
-				sp, tid := f.Spans[i], f.Trace(i)
+				sp, tid, up := f.Spans[i], f.Trace(i), f.ParentID(i)
 				switch p := fs.Parent[i]; {
 				case p >= 0:
-					sp.ParentID, tid = f.Spans[p].SpanID, trace[p]
+					up, tid = f.Spans[p].SpanID, trace[p]
 				case fs.Cut[i] && sp.Flags()&model.FlagCarried != 0:
 					// It stays under the span it was captured under, in
 					// that span's trace (set once every span is out).
 					carried = append(carried, len(out.Spans))
 				case fs.Cut[i]:
-					sp.ParentID, tid = model.SpanID{}, derivedTrace(tid, sp.SpanID)
+					up, tid = model.SpanID{}, derivedTrace(tid, sp.SpanID)
 				case jobKept && noKeptAncestor(f, fs, i):
-					sp.ParentID = f.Job
+					up = f.Job
 					useJob(f.Job)
 				case i == 0 && f.Job.IsZero():
 					// The fragment's own top: a root, or an orphan whose
 					// parent never arrived; it stays as captured.
 				default:
 					// Every ancestor is dropped: the span starts a trace.
-					sp.ParentID, tid = model.SpanID{}, derivedTrace(tid, sp.SpanID)
+					up, tid = model.SpanID{}, derivedTrace(tid, sp.SpanID)
 				}
 				trace[i] = tid
-				out.Append(tid, sp)
+				out.Append(tid, up, sp)
 			}
 		}
 	}
@@ -89,10 +89,9 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 	}
 	var head model.Batch
 	for _, id := range jobOrder {
-		head.Append(jobs[id].TraceID, jobs[id].Spans[0])
+		head.Append(jobs[id].TraceID, jobs[id].TopParent, jobs[id].Spans[0])
 	}
-	head.Spans = append(head.Spans, out.Spans...)
-	head.Traces = append(head.Traces, out.Traces...)
+	head.AppendBatch(out)
 	return head
 }
 
@@ -120,11 +119,10 @@ func (e *Engine) ExportAll(snap *model.Snapshot, spec *groups.Set) model.Batch {
 	for _, j := range snap.Jobs {
 		sp := j.Spans[0]
 		if !have[sp.SpanID] && (spec == nil || groups.Kept(e.jobs[sp.SpanID].group, *spec)) {
-			jobs.Append(j.TraceID, sp)
+			jobs.Append(j.TraceID, j.TopParent, sp)
 		}
 	}
-	jobs.Spans = append(jobs.Spans, spans.Spans...)
-	jobs.Traces = append(jobs.Traces, spans.Traces...)
+	jobs.AppendBatch(spans)
 	return jobs
 }
 
@@ -158,14 +156,14 @@ func inCarriedTrace(b model.Batch, carried []int) {
 	if len(carried) == 0 {
 		return
 	}
-	out, traces := b.Spans, b.Traces
+	out, traces, parents := b.Spans, b.Traces, b.Parents
 	at := make(map[model.SpanID]int, len(out))
 	for i := range out {
 		at[out[i].SpanID] = i
 	}
 	for _, c := range carried {
-		if _, ok := at[out[c].ParentID]; !ok {
-			out[c].ParentID, traces[c] = model.SpanID{}, derivedTrace(traces[c], out[c].SpanID)
+		if _, ok := at[parents[c]]; !ok {
+			parents[c], traces[c] = model.SpanID{}, derivedTrace(traces[c], out[c].SpanID)
 		}
 	}
 	const (
@@ -182,7 +180,7 @@ func inCarriedTrace(b model.Batch, carried []int) {
 		for state[j] == unsettled {
 			state[j] = walking
 			path = append(path, j)
-			p, ok := at[out[j].ParentID]
+			p, ok := at[parents[j]]
 			if !ok {
 				break
 			}

@@ -91,11 +91,11 @@ func (f *Fleet) Add(parent model.SpanID, svc, name string, kind model.Kind, attr
 	}
 	f.Clock += 1000
 	sp := model.Span{
-		SpanID: id, ParentID: parent, Start: f.Clock, End: f.Clock + 500_000,
+		SpanID: id, Start: f.Clock, End: f.Clock + 500_000,
 		Name: f.L.Intern([]byte(name)), Resource: f.Resource(svc), Kind: kind, Attrs: b.Attrs(),
 	}
 	sp.SetWireSize(100 + len(name))
-	f.Spans.Append(f.Trace, sp)
+	f.Spans.Append(f.Trace, parent, sp)
 	return id
 }
 
@@ -197,16 +197,14 @@ func (f *Fleet) Flush() *model.Snapshot {
 	f.TB.Helper()
 	const chunk = 4096
 	n := len(f.Spans.Spans)
-	rev := model.Batch{Spans: make([]model.Span, n), Traces: make([]model.TraceID, n)}
-	for i := range n {
-		rev.Spans[n-1-i], rev.Traces[n-1-i] = f.Spans.Spans[i], f.Spans.Traces[i]
+	var rev model.Batch
+	for i := n - 1; i >= 0; i-- {
+		rev.Append(f.Spans.Traces[i], f.Spans.ParentOf(i), f.Spans.Spans[i])
 	}
-	for len(rev.Spans) > 0 {
-		k := min(chunk, len(rev.Spans))
-		if err := f.St.Add(model.Batch{Spans: rev.Spans[:k:k], Traces: rev.Traces[:k:k]}); err != nil {
+	for at := 0; at < n; at += chunk {
+		if err := f.St.Add(rev.Slice(at, min(at+chunk, n))); err != nil {
 			f.TB.Fatal(err)
 		}
-		rev.Spans, rev.Traces = rev.Spans[k:], rev.Traces[k:]
 	}
 	f.Spans = model.Batch{}
 	f.St.Sync()
@@ -276,11 +274,11 @@ func Capture(t *testing.T, spans []Span) *model.Snapshot {
 		}
 		start := int64(1_700_000_000_000_000_000) + int64(i)*1_000_000
 		sp := model.Span{
-			SpanID: id, ParentID: parent, Start: start, End: start + s.DurMS*int64(time.Millisecond),
+			SpanID: id, Start: start, End: start + s.DurMS*int64(time.Millisecond),
 			Name: f.L.Intern([]byte(s.Name)), Resource: f.Resource(s.Svc), Kind: s.Kind, Status: s.Status, Attrs: b.Attrs(),
 		}
 		sp.SetWireSize(100)
-		out.Append(tid, sp)
+		out.Append(tid, parent, sp)
 	}
 	if err := st.Add(out); err != nil {
 		t.Fatal(err)
