@@ -10,7 +10,10 @@ type Finder struct {
 	in  *model.Interner // the store the caches belong to
 	gen uint64          // bumped per structure built, marks units in use
 
-	units     map[uint64]*fragUnits
+	// units caches each fragment version's units by its first; multi
+	// holds all of them for fragments of more than one (unitInfo.multi).
+	units     map[uint64]*unitInfo
+	multi     map[uint64][]unitInfo
 	st        *Structure
 	rollCache map[string]*cachedRoll
 	driver    map[model.ResourceID]bool
@@ -47,7 +50,8 @@ func NewFinder() *Finder { return &Finder{} }
 // Reset forgets every cache: the next snapshot comes from another store.
 func (e *Finder) Reset() {
 	e.in = nil
-	e.units = map[uint64]*fragUnits{}
+	e.units = map[uint64]*unitInfo{}
+	e.multi = map[uint64][]unitInfo{}
 	e.rollCache = map[string]*cachedRoll{}
 	e.driver = map[model.ResourceID]bool{}
 	e.st = nil

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 	"unique"
+	"unsafe"
 
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -178,6 +179,11 @@ type unitInfo struct {
 	leak       bool // the top is a request span carried over onto another's context
 	cut        bool // the top is a call to /run cut out under another client's spans
 	calls      bool // has CLIENT spans other than calls to /run
+	// The cache's own, in the first unit of a fragment (see fragUnits):
+	// mark is the low byte of the last structure's gen that used it, and
+	// multi says the fragment has more units, kept in Finder.multi.
+	mark  uint8
+	multi bool
 }
 
 // unitMore holds the fields few units have.
@@ -234,34 +240,38 @@ type callRoute struct{ host, path string }
 func (c *danglingClient) host() string { return c.route.Value().host }
 func (c *danglingClient) path() string { return c.route.Value().path }
 
-// fragUnits is one fragment's units; most fragments are one unit, kept in
-// the same allocation.
-type fragUnits struct {
-	gen  uint64
-	one  [1]unitInfo
-	more *[]unitInfo // every unit, when there are more than one
-}
-
-func newFragUnits(units []unitBuild, gen uint64) *fragUnits {
-	fu := &fragUnits{gen: gen}
-	if len(units) == 1 {
-		fu.one[0] = units[0].pack()
-		return fu
-	}
+// newFragUnits packs one fragment's units in an array of their number:
+// most fragments are one unit, a 64-byte allocation the cache points at
+// (Finder.units), with no header of its own.
+func newFragUnits(units []unitBuild, gen uint64) []unitInfo {
 	all := make([]unitInfo, len(units))
 	for i := range units {
 		all[i] = units[i].pack()
 	}
-	fu.more = &all
-	return fu
+	all[0].mark, all[0].multi = uint8(gen), len(all) > 1
+	return all
 }
 
-// units returns the fragment's units.
-func (fu *fragUnits) units() []unitInfo {
-	if fu.more != nil {
-		return *fu.more
+// keepUnits caches the units of the fragment of version v.
+func (e *Finder) keepUnits(v uint64, all []unitInfo) {
+	e.units[v] = &all[0]
+	if all[0].multi {
+		e.multi[v] = all
 	}
-	return fu.one[:]
+}
+
+// cachedUnits returns the cached units of the fragment of version v, nil
+// when none are, and marks them used by this structure.
+func (e *Finder) cachedUnits(v uint64) []unitInfo {
+	u, ok := e.units[v]
+	if !ok {
+		return nil
+	}
+	u.mark = uint8(e.gen)
+	if u.multi {
+		return e.multi[v]
+	}
+	return unsafe.Slice(u, 1)
 }
 
 // maxAnchorDepth bounds where a rollout's anchor may sit below its unit's
@@ -269,21 +279,20 @@ func (fu *fragUnits) units() []unitInfo {
 const maxAnchorDepth = 3
 
 // fragUnits cuts f into units and classifies each; cached by version.
-func (e *Finder) fragUnits(f *model.Fragment, job bool) *fragUnits {
-	if fu, ok := e.units[f.Version]; ok {
-		fu.gen = e.gen
-		return fu
+func (e *Finder) fragUnits(f *model.Fragment, job bool) []unitInfo {
+	if all := e.cachedUnits(f.Version); all != nil {
+		return all
 	}
-	fu := cutUnits(&e.keys, &e.sc, f, job, e.gen)
-	e.units[f.Version] = fu
-	return fu
+	all := cutUnits(&e.keys, &e.sc, f, job, e.gen)
+	e.keepUnits(f.Version, all)
+	return all
 }
 
 // cutUnits is fragUnits' work: a function of the fragment alone (k and sc
 // are caches and scratch), so fragments may be cut on several cores. The
 // units are gathered in scratch and packed at their final size: a cache of
 // every fragment's units holds no slack.
-func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64) *fragUnits {
+func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64) []unitInfo {
 	in := k.in
 	n := len(f.Spans)
 	// Per-span walk state, reused across fragments: only units are kept.
@@ -477,7 +486,7 @@ func (e *Finder) cutAll(snap *model.Snapshot) {
 	type cut struct {
 		f     *model.Fragment
 		job   bool
-		units *fragUnits
+		units []unitInfo
 	}
 	frags := len(snap.Jobs)
 	for _, r := range snap.Rollouts {
@@ -524,7 +533,7 @@ func (e *Finder) cutAll(snap *model.Snapshot) {
 	}
 	wg.Wait()
 	for _, c := range todo {
-		e.units[c.f.Version] = c.units
+		e.keepUnits(c.f.Version, c.units)
 	}
 }
 
@@ -728,9 +737,10 @@ func (e *Finder) Structure(snap *model.Snapshot) *Structure {
 }
 
 func (e *Finder) evictUnits() {
-	for v, fu := range e.units {
-		if fu.gen != e.gen {
+	for v, u := range e.units {
+		if u.mark != uint8(e.gen) {
 			delete(e.units, v)
+			delete(e.multi, v)
 		}
 	}
 }
@@ -741,8 +751,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// The units and the dangling calls, counted first so that each list is
 	// made at its final size: they are rebuilt on every snapshot.
 	nu, nc := 0, 0
-	count := func(fu *fragUnits) {
-		units := fu.units()
+	count := func(units []unitInfo) {
 		nu += len(units)
 		for k := range units {
 			nc += len(units[k].extra().clients)
@@ -758,16 +767,14 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	}
 	us := make([]gunit, 0, nu)
 	for _, j := range snap.Jobs {
-		fu := e.fragUnits(j, true)
-		units := fu.units()
+		units := e.fragUnits(j, true)
 		for k := range units {
 			us = append(us, gunit{f: j, info: &units[k], ui: int32(k), graft: -1})
 		}
 	}
 	for _, r := range snap.Rollouts {
 		for fi, f := range r.Fragments {
-			fu := e.fragUnits(f, false)
-			units := fu.units()
+			units := e.fragUnits(f, false)
 			for k := range units {
 				us = append(us, gunit{f: f, info: &units[k], ui: int32(k), roll: r, fi: int32(fi), graft: -1})
 			}
