@@ -188,13 +188,24 @@ type unitInfo struct {
 
 // unitMore holds the fields few units have.
 type unitMore struct {
-	rid      string  // the rollout id its spans name
-	idx      []int32 // the unit's spans in index order; nil: the whole fragment
-	host     string  // host:port the top served, when it says
+	rid string // the rollout id its spans name
+	// idx is the unit's spans in index order, nil for the whole fragment:
+	// a pointer, as few units have one, so that a unitMore is 96 bytes.
+	idx      *[]int32
+	host     string // host:port the top served, when it says
 	clients  []danglingClient
 	servers  []hostRes // host:port served, from request spans
 	hostUnit int32     // for a leaked top, the unit of the span it was parented to
 	caller   bool      // units were cut out of this one at calls to /run
+}
+
+// spans returns the unit's spans in index order, nil for the whole
+// fragment.
+func (m *unitMore) spans() []int32 {
+	if m.idx == nil {
+		return nil
+	}
+	return *m.idx
 }
 
 // noMore is the rare fields of a unit that has none. Read only.
@@ -214,7 +225,11 @@ func (b *unitBuild) pack() unitInfo {
 	u := unitInfo{start: b.start, end: b.end, path: b.path, root: b.root, idSpan: b.idSpan,
 		errors: b.errors, spans: b.spans, class: b.class, run: b.run, idRank: b.idRank, leak: b.leak, cut: b.cut, calls: b.calls}
 	if b.rid != "" || b.idx != nil || b.host != "" || len(b.clients) > 0 || len(b.servers) > 0 || b.hostUnit >= 0 || b.caller {
-		u.more = &unitMore{rid: b.rid, idx: b.idx, host: b.host, clients: b.clients, servers: b.servers, hostUnit: b.hostUnit, caller: b.caller}
+		u.more = &unitMore{rid: b.rid, host: b.host, clients: b.clients, servers: b.servers, hostUnit: b.hostUnit, caller: b.caller}
+		if b.idx != nil {
+			idx := b.idx // b is scratch
+			u.more.idx = &idx
+		}
 	}
 	return u
 }
