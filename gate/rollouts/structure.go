@@ -881,9 +881,13 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	}
 	sort.Slice(clients, func(a, b int) bool { return clients[a].c.start < clients[b].c.start })
 	// Units that need a caller: orphans, leaked request spans, and rollout
-	// units whose top is the agent's side of a /run call.
-	needs := make([]need, 0, len(us))
+	// units whose top is the agent's side of a /run call. Marked first and
+	// listed at their number: where spans name their parents few units
+	// need one, and a list made for every unit would be most of a check's
+	// working set.
 	runCalls := slices.ContainsFunc(clients, func(c cref) bool { return c.c.path() == "/run" })
+	needing := make([]bool, len(us))
+	nneed := 0
 	for i := range us {
 		u := &us[i]
 		info := u.info
@@ -914,6 +918,17 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			}
 			continue
 		}
+		needing[i] = true
+		nneed++
+	}
+	needs := make([]need, 0, nneed)
+	for i := range us {
+		if !needing[i] {
+			continue
+		}
+		u := &us[i]
+		info := u.info
+		top := &u.f.Spans[info.root]
 		host := info.extra().host
 		if host == "" {
 			host = resHost[top.Resource]
