@@ -24,13 +24,13 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			groups++
 		}
 	}
-	order := make([]int, 0, groups)
+	order := make([]int32, 0, groups)
 	cnt := make([]int32, 0, groups)
 	for i := range us {
 		r := find(i)
 		roots[i] = int32(r)
 		if gi[r] == 0 {
-			order = append(order, r)
+			order = append(order, int32(r))
 			cnt = append(cnt, 0)
 			gi[r] = int32(len(order))
 		}
@@ -41,10 +41,10 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		off[g+1] = off[g] + c
 	}
 	pos := append([]int32(nil), off[:len(order)]...)
-	mem := make([]int, n)
+	mem := make([]int32, n) // unit indexes, grouped by root
 	for i := range us {
 		g := gi[roots[i]] - 1
-		mem[pos[g]] = i
+		mem[pos[g]] = int32(i)
 		pos[g]++
 	}
 	// grafts[u] lists the units hung under u's CLIENT spans: leaked request
@@ -92,8 +92,8 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			}
 		}
 	}
-	isRoll := func(members []int) bool {
-		return slices.ContainsFunc(members, func(i int) bool { return us[i].info.class == classRollout })
+	isRoll := func(members []int32) bool {
+		return slices.ContainsFunc(members, func(i int32) bool { return us[i].info.class == classRollout })
 	}
 	// The rollouts, run-level pieces and unattributed fragments are
 	// counted first: the lists are kept until the next structure, and
@@ -137,7 +137,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 				if inCaller(u) {
 					continue // inside its caller's fragment
 				}
-				f := e.unitFragment(snap, us, i, grafts)
+				f := e.unitFragment(snap, us, int(i), grafts)
 				if u.info.class == classRun {
 					st.Run = append(st.Run, RunPiece{Kind: u.info.run, Frag: f})
 					st.RunSpans += len(f.Spans)
@@ -215,7 +215,7 @@ type jobCall struct {
 // structure when it was built from the same units (same fragment versions,
 // cut, grafted and carried the same way), else a new one. A rollout is a
 // function of its units, so a live view pays only for those that changed.
-func (e *Finder) rollout(snap *model.Snapshot, us []gunit, members []int, grafts map[int][]int) *cachedRoll {
+func (e *Finder) rollout(snap *model.Snapshot, us []gunit, members []int32, grafts map[int][]int) *cachedRoll {
 	id, key := e.rolloutKey(us, members)
 	if old, ok := e.rollCache[id]; ok && old.key == key {
 		for _, j := range old.jobs {
@@ -236,7 +236,7 @@ func (e *Finder) rollout(snap *model.Snapshot, us []gunit, members []int, grafts
 // rolloutKey returns the id buildRollout gives members and a hash of every
 // input it reads but the stored rollouts' arrival times (which a reused
 // rollout of the same version never took either).
-func (e *Finder) rolloutKey(us []gunit, members []int) (string, uint64) {
+func (e *Finder) rolloutKey(us []gunit, members []int32) (string, uint64) {
 	var h maphash.Hash
 	h.SetSeed(seed)
 	bestRank := int8(0)
@@ -250,7 +250,7 @@ func (e *Finder) rolloutKey(us []gunit, members []int) (string, uint64) {
 		}
 		if u.info.class == classRollout && u.info.idRank > bestRank {
 			bestRank = u.info.idRank
-			best = i
+			best = int(i)
 		}
 		binary.LittleEndian.PutUint64(b[0:], u.f.Version)
 		binary.LittleEndian.PutUint32(b[8:], uint32(u.ui))
@@ -298,7 +298,7 @@ func (e *Finder) callJobs(j jobCall) {
 }
 
 // buildRollout makes one rollout of its units.
-func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, grafts map[int][]int) *model.Rollout {
+func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int32, grafts map[int][]int) *model.Rollout {
 	r := &model.Rollout{}
 	var h maphash.Hash
 	h.SetSeed(seed)
@@ -340,7 +340,7 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int, g
 		if u.graft >= 0 && u.info.leak && u.how == attrClient {
 			continue // inside its caller's fragment
 		}
-		f := e.unitFragment(snap, us, i, grafts)
+		f := e.unitFragment(snap, us, int(i), grafts)
 		r.Fragments = append(r.Fragments, f)
 		r.Spans += len(f.Spans)
 		var b [8]byte
