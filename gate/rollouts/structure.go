@@ -572,8 +572,19 @@ type cref struct {
 
 // need is a unit looking for the call that caused it.
 type need struct {
-	unit  int   // -1 once attributed
-	cands []int // indices into the clients
+	unit int // -1 once attributed
+	// cands indexes the candidate calls in the clients, nil for none: a
+	// pointer, as most needs of a capture of rootless traces have none, so
+	// that a need is 16 bytes of a check's working set, not 32.
+	cands *[]int
+}
+
+// cand returns the candidate calls.
+func (n *need) cand() []int {
+	if n.cands == nil {
+		return nil
+	}
+	return *n.cands
 }
 
 // maxLeakMatch bounds the leaks matched as a whole (an augmenting-path
@@ -631,7 +642,7 @@ func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, pare
 func matchRuns(us []gunit, needs []need, clients []cref, union func(child, parent int)) {
 	var runs []int
 	for n := range needs {
-		if needs[n].unit >= 0 && us[needs[n].unit].info.class == classRollout && len(needs[n].cands) > 0 {
+		if needs[n].unit >= 0 && us[needs[n].unit].info.class == classRollout && len(needs[n].cand()) > 0 {
 			runs = append(runs, n)
 		}
 	}
@@ -641,8 +652,8 @@ func matchRuns(us []gunit, needs []need, clients []cref, union func(child, paren
 	adj := make(map[int][]int, len(runs))
 	for _, n := range runs {
 		info := us[needs[n].unit].info
-		cs := make([]int, 0, len(needs[n].cands))
-		for _, k := range needs[n].cands {
+		cs := make([]int, 0, len(needs[n].cand()))
+		for _, k := range needs[n].cand() {
 			if !clients[k].used {
 				cs = append(cs, k)
 			}
@@ -934,6 +945,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			host = resHost[top.Resource]
 		}
 		nd := need{unit: i}
+		var cands []int
 		lo := sort.Search(len(clients), func(k int) bool { return clients[k].c.start >= info.start-maxDur-callSlack })
 		for k := lo; k < len(clients) && clients[k].c.start <= info.start+callSlack; k++ {
 			c := clients[k].c
@@ -954,7 +966,11 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			if info.class == classRollout && route.path != "/run" {
 				continue
 			}
-			nd.cands = append(nd.cands, k)
+			cands = append(cands, k)
+		}
+		if len(cands) > 0 {
+			nd.cands = new([]int) // made here only: &cands would be made for every need
+			*nd.cands = cands
 		}
 		needs = append(needs, nd)
 	}
@@ -963,29 +979,29 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// routes (a sandbox's spans come from the tool route that uses it).
 	routes := map[model.Str]map[string]bool{}
 	for n := range needs {
-		if len(needs[n].cands) == 1 {
+		if len(needs[n].cand()) == 1 {
 			u := &us[needs[n].unit]
 			name := u.f.Spans[u.info.root].Name
 			if routes[name] == nil {
 				routes[name] = map[string]bool{}
 			}
-			routes[name][clients[needs[n].cands[0]].c.path()] = true
+			routes[name][clients[needs[n].cand()[0]].c.path()] = true
 		}
 	}
 	for n := range needs {
 		u := &us[needs[n].unit]
 		known := routes[u.f.Spans[u.info.root].Name]
-		if len(needs[n].cands) < 2 || known == nil {
+		if len(needs[n].cand()) < 2 || known == nil {
 			continue
 		}
 		var keep []int
-		for _, k := range needs[n].cands {
+		for _, k := range needs[n].cand() {
 			if known[clients[k].c.path()] {
 				keep = append(keep, k)
 			}
 		}
 		if len(keep) > 0 {
-			needs[n].cands = keep
+			*needs[n].cands = keep
 		}
 	}
 	// One to one, closest first. A CLIENT span ends when the response
@@ -1005,7 +1021,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			continue
 		}
 		info := us[needs[n].unit].info
-		for _, k := range needs[n].cands {
+		for _, k := range needs[n].cand() {
 			c := clients[k].c
 			gap := matchCost(info.start, info.end, c.start, c.end)
 			edges = append(edges, edge{n, k, gap})
@@ -1045,12 +1061,12 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	for round := 0; round < 3; round++ {
 		for n := range needs {
 			nd := &needs[n]
-			if nd.unit < 0 || len(nd.cands) == 0 {
+			if nd.unit < 0 || len(nd.cand()) == 0 {
 				continue
 			}
 			r := -1
 			same := true
-			for _, k := range nd.cands {
+			for _, k := range nd.cand() {
 				if clients[k].used {
 					continue
 				}
@@ -1150,8 +1166,8 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			continue // a rollout of its own whose caller was not found
 		}
 		var cand []int
-		if len(nd.cands) > 0 {
-			for _, k := range nd.cands {
+		if len(nd.cand()) > 0 {
+			for _, k := range nd.cand() {
 				cand = appendUnique(cand, find(int(clients[k].unit)))
 			}
 		} else {
