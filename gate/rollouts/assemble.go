@@ -318,10 +318,10 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int32,
 			bestRank = u.info.idRank
 			idTrace, idSpan = u.f.TraceID, u.f.Spans[u.info.idSpan].SpanID
 		}
-		if u.roll != nil {
+		if u.roll >= 0 {
 			// The fragment's, not its stored rollout's: a trace's waiting
 			// fragments are stored as one, and are of many rollouts.
-			fs, ls := u.roll.Seen(int(u.fi))
+			fs, ls := snap.Rollouts[u.roll].SeenOf(u.f)
 			if first || fs < r.FirstSeen {
 				r.FirstSeen = fs
 			}

@@ -722,12 +722,11 @@ func attachMatched(us []gunit, needs []need, clients []cref, union func(child, p
 type gunit struct {
 	f     *model.Fragment
 	info  *unitInfo
-	roll  *model.Rollout // the model rollout the fragment was stored under
-	ui    int32          // the unit's index among its fragment's units
-	fi    int32          // the fragment's index in roll
-	up    int32          // union-find parent
-	graft int32          // unit whose CLIENT span this unit hangs under, -1
-	at    int32          // that CLIENT span's index in its fragment
+	roll  int32 // index of the model rollout the fragment was stored under in the snapshot's, -1 for a job
+	ui    int32 // the unit's index among its fragment's units
+	up    int32 // union-find parent
+	graft int32 // unit whose CLIENT span this unit hangs under, -1
+	at    int32 // that CLIENT span's index in its fragment
 	// how the unit was attributed, for the check's findings
 	how attribution
 }
@@ -795,14 +794,14 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	for _, j := range snap.Jobs {
 		units := e.fragUnits(j, true)
 		for k := range units {
-			us = append(us, gunit{f: j, info: &units[k], ui: int32(k), graft: -1})
+			us = append(us, gunit{f: j, info: &units[k], ui: int32(k), roll: -1, graft: -1})
 		}
 	}
-	for _, r := range snap.Rollouts {
-		for fi, f := range r.Fragments {
+	for ri, r := range snap.Rollouts {
+		for _, f := range r.Fragments {
 			units := e.fragUnits(f, false)
 			for k := range units {
-				us = append(us, gunit{f: f, info: &units[k], ui: int32(k), roll: r, fi: int32(fi), graft: -1})
+				us = append(us, gunit{f: f, info: &units[k], ui: int32(k), roll: int32(ri), graft: -1})
 			}
 		}
 	}
