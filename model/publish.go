@@ -94,7 +94,7 @@ func (w *writer) publish() *Snapshot {
 		EvictedRollouts: w.evRolls,
 		Rollouts:        len(snap.Rollouts),
 		Fragments:       w.nfrags - liveJobs, // every other fragment is in a rollout
-		Traces:          len(w.traces),
+		Traces:          w.traces.Len(),
 		MetricPoints:    w.lastMetrics,
 		LogRecords:      w.lastLogs,
 		AttrsDropped:    w.s.attrsCapped.Load(),

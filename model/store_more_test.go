@@ -242,9 +242,9 @@ func TestStoreOrphansBoundedAndEvicted(t *testing.T) {
 	if waiting != s.Fragments || len(w.waiting) != s.Fragments {
 		t.Errorf("%d fragments listed as waiting under %d ids, want %d", waiting, len(w.waiting), s.Fragments)
 	}
-	if len(w.tab) > 2*s.Fragments+64 || len(w.traces) != s.Traces || len(w.rolls)+w.synth.Len() != s.Rollouts {
+	if len(w.tab) > 2*s.Fragments+64 || w.traces.Len() != s.Traces || len(w.rolls)+w.synth.Len() != s.Rollouts {
 		t.Errorf("tables: %d fragment slots, %d traces (%d held), %d rollout keys (%d held)",
-			len(w.tab), len(w.traces), s.Traces, len(w.rolls)+w.synth.Len(), s.Rollouts)
+			len(w.tab), w.traces.Len(), s.Traces, len(w.rolls)+w.synth.Len(), s.Rollouts)
 	}
 	// The last batch's first orphan is held: its parent joins it. The
 	// first batch's were evicted: their parent starts a fragment alone.

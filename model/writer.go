@@ -230,9 +230,9 @@ type writer struct {
 	// when a rollout entered order out of seq order or its seq fell.
 	deadInOrder int
 	unsorted    bool
-	// traces maps trace ids to records in recs (0: none); free holds
+	// traces maps trace ids to records in recs (0: none); recFree holds
 	// unused record numbers.
-	traces   map[TraceID]uint32
+	traces   traceTab
 	recs     []traceRec
 	recFree  []uint32
 	services []int64
@@ -300,7 +300,7 @@ func (w *writer) init(s *Store) {
 	w.tab = []*frag{nil} // id 0 is no fragment
 	w.rolls = map[string]*roll{}
 	w.synth.seed = rand.Uint64()
-	w.traces = map[TraceID]uint32{}
+	w.traces.seed = rand.Uint64()
 	w.recs = []traceRec{{}} // record 0 is no trace
 	w.keys = s.keys
 	w.own = &batchPrep{tr: map[TraceID]int32{}}
@@ -338,7 +338,7 @@ func (w *writer) dropFrag(f *frag) {
 	}
 	f.tPrev, f.tNext = 0, 0
 	if tr.frags--; tr.frags <= 0 {
-		delete(w.traces, tr.id)
+		w.traces.del(w.recs, tr.id)
 		*tr = traceRec{}
 		w.recFree = append(w.recFree, f.trec)
 	}
@@ -346,7 +346,7 @@ func (w *writer) dropFrag(f *frag) {
 
 // traceRecOf returns the record of trace, made if new.
 func (w *writer) traceRecOf(trace TraceID) uint32 {
-	if r, ok := w.traces[trace]; ok {
+	if r := w.traces.get(w.recs, trace); r != 0 {
 		return r
 	}
 	var r uint32
@@ -358,7 +358,7 @@ func (w *writer) traceRecOf(trace TraceID) uint32 {
 		w.recs = append(w.recs, traceRec{})
 	}
 	w.recs[r] = traceRec{id: trace}
-	w.traces[trace] = r
+	w.traces.put(w.recs, trace, r)
 	return r
 }
 
@@ -372,7 +372,7 @@ func (w *writer) apply(b Batch) {
 	w.prep = p
 	p.trec = grow32u(p.trec, len(p.traces))
 	for t, id := range p.traces {
-		r := w.traces[id]
+		r := w.traces.get(w.recs, id)
 		p.trec[t] = r
 		p.tNew[t] = r == 0
 		p.tWait[t] = w.recs[r].waiting > 0
