@@ -144,10 +144,12 @@ func (l *sniffListener) refuseHTTP1(c net.Conn, head []byte) {
 	if i := bytes.IndexAny(line, "\r\n"); i >= 0 {
 		line = line[:i]
 	}
-	body := msg + "\n"
-	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-	fmt.Fprintf(c, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	// Counted and logged before the answer: a sender that has the answer
+	// finds the refusal in the stats.
 	s.requests.Add(1)
 	s.failed.Add(1)
 	s.refuse(ReasonWrongPort, c.RemoteAddr().String(), fmt.Sprintf("HTTP/1.1 %q on the gRPC port", line), msg)
+	body := msg + "\n"
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	fmt.Fprintf(c, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
 }
