@@ -860,11 +860,13 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// Rollout ids and traces of the anchored units.
 	byID := map[string]int{}
 	traceRoll := map[model.TraceID]int{} // trace -> anchored unit, -1 when several
+	anyRollout := false
 	for i := range us {
 		u := &us[i]
 		if u.info.class != classRollout {
 			continue
 		}
+		anyRollout = true
 		if u.info.extra().rid != "" {
 			if j, ok := byID[u.info.extra().rid]; ok {
 				union(i, j)
@@ -878,24 +880,18 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			traceRoll[u.f.TraceID] = -1
 		}
 	}
-	// Dangling CLIENT spans, by start time.
-	clients := make([]cref, 0, nc)
-	maxDur := int64(0)
-	for i := range us {
-		cl := us[i].info.extra().clients
-		for k := range cl {
-			c := &cl[k]
-			clients = append(clients, cref{unit: int32(i), c: c})
-			maxDur = max(maxDur, c.end-c.start)
-		}
+	// Whether any dangling CLIENT span calls /run, from the units' own
+	// lists: the list of them all by start time is made only when a unit
+	// needs a caller.
+	runCalls := false
+	for i := 0; i < len(us) && !runCalls; i++ {
+		runCalls = slices.ContainsFunc(us[i].info.extra().clients, func(c danglingClient) bool { return c.path() == "/run" })
 	}
-	sort.Slice(clients, func(a, b int) bool { return clients[a].c.start < clients[b].c.start })
 	// Units that need a caller: orphans, leaked request spans, and rollout
 	// units whose top is the agent's side of a /run call. Marked first and
 	// listed at their number: where spans name their parents few units
 	// need one, and a list made for every unit would be most of a check's
 	// working set.
-	runCalls := slices.ContainsFunc(clients, func(c cref) bool { return c.c.path() == "/run" })
 	needing := make([]bool, len(us))
 	nneed := 0
 	for i := range us {
@@ -930,6 +926,28 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		}
 		needing[i] = true
 		nneed++
+	}
+	if nc == 0 && !anyRollout {
+		// No call to match and no rollout to be in: a need would end
+		// unattributed, as the unit is now (traffic of no Gym rollout).
+		nneed = 0
+		clear(needing)
+	}
+	// Dangling CLIENT spans, by start time, where some unit needs one: the
+	// orphan agent batch holds 300k, and none of its units needs a caller.
+	var clients []cref
+	maxDur := int64(0)
+	if nneed > 0 {
+		clients = make([]cref, 0, nc)
+		for i := range us {
+			cl := us[i].info.extra().clients
+			for k := range cl {
+				c := &cl[k]
+				clients = append(clients, cref{unit: int32(i), c: c})
+				maxDur = max(maxDur, c.end-c.start)
+			}
+		}
+		sort.Slice(clients, func(a, b int) bool { return clients[a].c.start < clients[b].c.start })
 	}
 	needs := make([]need, 0, nneed)
 	for i := range us {
