@@ -216,8 +216,14 @@ type jobCall struct {
 // cut, grafted and carried the same way), else a new one. A rollout is a
 // function of its units, so a live view pays only for those that changed.
 func (e *Finder) rollout(snap *model.Snapshot, us []gunit, members []int32, grafts map[int][]int) *cachedRoll {
-	id, key := e.rolloutKey(us, members)
-	if old, ok := e.rollCache[id]; ok && old.key == key {
+	named, synth, key := e.rolloutKey(us, members)
+	var old *cachedRoll
+	if named != "" {
+		old = e.rollCache[named]
+	} else {
+		old = e.rollCache[string(synth[:])] // looked up without making the string
+	}
+	if old != nil && old.key == key {
 		for _, j := range old.jobs {
 			e.callJobs(j)
 		}
@@ -233,10 +239,13 @@ func (e *Finder) rollout(snap *model.Snapshot, us []gunit, members []int32, graf
 	return &cachedRoll{r: r, key: key, jobs: calls}
 }
 
-// rolloutKey returns the id buildRollout gives members and a hash of every
+// rolloutKey returns the id buildRollout gives members, the rollout id its
+// spans name or else the text of its synthetic id, and a hash of every
 // input it reads but the stored rollouts' arrival times (which a reused
-// rollout of the same version never took either).
-func (e *Finder) rolloutKey(us []gunit, members []int32) (string, uint64) {
+// rollout of the same version never took either). The synthetic id is
+// text in an array: a live view looks up every rollout on every snapshot,
+// and a string each would be garbage.
+func (e *Finder) rolloutKey(us []gunit, members []int32) (string, [syntheticIDLen]byte, uint64) {
 	var h maphash.Hash
 	h.SetSeed(seed)
 	bestRank := int8(0)
@@ -269,8 +278,9 @@ func (e *Finder) rolloutKey(us []gunit, members []int32) (string, uint64) {
 		copy(b[37:], u.f.TopParent[:])
 		h.Write(b[:])
 	}
+	var synth [syntheticIDLen]byte
 	if idFrom != "" {
-		return idFrom, h.Sum64()
+		return idFrom, synth, h.Sum64()
 	}
 	var idTrace model.TraceID
 	var idSpan model.SpanID
@@ -278,7 +288,8 @@ func (e *Finder) rolloutKey(us []gunit, members []int32) (string, uint64) {
 		u := &us[best]
 		idTrace, idSpan = u.f.TraceID, u.f.Spans[u.info.idSpan].SpanID
 	}
-	return syntheticID(idTrace, idSpan), h.Sum64()
+	putSyntheticID(&synth, idTrace, idSpan)
+	return "", synth, h.Sum64()
 }
 
 // callJobs passes one call on to Jobs, recording it while a rollout is

@@ -1244,12 +1244,21 @@ var seed = maphash.MakeSeed()
 
 // syntheticID names a rollout without an id by one of its spans.
 func syntheticID(t model.TraceID, s model.SpanID) string {
-	var b [1 + 8 + 1 + 16]byte
+	var b [syntheticIDLen]byte
+	putSyntheticID(&b, t, s)
+	return string(b[:])
+}
+
+// syntheticIDLen is the length of a synthetic id: ~, 8 hex digits of the
+// trace id, /, 16 of the span id.
+const syntheticIDLen = 1 + 8 + 1 + 16
+
+// putSyntheticID writes syntheticID(t, s) into b.
+func putSyntheticID(b *[syntheticIDLen]byte, t model.TraceID, s model.SpanID) {
 	b[0] = '~'
 	hex.Encode(b[1:9], t[:4])
 	b[9] = '/'
 	hex.Encode(b[10:], s[:])
-	return string(b[:])
 }
 
 // Traffic sums up what a structure holds besides rollouts, the same way for
