@@ -53,7 +53,7 @@ func (t *tallier) watch(ctx context.Context, st *model.Store) (stop func()) {
 			snap, now := st.Snapshot(), time.Now()
 			fresh := last == nil || snap.Seq != seq || last.Job == whatif.JobRunning
 			if fresh && (last == nil || now.Sub(at) >= liveShare*cost) {
-				tally := eng.Check(snap, now, whatif.LiveGrace).Tally(now, whatif.JobQuiet)
+				tally := eng.Tally(snap, now, whatif.LiveGrace, whatif.JobQuiet)
 				seq, at, cost, last = snap.Seq, now, time.Since(now), &tally
 				t.cur.Store(last)
 			}
@@ -78,5 +78,6 @@ func (t *tallier) live() whatif.Tally {
 // final is the tally once the receivers stopped: every rollout judged, as
 // `check` judges the record.
 func (t *tallier) final(snap *model.Snapshot) whatif.Tally {
-	return whatif.NewEngine(t.reg).Check(snap, time.Now(), 0).Tally(time.Now(), 0)
+	now := time.Now()
+	return whatif.NewEngine(t.reg).Tally(snap, now, 0, 0)
 }

@@ -385,6 +385,18 @@ func (e *Engine) evictShapes() {
 // Check finds broken joins in snap. Rollouts whose spans last arrived less
 // than grace before now are pending, not broken (exporters batch for ~5 s).
 func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration) *CheckReport {
+	return e.check(snap, now, grace, true)
+}
+
+// Tally is Check(snap, now, grace).Tally(now, quiet) without the report's
+// verdict of each rollout (CheckReport.ByRollout), which a count does not
+// read: a live status line checks a large store again and again.
+func (e *Engine) Tally(snap *model.Snapshot, now time.Time, grace, quiet time.Duration) Tally {
+	return e.check(snap, now, grace, false).Tally(now, quiet)
+}
+
+// check is Check; perRollout false leaves ByRollout nil.
+func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration, perRollout bool) *CheckReport {
 	st := e.Structure(snap)
 	snap = st.Snap
 	e.gen++
@@ -421,7 +433,9 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 		Spans:     snap.Stats.Stored,
 		Rollouts:  len(snap.Rollouts),
 		Traces:    snap.Stats.Traces,
-		ByRollout: make(map[string]RolloutCheck, len(snap.Rollouts)),
+	}
+	if perRollout {
+		rep.ByRollout = make(map[string]RolloutCheck, len(snap.Rollouts))
 	}
 	checks := make([]*rollCheck, len(snap.Rollouts))
 	var shapes []*rollCheck // the distinct checks among them
@@ -505,7 +519,9 @@ func (e *Engine) Check(snap *model.Snapshot, now time.Time, grace time.Duration)
 			rc.Status = Joined
 			rep.Joined++
 		}
-		rep.ByRollout[r.ID] = rc
+		if perRollout {
+			rep.ByRollout[r.ID] = rc
+		}
 		// A joined rollout (all its spans carry one trace id) can still
 		// show a hop gone wrong: a callee that read no traceparent and
 		// emitted nothing, a span that was never exported. Only judged

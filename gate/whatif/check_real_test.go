@@ -17,6 +17,14 @@ const realGymDir = "../../testdata/real-gym"
 // variant the capture shows.
 func realCheck(t *testing.T, dir string) *CheckReport {
 	t.Helper()
+	snap, reg := realSnap(t, dir)
+	return NewEngine(reg).Check(snap, time.Now(), 0)
+}
+
+// realSnap reads one case of real Gym's captures, with the registry of the
+// variant it shows.
+func realSnap(t *testing.T, dir string) (*model.Snapshot, *groups.Registry) {
+	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "console", "*"))
 	if len(files) == 0 {
 		files, _ = filepath.Glob(filepath.Join(dir, "otlp", "*"))
@@ -32,7 +40,35 @@ func realCheck(t *testing.T, dir string) *CheckReport {
 	st.Sync()
 	snap := st.Snapshot()
 	v, _ := groups.DetectVariant(snap)
-	return NewEngine(v.Registry()).Check(snap, time.Now(), 0)
+	return snap, v.Registry()
+}
+
+// TestTallyIsCheckTally: the tally without per-rollout verdicts counts as
+// the check's own, live (now inside the grace of the last spans, so some
+// rollouts are pending) and after, on a fresh engine and on one that
+// checked the capture before.
+func TestTallyIsCheckTally(t *testing.T) {
+	for _, c := range []string{"s41-obs0-iso/all", "s41-obs0-leak/all", "s61-rl-iso/rl-all"} {
+		snap, reg := realSnap(t, filepath.Join(realGymDir, c))
+		last := int64(0)
+		for _, r := range snap.Rollouts {
+			last = max(last, r.LastSeen)
+		}
+		for _, now := range []time.Time{time.Unix(0, last).Add(LiveGrace / 2), time.Unix(0, last).Add(time.Hour)} {
+			want := NewEngine(reg).Check(snap, now, LiveGrace).Tally(now, JobQuiet)
+			if want.Rollouts == 0 || (now.UnixNano() < last+int64(LiveGrace) && want.Pending == 0) {
+				t.Fatalf("%s at %v: %+v: no rollouts, or none pending inside the grace", c, now, want)
+			}
+			if got := NewEngine(reg).Tally(snap, now, LiveGrace, JobQuiet); got != want {
+				t.Errorf("%s at %v: Tally %+v, want Check's %+v", c, now, got, want)
+			}
+			eng := NewEngine(reg)
+			eng.Check(snap, now.Add(-time.Minute), LiveGrace)
+			if got := eng.Tally(snap, now, LiveGrace, JobQuiet); got != want {
+				t.Errorf("%s at %v, engine used before: Tally %+v, want %+v", c, now, got, want)
+			}
+		}
+	}
 }
 
 // TestCheckNamesCaptureHop: in real Gym's run whose model server read no
