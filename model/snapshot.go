@@ -132,6 +132,14 @@ func (*noCopy) Unlock() {}
 // is the one the store keeps a trace's waiting fragments in (they lack a
 // rollout id, and their tops wait for parents). Each of those is seen as
 // a rollout of its own.
+func (r *Rollout) Seen(i int) (first, last int64) {
+	if r.waiting {
+		s := (*rolloutW)(unsafe.Pointer(r)).seen[i]
+		return s.first, s.last
+	}
+	return r.FirstSeen, r.LastSeen
+}
+
 // SeenOf is Seen of fragment f of r: a waiting rollout holds few
 // fragments (waitMax), so it is found by a scan.
 func (r *Rollout) SeenOf(f *Fragment) (first, last int64) {
@@ -139,14 +147,6 @@ func (r *Rollout) SeenOf(f *Fragment) (first, last int64) {
 		if i := slices.Index(r.Fragments, f); i >= 0 {
 			return r.Seen(i)
 		}
-	}
-	return r.FirstSeen, r.LastSeen
-}
-
-func (r *Rollout) Seen(i int) (first, last int64) {
-	if r.waiting {
-		s := (*rolloutW)(unsafe.Pointer(r)).seen[i]
-		return s.first, s.last
 	}
 	return r.FirstSeen, r.LastSeen
 }
