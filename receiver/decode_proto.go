@@ -257,8 +257,9 @@ func (d *decoder) scopeSpans(b []byte, res model.ResourceID) error {
 }
 
 // span decodes one Span message into sp, which is zero, its trace id into
-// trace and its parent's into parent, both zero. A non-empty reason means the span is invalid and must be
-// rejected; err means the wire data is malformed.
+// trace and its parent's into parent, both zero. A non-empty reason means
+// the span is invalid and must be rejected; err means the wire data is
+// malformed.
 func (d *decoder) span(sp *model.Span, trace *model.TraceID, parent *model.SpanID, b []byte, res model.ResourceID) (reason string, err error) {
 	sp.Resource = res
 	sp.Parent = -1

@@ -31,7 +31,7 @@ func WriteSpansJSON(w io.Writer, in *model.Interner, b model.Batch) error {
 	var line []byte
 	for at := 0; at < len(b.Spans); at += ExportLineSpans {
 		end := min(len(b.Spans), at+ExportLineSpans)
-		line = AppendTraceRequestJSON(line[:0], exportRequest(in, b, at, end))
+		line = AppendTraceRequestJSON(line[:0], exportRequest(in, b.Slice(at, end)))
 		line = append(line, '\n')
 		if _, err := w.Write(line); err != nil {
 			return err
@@ -40,11 +40,11 @@ func WriteSpansJSON(w io.Writer, in *model.Interner, b model.Batch) error {
 	return nil
 }
 
-// exportRequest returns spans at..end of b as one request.
-func exportRequest(in *model.Interner, b model.Batch, at, end int) *coltrace.ExportTraceServiceRequest {
+// exportRequest returns b's spans as one request.
+func exportRequest(in *model.Interner, b model.Batch) *coltrace.ExportTraceServiceRequest {
 	req := &coltrace.ExportTraceServiceRequest{}
 	byRes := map[model.ResourceID]*tracepb.ScopeSpans{}
-	for i := at; i < end; i++ {
+	for i := range b.Spans {
 		sp := &b.Spans[i]
 		ss := byRes[sp.Resource]
 		if ss == nil {

@@ -9,15 +9,13 @@ import (
 )
 
 // DiffSide is one rollout being compared: its spans (as captured, or as
-// ExportSpans shapes them under a spec) with their trace ids, and the
-// snapshot resolving them. Two sides may come from different snapshots
-// (two captures).
+// ExportSpans shapes them under a spec) with their trace and parent ids,
+// and the snapshot resolving them. Two sides may come from different
+// snapshots (two captures).
 type DiffSide struct {
 	Snap    *model.Snapshot
 	Rollout string
-	Spans   []model.Span
-	Traces  []model.TraceID // Traces[i] is the trace of Spans[i]
-	Parents []model.SpanID  // Parents[i] is the parent id of Spans[i]
+	model.Batch
 }
 
 // RolloutSide returns the side of rollout r as captured.
@@ -28,7 +26,7 @@ func RolloutSide(snap *model.Snapshot, r *model.Rollout) DiffSide {
 			b.Append(f.Trace(i), f.ParentID(i), f.Spans[i])
 		}
 	}
-	return DiffSide{Snap: snap, Rollout: r.ID, Spans: b.Spans, Traces: b.Traces, Parents: b.Parents}
+	return DiffSide{Snap: snap, Rollout: r.ID, Batch: b}
 }
 
 // SpecSide returns the side of rollout r as it would be under spec: the
@@ -46,7 +44,7 @@ func (e *Engine) SpecSide(snap *model.Snapshot, r *model.Rollout, spec groups.Se
 			b.Append(ex.Traces[i], ex.ParentOf(i), sp)
 		}
 	}
-	return DiffSide{Snap: snap, Rollout: r.ID, Spans: b.Spans, Traces: b.Traces, Parents: b.Parents}
+	return DiffSide{Snap: snap, Rollout: r.ID, Batch: b}
 }
 
 // Diff is the comparison of two rollouts. Spans are matched by tree
@@ -132,7 +130,7 @@ func diffTree(s DiffSide) []*dnode {
 	}
 	var tops []*dnode
 	for i, n := range nodes {
-		up := s.Parents[i]
+		up := s.ParentOf(i)
 		if p := byID[up]; p != nil && !up.IsZero() && p != n {
 			p.kids = append(p.kids, n)
 		} else {
