@@ -429,7 +429,7 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 				each(int32(k))
 			}
 		} else {
-			for _, k := range g.info.extra().spans() {
+			for _, k := range g.info.extra().spanIdx() {
 				each(k)
 			}
 		}

@@ -199,9 +199,9 @@ type unitMore struct {
 	caller   bool      // units were cut out of this one at calls to /run
 }
 
-// spans returns the unit's spans in index order, nil for the whole
+// spanIdx returns the unit's spans in index order, nil for the whole
 // fragment.
-func (m *unitMore) spans() []int32 {
+func (m *unitMore) spanIdx() []int32 {
 	if m.idx == nil {
 		return nil
 	}
@@ -892,6 +892,9 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// listed at their number: where spans name their parents few units
 	// need one, and a list made for every unit would be most of a check's
 	// working set.
+	// Where there is no call to match and no rollout to be in, a unit that
+	// needs a caller ends unattributed, as it is now: none is listed.
+	canMatch := nc > 0 || anyRollout
 	needing := make([]bool, len(us))
 	nneed := 0
 	for i := range us {
@@ -924,14 +927,10 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			}
 			continue
 		}
-		needing[i] = true
-		nneed++
-	}
-	if nc == 0 && !anyRollout {
-		// No call to match and no rollout to be in: a need would end
-		// unattributed, as the unit is now (traffic of no Gym rollout).
-		nneed = 0
-		clear(needing)
+		if canMatch {
+			needing[i] = true
+			nneed++
+		}
 	}
 	// Dangling CLIENT spans, by start time, where some unit needs one: the
 	// orphan agent batch holds 300k, and none of its units needs a caller.
