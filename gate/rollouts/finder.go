@@ -17,6 +17,9 @@ type Finder struct {
 	st        *Structure
 	rollCache map[string]*cachedRoll
 	driver    map[model.ResourceID]bool
+	// keepCalls: the unit cache keeps dangling calls, since a structure
+	// matched some (see unitInfo.ncalls).
+	keepCalls bool
 
 	keys Keys
 	sc   scratch
@@ -55,6 +58,7 @@ func (e *Finder) Reset() {
 	e.rollCache = map[string]*cachedRoll{}
 	e.driver = map[model.ResourceID]bool{}
 	e.st = nil
+	e.keepCalls = false
 }
 
 // Cached returns the structure of snap when it is the last one built (snap

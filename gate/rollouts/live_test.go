@@ -23,16 +23,20 @@ func (j *jobLog) CallerJob(id model.SpanID, f *model.Fragment, span int32) {
 // TestLiveFinderMatchesFresh follows a run as it arrives (rollouts one
 // batch each, gym.job last) with one finder kept across snapshots, and
 // checks each structure and every job span it tells of against a fresh
-// finder's on the same snapshot.
+// finder's on the same snapshot, and against one that keeps every dangling
+// call from the start (a finder keeps them once a structure matches one).
 func TestLiveFinderMatchesFresh(t *testing.T) {
+	noAgentServer := func(f *fleet) { f.NoServer = map[string]bool{"agent": true} }
 	for _, tc := range []struct {
 		name string
 		mod  func(*fleet)
+		late func(*fleet) // applied from the 10th rollout on
 	}{
-		{"joined", nil},
-		{"cut to model", func(f *fleet) { f.Cut = func(_, callee string) bool { return callee == "model" } }},
-		{"no server in agent", func(f *fleet) { f.NoServer = map[string]bool{"agent": true} }},
-		{"no server in resources", func(f *fleet) { f.NoServer = map[string]bool{"resources": true} }},
+		{"joined", nil, nil},
+		{"cut to model", func(f *fleet) { f.Cut = func(_, callee string) bool { return callee == "model" } }, nil},
+		{"no server in agent", noAgentServer, nil},
+		{"no server in resources", func(f *fleet) { f.NoServer = map[string]bool{"resources": true} }, nil},
+		{"no server in agent from the 10th", nil, noAgentServer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := model.NewStore(model.Options{QueueLen: 4})
@@ -56,6 +60,14 @@ func TestLiveFinderMatchesFresh(t *testing.T) {
 				fresh, freshJobs := NewFinder(), &jobLog{}
 				fresh.Jobs = freshJobs
 				want := fresh.Structure(snap)
+				eager := NewFinder()
+				eager.sync(snap)
+				eager.keepCalls = true
+				if all := eager.Structure(snap); !reflect.DeepEqual(all.Snap.Rollouts, want.Snap.Rollouts) ||
+					!reflect.DeepEqual(all.Unattributed, want.Unattributed) || all.Attributed != want.Attributed {
+					t.Fatalf("%s: structure with every call kept differs: %d rollouts %d attributed, fresh %d %d",
+						step, len(all.Snap.Rollouts), all.Attributed, len(want.Snap.Rollouts), want.Attributed)
+				}
 				if !reflect.DeepEqual(got.Snap.Rollouts, want.Snap.Rollouts) || !reflect.DeepEqual(got.Run, want.Run) ||
 					!reflect.DeepEqual(got.Unattributed, want.Unattributed) || !reflect.DeepEqual(got.Leaks, want.Leaks) ||
 					!reflect.DeepEqual(got.Suspect, want.Suspect) || got.Attributed != want.Attributed ||
@@ -70,6 +82,12 @@ func TestLiveFinderMatchesFresh(t *testing.T) {
 				}
 			}
 			for i := 0; i < 40; i++ {
+				if i == 10 && tc.late != nil {
+					if live.keepCalls {
+						t.Fatal("calls kept before any unit needed one")
+					}
+					tc.late(f)
+				}
 				f.Rollout(job, fmt.Sprintf("r-%d", i), 2, 2)
 				if i%7 == 3 {
 					check(fmt.Sprintf("after %d rollouts", i+1))
@@ -81,6 +99,9 @@ func TestLiveFinderMatchesFresh(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("job span in")
+			if tc.late != nil && !live.keepCalls {
+				t.Fatal("no call kept after units needed them")
+			}
 		})
 	}
 }

@@ -153,8 +153,10 @@ type unitBuild struct {
 	host        string // host:port the top served, when it says
 	start       int64
 	end         int64
-	clients     []danglingClient
-	servers     []hostRes // host:port served, from request spans
+	clients     []danglingClient // kept only with Finder.keepCalls
+	ncalls      int32            // dangling CLIENT spans, kept or not
+	runCall     bool             // one of them calls /run
+	servers     []hostRes        // host:port served, from request spans
 	errors      int32
 	spans       int32
 	calls       bool // has CLIENT spans other than calls to /run
@@ -167,24 +169,42 @@ type unitBuild struct {
 // served, the cut-out span lists) behind more, nil for many units.
 type unitInfo struct {
 	start, end int64
-	path       string // the top's request path, when it is a request span
-	more       *unitMore
-	root       int32 // index of the unit's top span in the fragment
-	idSpan     int32 // the span that names a synthetic rollout id, -1 if none
-	errors     int32
-	spans      int32
-	class      unitClass
-	run        RunKind
-	idRank     int8 // how good idSpan is: 3 SERVER /run, 2 gym.rollout, 1 CLIENT /run
-	leak       bool // the top is a request span carried over onto another's context
-	cut        bool // the top is a call to /run cut out under another client's spans
-	calls      bool // has CLIENT spans other than calls to /run
+	// path is the top's request path, when it is a request span: a handle,
+	// as a fleet's units repeat a few paths (see route).
+	path   unique.Handle[string]
+	more   *unitMore
+	root   int32 // index of the unit's top span in the fragment
+	idSpan int32 // the span that names a synthetic rollout id, -1 if none
+	errors int32
+	spans  int32
+	// ncalls counts the unit's dangling CLIENT spans, and runCall says one
+	// goes to /run. The calls themselves (more.clients) are kept only once a
+	// structure of the Finder matched one (Finder.keepCalls): a capture of
+	// orphans holds hundreds of thousands, and nothing there needs them.
+	ncalls  int32
+	runCall bool
+	class   unitClass
+	run     RunKind
+	idRank  int8 // how good idSpan is: 3 SERVER /run, 2 gym.rollout, 1 CLIENT /run
+	leak    bool // the top is a request span carried over onto another's context
+	cut     bool // the top is a call to /run cut out under another client's spans
+	calls   bool // has CLIENT spans other than calls to /run
 	// The cache's own, in the first unit of a fragment (see fragUnits):
 	// mark is the low byte of the last structure's gen that used it, and
 	// multi says the fragment has more units, kept in Finder.multi.
 	mark  uint8
 	multi bool
 }
+
+// route returns the top's request path, "" when it has none.
+func (u *unitInfo) route() string {
+	if u.path == noPath {
+		return ""
+	}
+	return u.path.Value()
+}
+
+var noPath unique.Handle[string]
 
 // unitMore holds the fields few units have.
 type unitMore struct {
@@ -222,8 +242,11 @@ func (u *unitInfo) extra() *unitMore {
 
 // pack returns b as the cache keeps it.
 func (b *unitBuild) pack() unitInfo {
-	u := unitInfo{start: b.start, end: b.end, path: b.path, root: b.root, idSpan: b.idSpan,
-		errors: b.errors, spans: b.spans, class: b.class, run: b.run, idRank: b.idRank, leak: b.leak, cut: b.cut, calls: b.calls}
+	u := unitInfo{start: b.start, end: b.end, root: b.root, idSpan: b.idSpan, errors: b.errors, spans: b.spans,
+		ncalls: b.ncalls, runCall: b.runCall, class: b.class, run: b.run, idRank: b.idRank, leak: b.leak, cut: b.cut, calls: b.calls}
+	if b.path != "" {
+		u.path = unique.Make(b.path)
+	}
 	if b.rid != "" || b.idx != nil || b.host != "" || len(b.clients) > 0 || len(b.servers) > 0 || b.hostUnit >= 0 || b.caller {
 		u.more = &unitMore{rid: b.rid, host: b.host, clients: b.clients, servers: b.servers, hostUnit: b.hostUnit, caller: b.caller}
 		if b.idx != nil {
@@ -298,16 +321,42 @@ func (e *Finder) fragUnits(f *model.Fragment, job bool) []unitInfo {
 	if all := e.cachedUnits(f.Version); all != nil {
 		return all
 	}
-	all := cutUnits(&e.keys, &e.sc, f, job, e.gen)
+	all := cutUnits(&e.keys, &e.sc, f, job, e.gen, e.keepCalls)
 	e.keepUnits(f.Version, all)
 	return all
+}
+
+// keepAllCalls makes the cache keep dangling calls from now on, and cuts
+// again the fragments of us whose units have calls not kept, pointing us
+// at the new units: a structure is about to match calls.
+func (e *Finder) keepAllCalls(us []gunit) {
+	if e.keepCalls {
+		return
+	}
+	e.keepCalls = true
+	for i := 0; i < len(us); {
+		f, n, calls := us[i].f, 1, us[i].info.ncalls > 0
+		for i+n < len(us) && us[i+n].f == f && us[i+n].ui > 0 {
+			calls = calls || us[i+n].info.ncalls > 0
+			n++
+		}
+		if calls {
+			all := cutUnits(&e.keys, &e.sc, f, us[i].roll < 0, e.gen, true)
+			e.keepUnits(f.Version, all)
+			for k := range n {
+				us[i+k].info = &all[k]
+			}
+		}
+		i += n
+	}
 }
 
 // cutUnits is fragUnits' work: a function of the fragment alone (k and sc
 // are caches and scratch), so fragments may be cut on several cores. The
 // units are gathered in scratch and packed at their final size: a cache of
-// every fragment's units holds no slack.
-func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64) []unitInfo {
+// every fragment's units holds no slack. Dangling calls are counted, and
+// kept only with keepCalls.
+func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64, keepCalls bool) []unitInfo {
 	in := k.in
 	n := len(f.Spans)
 	// Per-span walk state, reused across fragments: only units are kept.
@@ -395,7 +444,11 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64) []u
 				path = ""
 			}
 			if !called[i] {
-				calls = append(calls, unitCall{unit: unitOf[i], c: danglingClient{span: int32(i), route: unique.Make(callRoute{host, path}), start: sp.Start, end: sp.End}})
+				u.ncalls++
+				u.runCall = u.runCall || path == "/run"
+				if keepCalls {
+					calls = append(calls, unitCall{unit: unitOf[i], c: danglingClient{span: int32(i), route: unique.Make(callRoute{host, path}), start: sp.Start, end: sp.End}})
+				}
 			}
 			if path == "/run" {
 				if d <= maxAnchorDepth && u.idRank < 1 {
@@ -540,11 +593,11 @@ func (e *Finder) cutAll(snap *model.Snapshot) {
 	go func() {
 		defer wg.Done()
 		for i := half; i < len(todo); i++ {
-			todo[i].units = cutUnits(&k2, &sc2, todo[i].f, todo[i].job, e.gen)
+			todo[i].units = cutUnits(&k2, &sc2, todo[i].f, todo[i].job, e.gen, e.keepCalls)
 		}
 	}()
 	for i := 0; i < half; i++ {
-		todo[i].units = cutUnits(&e.keys, &e.sc, todo[i].f, todo[i].job, e.gen)
+		todo[i].units = cutUnits(&e.keys, &e.sc, todo[i].f, todo[i].job, e.gen, e.keepCalls)
 	}
 	wg.Wait()
 	for _, c := range todo {
@@ -620,7 +673,7 @@ func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, pare
 			if clients[k].used || int(clients[k].unit) == needs[n].unit || c.start > info.start+callSlack {
 				continue
 			}
-			if h := info.extra().host; (h != "" && c.host() != h) || (info.path != "" && c.path() != "" && c.path() != info.path) {
+			if h := info.extra().host; (h != "" && c.host() != h) || (info.path != noPath && c.path() != "" && c.path() != info.route()) {
 				continue
 			}
 			cs = append(cs, cand{k, matchCost(info.start, info.end, c.start, c.end)})
@@ -779,7 +832,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	count := func(units []unitInfo) {
 		nu += len(units)
 		for k := range units {
-			nc += len(units[k].extra().clients)
+			nc += int(units[k].ncalls)
 		}
 	}
 	for _, j := range snap.Jobs {
@@ -885,7 +938,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// needs a caller.
 	runCalls := false
 	for i := 0; i < len(us) && !runCalls; i++ {
-		runCalls = slices.ContainsFunc(us[i].info.extra().clients, func(c danglingClient) bool { return c.path() == "/run" })
+		runCalls = us[i].info.runCall
 	}
 	// Units that need a caller: orphans, leaked request spans, and rollout
 	// units whose top is the agent's side of a /run call. Marked first and
@@ -937,6 +990,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	var clients []cref
 	maxDur := int64(0)
 	if nneed > 0 {
+		e.keepAllCalls(us)
 		clients = make([]cref, 0, nc)
 		for i := range us {
 			cl := us[i].info.extra().clients
@@ -976,7 +1030,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			} else if r, ok := hostRes[route.host]; ok && r != top.Resource {
 				continue
 			}
-			if info.path != "" && route.path != "" && route.path != info.path {
+			if info.path != noPath && route.path != "" && route.path != info.route() {
 				continue
 			}
 			if info.class == classRollout && route.path != "/run" {
