@@ -546,63 +546,96 @@ const minParallelUnits = 512
 
 // cutAll cuts the snapshot's fragments missing from the unit cache on up to
 // two cores and caches them: each fragment's units depend on it alone, so
-// the structure is the same as from the sequential pass.
+// the structure is the same as from the sequential pass. They are cut a
+// chunk at a time: a first check of a large store cuts every fragment, and
+// a list of them all, with a set to find repeats, would be a fifth of its
+// working set.
 func (e *Finder) cutAll(snap *model.Snapshot) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		return
 	}
-	type cut struct {
-		f     *model.Fragment
-		job   bool
-		units []unitInfo
-	}
-	frags := len(snap.Jobs)
-	for _, r := range snap.Rollouts {
-		frags += len(r.Fragments)
-	}
-	// A first check cuts every fragment: its list is made at that size.
-	// Later ones cut what changed, and a list of every fragment would be
-	// most of their garbage.
-	var todo []cut
 	if len(e.units) == 0 {
-		todo = make([]cut, 0, frags)
-	}
-	queued := map[uint64]bool{}
-	add := func(f *model.Fragment, job bool) {
-		if _, ok := e.units[f.Version]; !ok && !queued[f.Version] {
-			queued[f.Version] = true
-			todo = append(todo, cut{f: f, job: job})
+		// A first check caches every fragment: the map is made at that
+		// size, not grown to it.
+		frags := len(snap.Jobs)
+		for _, r := range snap.Rollouts {
+			frags += len(r.Fragments)
 		}
+		e.units = make(map[uint64]*unitInfo, frags)
 	}
+	var c cutter
 	for _, j := range snap.Jobs {
-		add(j, true)
+		if _, ok := e.units[j.Version]; !ok {
+			c.add(e, j, true)
+		}
 	}
 	for _, r := range snap.Rollouts {
 		for _, f := range r.Fragments {
-			add(f, false)
+			if _, ok := e.units[f.Version]; !ok {
+				c.add(e, f, false)
+			}
 		}
 	}
-	if len(todo) < minParallelUnits {
-		return // the sequential pass cuts them
+	if len(c.todo) >= minParallelUnits {
+		c.cut(e) // fewer are left to the sequential pass
 	}
+}
+
+// cutChunk is how many fragments cutAll cuts at a time.
+const cutChunk = 4096
+
+// cutter is cutAll's chunk of fragments to cut.
+type cutter struct {
+	todo []cutFrag
+	k2   Keys // the second core's name cache
+	sc2  scratch
+	init bool
+}
+
+type cutFrag struct {
+	f     *model.Fragment
+	job   bool
+	units []unitInfo
+}
+
+func (c *cutter) add(e *Finder, f *model.Fragment, job bool) {
+	if c.todo == nil {
+		c.todo = make([]cutFrag, 0, cutChunk)
+	}
+	c.todo = append(c.todo, cutFrag{f: f, job: job})
+	if len(c.todo) == cutChunk {
+		c.cut(e)
+	}
+}
+
+// cut cuts the chunk on two cores and caches it. A fragment listed twice
+// (a job that is also a rollout's) keeps its first cut, as the sequential
+// pass would.
+func (c *cutter) cut(e *Finder) {
+	if !c.init {
+		c.k2, c.init = e.keys, true
+	}
+	todo := c.todo
 	half := len(todo) / 2
-	k2 := e.keys // a name cache of its own
-	var sc2 scratch
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for i := half; i < len(todo); i++ {
-			todo[i].units = cutUnits(&k2, &sc2, todo[i].f, todo[i].job, e.gen, e.keepCalls)
+			todo[i].units = cutUnits(&c.k2, &c.sc2, todo[i].f, todo[i].job, e.gen, e.keepCalls)
 		}
 	}()
 	for i := 0; i < half; i++ {
 		todo[i].units = cutUnits(&e.keys, &e.sc, todo[i].f, todo[i].job, e.gen, e.keepCalls)
 	}
 	wg.Wait()
-	for _, c := range todo {
-		e.keepUnits(c.f.Version, c.units)
+	for i := range todo {
+		if _, ok := e.units[todo[i].f.Version]; !ok {
+			e.keepUnits(todo[i].f.Version, todo[i].units)
+		}
 	}
+	clear(todo)
+	c.todo = todo[:0]
 }
 
 // semanticRoute is the route whose handler opens each of Gym's semantic
