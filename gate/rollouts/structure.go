@@ -169,9 +169,9 @@ type unitBuild struct {
 // served, the cut-out span lists) behind more, nil for many units.
 type unitInfo struct {
 	start, end int64
-	// path is the top's request path, when it is a request span: a handle,
-	// as a fleet's units repeat a few paths (see route).
-	path   unique.Handle[string]
+	// top is where the unit was served (see unitTop): a handle, as a
+	// fleet's units repeat a few, and most units then need no more.
+	top    unique.Handle[unitTop]
 	more   *unitMore
 	root   int32 // index of the unit's top span in the fragment
 	idSpan int32 // the span that names a synthetic rollout id, -1 if none
@@ -196,15 +196,34 @@ type unitInfo struct {
 	multi bool
 }
 
-// route returns the top's request path, "" when it has none.
-func (u *unitInfo) route() string {
-	if u.path == noPath {
-		return ""
-	}
-	return u.path.Value()
+// unitTop is what a unit's top says of where it was served, and the first
+// host:port its request spans served.
+type unitTop struct {
+	path  string // the top's request path, when it is a request span
+	host  string // host:port the top served, when it says
+	serve hostRes
 }
 
-var noPath unique.Handle[string]
+// where returns u's top, zero when it says nothing.
+func (u *unitInfo) where() unitTop {
+	if u.top == noTop {
+		return unitTop{}
+	}
+	return u.top.Value()
+}
+
+var noTop unique.Handle[unitTop]
+
+// eachServer calls fn with each host:port the unit's request spans served,
+// in the order they were met.
+func (u *unitInfo) eachServer(fn func(hostRes)) {
+	if t := u.where(); t.serve.host != "" {
+		fn(t.serve)
+	}
+	for _, h := range u.extra().servers {
+		fn(h)
+	}
+}
 
 // unitMore holds the fields few units have.
 type unitMore struct {
@@ -212,9 +231,8 @@ type unitMore struct {
 	// idx is the unit's spans in index order, nil for the whole fragment:
 	// a pointer, as few units have one, so that a unitMore is 96 bytes.
 	idx      *[]int32
-	host     string // host:port the top served, when it says
 	clients  []danglingClient
-	servers  []hostRes // host:port served, from request spans
+	servers  []hostRes // host:port served past the first (unitTop.serve)
 	hostUnit int32     // for a leaked top, the unit of the span it was parented to
 	caller   bool      // units were cut out of this one at calls to /run
 }
@@ -244,11 +262,19 @@ func (u *unitInfo) extra() *unitMore {
 func (b *unitBuild) pack() unitInfo {
 	u := unitInfo{start: b.start, end: b.end, root: b.root, idSpan: b.idSpan, errors: b.errors, spans: b.spans,
 		ncalls: b.ncalls, runCall: b.runCall, class: b.class, run: b.run, idRank: b.idRank, leak: b.leak, cut: b.cut, calls: b.calls}
-	if b.path != "" {
-		u.path = unique.Make(b.path)
+	t := unitTop{path: b.path, host: b.host}
+	var servers []hostRes
+	if len(b.servers) > 0 {
+		t.serve = b.servers[0]
+		if len(b.servers) > 1 {
+			servers = slices.Clone(b.servers[1:])
+		}
 	}
-	if b.rid != "" || b.idx != nil || b.host != "" || len(b.clients) > 0 || len(b.servers) > 0 || b.hostUnit >= 0 || b.caller {
-		u.more = &unitMore{rid: b.rid, host: b.host, clients: b.clients, servers: b.servers, hostUnit: b.hostUnit, caller: b.caller}
+	if t != (unitTop{}) {
+		u.top = unique.Make(t)
+	}
+	if b.rid != "" || b.idx != nil || len(b.clients) > 0 || len(servers) > 0 || b.hostUnit >= 0 || b.caller {
+		u.more = &unitMore{rid: b.rid, clients: b.clients, servers: servers, hostUnit: b.hostUnit, caller: b.caller}
 		if b.idx != nil {
 			idx := b.idx // b is scratch
 			u.more.idx = &idx
@@ -706,7 +732,7 @@ func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, pare
 			if clients[k].used || int(clients[k].unit) == needs[n].unit || c.start > info.start+callSlack {
 				continue
 			}
-			if h := info.extra().host; (h != "" && c.host() != h) || (info.path != noPath && c.path() != "" && c.path() != info.route()) {
+			if t := info.where(); (t.host != "" && c.host() != t.host) || (t.path != "" && c.path() != "" && c.path() != t.path) {
 				continue
 			}
 			cs = append(cs, cand{k, matchCost(info.start, info.end, c.start, c.end)})
@@ -911,12 +937,12 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// A fleet serves few hosts, each unit repeating them: the maps' current
 	// entries are mirrored in short slices, so a repeat costs no hashing.
 	var hostNow []hostRes
-	hostRes := map[string]model.ResourceID{}
+	hostOf := map[string]model.ResourceID{}
 	resHost := map[model.ResourceID]string{}
 	var resSeen []model.ResourceID
 	const mirrored = 32
 	for i := range us {
-		for _, h := range us[i].info.extra().servers {
+		us[i].info.eachServer(func(h hostRes) {
 			k := 0
 			for k < len(hostNow) && hostNow[k].host != h.host {
 				k++
@@ -924,16 +950,16 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			if k < len(hostNow) {
 				if hostNow[k].res != h.res {
 					hostNow[k].res = h.res
-					hostRes[h.host] = h.res
+					hostOf[h.host] = h.res
 				}
 			} else {
 				if len(hostNow) < mirrored {
 					hostNow = append(hostNow, h)
 				}
-				hostRes[h.host] = h.res
+				hostOf[h.host] = h.res
 			}
 			if slices.Contains(resSeen, h.res) {
-				continue
+				return
 			}
 			if _, ok := resHost[h.res]; !ok {
 				resHost[h.res] = h.host
@@ -941,7 +967,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			if len(resSeen) < mirrored {
 				resSeen = append(resSeen, h.res)
 			}
-		}
+		})
 	}
 	// Rollout ids and traces of the anchored units.
 	byID := map[string]int{}
@@ -1043,7 +1069,8 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		u := &us[i]
 		info := u.info
 		top := &u.f.Spans[info.root]
-		host := info.extra().host
+		where := info.where()
+		host := where.host
 		if host == "" {
 			host = resHost[top.Resource]
 		}
@@ -1060,10 +1087,10 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 				if route.host != host {
 					continue
 				}
-			} else if r, ok := hostRes[route.host]; ok && r != top.Resource {
+			} else if r, ok := hostOf[route.host]; ok && r != top.Resource {
 				continue
 			}
-			if info.path != noPath && route.path != "" && route.path != info.route() {
+			if where.path != "" && route.path != "" && route.path != where.path {
 				continue
 			}
 			if info.class == classRollout && route.path != "/run" {
