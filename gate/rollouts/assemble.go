@@ -126,7 +126,6 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		}
 		return ""
 	}
-	cache := make(map[string]*cachedRoll, nroll)
 	runTraces := map[model.TraceID]bool{}
 	rollTraces := map[model.TraceID]bool{}
 	for g, root := range order {
@@ -149,7 +148,8 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			continue
 		}
 		c := e.rollout(snap, us, members, grafts)
-		cache[c.r.ID] = c
+		c.gen = uint32(e.gen)
+		e.rollCache[c.r.ID] = c
 		rolls = append(rolls, c.r)
 		rollAt[root] = int32(len(rolls))
 		for _, i := range members {
@@ -159,7 +159,13 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			}
 		}
 	}
-	e.rollCache = cache
+	// The cache is kept in place, and what this structure did not use
+	// leaves it: a second map each check was a map of every rollout more.
+	for id, c := range e.rollCache {
+		if c.gen != uint32(e.gen) {
+			delete(e.rollCache, id)
+		}
+	}
 	st.RunTraces = len(runTraces)
 	st.RolloutTraces = len(rollTraces)
 	for _, p := range st.suspectUnits {
@@ -199,6 +205,7 @@ type cachedRoll struct {
 	r    *model.Rollout
 	key  uint64 // hash of the units it was built from (rolloutKey)
 	jobs []jobCall
+	gen  uint32 // low bits of the last structure's gen that used it
 }
 
 // jobCall is one call of the JobSpans interface, replayed when a rollout

@@ -52,11 +52,21 @@ func TestLiveFinderMatchesFresh(t *testing.T) {
 			f.Eager = true
 			live, liveJobs := NewFinder(), &jobLog{}
 			live.Jobs = liveJobs
+			var prev map[string]*model.Rollout
 			check := func(step string) {
 				st.Sync()
 				snap := st.Snapshot()
 				liveJobs.calls = nil
 				got := live.Structure(snap)
+				// A rollout the last structure held, unchanged, is reused.
+				now := map[string]*model.Rollout{}
+				for _, r := range got.Rollouts {
+					now[r.ID] = r
+					if p := prev[r.ID]; p != nil && p.Version == r.Version && p != r {
+						t.Fatalf("%s: rollout %s rebuilt, unchanged", step, r.ID)
+					}
+				}
+				prev = now
 				fresh, freshJobs := NewFinder(), &jobLog{}
 				fresh.Jobs = freshJobs
 				want := fresh.Structure(snap)
