@@ -51,7 +51,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	// spans go back under the call that made them.
 	grafts := map[int][]int{}
 	for i := range us {
-		if u := &us[i]; u.graft >= 0 && u.info.leak && u.how == attrClient {
+		if u := &us[i]; u.graft >= 0 && u.info.leak() && u.how == attrClient {
 			grafts[int(u.graft)] = append(grafts[int(u.graft)], i)
 		}
 	}
@@ -62,7 +62,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	// holding a leak are looked up by fragment.
 	var unitAt map[*model.Fragment][]int
 	for i := range us {
-		if us[i].info.leak {
+		if us[i].info.leak() {
 			if unitAt == nil {
 				unitAt = map[*model.Fragment][]int{}
 			}
@@ -83,7 +83,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	clear(e.carried)
 	for i := range us {
 		u := &us[i]
-		if !u.info.leak || u.info.extra().hostUnit < 0 {
+		if !u.info.leak() || u.info.extra().hostUnit < 0 {
 			continue
 		}
 		for _, j := range unitAt[u.f] {
@@ -98,7 +98,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	// The rollouts, run-level pieces and unattributed fragments are
 	// counted first: the lists are kept until the next structure, and
 	// most groups of a capture of many small traces may be no rollout's.
-	inCaller := func(u *gunit) bool { return u.graft >= 0 && u.info.leak && u.how == attrClient }
+	inCaller := func(u *gunit) bool { return u.graft >= 0 && u.info.leak() && u.how == attrClient }
 	nroll, nrun, nun := 0, 0, 0
 	for g := range order {
 		members := mem[off[g]:off[g+1]]
@@ -154,7 +154,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		rollAt[root] = int32(len(rolls))
 		for _, i := range members {
 			rollTraces[us[i].f.TraceID] = true
-			if us[i].how != attrNone && !us[i].info.leak && us[i].info.class == classOrphan {
+			if us[i].how != attrNone && !us[i].info.leak() && us[i].info.class == classOrphan {
 				st.Attributed++
 			}
 		}
@@ -174,16 +174,16 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			continue
 		}
 		u := &us[p[1]]
-		top := &u.f.Spans[u.info.root]
+		top := &u.f.Spans[u.info.root()]
 		st.Suspect[id] = append(st.Suspect[id], Suspect{Service: snap.ServiceName(top.Resource), Span: DisplayName(e.in, top)})
 	}
 	// Leaks, with the rollout they belong to and the one they were put under.
 	for i := range us {
 		u := &us[i]
-		if !u.info.leak {
+		if !u.info.leak() {
 			continue
 		}
-		top := &u.f.Spans[u.info.root]
+		top := &u.f.Spans[u.info.root()]
 		l := Leak{Service: snap.ServiceName(top.Resource), Name: DisplayName(e.in, top), Rollout: rollOf(find(i))}
 		if hu := u.info.extra().hostUnit; hu >= 0 {
 			for _, j := range unitAt[u.f] {
@@ -347,7 +347,7 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int32,
 				r.LastSeen = ls
 			}
 		}
-		r.Errors += int(u.info.errors)
+		r.Errors += int(u.info.errors())
 		if first || u.info.start < r.Start {
 			r.Start = u.info.start
 		}
@@ -355,7 +355,7 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int32,
 			r.End = u.info.end
 		}
 		first = false
-		if u.graft >= 0 && u.info.leak && u.how == attrClient {
+		if u.graft >= 0 && u.info.leak() && u.how == attrClient {
 			continue // inside its caller's fragment
 		}
 		f := e.unitFragment(snap, us, int(i), grafts)
@@ -393,7 +393,7 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 		carried := e.carried[j]
 		var b [13]byte
 		binary.LittleEndian.PutUint64(b[:], g.f.Version)
-		binary.LittleEndian.PutUint32(b[8:], uint32(g.info.root))
+		binary.LittleEndian.PutUint32(b[8:], uint32(g.info.root()))
 		if carried {
 			b[12] = 1
 		}
@@ -416,7 +416,7 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 				// A span of another trace keeps its own in the copy.
 				extra().Trace = g.f.TraceID
 			}
-			if k == g.info.root {
+			if k == g.info.root() {
 				sp.Parent = parent
 				// A grafted top keeps the parent it was captured under.
 				if up := g.f.ParentID(int(k)); parent >= 0 && up != spans[parent].SpanID {
@@ -447,14 +447,14 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 		}
 	}
 	add(i, -1)
-	d := &model.Fragment{TraceID: f.TraceID, Spans: spans, TopParent: f.ParentID(int(u.info.root))}
-	if u.info.root == 0 {
+	d := &model.Fragment{TraceID: f.TraceID, Spans: spans, TopParent: f.ParentID(int(u.info.root()))}
+	if u.info.root() == 0 {
 		d.Job = f.Job
-	} else if u.info.cut {
+	} else if u.info.cut() {
 		// The caller's span above the rollout plays gym.job's part: kept,
 		// it holds every rollout it called in its one trace.
-		d.Job = f.ParentID(int(u.info.root))
-		e.callJobs(jobCall{id: d.Job, f: f, span: f.Spans[u.info.root].Parent})
+		d.Job = f.ParentID(int(u.info.root()))
+		e.callJobs(jobCall{id: d.Job, f: f, span: f.Spans[u.info.root()].Parent})
 	}
 	d.Version = h.Sum64() | 1<<63
 	return e.withVirtualJob(snap, d)

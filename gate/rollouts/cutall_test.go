@@ -8,10 +8,10 @@ import (
 )
 
 // TestUnitInfoSize pins the cache's record of a one-unit fragment, most
-// fragments: one 64-byte allocation, its cache marks in the padding.
+// fragments: one 48-byte allocation, a size class.
 func TestUnitInfoSize(t *testing.T) {
-	if n := unsafe.Sizeof(unitInfo{}); n != 64 {
-		t.Errorf("unitInfo is %d bytes, want 64", n)
+	if n := unsafe.Sizeof(unitInfo{}); n != 48 {
+		t.Errorf("unitInfo is %d bytes, want 48", n)
 	}
 	if n := unsafe.Sizeof(gunit{}); n != 40 {
 		t.Errorf("gunit is %d bytes, want 40: a structure lists one per unit", n)

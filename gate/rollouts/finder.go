@@ -11,7 +11,7 @@ type Finder struct {
 	gen uint64          // bumped per structure built, marks units in use
 
 	// units caches each fragment version's units by its first; multi
-	// holds all of them for fragments of more than one (unitInfo.multi).
+	// holds all of them for fragments of more than one (flagMulti).
 	units     map[uint64]*unitInfo
 	multi     map[uint64][]unitInfo
 	st        *Structure

@@ -173,28 +173,48 @@ type unitInfo struct {
 	// fleet's units repeat a few, and most units then need no more.
 	top    unique.Handle[unitTop]
 	more   *unitMore
-	root   int32 // index of the unit's top span in the fragment
 	idSpan int32 // the span that names a synthetic rollout id, -1 if none
-	errors int32
 	spans  int32
-	// ncalls counts the unit's dangling CLIENT spans, and runCall says one
-	// goes to /run. The calls themselves (more.clients) are kept only once a
-	// structure of the Finder matched one (Finder.keepCalls): a capture of
-	// orphans holds hundreds of thousands, and nothing there needs them.
-	ncalls  int32
-	runCall bool
-	class   unitClass
-	run     RunKind
-	idRank  int8 // how good idSpan is: 3 SERVER /run, 2 gym.rollout, 1 CLIENT /run
-	leak    bool // the top is a request span carried over onto another's context
-	cut     bool // the top is a call to /run cut out under another client's spans
-	calls   bool // has CLIENT spans other than calls to /run
-	// The cache's own, in the first unit of a fragment (see fragUnits):
-	// mark is the low byte of the last structure's gen that used it, and
-	// multi says the fragment has more units, kept in Finder.multi.
-	mark  uint8
-	multi bool
+	// calls counts the unit's dangling CLIENT spans, up to 65535 (it sizes
+	// a list, and says whether there is any). The calls themselves
+	// (more.clients) are kept only once a structure of the Finder matched
+	// one (Finder.keepCalls): a capture of orphans holds hundreds of
+	// thousands, and nothing there needs them.
+	ncalls uint16
+	class  unitClass
+	run    RunKind
+	idRank int8 // how good idSpan is: 3 SERVER /run, 2 gym.rollout, 1 CLIENT /run
+	flags  unitFlags
+	// The cache's own, in the first unit of a fragment (see fragUnits): the
+	// low byte of the last structure's gen that used it.
+	mark uint8
 }
+
+// unitFlags are a unitInfo's booleans, one bit each: the record is 48
+// bytes, a size class, with its top span and error count in more when not
+// 0 (units past a fragment's first, which have more anyway, and units with
+// errors).
+type unitFlags uint8
+
+const (
+	flagLeak    unitFlags = 1 << iota // the top is a request span carried over onto another's context
+	flagCut                           // the top is a call to /run cut out under another client's spans
+	flagCalls                         // has CLIENT spans other than calls to /run
+	flagRunCall                       // a dangling CLIENT span calls /run
+	flagMulti                         // the cache's: the fragment has more units, kept in Finder.multi
+)
+
+func (u *unitInfo) leak() bool    { return u.flags&flagLeak != 0 }
+func (u *unitInfo) cut() bool     { return u.flags&flagCut != 0 }
+func (u *unitInfo) calls() bool   { return u.flags&flagCalls != 0 }
+func (u *unitInfo) runCall() bool { return u.flags&flagRunCall != 0 }
+func (u *unitInfo) multi() bool   { return u.flags&flagMulti != 0 }
+
+// root returns the index of the unit's top span in the fragment.
+func (u *unitInfo) root() int32 { return u.extra().root }
+
+// errors returns the unit's spans with status ERROR.
+func (u *unitInfo) errors() int32 { return u.extra().errors }
 
 // unitTop is what a unit's top says of where it was served, and the first
 // host:port its request spans served.
@@ -234,7 +254,9 @@ type unitMore struct {
 	clients  []danglingClient
 	servers  []hostRes // host:port served past the first (unitTop.serve)
 	hostUnit int32     // for a leaked top, the unit of the span it was parented to
-	caller   bool      // units were cut out of this one at calls to /run
+	root     int32     // index of the unit's top span in the fragment
+	errors   int32
+	caller   bool // units were cut out of this one at calls to /run
 }
 
 // spanIdx returns the unit's spans in index order, nil for the whole
@@ -260,8 +282,20 @@ func (u *unitInfo) extra() *unitMore {
 
 // pack returns b as the cache keeps it.
 func (b *unitBuild) pack() unitInfo {
-	u := unitInfo{start: b.start, end: b.end, root: b.root, idSpan: b.idSpan, errors: b.errors, spans: b.spans,
-		ncalls: b.ncalls, runCall: b.runCall, class: b.class, run: b.run, idRank: b.idRank, leak: b.leak, cut: b.cut, calls: b.calls}
+	u := unitInfo{start: b.start, end: b.end, idSpan: b.idSpan, spans: b.spans, ncalls: uint16(min(b.ncalls, math.MaxUint16)),
+		class: b.class, run: b.run, idRank: b.idRank}
+	if b.leak {
+		u.flags |= flagLeak
+	}
+	if b.cut {
+		u.flags |= flagCut
+	}
+	if b.calls {
+		u.flags |= flagCalls
+	}
+	if b.runCall {
+		u.flags |= flagRunCall
+	}
 	t := unitTop{path: b.path, host: b.host}
 	var servers []hostRes
 	if len(b.servers) > 0 {
@@ -273,8 +307,8 @@ func (b *unitBuild) pack() unitInfo {
 	if t != (unitTop{}) {
 		u.top = unique.Make(t)
 	}
-	if b.rid != "" || b.idx != nil || len(b.clients) > 0 || len(servers) > 0 || b.hostUnit >= 0 || b.caller {
-		u.more = &unitMore{rid: b.rid, clients: b.clients, servers: servers, hostUnit: b.hostUnit, caller: b.caller}
+	if b.rid != "" || b.idx != nil || len(b.clients) > 0 || len(servers) > 0 || b.hostUnit >= 0 || b.caller || b.root != 0 || b.errors != 0 {
+		u.more = &unitMore{rid: b.rid, clients: b.clients, servers: servers, hostUnit: b.hostUnit, root: b.root, errors: b.errors, caller: b.caller}
 		if b.idx != nil {
 			idx := b.idx // b is scratch
 			u.more.idx = &idx
@@ -305,21 +339,24 @@ func (c *danglingClient) host() string { return c.route.Value().host }
 func (c *danglingClient) path() string { return c.route.Value().path }
 
 // newFragUnits packs one fragment's units in an array of their number:
-// most fragments are one unit, a 64-byte allocation the cache points at
+// most fragments are one unit, a 48-byte allocation the cache points at
 // (Finder.units), with no header of its own.
 func newFragUnits(units []unitBuild, gen uint64) []unitInfo {
 	all := make([]unitInfo, len(units))
 	for i := range units {
 		all[i] = units[i].pack()
 	}
-	all[0].mark, all[0].multi = uint8(gen), len(all) > 1
+	all[0].mark = uint8(gen)
+	if len(all) > 1 {
+		all[0].flags |= flagMulti
+	}
 	return all
 }
 
 // keepUnits caches the units of the fragment of version v.
 func (e *Finder) keepUnits(v uint64, all []unitInfo) {
 	e.units[v] = &all[0]
-	if all[0].multi {
+	if all[0].multi() {
 		e.multi[v] = all
 	}
 }
@@ -332,7 +369,7 @@ func (e *Finder) cachedUnits(v uint64) []unitInfo {
 		return nil
 	}
 	u.mark = uint8(e.gen)
-	if u.multi {
+	if u.multi() {
 		return e.multi[v]
 	}
 	return unsafe.Slice(u, 1)
@@ -712,7 +749,7 @@ const maxLeakMatch = 4096
 func matchLeaks(us []gunit, needs []need, clients []cref, union func(child, parent int)) {
 	var leaks []int
 	for n := range needs {
-		if needs[n].unit >= 0 && us[needs[n].unit].info.leak {
+		if needs[n].unit >= 0 && us[needs[n].unit].info.leak() {
 			leaks = append(leaks, n)
 		}
 	}
@@ -997,7 +1034,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// needs a caller.
 	runCalls := false
 	for i := 0; i < len(us) && !runCalls; i++ {
-		runCalls = us[i].info.runCall
+		runCalls = us[i].info.runCall()
 	}
 	// Units that need a caller: orphans, leaked request spans, and rollout
 	// units whose top is the agent's side of a /run call. Marked first and
@@ -1012,15 +1049,15 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	for i := range us {
 		u := &us[i]
 		info := u.info
-		top := &u.f.Spans[info.root]
+		top := &u.f.Spans[info.root()]
 		switch {
-		case info.class == classRun && !info.leak:
+		case info.class == classRun && !info.leak():
 			continue
-		case info.cut:
+		case info.cut():
 			continue // its caller is the span above it
 		case info.class == classRollout && top.Kind == model.KindClient:
 			continue // the driver's own call to /run: it has no caller
-		case info.class == classRollout && !info.leak && u.f.ParentID(int(info.root)).IsZero() && info.root == 0 && u.f.Job.IsZero() && !runCalls:
+		case info.class == classRollout && !info.leak() && u.f.ParentID(int(info.root())).IsZero() && info.root() == 0 && u.f.Job.IsZero() && !runCalls:
 			continue // a rollout started without a driver span (standalone)
 		}
 		if info.class == classOrphan && info.extra().rid != "" {
@@ -1030,7 +1067,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 				continue
 			}
 		}
-		if !info.leak && !u.f.ParentID(int(info.root)).IsZero() {
+		if !info.leak() && !u.f.ParentID(int(info.root())).IsZero() {
 			// The parent's id is known but it is not here: not exported, or
 			// not yet. Only its trace can tell whose it is.
 			if j, ok := traceRoll[u.f.TraceID]; ok && j >= 0 && info.class == classOrphan {
@@ -1068,7 +1105,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		}
 		u := &us[i]
 		info := u.info
-		top := &u.f.Spans[info.root]
+		top := &u.f.Spans[info.root()]
 		where := info.where()
 		host := where.host
 		if host == "" {
@@ -1111,7 +1148,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	for n := range needs {
 		if len(needs[n].cand()) == 1 {
 			u := &us[needs[n].unit]
-			name := u.f.Spans[u.info.root].Name
+			name := u.f.Spans[u.info.root()].Name
 			if routes[name] == nil {
 				routes[name] = map[string]bool{}
 			}
@@ -1120,7 +1157,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	}
 	for n := range needs {
 		u := &us[needs[n].unit]
-		known := routes[u.f.Spans[u.info.root].Name]
+		known := routes[u.f.Spans[u.info.root()].Name]
 		if len(needs[n].cand()) < 2 || known == nil {
 			continue
 		}
@@ -1171,7 +1208,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			continue
 		}
 		u := &us[nd.unit]
-		key := taken{ed.client, u.f.Spans[u.info.root].Name}
+		key := taken{ed.client, u.f.Spans[u.info.root()].Name}
 		if took[key] {
 			continue
 		}
@@ -1228,7 +1265,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// from another's: the rollout is split, as far as the capture can tell.
 	emits := map[unique.Handle[callRoute]]int{} // a unit that route produced
 	for i := range us {
-		if u := &us[i]; u.how == attrClient && !u.info.leak {
+		if u := &us[i]; u.how == attrClient && !u.info.leak() {
 			for k := range clients {
 				if clients[k].unit == u.graft && clients[k].c.span == u.at {
 					emits[clients[k].c.route] = i
@@ -1268,11 +1305,11 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			r := find(i)
 			if k := seen[r] - 1; k >= 0 {
 				wins[k].start, wins[k].end = min(wins[k].start, us[i].info.start), max(wins[k].end, us[i].info.end)
-				wins[k].calls = wins[k].calls || us[i].info.calls
+				wins[k].calls = wins[k].calls || us[i].info.calls()
 				continue
 			}
 			seen[r] = int32(len(wins)) + 1
-			wins = append(wins, window{root: int32(r), start: us[i].info.start, end: us[i].info.end, calls: us[i].info.calls})
+			wins = append(wins, window{root: int32(r), start: us[i].info.start, end: us[i].info.end, calls: us[i].info.calls()})
 		}
 		k := 0
 		for _, w := range wins {
