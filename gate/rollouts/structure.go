@@ -175,7 +175,7 @@ type unitInfo struct {
 	more   *unitMore
 	idSpan int32 // the span that names a synthetic rollout id, -1 if none
 	spans  int32
-	// calls counts the unit's dangling CLIENT spans, up to 65535 (it sizes
+	// ncalls counts the unit's dangling CLIENT spans, up to 65535 (it sizes
 	// a list, and says whether there is any). The calls themselves
 	// (more.clients) are kept only once a structure of the Finder matched
 	// one (Finder.keepCalls): a capture of orphans holds hundreds of
