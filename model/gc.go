@@ -2,6 +2,7 @@ package model
 
 import (
 	"os"
+	"sync"
 	"runtime/debug"
 	"runtime/metrics"
 )
@@ -13,16 +14,27 @@ import (
 // above the live data, for some more collector work, while small stores
 // keep the default. 15% cost ingest of orphan batches a tenth more CPU a
 // span than 25% for 2-3 B a span less at 1M spans (BENCHMARKS.md).
+// While an analysis of the whole store runs beside it (Store.TightGC),
+// the target is tightPercent: that analysis's working set is garbage
+// within a second, and at 25% it would sit on top of the store's peak
+// until the next collection; its runs are brief and paced, so ingest
+// pays little for the tighter target.
 const (
-	leanAbove   = 64 << 20
-	leanPercent = 25
-	fullPercent = 100
+	leanAbove    = 64 << 20
+	leanPercent  = 25
+	tightPercent = 10
+	fullPercent  = 100
 )
 
-// gcTuner applies Options.LeanGC. Writer goroutine only.
+// gcTuner applies Options.LeanGC. update and restore are the writer
+// goroutine's; tighten may come from any goroutine.
 type gcTuner struct {
+	mu     sync.Mutex
 	cur    int // percent last set, 0 before the first update
 	before int // percent to restore on Close
+	live   uint64
+	tight  int // holders of TightGC
+	done   bool
 	sample []metrics.Sample
 }
 
@@ -45,9 +57,23 @@ func (g *gcTuner) update() {
 }
 
 func (g *gcTuner) apply(live uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.live = live
+	g.set()
+}
+
+// set applies the target for g.live and g.tight. g.mu held.
+func (g *gcTuner) set() {
+	if g.done {
+		return
+	}
 	want := fullPercent
-	if live >= leanAbove {
+	if g.live >= leanAbove {
 		want = leanPercent
+		if g.tight > 0 {
+			want = tightPercent
+		}
 	}
 	if want != g.cur {
 		prev := debug.SetGCPercent(want)
@@ -58,8 +84,20 @@ func (g *gcTuner) apply(live uint64) {
 	}
 }
 
-// restore puts back the target that was in force before the store.
+// tighten adds (+1) or takes (-1) a holder of the tight target.
+func (g *gcTuner) tighten(d int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.tight += d
+	g.set()
+}
+
+// restore puts back the target that was in force before the store, for
+// good: a late tighten leaves it alone.
 func (g *gcTuner) restore() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.done = true
 	if g.cur != 0 {
 		debug.SetGCPercent(g.before)
 		g.cur = 0

@@ -40,6 +40,41 @@ func TestGCTuner(t *testing.T) {
 	}
 }
 
+// TestGCTunerTight: an analysis beside a large store gets the tight target
+// while it holds it, a small store keeps the default, and a store that
+// has closed leaves the setting alone.
+func TestGCTunerTight(t *testing.T) {
+	orig := gcPercent()
+	defer debug.SetGCPercent(orig)
+	debug.SetGCPercent(80)
+	g := &gcTuner{}
+	for _, st := range []struct {
+		name  string
+		live  uint64
+		tight int
+		want  int
+	}{
+		{"small heap, held", 10 << 20, 1, fullPercent},
+		{"large heap, held", 200 << 20, 0, tightPercent},
+		{"held twice", 200 << 20, 1, tightPercent},
+		{"one released", 200 << 20, -1, tightPercent},
+		{"both released", 200 << 20, -1, leanPercent},
+	} {
+		g.apply(st.live)
+		if st.tight != 0 {
+			g.tighten(st.tight)
+		}
+		if got := gcPercent(); got != st.want {
+			t.Fatalf("%s: GOGC=%d, want %d", st.name, got, st.want)
+		}
+	}
+	g.restore()
+	g.tighten(1)
+	if got := gcPercent(); got != 80 {
+		t.Fatalf("a hold after the store closed set GOGC=%d, want the 80 in force before", got)
+	}
+}
+
 func TestGCTunerDefersToEnvironment(t *testing.T) {
 	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
 		t.Run(env, func(t *testing.T) {

@@ -88,7 +88,22 @@ type Store struct {
 	metricNames                      metricCounts
 	keys                             storeKeys
 
-	w writer
+	gc *gcTuner // nil without LeanGC
+	w  writer
+}
+
+// TightGC lowers the collector's target further (see tightPercent) until
+// release is called: for an analysis of the whole store that runs beside
+// it, whose working set would otherwise sit on top of the store's peak.
+// It does nothing without LeanGC, with GOGC or GOMEMLIMIT set, or while
+// the heap is small. Safe from any goroutine; release once.
+func (s *Store) TightGC() (release func()) {
+	g := s.gc
+	if g == nil {
+		return func() {}
+	}
+	g.tighten(1)
+	return func() { g.tighten(-1) }
 }
 
 // NewStore starts a store and its writer goroutine. Call Close to stop it.
@@ -114,6 +129,9 @@ func NewStore(opts Options) *Store {
 		done:    make(chan struct{}),
 		changed: make(chan struct{}, 1),
 		keys:    newStoreKeys(strs),
+	}
+	if opts.LeanGC {
+		s.gc = newGCTuner()
 	}
 	s.w.init(s)
 	s.snap.Store(s.w.publish())
@@ -247,11 +265,9 @@ func (s *Store) run() {
 	// whose cores other work holds stretches many times over, and what
 	// arrived should show within a second or so.
 	every := s.opts.PublishEvery
-	var gc *gcTuner
-	if s.opts.LeanGC {
-		if gc = newGCTuner(); gc != nil {
-			defer gc.restore()
-		}
+	gc := s.gc
+	if gc != nil {
+		defer gc.restore()
 	}
 	publish := func() {
 		if gc != nil {
