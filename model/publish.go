@@ -233,8 +233,9 @@ func (w *writer) pubFrag(f *frag) *Fragment {
 			TraceID:   w.traceID(f),
 			Spans:     f.spans[:len(f.spans):len(f.spans)],
 			TopParent: f.up,
-			Job:       f.job(),
 			Version:   w.version,
+			Slot:      f.id,
+			UnderJob:  f.link == upJob,
 		}
 		f.dirty = false
 	}

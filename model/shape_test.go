@@ -42,11 +42,20 @@ func (s sentParents) add(b Batch) Batch {
 }
 
 // checkFragments checks what Fragment promises: the top first, every other
-// span after its parent, and every span's parent the one it was sent with.
+// span after its parent, every span's parent the one it was sent with, and
+// a slot of its own among the snapshot's fragments.
 func checkFragments(t *testing.T, s *Snapshot, sent sentParents) {
 	t.Helper()
+	slots := map[uint32]*Fragment{}
+	for _, f := range s.Jobs {
+		slots[f.Slot] = f
+	}
 	for _, r := range s.Rollouts {
 		for _, f := range r.Fragments {
+			if g, ok := slots[f.Slot]; f.Slot == 0 || ok && g != f {
+				t.Fatalf("rollout %s: fragment of version %d has slot %d, taken: %v", r.ID, f.Version, f.Slot, ok)
+			}
+			slots[f.Slot] = f
 			want, ok := sent[spanKey{f.Trace(0), f.Spans[0].SpanID}]
 			if !ok {
 				t.Fatalf("rollout %s: top span %v was never sent", r.ID, f.Spans[0].SpanID)

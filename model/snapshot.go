@@ -157,13 +157,26 @@ type Fragment struct {
 	TraceID TraceID
 	Spans   []Span
 	// TopParent is the parent id of Spans[0], the top: zero for a true root,
-	// else the id of a parent that has not arrived (Job is zero) or the
-	// gym.job span (Job set).
+	// else the id of a parent that has not arrived or, when UnderJob, of
+	// the gym.job span.
 	TopParent SpanID
-	// Job is the SpanID of the gym.job span this fragment hangs under, once
-	// that span has arrived.
-	Job     SpanID
-	Version uint64
+	Version   uint64
+	// Slot is the store's index of the fragment: unique among a snapshot's
+	// fragments, reused once the fragment leaves, 0 for one made elsewhere.
+	// With Version it keys an analysis's cache kept in a slice, not a map.
+	Slot uint32
+	// UnderJob: the fragment hangs under the gym.job span (TopParent), which
+	// has arrived. A flag, not the id again, keeps a Fragment 64 bytes.
+	UnderJob bool
+}
+
+// Job returns the id of the gym.job span the fragment hangs under, zero
+// until that span has arrived.
+func (f *Fragment) Job() SpanID {
+	if f.UnderJob {
+		return f.TopParent
+	}
+	return SpanID{}
 }
 
 // Trace returns the trace of span i: the fragment's, unless the span names
@@ -194,7 +207,7 @@ func (f *Fragment) ParentID(i int) SpanID {
 }
 
 // Orphan reports whether the fragment waits for a parent that has not arrived.
-func (f *Fragment) Orphan() bool { return !f.TopParent.IsZero() && f.Job.IsZero() }
+func (f *Fragment) Orphan() bool { return !f.TopParent.IsZero() && !f.UnderJob }
 
 // Derive returns a copy of s whose Rollouts are rolls: the same spans seen
 // through another grouping (gate finds Gym's rollouts by structure). Every

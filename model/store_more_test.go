@@ -91,8 +91,8 @@ func TestStoreDuplicatesAndPending(t *testing.T) {
 	st.Add(build(t, st, trace, jobTree[:1]))
 	st.Sync()
 	s = st.Snapshot()
-	if f := s.Rollouts[0].Fragments[0]; f.Orphan() || f.Job != sid("job") || len(s.Jobs) != 1 {
-		t.Fatalf("after gym.job arrived: orphan=%v job=%v jobs=%d", f.Orphan(), f.Job, len(s.Jobs))
+	if f := s.Rollouts[0].Fragments[0]; f.Orphan() || f.Job() != sid("job") || len(s.Jobs) != 1 {
+		t.Fatalf("after gym.job arrived: orphan=%v job=%v jobs=%d", f.Orphan(), f.Job(), len(s.Jobs))
 	}
 }
 
@@ -400,8 +400,8 @@ func TestWaitingFragmentsShareTheirTracesRollout(t *testing.T) {
 	}
 	// b1 left the waiting rollout for its own: it no longer waits.
 	for _, r := range st.Snapshot().Rollouts {
-		if f := r.Fragments[0]; f.Spans[0].SpanID == numID(0xb1) && (len(r.Fragments) != 1 || f.Job != pb || f.Orphan()) {
-			t.Errorf("b1: %d fragments, job %x, orphan %v: want its own rollout under the job", len(r.Fragments), f.Job, f.Orphan())
+		if f := r.Fragments[0]; f.Spans[0].SpanID == numID(0xb1) && (len(r.Fragments) != 1 || f.Job() != pb || f.Orphan()) {
+			t.Errorf("b1: %d fragments, job %x, orphan %v: want its own rollout under the job", len(r.Fragments), f.Job(), f.Orphan())
 		}
 	}
 }

@@ -62,14 +62,6 @@ const (
 // waits reports whether f is listed as waiting for its top's parent.
 func (f *frag) waits() bool { return f.link == upWaits }
 
-// job returns the gym.job span f hangs under, zero for none.
-func (f *frag) job() SpanID {
-	if f.link == upJob {
-		return f.up
-	}
-	return SpanID{}
-}
-
 // rid is the rollout id f's spans name, "" for none: a fragment's first
 // id stays its id, and assign puts it in the rollout of that key.
 func (f *frag) rid() string {

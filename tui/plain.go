@@ -58,8 +58,8 @@ func PlainTree(w io.Writer, snap *model.Snapshot) error {
 		for i, f := range frags {
 			fmt.Fprintf(bw, "  fragment %d/%d trace=%s", i+1, len(frags), f.TraceID)
 			switch {
-			case !f.Job.IsZero():
-				fmt.Fprintf(bw, " under job span=%s", f.Job)
+			case !f.Job().IsZero():
+				fmt.Fprintf(bw, " under job span=%s", f.Job())
 			case f.Orphan():
 				fmt.Fprintf(bw, " orphan: parent %s not received", f.TopParent)
 			}

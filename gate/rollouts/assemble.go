@@ -281,7 +281,10 @@ func (e *Finder) rolloutKey(us []gunit, members []int32) (string, [syntheticIDLe
 		binary.LittleEndian.PutUint64(b[13:], gv)
 		binary.LittleEndian.PutUint32(b[21:], uint32(gu))
 		binary.LittleEndian.PutUint32(b[25:], uint32(u.at))
-		copy(b[29:], u.f.Job[:])
+		b[29] = 0 // the job's id is TopParent's, hashed next
+		if u.f.UnderJob {
+			b[29] = 1
+		}
 		copy(b[37:], u.f.TopParent[:])
 		h.Write(b[:])
 	}
@@ -449,12 +452,12 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 	add(i, -1)
 	d := &model.Fragment{TraceID: f.TraceID, Spans: spans, TopParent: f.ParentID(int(u.info.root()))}
 	if u.info.root() == 0 {
-		d.Job = f.Job
+		d.UnderJob = f.UnderJob
 	} else if u.info.cut() {
 		// The caller's span above the rollout plays gym.job's part: kept,
 		// it holds every rollout it called in its one trace.
-		d.Job = f.ParentID(int(u.info.root()))
-		e.callJobs(jobCall{id: d.Job, f: f, span: f.Spans[u.info.root()].Parent})
+		d.UnderJob = true
+		e.callJobs(jobCall{id: d.TopParent, f: f, span: f.Spans[u.info.root()].Parent})
 	}
 	d.Version = h.Sum64() | 1<<63
 	return e.withVirtualJob(snap, d)
@@ -464,12 +467,12 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 // fragment as the run's gym.job, still open: the job span is exported when
 // the run ends, so until then every rollout of a live capture waits for it.
 func (e *Finder) withVirtualJob(snap *model.Snapshot, f *model.Fragment) *model.Fragment {
-	if !f.Job.IsZero() || f.TopParent.IsZero() || !e.isDriver(snap, f.Spans[0].Resource) {
+	if f.UnderJob || f.TopParent.IsZero() || !e.isDriver(snap, f.Spans[0].Resource) {
 		return f
 	}
 	e.callJobs(jobCall{virtual: true, id: f.TopParent, res: f.Spans[0].Resource})
 	d := *f
-	d.Job = f.TopParent
+	d.UnderJob = true
 	d.Version = f.Version ^ 0x5bd1e9955bd1e995
 	return &d
 }

@@ -10,9 +10,14 @@ type Finder struct {
 	in  *model.Interner // the store the caches belong to
 	gen uint64          // bumped per structure built, marks units in use
 
-	// units caches each fragment version's units by its first; multi
-	// holds all of them for fragments of more than one (flagMulti).
-	units     map[uint64]*unitInfo
+	// units caches each fragment's units, by their first, at the
+	// fragment's store slot (Fragment.Slot) with the version they were
+	// cut from: 16 bytes a fragment where a map took ~35. Fragments of no
+	// slot (made outside a store) are cached in loose. multi holds all the
+	// units of fragments of more than one (flagMulti), by version.
+	units     []unitSlot
+	loose     map[uint64]*unitInfo
+	nunits    int // entries in units and loose
 	multi     map[uint64][]unitInfo
 	st        *Structure
 	rollCache map[string]*cachedRoll
@@ -53,7 +58,8 @@ func NewFinder() *Finder { return &Finder{} }
 // Reset forgets every cache: the next snapshot comes from another store.
 func (e *Finder) Reset() {
 	e.in = nil
-	e.units = map[uint64]*unitInfo{}
+	e.units, e.nunits = nil, 0
+	e.loose = map[uint64]*unitInfo{}
 	e.multi = map[uint64][]unitInfo{}
 	e.rollCache = map[string]*cachedRoll{}
 	e.driver = map[model.ResourceID]bool{}
@@ -72,7 +78,7 @@ func (e *Finder) Cached(snap *model.Snapshot) *Structure {
 
 // sync resets the caches when snap comes from another store.
 func (e *Finder) sync(snap *model.Snapshot) {
-	if e.in != snap.Interner() || e.units == nil {
+	if e.in != snap.Interner() || e.loose == nil {
 		e.Reset()
 		e.in = snap.Interner()
 	}

@@ -353,24 +353,57 @@ func newFragUnits(units []unitBuild, gen uint64) []unitInfo {
 	return all
 }
 
-// keepUnits caches the units of the fragment of version v.
-func (e *Finder) keepUnits(v uint64, all []unitInfo) {
-	e.units[v] = &all[0]
+// unitSlot is the unit cache's entry for one store slot.
+type unitSlot struct {
+	v uint64 // the version of the fragment the units were cut from
+	u *unitInfo
+}
+
+// keepUnits caches the units of f.
+func (e *Finder) keepUnits(f *model.Fragment, all []unitInfo) {
+	if s := int(f.Slot); s > 0 {
+		if s >= len(e.units) {
+			e.units = slices.Grow(e.units, s+1-len(e.units))[:s+1]
+		}
+		us := &e.units[s]
+		if us.u != nil {
+			e.nunits--
+			delete(e.multi, us.v)
+		}
+		*us = unitSlot{v: f.Version, u: &all[0]}
+	} else {
+		if _, ok := e.loose[f.Version]; ok {
+			e.nunits--
+		}
+		e.loose[f.Version] = &all[0]
+	}
+	e.nunits++
 	if all[0].multi() {
-		e.multi[v] = all
+		e.multi[f.Version] = all
 	}
 }
 
-// cachedUnits returns the cached units of the fragment of version v, nil
-// when none are, and marks them used by this structure.
-func (e *Finder) cachedUnits(v uint64) []unitInfo {
-	u, ok := e.units[v]
-	if !ok {
+// unitsOf returns the cached first unit of f, nil when none is.
+func (e *Finder) unitsOf(f *model.Fragment) *unitInfo {
+	if s := int(f.Slot); s > 0 {
+		if s < len(e.units) && e.units[s].v == f.Version {
+			return e.units[s].u
+		}
+		return nil
+	}
+	return e.loose[f.Version]
+}
+
+// cachedUnits returns the cached units of f, nil when none are, and marks
+// them used by this structure.
+func (e *Finder) cachedUnits(f *model.Fragment) []unitInfo {
+	u := e.unitsOf(f)
+	if u == nil {
 		return nil
 	}
 	u.mark = uint8(e.gen)
 	if u.multi() {
-		return e.multi[v]
+		return e.multi[f.Version]
 	}
 	return unsafe.Slice(u, 1)
 }
@@ -381,11 +414,11 @@ const maxAnchorDepth = 3
 
 // fragUnits cuts f into units and classifies each; cached by version.
 func (e *Finder) fragUnits(f *model.Fragment, job bool) []unitInfo {
-	if all := e.cachedUnits(f.Version); all != nil {
+	if all := e.cachedUnits(f); all != nil {
 		return all
 	}
 	all := cutUnits(&e.keys, &e.sc, f, job, e.gen, e.keepCalls)
-	e.keepUnits(f.Version, all)
+	e.keepUnits(f, all)
 	return all
 }
 
@@ -405,7 +438,7 @@ func (e *Finder) keepAllCalls(us []gunit) {
 		}
 		if calls {
 			all := cutUnits(&e.keys, &e.sc, f, us[i].roll < 0, e.gen, true)
-			e.keepUnits(f.Version, all)
+			e.keepUnits(f, all)
 			for k := range n {
 				us[i+k].info = &all[k]
 			}
@@ -569,7 +602,7 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64, kee
 			u.class, u.run = classRun, RunAggregate
 		case f.ParentID(int(u.root)).IsZero() && isLiveness(u.path) && (top.Kind == model.KindServer || k.isRequestSpan(top)) && strings.HasPrefix(name, "GET"):
 			u.class, u.run = classRun, RunProbe
-		case u.root == 0 && !f.Job.IsZero():
+		case u.root == 0 && f.UnderJob:
 			// A call of the driver's directly under gym.job that starts no
 			// rollout: run-level.
 			u.class, u.run = classRun, RunDriver
@@ -617,24 +650,29 @@ func (e *Finder) cutAll(snap *model.Snapshot) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		return
 	}
-	if len(e.units) == 0 {
-		// A first check caches every fragment: the map is made at that
-		// size, not grown to it.
-		frags := len(snap.Jobs)
-		for _, r := range snap.Rollouts {
-			frags += len(r.Fragments)
+	if e.nunits == 0 {
+		// A first check caches every fragment: the slots are made at the
+		// highest one, not grown to it.
+		most := uint32(0)
+		for _, j := range snap.Jobs {
+			most = max(most, j.Slot)
 		}
-		e.units = make(map[uint64]*unitInfo, frags)
+		for _, r := range snap.Rollouts {
+			for _, f := range r.Fragments {
+				most = max(most, f.Slot)
+			}
+		}
+		e.units = slices.Grow(e.units[:0], int(most)+1)
 	}
 	var c cutter
 	for _, j := range snap.Jobs {
-		if _, ok := e.units[j.Version]; !ok {
+		if e.unitsOf(j) == nil {
 			c.add(e, j, true)
 		}
 	}
 	for _, r := range snap.Rollouts {
 		for _, f := range r.Fragments {
-			if _, ok := e.units[f.Version]; !ok {
+			if e.unitsOf(f) == nil {
 				c.add(e, f, false)
 			}
 		}
@@ -693,8 +731,8 @@ func (c *cutter) cut(e *Finder) {
 	}
 	wg.Wait()
 	for i := range todo {
-		if _, ok := e.units[todo[i].f.Version]; !ok {
-			e.keepUnits(todo[i].f.Version, todo[i].units)
+		if e.unitsOf(todo[i].f) == nil {
+			e.keepUnits(todo[i].f, todo[i].units)
 		}
 	}
 	clear(todo)
@@ -911,10 +949,32 @@ func (e *Finder) Structure(snap *model.Snapshot) *Structure {
 }
 
 func (e *Finder) evictUnits() {
-	for v, u := range e.units {
+	top := 0
+	for s := range e.units {
+		us := &e.units[s]
+		if us.u == nil {
+			continue
+		}
+		if us.u.mark != uint8(e.gen) {
+			delete(e.multi, us.v)
+			*us = unitSlot{}
+			e.nunits--
+			continue
+		}
+		top = s + 1
+	}
+	// Slots past the highest in use go, and their room with them when
+	// the store has shrunk to under half.
+	clear(e.units[top:])
+	e.units = e.units[:top]
+	if cap(e.units) > 1024 && top < cap(e.units)/2 {
+		e.units = slices.Clone(e.units)
+	}
+	for v, u := range e.loose {
 		if u.mark != uint8(e.gen) {
-			delete(e.units, v)
+			delete(e.loose, v)
 			delete(e.multi, v)
+			e.nunits--
 		}
 	}
 }
@@ -1057,7 +1117,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			continue // its caller is the span above it
 		case info.class == classRollout && top.Kind == model.KindClient:
 			continue // the driver's own call to /run: it has no caller
-		case info.class == classRollout && !info.leak() && u.f.ParentID(int(info.root())).IsZero() && info.root() == 0 && u.f.Job.IsZero() && !runCalls:
+		case info.class == classRollout && !info.leak() && u.f.ParentID(int(info.root())).IsZero() && info.root() == 0 && !u.f.UnderJob && !runCalls:
 			continue // a rollout started without a driver span (standalone)
 		}
 		if info.class == classOrphan && info.extra().rid != "" {

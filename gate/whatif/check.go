@@ -178,8 +178,8 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 				}
 			}
 		}
-		if !f.Job.IsZero() {
-			if j, ok := e.jobs[f.Job]; ok && j.res != f.Spans[0].Resource {
+		if !f.Job().IsZero() {
+			if j, ok := e.jobs[f.Job()]; ok && j.res != f.Spans[0].Resource {
 				addRes(&c.joined, j.res)
 				addRes(&c.joined, f.Spans[0].Resource)
 			}
@@ -206,7 +206,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		top := &f.Spans[0]
 		topSvc := snap.ServiceName(top.Resource)
 		switch {
-		case !f.Job.IsZero():
+		case !f.Job().IsZero():
 		case f.Orphan():
 			kind := top.Kind.String()
 			if top.Kind == model.KindInternal {
@@ -724,16 +724,16 @@ func pieces(r *model.Rollout) int {
 	n := 0
 	var jobs []model.SpanID
 	for _, f := range r.Fragments {
-		if f.Job.IsZero() {
+		if f.Job().IsZero() {
 			n++
 			continue
 		}
 		seen := false
 		for _, j := range jobs {
-			seen = seen || j == f.Job
+			seen = seen || j == f.Job()
 		}
 		if !seen {
-			jobs = append(jobs, f.Job)
+			jobs = append(jobs, f.Job())
 		}
 	}
 	return n + len(jobs)

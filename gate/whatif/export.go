@@ -37,8 +37,8 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 	for _, r := range rollouts {
 		if spec == nil {
 			for _, f := range r.Fragments {
-				if _, ok := jobs[f.Job]; ok && !f.Job.IsZero() {
-					useJob(f.Job)
+				if _, ok := jobs[f.Job()]; ok && !f.Job().IsZero() {
+					useJob(f.Job())
 				}
 				for i := range f.Spans {
 					out.Append(f.Trace(i), f.ParentID(i), f.Spans[i])
@@ -50,7 +50,7 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 		for fi, f := range r.Fragments {
 			fs := &sim.Frags[fi]
 			jobKept := false
-			if j, ok := jobs[f.Job]; ok && !f.Job.IsZero() {
+			if j, ok := jobs[f.Job()]; ok && !f.Job().IsZero() {
 				jobKept = spec.Has(e.jobs[j.Spans[0].SpanID].group)
 			}
 			trace := make([]model.TraceID, len(f.Spans))
@@ -69,9 +69,9 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 				case fs.Cut[i]:
 					up, tid = model.SpanID{}, derivedTrace(tid, sp.SpanID)
 				case jobKept && noKeptAncestor(f, fs, i):
-					up = f.Job
-					useJob(f.Job)
-				case i == 0 && f.Job.IsZero():
+					up = f.Job()
+					useJob(f.Job())
+				case i == 0 && f.Job().IsZero():
 					// The fragment's own top: a root, or an orphan whose
 					// parent never arrived; it stays as captured.
 				default:

@@ -284,8 +284,8 @@ func (e *Engine) classifyRoll(r *model.Rollout, rs *rollState, cls *rollClass) {
 		for _, g := range fi.groups {
 			counts[g]++
 		}
-		if !f.Job.IsZero() {
-			if j, ok := e.jobs[f.Job]; ok {
+		if !f.Job().IsZero() {
+			if j, ok := e.jobs[f.Job()]; ok {
 				rs.relevant = rs.relevant.With(j.group)
 			}
 		}
@@ -401,10 +401,10 @@ func (e *Engine) simulate(sc *scratch, snap *model.Snapshot, r *model.Rollout, r
 		// The job span, when kept, is the top's parent in the same trace.
 		jobIdx := int32(-1)
 		var jobRes model.ResourceID
-		if !f.Job.IsZero() {
-			if j, ok := e.jobs[f.Job]; ok && groups.Kept(j.group, spec) {
+		if !f.Job().IsZero() {
+			if j, ok := e.jobs[f.Job()]; ok && groups.Kept(j.group, spec) {
 				jobRes = j.res
-				jobIdx = int32(s.jobIndex(f.Job))
+				jobIdx = int32(s.jobIndex(f.Job()))
 			}
 		}
 		for i := 0; i < n; i++ {

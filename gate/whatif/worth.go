@@ -104,8 +104,8 @@ func (e *Engine) Worth(snap *model.Snapshot, spec groups.Set, spanCost time.Dura
 		errGroups = errGroups[:0]
 		for _, f := range r.Fragments {
 			fi := e.fragInfo(f)
-			if j := jobs[f.Job]; j != nil && !f.Job.IsZero() {
-				k := slot(e.jobs[f.Job].group)
+			if j := jobs[f.Job()]; j != nil && !f.Job().IsZero() {
+				k := slot(e.jobs[f.Job()].group)
 				cover[k] = append(cover[k], interval{j.Start, j.End})
 			}
 			for i := range f.Spans {
