@@ -2,9 +2,9 @@ package model
 
 import (
 	"os"
-	"sync"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 )
 
 // The collector's target while the store is small and once it is large.

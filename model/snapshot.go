@@ -131,11 +131,10 @@ func (*noCopy) Unlock() {}
 // clock, unix nanoseconds: the rollout's FirstSeen and LastSeen, unless r
 // is the one the store keeps a trace's waiting fragments in (they lack a
 // rollout id, and their tops wait for parents). Each of those is seen as
-// a rollout of its own.
+// a rollout of its own, to the millisecond.
 func (r *Rollout) Seen(i int) (first, last int64) {
 	if r.waiting {
-		s := (*rolloutW)(unsafe.Pointer(r)).seen[i]
-		return s.first, s.last
+		return (*rolloutW)(unsafe.Pointer(r)).seen[i].at(r.FirstSeen)
 	}
 	return r.FirstSeen, r.LastSeen
 }

@@ -6,6 +6,7 @@ package model
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"unsafe"
@@ -137,8 +138,20 @@ type waitSlots struct {
 	seen  []seenPair
 }
 
-// seenPair is when a fragment first and last got spans, store clock.
-type seenPair struct{ first, last int64 }
+// seenPair is when a fragment first and last got spans: milliseconds of
+// the store clock after its waiting rollout's FirstSeen (49 days fit), 8
+// bytes and not 16 for each of the many fragments such a rollout holds.
+type seenPair struct{ first, last uint32 }
+
+// seenMS is now as a seenPair time after base.
+func seenMS(base, now int64) uint32 {
+	return uint32(min(max((now-base)/1e6, 0), math.MaxUint32))
+}
+
+// at returns the pair as store clock times, unix nanoseconds.
+func (s seenPair) at(base int64) (first, last int64) {
+	return base + int64(s.first)*1e6, base + int64(s.last)*1e6
+}
 
 // waits returns r's list with seen times when r is a waiting rollout.
 func (r *roll) waits() *waitSlots {
@@ -159,7 +172,8 @@ func (r *roll) add(f *frag, now int64) {
 		}
 		f.rpos = int32(len(ws.frags))
 		ws.frags = append(ws.frags, f)
-		ws.seen = append(ws.seen, seenPair{now, now})
+		ms := seenMS(r.pub.FirstSeen, now)
+		ws.seen = append(ws.seen, seenPair{ms, ms})
 	case r.many:
 		more := r.more()
 		f.rpos = int32(len(*more))
@@ -922,7 +936,7 @@ func (w *writer) touch(f *frag) {
 		w.markDirty(r)
 		r.lastSeen = w.nowNS
 		if ws := r.waits(); ws != nil {
-			ws.seen[f.rpos].last = w.nowNS
+			ws.seen[f.rpos].last = seenMS(r.pub.FirstSeen, w.nowNS)
 		}
 	}
 }
