@@ -963,9 +963,8 @@ func (e *Finder) evictUnits() {
 		}
 		top = s + 1
 	}
-	// Slots past the highest in use go, and their room with them when
-	// the store has shrunk to under half.
-	clear(e.units[top:])
+	// Slots past the highest in use (all zero by now) go, and their room
+	// with them when the store has shrunk to under half.
 	e.units = e.units[:top]
 	if cap(e.units) > 1024 && top < cap(e.units)/2 {
 		e.units = slices.Clone(e.units)
