@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -34,6 +35,10 @@ type gcTuner struct {
 	before int // percent to restore on Close
 	live   uint64
 	tight  int // holders of TightGC
+	// held counts the holders of HoldFootprint; limit is the memory limit
+	// in force before the first of them.
+	held   int
+	limit  int64
 	done   bool
 	sample []metrics.Sample
 }
@@ -92,12 +97,45 @@ func (g *gcTuner) tighten(d int) {
 	g.set()
 }
 
+// hold adds a holder of the footprint cap: the first sets the runtime's
+// soft memory limit at what the process holds from the system now (mapped
+// and not returned), the last puts back the limit before. Under the cap the
+// collector runs and returns free pages before the process takes more.
+func (g *gcTuner) hold(d int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done {
+		return
+	}
+	switch g.held += d; {
+	case d > 0 && g.held == 1:
+		g.limit = debug.SetMemoryLimit(footprint())
+	case d < 0 && g.held == 0:
+		debug.SetMemoryLimit(g.limit)
+	}
+}
+
+// footprint is the memory the runtime holds from the system and has not
+// returned to it: what the soft memory limit bounds.
+func footprint() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return math.MaxInt64
+	}
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+}
+
 // restore puts back the target that was in force before the store, for
 // good: a late tighten leaves it alone.
 func (g *gcTuner) restore() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.done = true
+	if g.held > 0 {
+		debug.SetMemoryLimit(g.limit)
+		g.held = 0
+	}
 	if g.cur != 0 {
 		debug.SetGCPercent(g.before)
 		g.cur = 0

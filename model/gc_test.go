@@ -75,6 +75,46 @@ func TestGCTunerTight(t *testing.T) {
 	}
 }
 
+// memLimit returns the current soft memory limit.
+func memLimit() int64 { return debug.SetMemoryLimit(-1) }
+
+// TestGCTunerHold: a hold caps the memory at what the process holds from
+// the system when the first holder comes, the last release puts back the
+// limit in force before, and a store that has closed leaves it alone.
+func TestGCTunerHold(t *testing.T) {
+	orig := memLimit()
+	defer debug.SetMemoryLimit(orig)
+	const before = 1 << 40
+	debug.SetMemoryLimit(before)
+	g := &gcTuner{}
+	g.hold(1)
+	capped := memLimit()
+	if fp := footprint(); capped == before || capped > fp || capped < fp/2 {
+		t.Fatalf("held: limit %d, want the footprint (%d now)", capped, fp)
+	}
+	g.hold(1)
+	if got := memLimit(); got != capped {
+		t.Fatalf("held twice: limit %d, want the first holder's %d", got, capped)
+	}
+	g.hold(-1)
+	if got := memLimit(); got != capped {
+		t.Fatalf("one of two released: limit %d, want %d", got, capped)
+	}
+	g.hold(-1)
+	if got := memLimit(); got != before {
+		t.Fatalf("both released: limit %d, want the %d in force before", got, before)
+	}
+	g.hold(1)
+	g.restore()
+	if got := memLimit(); got != before {
+		t.Fatalf("closed while held: limit %d, want %d", got, before)
+	}
+	g.hold(1)
+	if got := memLimit(); got != before {
+		t.Fatalf("a hold after the store closed set the limit to %d, want %d", got, before)
+	}
+}
+
 func TestGCTunerDefersToEnvironment(t *testing.T) {
 	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
 		t.Run(env, func(t *testing.T) {

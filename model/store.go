@@ -106,6 +106,23 @@ func (s *Store) TightGC() (release func()) {
 	return func() { g.tighten(-1) }
 }
 
+// HoldFootprint caps the process's memory at what it holds from the system
+// now until release is called: the runtime's soft memory limit, so that
+// the collector runs and returns free pages before the process maps more.
+// It is for an analysis of the whole store while no spans arrive: its
+// working set then fits in the room the ingest left, instead of raising
+// the peak. Beside a flood the cap would make the collector run without
+// pause while the store grows; hold it only while the store is quiet. Like
+// TightGC it does nothing without LeanGC or with GOGC or GOMEMLIMIT set.
+func (s *Store) HoldFootprint() (release func()) {
+	g := s.gc
+	if g == nil {
+		return func() {}
+	}
+	g.hold(1)
+	return func() { g.hold(-1) }
+}
+
 // NewStore starts a store and its writer goroutine. Call Close to stop it.
 func NewStore(opts Options) *Store {
 	if opts.QueueLen <= 0 {

@@ -20,10 +20,14 @@ import (
 // ingest of orphan batches still took a quarter more CPU a span; with 30d
 // it is within the noise (BENCHMARKS.md). While a check runs the store's
 // collector target is tight (model.Store.TightGC): at 1M spans of orphan
-// batches that took the peak down ~10 B a span.
+// batches that took the peak down ~10 B a span. Once nothing arrived for a
+// tick the check runs at once, under a cap on the process's memory
+// (model.Store.HoldFootprint): a burst is counted a second or two after
+// its end, not up to 30d later, in the room its ingest left.
 type tallier struct {
-	reg *groups.Registry
-	cur atomic.Pointer[whatif.Tally]
+	reg   *groups.Registry
+	share time.Duration // liveShare, or what a test sets
+	cur   atomic.Pointer[whatif.Tally]
 }
 
 // liveShare is how many times its own cost the live check waits between runs.
@@ -33,7 +37,7 @@ func newTallier(reg *groups.Registry) *tallier {
 	if reg == nil {
 		reg = groups.Default()
 	}
-	return &tallier{reg: reg}
+	return &tallier{reg: reg, share: liveShare}
 }
 
 // watch keeps the live tally of st's newest snapshot, checked about once a
@@ -46,18 +50,31 @@ func (t *tallier) watch(ctx context.Context, st *model.Store) (stop func()) {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		var (
-			seq  uint64
-			at   time.Time
-			cost time.Duration
-			last *whatif.Tally
+			seq, ticked uint64 // the snapshot last checked, and the one at the last tick
+			at          time.Time
+			cost        time.Duration
+			last        *whatif.Tally
 		)
 		for {
 			snap, now := st.Snapshot(), time.Now()
-			fresh := last == nil || snap.Seq != seq || last.Job == whatif.JobRunning
-			if fresh && (last == nil || now.Sub(at) >= liveShare*cost) {
-				release := st.TightGC() // its working set goes at once, not on top of the peak
+			// New spans are checked when the pace allows, or at once when
+			// nothing arrived since the last tick: there is no ingest then
+			// to leave the cores to. A run's end, and rollouts pending
+			// their grace window, need a check of the same store again, at
+			// the pace and no oftener than the window.
+			quiet := last != nil && snap.Seq == ticked
+			ticked = snap.Seq
+			paced := last == nil || now.Sub(at) >= t.share*cost
+			again := last != nil && (last.Job == whatif.JobRunning || last.Pending > 0 && now.Sub(at) >= whatif.LiveGrace)
+			if snap.Seq != seq && (quiet || paced) || last == nil || again && paced {
+				untight := st.TightGC() // its working set goes at once, not on top of the peak
+				uncap := func() {}
+				if quiet {
+					uncap = st.HoldFootprint()
+				}
 				tally := eng.Tally(snap, now, whatif.LiveGrace, whatif.JobQuiet)
-				release()
+				uncap()
+				untight()
 				seq, at, cost, last = snap.Seq, now, time.Since(now), &tally
 				t.cur.Store(last)
 			}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/receiver"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// TestTallyCountsABurstOnceQuiet: the live tally paces its checks by their
+// cost while spans arrive, but a burst is counted once a tick passes with
+// nothing new, however long the pace would have it wait.
+func TestTallyCountsABurstOnceQuiet(t *testing.T) {
+	st := model.NewStore(model.Options{LeanGC: true})
+	defer st.Close()
+	l := model.NewLocal(st.Interner())
+	var bodies [][]byte
+	yardstickCopies(t, "req-realgym-run-5072.bin.gz", 3*5072, func(req *coltrace.ExportTraceServiceRequest) {
+		body, err := proto.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, body)
+	})
+	add := func(body []byte) {
+		batch, _, err := receiver.DecodeProto(l, body, receiver.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Add(batch); err != nil {
+			t.Fatal(err)
+		}
+		st.Sync()
+	}
+	tl := newTallier(nil)
+	tl.share = 1 << 40 // paced, a second check would wait for hours
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waitTallied := func(want int, within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for tl.live().Spans != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("after %v the live tally counts %d spans, want %d (the store holds %d)", within, tl.live().Spans, want, st.Snapshot().Stats.Stored)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	add(bodies[0])
+	first := st.Snapshot().Stats.Stored
+	defer tl.watch(ctx, st)()
+	waitTallied(first, 3*time.Second) // the first check runs at once
+	for _, b := range bodies[1:] {
+		add(b)
+	}
+	all := st.Snapshot().Stats.Stored
+	if all <= first {
+		t.Fatalf("the burst stored nothing: %d spans, %d before", all, first)
+	}
+	// The tick that sees the burst, then a tick that sees nothing new.
+	waitTallied(all, 4*time.Second)
+	if got := tl.live(); got.Rollouts == 0 || got.Rollouts != got.Joined+got.Split+got.Pending {
+		t.Errorf("the tally of the burst counts %d rollouts as %d joined, %d split, %d pending", got.Rollouts, got.Joined, got.Split, got.Pending)
+	}
+}
