@@ -15,8 +15,10 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	// The units of each union-find root, in unit order, and the roots in
 	// order of their first unit: slices indexed by unit, not maps, since a
 	// live view rebuilds this for every snapshot.
+	// Four lists, two of them a unit each, and one reused: a check of a
+	// large store holds them beside it, and each unit list is 4 bytes a
+	// unit.
 	n := len(us)
-	roots := make([]int32, n)
 	gi := make([]int32, n) // root -> 1 + its group's index; 0: not a root
 	groups := 0
 	for i := range us {
@@ -25,25 +27,22 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		}
 	}
 	order := make([]int32, 0, groups)
-	cnt := make([]int32, 0, groups)
+	off := make([]int32, groups+1) // group g's members: mem[off[g]:off[g+1]]
 	for i := range us {
 		r := find(i)
-		roots[i] = int32(r)
 		if gi[r] == 0 {
 			order = append(order, int32(r))
-			cnt = append(cnt, 0)
 			gi[r] = int32(len(order))
 		}
-		cnt[gi[r]-1]++
+		off[gi[r]]++
 	}
-	off := make([]int32, len(order)+1)
-	for g, c := range cnt {
-		off[g+1] = off[g] + c
+	for g := range groups {
+		off[g+1] += off[g]
 	}
-	pos := append([]int32(nil), off[:len(order)]...)
+	pos := append([]int32(nil), off[:groups]...)
 	mem := make([]int32, n) // unit indexes, grouped by root
 	for i := range us {
-		g := gi[roots[i]] - 1
+		g := gi[find(i)] - 1
 		mem[pos[g]] = int32(i)
 		pos[g]++
 	}
@@ -118,17 +117,19 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	}
 	st.Run = slices.Grow(st.Run, nrun)
 	st.Unattributed = slices.Grow(st.Unattributed, nun)
-	rollAt := make([]int32, n) // union-find root -> 1 + its rollout's index in rolls; 0: none
+	// group -> 1 + its rollout's index in rolls; 0: none. pos is done with.
+	rollAt := pos
+	clear(rollAt)
 	rolls := make([]*model.Rollout, 0, nroll)
 	rollOf := func(root int) string {
-		if k := rollAt[root]; k > 0 {
+		if k := rollAt[gi[root]-1]; k > 0 {
 			return rolls[k-1].ID
 		}
 		return ""
 	}
 	runTraces := map[model.TraceID]bool{}
 	rollTraces := map[model.TraceID]bool{}
-	for g, root := range order {
+	for g := range order {
 		members := mem[off[g]:off[g+1]]
 		if !isRoll(members) {
 			for _, i := range members {
@@ -151,7 +152,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		c.gen = uint32(e.gen)
 		e.rollCache[c.r.ID] = c
 		rolls = append(rolls, c.r)
-		rollAt[root] = int32(len(rolls))
+		rollAt[g] = int32(len(rolls))
 		for _, i := range members {
 			rollTraces[us[i].f.TraceID] = true
 			if us[i].how != attrNone && !us[i].info.leak() && us[i].info.class == classOrphan {

@@ -942,6 +942,7 @@ func (e *Finder) Structure(snap *model.Snapshot) *Structure {
 	}
 	e.gen++
 	e.sync(snap)
+	e.st = nil // the last structure's lists go before the next one's are made
 	st := e.buildStructure(snap)
 	e.st = st
 	e.evictUnits()
