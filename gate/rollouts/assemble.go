@@ -50,7 +50,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	// spans go back under the call that made them.
 	grafts := map[int][]int{}
 	for i := range us {
-		if u := &us[i]; u.graft >= 0 && u.info.leak() && u.how == attrClient {
+		if u := &us[i]; u.graft >= 0 && u.info.leak() && u.how() == attrClient {
 			grafts[int(u.graft)] = append(grafts[int(u.graft)], i)
 		}
 	}
@@ -85,8 +85,8 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		if !u.info.leak() || u.info.extra().hostUnit < 0 {
 			continue
 		}
-		for _, j := range unitAt[u.f] {
-			if us[j].ui == u.info.extra().hostUnit && find(j) != find(i) {
+		for k, j := range unitAt[u.f] { // every unit of the fragment, in order
+			if int32(k) == u.info.extra().hostUnit && find(j) != find(i) {
 				e.carried[i] = true
 			}
 		}
@@ -97,7 +97,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	// The rollouts, run-level pieces and unattributed fragments are
 	// counted first: the lists are kept until the next structure, and
 	// most groups of a capture of many small traces may be no rollout's.
-	inCaller := func(u *gunit) bool { return u.graft >= 0 && u.info.leak() && u.how == attrClient }
+	inCaller := func(u *gunit) bool { return u.graft >= 0 && u.info.leak() && u.how() == attrClient }
 	nroll, nrun, nun := 0, 0, 0
 	for g := range order {
 		members := mem[off[g]:off[g+1]]
@@ -155,7 +155,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		rollAt[g] = int32(len(rolls))
 		for _, i := range members {
 			rollTraces[us[i].f.TraceID] = true
-			if us[i].how != attrNone && !us[i].info.leak() && us[i].info.class == classOrphan {
+			if us[i].how() != attrNone && !us[i].info.leak() && us[i].info.class == classOrphan {
 				st.Attributed++
 			}
 		}
@@ -187,8 +187,8 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		top := &u.f.Spans[u.info.root()]
 		l := Leak{Service: snap.ServiceName(top.Resource), Name: DisplayName(e.in, top), Rollout: rollOf(find(i))}
 		if hu := u.info.extra().hostUnit; hu >= 0 {
-			for _, j := range unitAt[u.f] {
-				if us[j].ui == hu {
+			for k, j := range unitAt[u.f] {
+				if int32(k) == hu {
 					l.Host = rollOf(find(j))
 				}
 			}
@@ -270,14 +270,14 @@ func (e *Finder) rolloutKey(us []gunit, members []int32) (string, [syntheticIDLe
 			best = int(i)
 		}
 		binary.LittleEndian.PutUint64(b[0:], u.f.Version)
-		binary.LittleEndian.PutUint32(b[8:], uint32(u.ui))
-		b[12] = byte(u.how)
+		binary.LittleEndian.PutUint32(b[8:], uint32(e.unitIndex(u)))
+		b[12] = byte(u.how())
 		if e.carried[i] {
 			b[12] |= 0x80
 		}
 		gv, gu := uint64(0), int32(-1)
 		if u.graft >= 0 {
-			gv, gu = us[u.graft].f.Version, us[u.graft].ui
+			gv, gu = us[u.graft].f.Version, e.unitIndex(&us[u.graft])
 		}
 		binary.LittleEndian.PutUint64(b[13:], gv)
 		binary.LittleEndian.PutUint32(b[21:], uint32(gu))
@@ -340,10 +340,10 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int32,
 			bestRank = u.info.idRank
 			idTrace, idSpan = u.f.TraceID, u.f.Spans[u.info.idSpan].SpanID
 		}
-		if u.roll >= 0 {
+		if u.roll() >= 0 {
 			// The fragment's, not its stored rollout's: a trace's waiting
 			// fragments are stored as one, and are of many rollouts.
-			fs, ls := snap.Rollouts[u.roll].SeenOf(u.f)
+			fs, ls := snap.Rollouts[u.roll()].SeenOf(u.f)
 			if first || fs < r.FirstSeen {
 				r.FirstSeen = fs
 			}
@@ -359,7 +359,7 @@ func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int32,
 			r.End = u.info.end
 		}
 		first = false
-		if u.graft >= 0 && u.info.leak() && u.how == attrClient {
+		if u.graft >= 0 && u.info.leak() && u.how() == attrClient {
 			continue // inside its caller's fragment
 		}
 		f := e.unitFragment(snap, us, int(i), grafts)

@@ -13,8 +13,8 @@ func TestUnitInfoSize(t *testing.T) {
 	if n := unsafe.Sizeof(unitInfo{}); n != 48 {
 		t.Errorf("unitInfo is %d bytes, want 48", n)
 	}
-	if n := unsafe.Sizeof(gunit{}); n != 40 {
-		t.Errorf("gunit is %d bytes, want 40: a structure lists one per unit", n)
+	if n := unsafe.Sizeof(gunit{}); n != 32 {
+		t.Errorf("gunit is %d bytes, want 32: a structure lists one per unit", n)
 	}
 	if n := unsafe.Sizeof(unitMore{}); n > 96 {
 		t.Errorf("unitMore is %d bytes, want at most 96 (a 96-byte allocation)", n)

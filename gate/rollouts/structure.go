@@ -432,12 +432,12 @@ func (e *Finder) keepAllCalls(us []gunit) {
 	e.keepCalls = true
 	for i := 0; i < len(us); {
 		f, n, calls := us[i].f, 1, us[i].info.ncalls > 0
-		for i+n < len(us) && us[i+n].f == f && us[i+n].ui > 0 {
+		for i+n < len(us) && us[i+n].f == f && e.unitIndex(&us[i+n]) > 0 {
 			calls = calls || us[i+n].info.ncalls > 0
 			n++
 		}
 		if calls {
-			all := cutUnits(&e.keys, &e.sc, f, us[i].roll < 0, e.gen, true)
+			all := cutUnits(&e.keys, &e.sc, f, us[i].roll() < 0, e.gen, true)
 			e.keepUnits(f, all)
 			for k := range n {
 				us[i+k].info = &all[k]
@@ -899,23 +899,50 @@ func attachMatched(us []gunit, needs []need, clients []cref, union func(child, p
 	for k, n := range matched {
 		clients[k].used = true
 		u := &us[needs[n].unit]
-		u.graft, u.at, u.how = clients[k].unit, clients[k].c.span, attrClient
+		u.graft, u.at = clients[k].unit, clients[k].c.span
+		u.setHow(attrClient)
 		union(needs[n].unit, int(clients[k].unit))
 		needs[n].unit = -1
 	}
 }
 
-// gunit is one unit in the structure being built.
+// gunit is one unit in the structure being built: 32 bytes, since a
+// structure lists one per unit of the store. The unit's index among its
+// fragment's is where info sits in the cache's array (Finder.unitIndex).
 type gunit struct {
-	f     *model.Fragment
-	info  *unitInfo
-	roll  int32 // index of the model rollout the fragment was stored under in the snapshot's, -1 for a job
-	ui    int32 // the unit's index among its fragment's units
+	f    *model.Fragment
+	info *unitInfo
+	// rh holds, past its low 3 bits, 1 + the index of the model rollout the
+	// fragment was stored under in the snapshot's (0 for a job), and in
+	// them how the unit was attributed, for the check's findings.
+	rh    uint32
 	up    int32 // union-find parent
 	graft int32 // unit whose CLIENT span this unit hangs under, -1
 	at    int32 // that CLIENT span's index in its fragment
-	// how the unit was attributed, for the check's findings
-	how attribution
+}
+
+const howBits = 3
+
+// newGunit is unit k of f, stored under the snapshot's rollout roll (-1:
+// a job). A snapshot holds far fewer than 2^29 rollouts.
+func newGunit(f *model.Fragment, info *unitInfo, roll int) gunit {
+	return gunit{f: f, info: info, rh: uint32(roll+1) << howBits, graft: -1}
+}
+
+// roll is the index of the model rollout the fragment was stored under in
+// the snapshot's, -1 for a job.
+func (u *gunit) roll() int { return int(u.rh>>howBits) - 1 }
+
+// how is how the unit was attributed.
+func (u *gunit) how() attribution { return attribution(u.rh & (1<<howBits - 1)) }
+
+func (u *gunit) setHow(a attribution) { u.rh = u.rh&^(1<<howBits-1) | uint32(a) }
+
+// unitIndex is u's index among its fragment's units: its place in the
+// cache's array of them, which every gunit's info points into.
+func (e *Finder) unitIndex(u *gunit) int32 {
+	first := e.unitsOf(u.f)
+	return int32((uintptr(unsafe.Pointer(u.info)) - uintptr(unsafe.Pointer(first))) / unsafe.Sizeof(unitInfo{}))
 }
 
 type attribution uint8
@@ -927,7 +954,11 @@ const (
 	attrID                  // it names the rollout's id
 	attrTrace               // its parent has not arrived; its trace is one rollout's
 	attrWindow              // only one rollout was running when it started
+	attrCount
 )
+
+// Every attribution fits gunit.rh's low bits: this fails to compile if not.
+const _ = uint(1<<howBits - attrCount)
 
 // callSlack is how much earlier than its CLIENT span a callee's span may
 // appear to start: the processes share one clock, but timestamps are taken
@@ -1003,14 +1034,14 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	for _, j := range snap.Jobs {
 		units := e.fragUnits(j, true)
 		for k := range units {
-			us = append(us, gunit{f: j, info: &units[k], ui: int32(k), roll: -1, graft: -1})
+			us = append(us, newGunit(j, &units[k], -1))
 		}
 	}
 	for ri, r := range snap.Rollouts {
 		for _, f := range r.Fragments {
 			units := e.fragUnits(f, false)
 			for k := range units {
-				us = append(us, gunit{f: f, info: &units[k], ui: int32(k), roll: int32(ri), graft: -1})
+				us = append(us, newGunit(f, &units[k], ri))
 			}
 		}
 	}
@@ -1123,7 +1154,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		if info.class == classOrphan && info.extra().rid != "" {
 			if j, ok := byID[info.extra().rid]; ok {
 				union(i, j)
-				u.how = attrID
+				u.setHow(attrID)
 				continue
 			}
 		}
@@ -1132,7 +1163,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 			// not yet. Only its trace can tell whose it is.
 			if j, ok := traceRoll[u.f.TraceID]; ok && j >= 0 && info.class == classOrphan {
 				union(i, j)
-				u.how = attrTrace
+				u.setHow(attrTrace)
 			}
 			continue
 		}
@@ -1274,7 +1305,8 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 		}
 		took[key] = true
 		clients[ed.client].used = true
-		u.graft, u.at, u.how = clients[ed.client].unit, clients[ed.client].c.span, attrClient
+		u.graft, u.at = clients[ed.client].unit, clients[ed.client].c.span
+		u.setHow(attrClient)
 		union(nd.unit, int(clients[ed.client].unit))
 		nd.unit = -1
 	}
@@ -1305,7 +1337,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 				}
 			}
 			if r >= 0 && same {
-				us[nd.unit].how = attrRollout
+				us[nd.unit].setHow(attrRollout)
 				union(nd.unit, r)
 				nd.unit = -1
 			}
@@ -1325,7 +1357,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	// from another's: the rollout is split, as far as the capture can tell.
 	emits := map[unique.Handle[callRoute]]int{} // a unit that route produced
 	for i := range us {
-		if u := &us[i]; u.how == attrClient && !u.info.leak() {
+		if u := &us[i]; u.how() == attrClient && !u.info.leak() {
 			for k := range clients {
 				if clients[k].unit == u.graft && clients[k].c.span == u.at {
 					emits[clients[k].c.route] = i
@@ -1404,12 +1436,12 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 				}
 			}
 			if len(cand) == 1 {
-				u.how = attrWindow
+				u.setHow(attrWindow)
 				union(nd.unit, cand[0])
 				continue
 			}
 		}
-		u.how = attrNone
+		u.setHow(attrNone)
 		// The fragment may be any of these rollouts': each is split as far
 		// as the capture can tell.
 		for _, c := range cand {
