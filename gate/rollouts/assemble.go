@@ -12,12 +12,10 @@ import (
 // assemble turns the attributed units into rollouts, run-level pieces and
 // unattributed fragments, and the snapshot seen through them.
 func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find func(int) int) *Structure {
-	// The units of each union-find root, in unit order, and the roots in
-	// order of their first unit: slices indexed by unit, not maps, since a
-	// live view rebuilds this for every snapshot.
-	// Four lists, two of them a unit each, and one reused: a check of a
-	// large store holds them beside it, and each unit list is 4 bytes a
-	// unit.
+	// The units of each union-find root (a group), in unit order, and the
+	// groups in order of their first unit: slices, not maps, since a live
+	// view rebuilds this for every snapshot, and few of them: a check of a
+	// large store holds them beside it, 4 bytes a unit each.
 	n := len(us)
 	gi := make([]int32, n) // root -> 1 + its group's index; 0: not a root
 	groups := 0
@@ -26,13 +24,13 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			groups++
 		}
 	}
-	order := make([]int32, 0, groups)
 	off := make([]int32, groups+1) // group g's members: mem[off[g]:off[g+1]]
+	ng := int32(0)
 	for i := range us {
 		r := find(i)
 		if gi[r] == 0 {
-			order = append(order, int32(r))
-			gi[r] = int32(len(order))
+			ng++
+			gi[r] = ng
 		}
 		off[gi[r]]++
 	}
@@ -99,7 +97,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	// most groups of a capture of many small traces may be no rollout's.
 	inCaller := func(u *gunit) bool { return u.graft >= 0 && u.info.leak() && u.how() == attrClient }
 	nroll, nrun, nun := 0, 0, 0
-	for g := range order {
+	for g := range groups {
 		members := mem[off[g]:off[g+1]]
 		if isRoll(members) {
 			nroll++
@@ -129,7 +127,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 	}
 	runTraces := map[model.TraceID]bool{}
 	rollTraces := map[model.TraceID]bool{}
-	for g := range order {
+	for g := range groups {
 		members := mem[off[g]:off[g+1]]
 		if !isRoll(members) {
 			for _, i := range members {
