@@ -201,9 +201,11 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 // cachedRoll is a rollout built for an earlier structure, with what it was
 // built from and the job spans its building told of.
 type cachedRoll struct {
-	r    *model.Rollout
-	key  uint64 // hash of the units it was built from (rolloutKey)
-	jobs []jobCall
+	r   *model.Rollout
+	key uint64 // hash of the units it was built from (rolloutKey)
+	// jobs is nil for most: few rollouts tell of job spans, and a list
+	// inline would take the record from 32 bytes to 48, one a rollout.
+	jobs *[]jobCall
 	gen  uint32 // low bits of the last structure's gen that used it
 }
 
@@ -230,8 +232,10 @@ func (e *Finder) rollout(snap *model.Snapshot, us []gunit, members []int32, graf
 		old = e.rollCache[string(synth[:])] // looked up without making the string
 	}
 	if old != nil && old.key == key {
-		for _, j := range old.jobs {
-			e.callJobs(j)
+		if old.jobs != nil {
+			for _, j := range *old.jobs {
+				e.callJobs(j)
+			}
 		}
 		return old
 	}
@@ -242,7 +246,11 @@ func (e *Finder) rollout(snap *model.Snapshot, us []gunit, members []int32, graf
 	if old, ok := e.rollCache[r.ID]; ok && old.r.Version == r.Version {
 		r = old.r
 	}
-	return &cachedRoll{r: r, key: key, jobs: calls}
+	c := &cachedRoll{r: r, key: key}
+	if len(calls) > 0 {
+		c.jobs = &calls
+	}
+	return c
 }
 
 // rolloutKey returns the id buildRollout gives members, the rollout id its
@@ -319,7 +327,14 @@ func (e *Finder) callJobs(j jobCall) {
 
 // buildRollout makes one rollout of its units.
 func (e *Finder) buildRollout(snap *model.Snapshot, us []gunit, members []int32, grafts map[int][]int) *model.Rollout {
-	r := &model.Rollout{}
+	// Most rollouts are one fragment: its array comes in the Rollout's own
+	// 112-byte allocation.
+	x := &struct {
+		r   model.Rollout
+		one [1]*model.Fragment
+	}{}
+	r := &x.r
+	r.Fragments = x.one[:0]
 	var h maphash.Hash
 	h.SetSeed(seed)
 	bestRank := int8(0)

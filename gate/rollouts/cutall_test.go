@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"unsafe"
+
+	"github.com/nemo-gym/gymtrace/model"
 )
 
 // TestUnitInfoSize pins the cache's record of a one-unit fragment, most
@@ -58,5 +60,21 @@ func TestCutAllMatchesSequential(t *testing.T) {
 					len(parSt.Rollouts), parSt.Attributed, len(seqSt.Rollouts), seqSt.Attributed)
 			}
 		})
+	}
+}
+
+// TestCachedRollSize pins the record a structure keeps for each rollout
+// between structures: 32 bytes, a size class.
+func TestCachedRollSize(t *testing.T) {
+	if n := unsafe.Sizeof(cachedRoll{}); n != 32 {
+		t.Errorf("cachedRoll is %d bytes, want 32", n)
+	}
+}
+
+// TestRolloutWithOneFragmentSize: a rollout of one fragment, most of them,
+// is one 112-byte allocation with its array.
+func TestRolloutWithOneFragmentSize(t *testing.T) {
+	if n := unsafe.Sizeof(model.Rollout{}) + unsafe.Sizeof([1]*model.Fragment{}); n != 112 {
+		t.Errorf("a Rollout with a one-fragment array is %d bytes, want 112", n)
 	}
 }
