@@ -59,13 +59,14 @@ func (t *tallier) watch(ctx context.Context, st *model.Store) (stop func()) {
 			snap, now := st.Snapshot(), time.Now()
 			// New spans are checked when the pace allows, or at once when
 			// nothing arrived since the last tick: there is no ingest then
-			// to leave the cores to. A run's end, and rollouts pending
-			// their grace window, need a check of the same store again, at
-			// the pace and no oftener than the window.
+			// to leave the cores to. A run's end, and rollouts pending in
+			// their grace window (not those in flight: only new spans
+			// change them), need a check of the same store again, at the
+			// pace.
 			quiet := last != nil && snap.Seq == ticked
 			ticked = snap.Seq
 			paced := last == nil || now.Sub(at) >= t.share*cost
-			again := last != nil && (last.Job == whatif.JobRunning || last.Pending > 0 && now.Sub(at) >= whatif.LiveGrace)
+			again := last != nil && (last.Job == whatif.JobRunning || last.Pending > last.InFlight)
 			if snap.Seq != seq && (quiet || paced) || last == nil || again && paced {
 				untight := st.TightGC() // its working set goes at once, not on top of the peak
 				uncap := func() {}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -65,5 +66,53 @@ func TestTallyCountsABurstOnceQuiet(t *testing.T) {
 	waitTallied(all, 4*time.Second)
 	if got := tl.live(); got.Rollouts == 0 || got.Rollouts != got.Joined+got.Split+got.Pending {
 		t.Errorf("the tally of the burst counts %d rollouts as %d joined, %d split, %d pending", got.Rollouts, got.Joined, got.Split, got.Pending)
+	}
+}
+
+// TestTallyJudgesPendingOnceTheirGracePasses: rollouts too fresh to judge
+// at the last check are judged once their grace window has passed, with
+// no new span to prompt a check.
+func TestTallyJudgesPendingOnceTheirGracePasses(t *testing.T) {
+	st := model.NewStore(model.Options{LeanGC: true})
+	defer st.Close()
+	l := model.NewLocal(st.Interner())
+	yardstickCopies(t, "req-realgym-run-5072.bin.gz", 5072, func(req *coltrace.ExportTraceServiceRequest) {
+		body, err := proto.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch, _, err := receiver.DecodeProto(l, body, receiver.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Add(batch); err != nil {
+			t.Fatal(err)
+		}
+	})
+	st.Sync()
+	tl := newTallier(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer tl.watch(ctx, st)()
+	deadline := time.Now().Add(3 * time.Second)
+	for tl.live().Spans == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no live tally after 3s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	first := tl.live()
+	if first.Pending == 0 || first.Pending != first.Rollouts {
+		t.Fatalf("spans that just arrived: %d of %d rollouts pending, want all", first.Pending, first.Rollouts)
+	}
+	deadline = time.Now().Add(whatif.LiveGrace + 4*time.Second)
+	for tl.live().Pending > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v after the spans, %d rollouts still pending", whatif.LiveGrace+4*time.Second, tl.live().Pending)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := tl.live(); got.Joined+got.Split != first.Rollouts {
+		t.Errorf("judged %d joined and %d split of %d rollouts", got.Joined, got.Split, first.Rollouts)
 	}
 }
