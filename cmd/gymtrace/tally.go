@@ -26,7 +26,7 @@ import (
 // its end, not up to 30d later, in the room its ingest left.
 type tallier struct {
 	reg   *groups.Registry
-	share time.Duration // liveShare, or what a test sets
+	share int // liveShare, or what a test sets
 	cur   atomic.Pointer[whatif.Tally]
 }
 
@@ -65,7 +65,7 @@ func (t *tallier) watch(ctx context.Context, st *model.Store) (stop func()) {
 			// pace.
 			quiet := last != nil && snap.Seq == ticked
 			ticked = snap.Seq
-			paced := last == nil || now.Sub(at) >= t.share*cost
+			paced := last == nil || now.Sub(at) >= time.Duration(t.share)*cost
 			again := last != nil && (last.Job == whatif.JobRunning || last.Pending > last.InFlight)
 			if snap.Seq != seq && (quiet || paced) || last == nil || again && paced {
 				untight := st.TightGC() // its working set goes at once, not on top of the peak
