@@ -36,16 +36,7 @@ func BenchmarkCheckYardstick(b *testing.B) {
 	} {
 		base := liveHeap()
 		st := model.NewStore(model.Options{})
-		l := model.NewLocal(st.Interner())
-		add := func(body []byte) {
-			batch, _, err := receiver.DecodeProto(l, body, receiver.Limits{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := st.Add(batch); err != nil {
-				b.Fatal(err)
-			}
-		}
+		add := storeAdder(b, st)
 		copies := 0
 		yardstickCopies(b, in.file, 1_000_000, func(req *coltrace.ExportTraceServiceRequest) {
 			body, err := proto.Marshal(req)
@@ -146,6 +137,36 @@ func BenchmarkCheckYardstick(b *testing.B) {
 	}
 }
 
+// yardstickBodies is yardstickCopies' requests as protobuf bodies.
+func yardstickBodies(tb testing.TB, name string, spans int) [][]byte {
+	tb.Helper()
+	var bodies [][]byte
+	yardstickCopies(tb, name, spans, func(req *coltrace.ExportTraceServiceRequest) {
+		body, err := proto.Marshal(req)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		bodies = append(bodies, body)
+	})
+	return bodies
+}
+
+// storeAdder returns a function that decodes a body as the receivers do,
+// with one Local for all, and adds it to st.
+func storeAdder(tb testing.TB, st *model.Store) func(body []byte) {
+	l := model.NewLocal(st.Interner())
+	return func(body []byte) {
+		tb.Helper()
+		batch, _, err := receiver.DecodeProto(l, body, receiver.Limits{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := st.Add(batch); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
 // liveHeap is the heap in use once the collector has run.
 func liveHeap() uint64 {
 	runtime.GC()
@@ -168,27 +189,11 @@ func BenchmarkCheckPeak(b *testing.B) {
 		{"telemetrygen", "req-telemetrygen-512.bin"},
 	} {
 		b.Run(in.name, func(b *testing.B) {
-			var bodies [][]byte
-			yardstickCopies(b, in.file, 1_000_000, func(req *coltrace.ExportTraceServiceRequest) {
-				body, err := proto.Marshal(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				bodies = append(bodies, body)
-			})
+			bodies := yardstickBodies(b, in.file, 1_000_000)
 			var peak, kept float64
 			for b.Loop() {
 				st := model.NewStore(model.Options{})
-				l := model.NewLocal(st.Interner())
-				add := func(body []byte) {
-					batch, _, err := receiver.DecodeProto(l, body, receiver.Limits{})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := st.Add(batch); err != nil {
-						b.Fatal(err)
-					}
-				}
+				add := storeAdder(b, st)
 				cut := len(bodies) * *peakChecked / 100
 				for _, body := range bodies[:cut] {
 					add(body)
@@ -209,7 +214,7 @@ func BenchmarkCheckPeak(b *testing.B) {
 				after := liveHeap()
 				peak, kept = float64(mx)-float64(before), float64(after)-float64(before)
 				runtime.KeepAlive(eng)
-				runtime.KeepAlive(l)
+				runtime.KeepAlive(add) // and the Local it holds
 				st.Close()
 			}
 			b.ReportMetric(peak/1e6, "peak-MB")

@@ -7,9 +7,6 @@ import (
 
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
-	"github.com/nemo-gym/gymtrace/receiver"
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // TestTallyCountsABurstOnceQuiet: the live tally paces its checks by their
@@ -18,23 +15,10 @@ import (
 func TestTallyCountsABurstOnceQuiet(t *testing.T) {
 	st := model.NewStore(model.Options{LeanGC: true})
 	defer st.Close()
-	l := model.NewLocal(st.Interner())
-	var bodies [][]byte
-	yardstickCopies(t, "req-realgym-run-5072.bin.gz", 3*5072, func(req *coltrace.ExportTraceServiceRequest) {
-		body, err := proto.Marshal(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bodies = append(bodies, body)
-	})
+	bodies := yardstickBodies(t, "req-realgym-run-5072.bin.gz", 3*5072)
+	store := storeAdder(t, st)
 	add := func(body []byte) {
-		batch, _, err := receiver.DecodeProto(l, body, receiver.Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Add(batch); err != nil {
-			t.Fatal(err)
-		}
+		store(body)
 		st.Sync()
 	}
 	tl := newTallier(nil)
@@ -75,20 +59,10 @@ func TestTallyCountsABurstOnceQuiet(t *testing.T) {
 func TestTallyJudgesPendingOnceTheirGracePasses(t *testing.T) {
 	st := model.NewStore(model.Options{LeanGC: true})
 	defer st.Close()
-	l := model.NewLocal(st.Interner())
-	yardstickCopies(t, "req-realgym-run-5072.bin.gz", 5072, func(req *coltrace.ExportTraceServiceRequest) {
-		body, err := proto.Marshal(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		batch, _, err := receiver.DecodeProto(l, body, receiver.Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Add(batch); err != nil {
-			t.Fatal(err)
-		}
-	})
+	add := storeAdder(t, st)
+	for _, body := range yardstickBodies(t, "req-realgym-run-5072.bin.gz", 5072) {
+		add(body)
+	}
 	st.Sync()
 	tl := newTallier(nil)
 	ctx, cancel := context.WithCancel(context.Background())
