@@ -181,7 +181,8 @@ func liveHeap() uint64 {
 // the most the heap holds at once beside the store and the engine it
 // keeps, which with the store's decides the peak RSS. The collector runs
 // near continuously (GOGC=2) and the live heap is read after each of its
-// cycles: peak-MB is the working set, kept-MB what the engine keeps more.
+// cycles: peak-MB is the working set, kept-MB what the engine keeps more,
+// check-MB what the check allocated.
 func BenchmarkCheckPeak(b *testing.B) {
 	for _, in := range []struct{ name, file string }{
 		{"realgym-run", "req-realgym-run-5072.bin.gz"},
@@ -190,7 +191,7 @@ func BenchmarkCheckPeak(b *testing.B) {
 	} {
 		b.Run(in.name, func(b *testing.B) {
 			bodies := yardstickBodies(b, in.file, 1_000_000)
-			var peak, kept float64
+			var peak, kept, allocated float64
 			for b.Loop() {
 				st := model.NewStore(model.Options{})
 				add := storeAdder(b, st)
@@ -210,15 +211,20 @@ func BenchmarkCheckPeak(b *testing.B) {
 				st.Sync() // the last fragments' arrays settle
 				snap := st.Snapshot()
 				before := liveHeap()
+				var m0, m1 runtime.MemStats
+				runtime.ReadMemStats(&m0)
 				mx := peakLive(func() { eng.Tally(snap, time.Now(), whatif.LiveGrace, whatif.JobQuiet) })
+				runtime.ReadMemStats(&m1)
 				after := liveHeap()
 				peak, kept = float64(mx)-float64(before), float64(after)-float64(before)
+				allocated = float64(m1.TotalAlloc - m0.TotalAlloc)
 				runtime.KeepAlive(eng)
 				runtime.KeepAlive(add) // and the Local it holds
 				st.Close()
 			}
 			b.ReportMetric(peak/1e6, "peak-MB")
 			b.ReportMetric(kept/1e6, "kept-MB")
+			b.ReportMetric(allocated/1e6, "check-MB")
 		})
 	}
 }
