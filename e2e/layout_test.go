@@ -21,6 +21,8 @@ func TestLayout(t *testing.T) {
 		{"gate/groups", []string{"gate/rollouts", "gate/filter", "gate/whatif", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
 		{"gate/rollouts", []string{"gate/filter", "gate/whatif", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
 		{"gate/filter", []string{"gate/whatif", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
+		// Gym's outcome files, joined to the rollouts the structure finds.
+		{"gate/evidence", []string{"gate/filter", "gate/whatif", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
 		{"gate/whatif", []string{"receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
 		// The analyses built on the what-if engine, and nothing above it.
 		{"gate/advise", []string{"receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
