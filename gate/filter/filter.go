@@ -2,11 +2,13 @@ package filter
 
 import (
 	"fmt"
-	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/gate/evidence"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -20,6 +22,8 @@ const Help = `terms separated by spaces must all hold (and):
   name=, service=, kind=, status=error|ok|unset, trace=, span=   the span's own fields
   dur>100ms       the span's duration (>, >=, <, <=, =, !=; units ns us ms s m h)
   id=, id~        the rollout id
+  reward=0, reward<0.5, verdict=unhealthy, failure=http_error, task=12
+                  what Gym's files say of the rollout (with --evidence)
   -term           no span of the rollout matches term
 one span must satisfy every span term; quote values with spaces: name="POST /run"`
 
@@ -34,6 +38,9 @@ one span must satisfy every span term; quote values with spaces: name="POST /run
 // A Filter is immutable and safe for concurrent use.
 type Filter struct {
 	text string
+	// outcome looks up a rollout's evidence for the evidence terms; nil
+	// until WithEvidence, and then those terms match no rollout.
+	outcome func(id string) *evidence.Outcome
 	pos  []term // must all hold on one span (or on the rollout, for rollout terms)
 	neg  []term // each must match no span (or not the rollout)
 }
@@ -64,10 +71,18 @@ const (
 	fieldSpan
 	fieldDur
 	fieldAttr
+	// What Gym's files say of the rollout (gate/evidence).
+	fieldReward
+	fieldVerdict
+	fieldFailure
+	fieldTask
 )
 
 // rolloutLevel reports fields judged on the rollout, not on a span.
-func (f field) rolloutLevel() bool { return f == fieldWord || f == fieldID }
+func (f field) rolloutLevel() bool { return f == fieldWord || f == fieldID || f.evidence() }
+
+// evidence reports fields read from Gym's outcome files.
+func (f field) evidence() bool { return f >= fieldReward }
 
 type op uint8
 
@@ -92,7 +107,10 @@ var ops = []struct {
 var fieldNames = map[string]field{
 	"id": fieldID, "rollout": fieldID, "name": fieldName, "service": fieldService, "kind": fieldKind,
 	"status": fieldStatus, "trace": fieldTrace, "span": fieldSpan, "dur": fieldDur, "duration": fieldDur,
+	"reward": fieldReward, "verdict": fieldVerdict, "failure": fieldFailure, "failure_class": fieldFailure, "task": fieldTask,
 }
+
+var verdictValues = map[string]bool{"healthy": true, "unhealthy": true, "unobserved": true, "none": true}
 
 var kindValues = map[string]model.Kind{
 	"internal": model.KindInternal, "server": model.KindServer, "client": model.KindClient,
@@ -263,6 +281,29 @@ func parseTerm(raw string, tk token) (term, string) {
 			}
 			t.stat = c
 		}
+	case fieldReward:
+		if o == opHas || o == opHasNot {
+			return term{}, "reward takes =, !=, >, >=, <, <=, not ~"
+		}
+		n, err := strconv.ParseFloat(val, 64)
+		if err != nil || math.IsNaN(n) {
+			return term{}, fmt.Sprintf("reward compares numbers: %q is not a number", val)
+		}
+		t.num = n
+		return t, ""
+	case fieldTask:
+		if numeric {
+			n, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				return term{}, fmt.Sprintf("task compares task indices: %q is not a number", val)
+			}
+			t.num = n
+			return t, ""
+		}
+	case fieldVerdict:
+		if (o == opEq || o == opNe) && !verdictValues[t.lower] {
+			return term{}, fmt.Sprintf("unknown verdict %q (want healthy, unhealthy, unobserved or none)", val)
+		}
 	case fieldAttr:
 		if numeric {
 			n, err := strconv.ParseFloat(val, 64)
@@ -296,6 +337,34 @@ func (f *Filter) String() string {
 	return f.text
 }
 
+// WithEvidence returns the filter reading rollouts' outcomes through
+// lookup (a joined evidence set's), for the terms reward, verdict, failure
+// and task; f itself is unchanged.
+func (f *Filter) WithEvidence(lookup func(id string) *evidence.Outcome) *Filter {
+	if f == nil {
+		f = &Filter{}
+	}
+	g := *f
+	g.outcome = lookup
+	return &g
+}
+
+// UsesEvidence reports whether a term reads Gym's outcome files, so a
+// caller without them can say so rather than match nothing.
+func (f *Filter) UsesEvidence() bool {
+	if f == nil {
+		return false
+	}
+	for _, ts := range [][]term{f.pos, f.neg} {
+		for i := range ts {
+			if ts[i].field.evidence() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Empty reports whether the filter matches everything.
 func (f *Filter) Empty() bool { return f == nil || len(f.pos)+len(f.neg) == 0 }
 
@@ -308,7 +377,7 @@ func (f *Filter) Match(snap *model.Snapshot, r *model.Rollout) bool {
 	for i := range f.pos {
 		t := &f.pos[i]
 		if t.field.rolloutLevel() {
-			if !t.matchRollout(snap, r) {
+			if !t.matchRollout(f, snap, r) {
 				return false
 			}
 		} else {
@@ -318,7 +387,7 @@ func (f *Filter) Match(snap *model.Snapshot, r *model.Rollout) bool {
 	for i := range f.neg {
 		t := &f.neg[i]
 		if t.field.rolloutLevel() {
-			if t.matchRollout(snap, r) {
+			if t.matchRollout(f, snap, r) {
 				return false
 			}
 		} else if anySpan(r, func(trace model.TraceID, sp *model.Span) bool { return t.matchSpan(snap, trace, sp) }) {
@@ -408,9 +477,15 @@ func anySpan(r *model.Rollout, fn func(model.TraceID, *model.Span) bool) bool {
 	return false
 }
 
-func (t *term) matchRollout(snap *model.Snapshot, r *model.Rollout) bool {
+func (t *term) matchRollout(f *Filter, snap *model.Snapshot, r *model.Rollout) bool {
 	if t.field == fieldID {
 		return t.matchText(r.ID)
+	}
+	if t.field.evidence() {
+		if f.outcome == nil {
+			return false
+		}
+		return t.matchOutcome(f.outcome(r.ID))
 	}
 	// A bare word: what the rollout list has always searched.
 	if strings.Contains(strings.ToLower(r.ID), t.key) || t.key == "error" && r.Errors > 0 {
@@ -424,6 +499,36 @@ func (t *term) matchRollout(snap *model.Snapshot, r *model.Rollout) bool {
 			strings.Contains(strings.ToLower(snap.ServiceName(sp.Resource)), t.key) ||
 			id && (strings.Contains(trace.String(), t.key) || strings.Contains(sp.SpanID.String(), t.key))
 	})
+}
+
+// matchOutcome judges an evidence term on what the files say of a
+// rollout; a rollout they say nothing of matches no term (and so every
+// '-' term).
+func (t *term) matchOutcome(o *evidence.Outcome) bool {
+	if o == nil {
+		return t.field == fieldVerdict && t.op == opEq && t.lower == "none"
+	}
+	switch t.field {
+	case fieldReward:
+		return o.HasReward() && compare(o.Reward, t.num, t.op)
+	case fieldVerdict:
+		v := o.Verdict.String()
+		if v == "" {
+			v = "none"
+		}
+		return t.matchText(v)
+	case fieldFailure:
+		return o.Failure != "" && t.matchText(o.Failure) || o.Failure == "" && t.op == opNe
+	case fieldTask:
+		if o.Task < 0 {
+			return false
+		}
+		if t.op >= opGt {
+			return compare(float64(o.Task), t.num, t.op)
+		}
+		return t.matchText(o.TaskKey())
+	}
+	return false
 }
 
 // matchText applies =, !=, ~ or !~ to s, ignoring case.
