@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+
 	"fmt"
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"io"
 	"os"
 	"sort"
@@ -34,6 +36,9 @@ type checkJSON struct {
 	// usage (a model backend with GenAI tracing).
 	Tokens        *tokenTotalJSON        `json:"tokens,omitempty"`
 	RolloutTokens map[string]*tokensJSON `json:"rollout_tokens,omitempty"`
+	// With --evidence: what Gym's files say, and of each rollout joined.
+	Evidence        *evidence.SummaryJSON            `json:"evidence,omitempty"`
+	RolloutEvidence map[string]*evidence.RolloutJSON `json:"rollout_evidence,omitempty"`
 	trafficJSON
 }
 
@@ -60,6 +65,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	grace := fs.Duration("grace", 0, "rollouts whose spans arrived within this of the capture's last span are pending, not broken (files are complete: 0)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
 	where := whereFlag(fs)
+	su.evidenceFlag()
 	cf := addContractFlags(fs)
 	files, code, done := su.parse(args)
 	if done {
@@ -82,7 +88,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	defer c.store.Close()
 	specText, source, _ := su.setting()
 	snap, frep, vc, reg := c.snap, c.frep, c.vc, c.reg
-	if snap, err = selectWhere(reg, snap, *where); err != nil {
+	ev, err := su.joinEvidence(reg, snap)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if snap, err = selectWhere(reg, snap, *where, ev); err != nil {
 		return fail("%v", err)
 	}
 	res := reg.Resolve(specText)
@@ -104,6 +114,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		Spec: specText, SpecSource: source, SpecWarning: warning, variantJSON: vc.json(),
 		trafficJSON: trafficOf(rep.Structure),
 	}
+	ev = rejoin(ev, rep.Structure)
+	out.Evidence, out.RolloutEvidence = evidenceSummary(ev), rolloutEvidence(ev, rep.Structure)
 	toks := tokenReport(rep.Structure)
 	out.Tokens = tokenTotal(toks)
 	for id, t := range toks.PerRollout {
@@ -147,6 +159,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  %s %s: %s\n", whatif.HopName(h, "->", keepName), hopCounts(h), h.Reason)
 	}
 	writeTokensText(stdout, toks)
+	writeEvidenceText(stdout, ev)
 	if len(out.SplitRollouts) > 0 {
 		fmt.Fprintf(stdout, "split rollouts: %s\n", joinMax(out.SplitRollouts, 10))
 	}

@@ -192,11 +192,11 @@ func runContract(su *setup, cf contractFlags, files []string, where string, asJS
 	if b.vc.V.Name != c.vc.V.Name {
 		return su.fail("--baseline %s is %s, the capture %s: a contract holds within one Gym variant (--gym-version reads both as one)", *cf.baseline, b.vc, c.vc)
 	}
-	snapC, err := selectWhere(c.reg, c.snap, where)
+	snapC, err := selectWhere(c.reg, c.snap, where, nil)
 	if err != nil {
 		return su.fail("%v", err)
 	}
-	snapB, _ := selectWhere(b.reg, b.snap, where)
+	snapB, _ := selectWhere(b.reg, b.snap, where, nil)
 	rep := contract.Compare(contract.Measure(whatif.NewEngine(b.reg), snapB), contract.Measure(whatif.NewEngine(c.reg), snapC), tol)
 	code := exitOK
 	if !rep.Pass() {

@@ -34,6 +34,7 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	var ids listFlag
 	fs.Var(&ids, "rollout", "export this rollout (repeatable; default: every rollout the --where filter matches)")
 	where := whereFlag(fs)
+	su.evidenceFlag()
 	spec := fs.String("spec", "", "write the spans as they would be under this span_groups spec, read as the capture's Gym variant reads it: only kept spans, reparented to their nearest kept ancestor")
 	su.variantFlags("the capture; default: detected from the capture, else the newest")
 	outPath := fs.String("o", "", "output file (OTLP/JSON lines; - for stdout); required")
@@ -61,7 +62,11 @@ func runExport(args []string, stdout, stderr io.Writer) int {
 	} else if ok {
 		set = &s
 	}
-	if snap, err = selectWhere(reg, snap, *where); err != nil {
+	ev, err := su.joinEvidence(reg, snap)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if snap, err = selectWhere(reg, snap, *where, ev); err != nil {
 		return fail("%v", err)
 	}
 	eng := whatif.NewEngine(reg)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"io"
 	"os"
 	"sort"
@@ -51,8 +52,10 @@ func badLines(rep receiver.FileReport) badLinesJSON {
 // previewJSON is the documented schema of `preview --json` (docs/json.md).
 type previewJSON struct {
 	variantJSON
-	Spec   string   `json:"spec"`
-	Groups []string `json:"groups"`
+	// Evidence: what Gym's files say and how they joined, with --evidence.
+	Evidence *evidence.SummaryJSON `json:"evidence,omitempty"`
+	Spec     string                `json:"spec"`
+	Groups   []string              `json:"groups"`
 	// TelemetryOff: the variant refuses the spec and Gym switches telemetry
 	// off in every process; GymMessage is Gym's own text then, or its
 	// warning for the Dropped names.
@@ -148,6 +151,8 @@ type rolloutJSON struct {
 	// Tokens: the rollout's token usage as captured, when its spans
 	// report any.
 	Tokens *tokensJSON `json:"tokens,omitempty"`
+	// Evidence: what Gym's files say of the rollout, with --evidence.
+	Evidence *evidence.RolloutJSON `json:"evidence,omitempty"`
 }
 
 type breakJSON struct {
@@ -217,6 +222,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	rollouts := fs.Int("rollouts", 10000, "project spans and bytes to this many rollouts")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema: the README's JSON output section)")
 	where := whereFlag(fs)
+	su.evidenceFlag()
 	wf := addWorthFlags(fs)
 	files, code, done := su.parse(args)
 	if done {
@@ -244,7 +250,11 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	defer c.store.Close()
 	curSpec, curSource, _ := su.setting()
 	snap, frep, vc, reg := c.snap, c.frep, c.vc, c.reg
-	if snap, err = selectWhere(reg, snap, *where); err != nil {
+	ev, err := su.joinEvidence(reg, snap)
+	if err != nil {
+		return su.fail("%v", err)
+	}
+	if snap, err = selectWhere(reg, snap, *where, ev); err != nil {
 		return su.fail("%v", err)
 	}
 	res := reg.Resolve(*spec)
@@ -260,6 +270,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	// One joining verdict with the TUI's: the preview read with what the
 	// capture itself shows broken.
 	chk := eng.Check(snap, time.Now(), 0)
+	ev = rejoin(ev, chk.Structure)
 	curV, repV := whatif.Verdict(cur, chk), whatif.Verdict(rep, chk)
 	spread := eng.TimingSpread(snap, rep)
 	worth := eng.Worth(snap, set, *wf.spanCost)
@@ -294,6 +305,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 			BadLines:    badLines(frep),
 			Breaks:      []breakJSON{},
 			trafficJSON: trafficOf(rep.Structure),
+			Evidence:    evidenceSummary(ev),
 		}
 		if refused != nil {
 			out.SnippetsRefused = refused.Error()
@@ -330,6 +342,9 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 					rj.PerGroup[reg.Name(gc.Group)] = gc.Kept
 				}
 			}
+			if ev != nil {
+				rj.Evidence = ev.Rollout(r.ID)
+			}
 			out.PerRollout = append(out.PerRollout, rj)
 		}
 		out.Breaks = collectBreaks(rep)
@@ -351,6 +366,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	}
 	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, curV, repV, spread, frep, *rollouts, copySpec, refused)
 	writeWorthText(stdout, reg, set, worth, *wf.spanCost, verdict)
+	writeEvidenceText(stdout, ev)
 	return exitOK
 }
 

@@ -77,6 +77,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	runnersUp := fs.Int("runners-up", 3, "how many specs after the best to show")
 	asJSON := fs.Bool("json", false, "print the answer as JSON (schema: the README's recommend section)")
 	where := whereFlag(fs)
+	su.evidenceFlag()
 	files, code, done := su.parse(args)
 	if done {
 		return code
@@ -100,7 +101,11 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	}
 	defer c.store.Close()
 	reg := c.reg
-	snap, err := selectWhere(reg, c.snap, *where)
+	ev, err := su.joinEvidence(reg, c.snap)
+	if err != nil {
+		return su.fail("%v", err)
+	}
+	snap, err := selectWhere(reg, c.snap, *where, ev)
 	if err != nil {
 		return su.fail("%v", err)
 	}

@@ -25,7 +25,8 @@ type setup struct {
 
 	gymVersion, groups *string
 	spec, gymConfig    *string
-	specFlag           string // the flag holding the setting, "" when none
+	specFlag           string   // the flag holding the setting, "" when none
+	evidence           []string // --evidence paths, when the command takes them
 }
 
 func newSetup(name string, stderr io.Writer, head string) *setup {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -16,12 +17,28 @@ const whereUsage = "only rollouts matching this filter, e.g. 'status=error servi
 // whereFlag registers --where on fs.
 func whereFlag(fs *flag.FlagSet) *string { return fs.String("where", "", whereUsage) }
 
-// selectWhere narrows snap to the rollouts matching where; an empty filter
-// returns snap itself.
-func selectWhere(reg *groups.Registry, snap *model.Snapshot, where string) (*model.Snapshot, error) {
-	f, err := filter.Parse(where)
+// selectWhere narrows snap to the rollouts matching where, reading ev for
+// the evidence terms; an empty filter returns snap itself.
+func selectWhere(reg *groups.Registry, snap *model.Snapshot, where string, ev *evidence.Joined) (*model.Snapshot, error) {
+	f, err := parseWhere("--where", where, ev)
 	if err != nil {
-		return nil, fmt.Errorf("--where: %w", err)
+		return nil, err
 	}
 	return whatif.NewEngine(reg).Select(snap, f), nil
+}
+
+// parseWhere parses a filter given by flag, bound to ev; an evidence term
+// without evidence is an error that says what to give.
+func parseWhere(flagName, where string, ev *evidence.Joined) (*filter.Filter, error) {
+	f, err := filter.Parse(where)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	if f.UsesEvidence() {
+		if ev == nil {
+			return nil, fmt.Errorf("%s %q: reward, verdict, failure and task are read from Gym's files: give them with --evidence PATH", flagName, where)
+		}
+		f = f.WithEvidence(ev.Lookup)
+	}
+	return f, nil
 }

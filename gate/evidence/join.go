@@ -64,13 +64,13 @@ type Conflict uint8
 
 // Conflicts, each with its code and sentence.
 const (
-	NoTrace     Conflict = iota // an attempt in the files with no traced rollout
-	Killed                      // dispatched, neither a result nor a failure
-	NoEvidence                  // a traced rollout with an id that no file names
-	FailedOK                    // a failure row whose trace shows no error
-	CallCount                   // the capture's model calls against the trace's model requests
-	Latency                     // ng_perf.total_latency_ms against the traced duration
-	HealthCall                  // a failed model call in the files, none in the trace
+	NoTrace    Conflict = iota // an attempt in the files with no traced rollout
+	Killed                     // dispatched, neither a result nor a failure
+	NoEvidence                 // a traced rollout with an id that no file names
+	FailedOK                   // a failure row whose trace shows no error
+	CallCount                  // the capture's model calls against the trace's model requests
+	Latency                    // ng_perf.total_latency_ms against the traced duration
+	HealthCall                 // a failed model call in the files, none in the trace
 	nConflicts
 )
 
@@ -177,8 +177,10 @@ func (j *Joined) Lookup(id string) *Outcome {
 }
 
 // Join joins s to st's rollouts: exactly by id, else by model-call windows
-// against the rollouts' model-server spans, never by order.
-func Join(s *Set, st *rollouts.Structure) *Joined {
+// against the rollouts' model-server spans, never by order. ended says the
+// run is over (files read after it, or the live job ended): only then is a
+// dispatched attempt with no result and no failure said to be killed.
+func Join(s *Set, st *rollouts.Structure, ended bool) *Joined {
 	j := &Joined{Set: s, traced: make(map[string]bool, len(st.Rollouts))}
 	c := &j.Coverage
 	c.Rollouts, c.Attempts = len(st.Rollouts), s.Len()
@@ -210,7 +212,7 @@ func Join(s *Set, st *rollouts.Structure) *Joined {
 	}
 	for i := range s.outcomes {
 		o := &s.outcomes[i]
-		if o.State == Dispatched {
+		if o.State == Dispatched && ended {
 			j.add(Killed, o.ID, "")
 		}
 		if !joined[i] {
@@ -353,4 +355,37 @@ func (j *Joined) infer(st *rollouts.Structure, roles *roles, joined []bool) {
 		j.Coverage.Inferred++
 		j.compare(&j.Set.outcomes[oi], r, roles, st.Snap)
 	}
+}
+
+// Within returns j over the rollouts of st only (those a filter kept): its
+// coverage and contradictions are of them, and attempts outside them are
+// not said to be untraced.
+func (j *Joined) Within(st *rollouts.Structure) *Joined {
+	if j == nil {
+		return nil
+	}
+	w := &Joined{Set: j.Set, inferred: j.inferred, traced: make(map[string]bool, len(st.Rollouts))}
+	w.Coverage.Rollouts, w.Coverage.Reason = len(st.Rollouts), j.Coverage.Reason
+	for _, r := range st.Rollouts {
+		if !j.traced[r.ID] {
+			continue
+		}
+		w.traced[r.ID] = true
+		switch _, how := j.Of(r.ID); how {
+		case Exact:
+			w.Coverage.Exact++
+		case Inferred:
+			w.Coverage.Inferred++
+		}
+	}
+	w.Coverage.Attempts = w.Coverage.Joined()
+	for _, c := range j.Contradictions {
+		if w.traced[c.Rollout] {
+			w.add(c.Kind, c.Rollout, c.Detail)
+		}
+	}
+	if w.Coverage.Joined() == w.Coverage.Rollouts && w.Coverage.Reason != RLNoIDs {
+		w.Coverage.Reason = NoReason
+	}
+	return w
 }

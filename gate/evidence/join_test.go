@@ -17,7 +17,7 @@ func TestJoinRealObservabilityOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := Join(s, st)
+	j := Join(s, st, true)
 	c := j.Coverage
 	if c.Rollouts != 20 || c.Exact != 20 || c.Inferred != 0 || c.Untraced != 0 || c.Reason != NoReason {
 		t.Fatalf("coverage = %+v, want 20 of 20 exact", c)
@@ -48,7 +48,7 @@ func TestJoinRealObservabilityOffSaysWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := Join(s, st)
+	j := Join(s, st, true)
 	if c := j.Coverage; c.Joined() != 0 || c.Reason != NoIDs || c.Untraced != 20 {
 		t.Fatalf("coverage = %+v, want nothing joined for want of ids", c)
 	}
@@ -69,7 +69,7 @@ func TestJoinOtherRunAndKilled(t *testing.T) {
 	// Ids of another run: nothing in common.
 	os.WriteFile(filepath.Join(dir, "rollouts.jsonl"), []byte(`{"_ng_rollout_id": "other-1", "reward": 1}`+"\n"), 0o644)
 	s, _ := Read(dir)
-	if c := Join(s, st).Coverage; c.Reason != OtherRun || c.Joined() != 0 {
+	if c := Join(s, st, true).Coverage; c.Reason != OtherRun || c.Joined() != 0 {
 		t.Fatalf("coverage = %+v, want no id in common", c)
 	}
 	// A dispatched row with no result and no failure was killed; a result
@@ -79,7 +79,7 @@ func TestJoinOtherRunAndKilled(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "rollouts.jsonl"), []byte(res), 0o644)
 	os.WriteFile(filepath.Join(dir, "rollouts_materialized_inputs.jsonl"), []byte(in), 0o644)
 	s, _ = Read(dir)
-	j := Join(s, st)
+	j := Join(s, st, true)
 	if j.Coverage.Exact != 1 || j.Conflicts[Killed] != 1 || j.Conflicts[NoTrace] != 1 || j.Conflicts[NoEvidence] != 19 {
 		t.Fatalf("coverage %+v conflicts %v", j.Coverage, j.Conflicts)
 	}
