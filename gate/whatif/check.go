@@ -3,6 +3,7 @@ package whatif
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"math"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
@@ -438,6 +439,10 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 		rep.ByRollout = make(map[string]RolloutCheck, len(snap.Rollouts))
 	}
 	checks := make([]*rollCheck, len(snap.Rollouts))
+	var lastSeen []int64 // each rollout's, when a grace window reads it
+	if grace > 0 {
+		lastSeen = make([]int64, len(snap.Rollouts))
+	}
 	var shapes []*rollCheck // the distinct checks among them
 	var timed []timedCheck
 	hosts := map[string]model.ResourceID{}
@@ -447,6 +452,9 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 		rs := e.rollEntry(r)
 		c := e.rollCheck(snap, r, rs)
 		checks[i] = c
+		if lastSeen != nil {
+			lastSeen[i] = e.lastSeen(r, rs)
+		}
 		if rs.times != nil {
 			timed = append(timed, timedCheck{c, *rs.times})
 		}
@@ -509,7 +517,7 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 			rep.InFlight++
 		}
 		switch {
-		case flying || (grace > 0 && now.Sub(time.Unix(0, r.LastSeen)) < grace):
+		case flying || (grace > 0 && now.Sub(time.Unix(0, lastSeen[i])) < grace):
 			rc.Status = JoinPending
 			rep.Pending++
 		case split:
@@ -599,6 +607,29 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 	e.evict()
 	e.evictShapes()
 	return rep
+}
+
+// lastSeen is when r's own spans last changed, which its grace window
+// counts from. The store's LastSeen is its fragments', and a fragment is
+// seen again when a parent arrives and links it: gym.job, exported at the
+// run's end, links every rollout of the run into one fragment, and a call
+// under the job after it moves them all again. A rollout whose span count
+// did not change since a check keeps the time that check read, so one
+// judged stays judged unless its own spans change.
+func (e *Engine) lastSeen(r *model.Rollout, rs *rollState) int64 {
+	if e.seenBase == 0 {
+		// A week before the first rollout seen: the marks' 49 days in
+		// milliseconds reach six weeks past it.
+		e.seenBase = r.LastSeen - int64(7*24*time.Hour)
+	}
+	if rs.seen.ms != 0 && rs.seen.spans == uint32(r.Spans) {
+		return min(r.LastSeen, e.seenBase+int64(rs.seen.ms)*int64(time.Millisecond))
+	}
+	rs.seen = seenMark{}
+	if ms := (r.LastSeen - e.seenBase) / int64(time.Millisecond); ms > 0 && ms <= math.MaxUint32 {
+		rs.seen = seenMark{spans: uint32(r.Spans), ms: uint32(ms)}
+	}
+	return r.LastSeen
 }
 
 // clientRoute is a CLIENT span's request as the callee would name it, in

@@ -27,9 +27,12 @@ type Engine struct {
 	gen   uint64 // bumped per Preview/Check, marks cache entries in use
 	frags map[uint64]*fragInfo
 	rolls map[string]*rollState
-	jobs  map[model.SpanID]jobInfo
-	jobSq uint64 // snapshot Seq jobs was built from
-	resSz map[model.ResourceID]int
+	// seenBase is the store time rollState.seen counts from, set at the
+	// first check.
+	seenBase int64
+	jobs     map[model.SpanID]jobInfo
+	jobSq    uint64 // snapshot Seq jobs was built from
+	resSz    map[model.ResourceID]int
 
 	// shapes interns the rollouts' checks (rollCheck) by hash.
 	shapes map[uint64]*rollCheck
@@ -77,6 +80,17 @@ type rollState struct {
 	// rollout a size class smaller.
 	times *[]int64
 	*rollClass
+	// seen is when the rollout's spans last changed, as its check reads it
+	// (Engine.lastSeen): kept across versions, 8 bytes so the state stays
+	// in its size class.
+	seen seenMark
+}
+
+// seenMark is a rollout's span count and, in milliseconds after the
+// engine's seenBase, the store time it last changed; ms 0 is unset.
+type seenMark struct {
+	spans uint32
+	ms    uint32
 }
 
 // rollClass is a rollout's span groups and its preview results.
@@ -163,6 +177,7 @@ func (e *Engine) sync(snap *model.Snapshot) {
 		e.cls = groups.NewClassifier(e.reg, e.in)
 		e.frags = map[uint64]*fragInfo{}
 		e.rolls = map[string]*rollState{}
+		e.seenBase = 0
 		e.shapes = map[uint64]*rollCheck{}
 		e.resSz = map[model.ResourceID]int{}
 		e.jobs = nil
@@ -237,7 +252,11 @@ func (e *Engine) fragInfo(f *model.Fragment) *fragInfo {
 func (e *Engine) rollEntry(r *model.Rollout) *rollState {
 	rs := e.rolls[r.ID]
 	if rs == nil || rs.version != r.Version {
-		rs = &rollState{version: r.Version}
+		var seen seenMark
+		if rs != nil {
+			seen = rs.seen
+		}
+		rs = &rollState{version: r.Version, seen: seen}
 		e.rolls[r.ID] = rs
 	} else if rs.rollClass != nil {
 		for i, f := range r.Fragments {
@@ -254,6 +273,9 @@ func (e *Engine) rollState(r *model.Rollout) *rollState {
 		// Classified at once: the state and its classification in one
 		// allocation.
 		x := &classedState{rollState: rollState{version: r.Version, gen: e.gen}}
+		if rs != nil {
+			x.seen = rs.seen
+		}
 		e.rolls[r.ID] = &x.rollState
 		e.classifyRoll(r, &x.rollState, &x.cls)
 		return &x.rollState
