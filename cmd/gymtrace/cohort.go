@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nemo-gym/gymtrace/gate/cohort"
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
@@ -61,22 +62,38 @@ func runCohort(su *setup, cohortText, baselineText string, top int, asJSON bool,
 	case top < 0:
 		return su.fail("--top %d: want a count >= 0", top)
 	}
-	cf, err := filter.Parse(cohortText)
-	if err != nil {
+	// Filters are checked before the capture is read, and bound to the
+	// evidence once it is.
+	if _, err := filter.Parse(cohortText); err != nil {
 		return su.fail("--cohort: %v", err)
 	}
-	var bf *filter.Filter
-	if baselineText != "" {
-		if bf, err = filter.Parse(baselineText); err != nil {
-			return su.fail("--baseline: %v", err)
-		}
+	if _, err := filter.Parse(baselineText); err != nil {
+		return su.fail("--baseline: %v", err)
 	}
 	c, err := su.open(files, readOptions{})
 	if err != nil {
 		return su.fail("%v", err)
 	}
 	defer c.store.Close()
-	cmp, err := cohort.Compare(whatif.NewEngine(c.reg), c.snap, cf, bf)
+	ev, err := su.joinEvidence(c.reg, c.snap)
+	if err != nil {
+		return su.fail("%v", err)
+	}
+	cf, err := parseWhere("--cohort", cohortText, ev)
+	if err != nil {
+		return su.fail("%v", err)
+	}
+	var bf *filter.Filter
+	if baselineText != "" {
+		if bf, err = parseWhere("--baseline", baselineText, ev); err != nil {
+			return su.fail("%v", err)
+		}
+	}
+	var lookup func(string) *evidence.Outcome
+	if ev != nil {
+		lookup = ev.Lookup
+	}
+	cmp, err := cohort.CompareWith(whatif.NewEngine(c.reg), c.snap, cf, bf, lookup)
 	if err != nil {
 		return su.fail("%v", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"io"
 	"os"
 	"strings"
@@ -18,15 +19,18 @@ func cmdDiff(args []string) int { return runDiff(args, os.Stdout, os.Stderr) }
 // diffJSON is the documented schema of `diff --json` (docs/json.md).
 type diffJSON struct {
 	variantJSON
-	A               diffSideJSON    `json:"a"`
-	B               diffSideJSON    `json:"b"`
-	Operations      []diffOpJSON    `json:"operations"`
-	OnlyA           []diffSpanJSON  `json:"only_a"`
-	OnlyB           []diffSpanJSON  `json:"only_b"`
-	Changed         []diffOpJSON    `json:"changed"`
-	ErrorsOnlyA     []diffSpanJSON  `json:"errors_only_a"`
-	ErrorsOnlyB     []diffSpanJSON  `json:"errors_only_b"`
-	FirstDivergence *divergenceJSON `json:"first_divergence"`
+	// AEvidence and BEvidence: what Gym's files say of each, with --evidence.
+	AEvidence       *evidence.RolloutJSON `json:"a_evidence,omitempty"`
+	BEvidence       *evidence.RolloutJSON `json:"b_evidence,omitempty"`
+	A               diffSideJSON          `json:"a"`
+	B               diffSideJSON          `json:"b"`
+	Operations      []diffOpJSON          `json:"operations"`
+	OnlyA           []diffSpanJSON        `json:"only_a"`
+	OnlyB           []diffSpanJSON        `json:"only_b"`
+	Changed         []diffOpJSON          `json:"changed"`
+	ErrorsOnlyA     []diffSpanJSON        `json:"errors_only_a"`
+	ErrorsOnlyB     []diffSpanJSON        `json:"errors_only_b"`
+	FirstDivergence *divergenceJSON       `json:"first_divergence"`
 }
 
 type diffSideJSON struct {
@@ -104,6 +108,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	specA := fs.String("a-spec", "", "compare rollout A as it would be under this span_groups spec")
 	specB := fs.String("b-spec", "", "compare rollout B as it would be under this span_groups spec")
 	su.variantFlags("A's capture; default: detected from it, else the newest")
+	su.evidenceFlag()
 	fs.String("b-from", "", "read rollout B from these files (FILE... up to the next flag) instead of A's capture")
 	cohortF := fs.String("cohort", "", "compare the rollouts this filter selects with the baseline, feature by feature (FILE... only)")
 	baselineF := fs.String("baseline", "", "with --cohort: the baseline's filter (default: every rollout not in the cohort)")
@@ -182,6 +187,14 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	for _, o := range d.Changed {
 		out.Changed = append(out.Changed, opJSON(o))
 	}
+	if ev, err := su.joinEvidence(reg, snapA); err != nil {
+		return fail("%v", err)
+	} else if ev != nil {
+		out.AEvidence = ev.Rollout(a.Rollout)
+		if snapB == snapA {
+			out.BEvidence = ev.Rollout(b.Rollout)
+		}
+	}
 	if d.First != nil {
 		out.FirstDivergence = &divergenceJSON{Path: d.First.Path, A: d.First.A, B: d.First.B}
 	}
@@ -259,6 +272,14 @@ func writeDiffText(w io.Writer, d diffJSON) {
 		fmt.Fprintf(w, "\nfirst divergence under %s: A has %s, B has %s\n", pathText(dv.Path), orNothing(dv.A), orNothing(dv.B))
 	} else if len(d.ErrorsOnlyA)+len(d.ErrorsOnlyB) == 0 {
 		fmt.Fprintf(w, "\nsame spans, same tree, same errors\n")
+	}
+	for _, e := range []struct {
+		side string
+		b    *evidence.RolloutJSON
+	}{{"A", d.AEvidence}, {"B", d.BEvidence}} {
+		if e.b != nil {
+			fmt.Fprintf(w, "evidence %s: %s\n", e.side, evidenceText(e.b))
+		}
 	}
 }
 

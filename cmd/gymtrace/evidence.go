@@ -109,3 +109,33 @@ func writeEvidenceText(w io.Writer, ev *evidence.Joined) {
 		}
 	}
 }
+
+// evidenceText is a rollout's evidence on one line.
+func evidenceText(b *evidence.RolloutJSON) string {
+	parts := []string{b.State}
+	if b.Reward != nil {
+		parts = append(parts, fmt.Sprintf("reward=%.4g", *b.Reward))
+	}
+	if b.FailureClass != "" {
+		parts = append(parts, "failure="+b.FailureClass)
+	}
+	if b.Verdict != "" {
+		v := "verdict=" + b.Verdict
+		if b.Finding != "" {
+			v += " (" + b.Finding + ")"
+		}
+		parts = append(parts, v)
+	}
+	for _, n := range []struct {
+		name string
+		v    *int
+	}{{"task", b.Task}, {"turns", b.Turns}, {"tool_calls", b.ToolCalls}, {"input_tokens", b.InputTokens}, {"output_tokens", b.OutputTokens}, {"model_calls", b.ModelCalls}} {
+		if n.v != nil {
+			parts = append(parts, fmt.Sprintf("%s=%d", n.name, *n.v))
+		}
+	}
+	if b.LatencyMS != nil {
+		parts = append(parts, fmt.Sprintf("latency=%.0fms", *b.LatencyMS))
+	}
+	return strings.Join(parts, " ") + " (" + b.Join + " join)"
+}

@@ -95,3 +95,32 @@ func TestEvidenceFlagErrors(t *testing.T) {
 		t.Errorf("check text:\n%s\nwant %q and 16 of 20 joined (the failures file is not given)", out.String(), want)
 	}
 }
+
+func TestCohortAndPathWithEvidence(t *testing.T) {
+	files := realGymCase(t, "s41-obs1-iso/all")
+	evDir := realGym + "s41-obs1-iso/all/evidence"
+	var out, errb bytes.Buffer
+	args := append([]string{"--cohort", "reward=0", "--baseline", "reward>0", "--json", "--evidence", evDir}, files...)
+	if code := runDiff(args, &out, &errb); code != exitOK {
+		t.Fatalf("diff --cohort = %d: %s", code, errb.String())
+	}
+	var c cohortJSON
+	if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+		t.Fatal(err)
+	}
+	// 17 results: 4 rewarded 0, 13 above; the 3 failures are on neither side.
+	if c.Cohort.Rollouts != 4 || c.Baseline.Rollouts != 13 || c.Overlap != 0 {
+		t.Fatalf("cohort %d, baseline %d, overlap %d; want 4, 13, 0", c.Cohort.Rollouts, c.Baseline.Rollouts, c.Overlap)
+	}
+	out.Reset()
+	if code := runPath(append([]string{"--json", "--evidence", evDir, "2-0"}, files...), &out, &errb); code != exitOK {
+		t.Fatalf("path = %d: %s", code, errb.String())
+	}
+	var p pathJSON
+	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Evidence == nil || p.Evidence.Reward == nil || *p.Evidence.Reward != 0 || *p.Evidence.Task != 2 {
+		t.Fatalf("path evidence = %+v, want rollout 2-0's reward 0", p.Evidence)
+	}
+}

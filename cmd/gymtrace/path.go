@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"io"
 	"math"
 	"os"
@@ -20,13 +21,15 @@ func cmdPath(args []string) int { return runPath(args, os.Stdout, os.Stderr) }
 // pathJSON is the documented schema of `path --json` (README.md, "Critical path").
 type pathJSON struct {
 	variantJSON
-	RolloutID  string            `json:"rollout_id"`
-	DurationMS float64           `json:"duration_ms"`
-	PathMS     float64           `json:"path_ms"`
-	Grafted    int               `json:"fragments_grafted"`
-	Unplaced   int               `json:"fragments_unplaced"`
-	Holders    []pathHolderJSON  `json:"holders"`
-	Segments   []pathSegmentJSON `json:"segments"`
+	RolloutID string `json:"rollout_id"`
+	// Evidence: what Gym's files say of the rollout, with --evidence.
+	Evidence   *evidence.RolloutJSON `json:"evidence,omitempty"`
+	DurationMS float64               `json:"duration_ms"`
+	PathMS     float64               `json:"path_ms"`
+	Grafted    int                   `json:"fragments_grafted"`
+	Unplaced   int                   `json:"fragments_unplaced"`
+	Holders    []pathHolderJSON      `json:"holders"`
+	Segments   []pathSegmentJSON     `json:"segments"`
 }
 
 type pathHolderJSON struct {
@@ -55,6 +58,7 @@ func runPath(args []string, stdout, stderr io.Writer) int {
 		"service, span and own time, adding up to the rollout's duration, and which process holds it.\n\n")
 	fs := su.fs
 	su.variantFlags("the capture; default: detected from the capture, else the newest")
+	su.evidenceFlag()
 	asJSON := fs.Bool("json", false, "print the path as JSON (schema: the README's critical path section)")
 	pos, code, done := su.parse(args)
 	if done {
@@ -77,6 +81,13 @@ func runPath(args []string, stdout, stderr io.Writer) int {
 	p := critpath.Find(snap, r)
 	out := pathJSON{variantJSON: c.vc.json(), RolloutID: r.ID, DurationMS: ms3(p.Duration()), Grafted: p.Grafted, Unplaced: p.Unplaced,
 		Holders: []pathHolderJSON{}, Segments: []pathSegmentJSON{}}
+	ev, err := su.joinEvidence(c.reg, c.snap)
+	if err != nil {
+		return su.fail("%v", err)
+	}
+	if ev != nil {
+		out.Evidence = ev.Rollout(r.ID)
+	}
 	var sum int64
 	for _, s := range p.Segments {
 		sum += s.Self()
@@ -107,6 +118,9 @@ func runPath(args []string, stdout, stderr io.Writer) int {
 		held = append(held, fmt.Sprintf("%s %v (%.1f%%)", h.Holder.Text(), dur(h.Duration), 100*share(h.Duration, p.Duration())))
 	}
 	fmt.Fprintf(w, "held by: %s\n", strings.Join(held, ", "))
+	if out.Evidence != nil {
+		fmt.Fprintf(w, "evidence: %s\n", evidenceText(out.Evidence))
+	}
 	if p.Grafted+p.Unplaced > 0 {
 		fmt.Fprintf(w, "split rollout: %d cut-off %s hung under the calls that made them, %d under none\n", p.Grafted,
 			plural(p.Grafted, "fragment", "fragments"), p.Unplaced)

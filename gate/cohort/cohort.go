@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -30,6 +31,7 @@ const (
 	Group                    // the span group that gates the spans
 	Service                  // a process
 	Attr                     // an attribute value: key=value on the span or its events
+	Outcome                  // what Gym's files say: turns, tokens, latency, failure=…, verdict=…
 )
 
 // String names the kind as --json spells it.
@@ -43,6 +45,8 @@ func (k Kind) String() string {
 		return "service"
 	case Attr:
 		return "attribute"
+	case Outcome:
+		return "outcome"
 	}
 	return "unknown"
 }
@@ -55,6 +59,7 @@ const (
 	Count     Metric = iota + 1 // spans per rollout
 	Share                       // share of the rollout's wall time the spans hold on their own
 	ErrorRate                   // error spans over spans, in rollouts that have any
+	Value                       // an outcome's figure, over the rollouts whose files know it
 )
 
 // String names the metric as --json spells it.
@@ -66,6 +71,8 @@ func (m Metric) String() string {
 		return "share"
 	case ErrorRate:
 		return "error_rate"
+	case Value:
+		return "value"
 	}
 	return "unknown"
 }
@@ -127,12 +134,22 @@ const maxValueLen = 80
 type sample struct {
 	count, errors int
 	self          int64
+	val           float64 // an outcome's figure, when has
+	has           bool
 }
 
 // Compare splits the structural rollouts of snap into the cohort (cohort
 // matches) and the baseline (baseline matches; nil: every other rollout)
 // and ranks what differs. An empty side is an error naming the filter.
 func Compare(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *filter.Filter) (*Comparison, error) {
+	return CompareWith(eng, snap, cohort, baseline, nil)
+}
+
+// CompareWith is Compare with each rollout's outcome read through outcome
+// (a joined evidence set's; nil: none), so what Gym's files say — turns,
+// tool calls, tokens, latency, failure class, verdict — ranks beside the
+// spans.
+func CompareWith(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *filter.Filter, outcome func(id string) *evidence.Outcome) (*Comparison, error) {
 	st := eng.Structure(snap).Snap
 	c := &Comparison{}
 	for _, r := range st.Rollouts {
@@ -183,6 +200,9 @@ func Compare(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *filter.
 					xs[ri].errors++
 				}
 				s.per[f] = xs
+			}
+			if outcome != nil {
+				addOutcome(s.per, ri, outcome(r.ID))
 			}
 			var self []int64
 			for fi, f := range r.Fragments {
@@ -240,7 +260,13 @@ func Compare(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *filter.
 		if xb == nil {
 			xb = zeros(len(c.Baseline))
 		}
-		for _, m := range []Metric{Count, Share, ErrorRate} {
+		metrics := []Metric{Count, Share, ErrorRate}
+		if f.Kind == Outcome && !strings.Contains(f.Name, "=") {
+			metrics = []Metric{Value}
+		} else if f.Kind == Outcome {
+			metrics = []Metric{Count}
+		}
+		for _, m := range metrics {
 			va, vb := values(m, xa, a.wall), values(m, xb, b.wall)
 			if len(va) == 0 || len(vb) == 0 {
 				continue
@@ -277,6 +303,10 @@ func values(m Metric, xs []sample, wall []int64) []float64 {
 		case ErrorRate:
 			if x.count > 0 {
 				out = append(out, float64(x.errors)/float64(x.count))
+			}
+		case Value:
+			if x.has {
+				out = append(out, x.val)
 			}
 		}
 	}
@@ -418,4 +448,42 @@ func attrValues(in *model.Interner, sp *model.Span, ok map[string]bool) []string
 		}
 	}
 	return out
+}
+
+// addOutcome adds rollout ri's outcome features: its known figures as
+// values, its failure class, verdict and first finding as counts of one.
+func addOutcome(per map[Feature][]sample, ri int, o *evidence.Outcome) {
+	if o == nil {
+		return
+	}
+	at := func(name string) *sample {
+		f := Feature{Kind: Outcome, Name: name}
+		xs := per[f]
+		for len(xs) <= ri {
+			xs = append(xs, sample{})
+		}
+		per[f] = xs
+		return &xs[ri]
+	}
+	num := func(name string, v float64, known bool) {
+		if known {
+			x := at(name)
+			x.val, x.has = v, true
+		}
+	}
+	num("turns", float64(o.Turns), o.Turns >= 0)
+	num("tool_calls", float64(o.Tools), o.Tools >= 0)
+	num("input_tokens", float64(o.InTokens), o.InTokens >= 0)
+	num("output_tokens", float64(o.OutTokens), o.OutTokens >= 0)
+	num("model_calls", float64(o.Calls), o.Calls >= 0)
+	num("latency_ms", o.LatencyMS, !math.IsNaN(o.LatencyMS))
+	if o.Failure != "" {
+		at("failure="+o.Failure).count++
+	}
+	if v := o.Verdict.String(); v != "" {
+		at("verdict="+v).count++
+	}
+	if o.Finding != "" {
+		at("finding="+o.Finding).count++
+	}
 }

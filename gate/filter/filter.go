@@ -41,8 +41,8 @@ type Filter struct {
 	// outcome looks up a rollout's evidence for the evidence terms; nil
 	// until WithEvidence, and then those terms match no rollout.
 	outcome func(id string) *evidence.Outcome
-	pos  []term // must all hold on one span (or on the rollout, for rollout terms)
-	neg  []term // each must match no span (or not the rollout)
+	pos     []term // must all hold on one span (or on the rollout, for rollout terms)
+	neg     []term // each must match no span (or not the rollout)
 }
 
 // term is one parsed condition.
