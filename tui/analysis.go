@@ -77,6 +77,8 @@ func (m *Model) requestAnalysis() tea.Cmd {
 		shown:       m.groups.prevRep,
 		now:         m.opts.Now,
 		grace:       grace,
+		ev:          m.evSet,
+		ended:       !m.opts.Live || m.haveTally && m.tally.Job == whatif.JobEnded,
 	})
 }
 
@@ -104,6 +106,10 @@ func (m Model) setAnalysis(a analysisMsg) (tea.Model, tea.Cmd) {
 		m.check = a.check
 	}
 	m.rollouts.SetCheck(a.check)
+	if a.joined != nil {
+		m.evHold.p.Store(a.joined)
+		m.rollouts.SetEvidence(a.joined)
+	}
 	if a.derived.check != nil {
 		m.groups.render()
 	} else {

@@ -93,7 +93,7 @@ func DefaultKeyMap() *KeyMap {
 	k.Copy = b([]string{"y"}, "y", "copy", "copy the previewed spec out")
 	k.Preview = b([]string{"p"}, "p", "preview", "the tree under the previewed spec")
 	k.Stats = b([]string{"t"}, "t", "stats", "statistics")
-	k.Sort = b([]string{"s"}, "s", "sort", "sort: seen, start, duration, spans, errors, id")
+	k.Sort = b([]string{"s"}, "s", "sort", "sort: seen start dur spans errors id reward…")
 	k.More = b([]string{"+", "="}, "+", "more", "project to more rollouts")
 	k.Fewer = b([]string{"-"}, "-", "fewer", "project to fewer rollouts")
 	k.Back = b([]string{"esc"}, "esc", "back")

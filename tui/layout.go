@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
@@ -41,6 +42,11 @@ func (m *Model) layout() {
 			// Room to spare: the list takes what its ids and services need,
 			// up to half the width; the waterfall keeps the other half.
 			left = clamp(m.listWant+m.frameW, left, m.width/2)
+		}
+		m.listEv = m.rollouts.evCols()
+		if m.listEv > 0 {
+			// Gym's outcomes take their columns beside the verdicts.
+			left = clamp(m.rollouts.evidenceWant()+m.frameW, left, m.width/2)
 		}
 		if m.focus == slotTrace {
 			// The waterfall has the keyboard: it gets the width, the list
@@ -147,7 +153,8 @@ func (m *Model) fitPanels() {
 	switch {
 	case m.width <= 0:
 	case m.width < wideWidth && m.groups.wantLines(m.width-m.frameW) != m.groupsWant,
-		m.width >= wideList && m.rollouts.wantW != m.listWant:
+		m.width >= wideList && m.rollouts.wantW != m.listWant,
+		m.width >= wideWidth && m.rollouts.evCols() != m.listEv:
 		m.layout()
 	}
 }
@@ -216,6 +223,23 @@ func (m *Model) renderHeader() {
 			"spans "+fmtCount(int64(st.Stored)),
 			rolls,
 			"captured trace ids "+fmtCount(int64(st.Traces)))
+		if ev := m.rollouts.ev; ev != nil {
+			c := ev.Coverage
+			text := fmt.Sprintf("evidence %d/%d joined", c.Joined(), c.Rollouts)
+			if c.Reason != evidence.NoReason {
+				text += ": " + c.Reason.Short()
+			}
+			if n := ev.Set.BadTotal; n > 0 {
+				text += fmt.Sprintf(", %d bad lines", n)
+			}
+			if c.Joined() == 0 && c.Rollouts > 0 {
+				text = m.st.App.Error.Render(text)
+			}
+			parts = append(parts, text)
+		}
+		if m.evErr != "" {
+			parts = append(parts, m.st.App.Error.Render("evidence: "+m.evErr))
+		}
 		if st.Refused > 0 {
 			parts = append(parts, m.st.App.Error.Render("refused "+fmtCount(st.Refused)))
 		}

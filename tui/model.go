@@ -49,6 +49,9 @@ type Options struct {
 	// which Gym variant a live capture comes from; it returns the options to
 	// rebuild the interface with when they change (registry, spec, header).
 	Redetect func(*model.Snapshot) (rebuild *Options, settled bool)
+	// Evidence, when set, reads Gym's outcome files (rewards, failures,
+	// verdicts), polled each second while Live.
+	Evidence EvidenceFunc
 }
 
 // rect is a panel's box on screen, frame included.
@@ -73,6 +76,7 @@ type Model struct {
 	jobs
 	views
 	interaction
+	evidenceState
 }
 
 // screen is the geometry and what is drawn outside the panels: written by
@@ -87,6 +91,7 @@ type screen struct {
 	rects         [numSlots]rect
 	groupsWant    int // the span groups' wantLines at the last layout
 	listWant      int // the list's wantW at the last layout
+	listEv        int // the list's evidence columns at the last layout
 	header        string
 }
 
@@ -176,10 +181,12 @@ func New(o Options) Model {
 	h.Styles.Ellipsis = st.App.Help
 	hv := newPager(st, keys, "q quit · esc or ? close · ↑/↓ pgup/pgdn scroll")
 	hv.title = "Help"
+	hold := &evidenceHold{}
 	m := Model{
-		opts:   o,
-		reg:    o.Registry,
-		screen: screen{st: st, keys: keys, help: h},
+		evidenceState: evidenceState{evHold: hold},
+		opts:          o,
+		reg:           o.Registry,
+		screen:        screen{st: st, keys: keys, help: h},
 		jobs: jobs{
 			eng:      whatif.NewEngine(o.Registry),
 			sim:      whatif.NewEngine(o.Registry),
@@ -198,6 +205,7 @@ func New(o Options) Model {
 			helpView: &hv,
 		},
 	}
+	m.rollouts.evLookup = hold.lookup
 	m.panels = []panel{m.rollouts, m.trace, m.detail, m.stats, m.compare, m.cohort, m.groups, m.worth}
 	m.groups.budget, m.groups.rate = o.Budget, o.RolloutRate
 	m.frameW, m.frameH = st.Panel.Box.GetFrameSize()
@@ -216,6 +224,9 @@ func (m Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{func() tea.Msg { return snapshotMsg{snap: src.Snapshot()} }}
 	if m.opts.Live {
 		cmds = append(cmds, tickClock())
+	}
+	if m.opts.Evidence != nil {
+		cmds = append(cmds, pollEvidence(m.opts.Evidence, 0))
 	}
 	return tea.Batch(cmds...)
 }
@@ -254,6 +265,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(m.requestAnalysis(), tickClock())
 	case analysisMsg:
 		return m.setAnalysis(msg)
+	case evidenceMsg:
+		return m.setEvidence(msg)
 	case matchMsg:
 		m.rollouts.setMatches(msg)
 		if m.rollouts.filtering {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -48,7 +49,8 @@ type analysisMsg struct {
 	cur     *whatif.Report // nil when the current report was still fresh
 	prev    *whatif.Report
 	check   *whatif.CheckReport
-	took    time.Duration // wall time of the analysis
+	joined  *evidence.Joined // Gym's files joined to the check's rollouts; nil without
+	took    time.Duration    // wall time of the analysis
 	// What the span groups panel derives from the reports and the check,
 	// derived here, off the UI goroutine: each walks every rollout.
 	derived groupsDerived
@@ -140,6 +142,10 @@ type analysisJob struct {
 	shown *whatif.Report
 	now   func() time.Time
 	grace time.Duration
+	// ev is Gym's files as last read, joined to the check's rollouts;
+	// ended says the run is over (files, or the live job ended).
+	ev    *evidence.Set
+	ended bool
 }
 
 // runAnalysis computes both previews and the join check. Only one runs at a
@@ -160,6 +166,9 @@ func runAnalysis(j analysisJob) tea.Cmd {
 			cur = j.curRep
 		}
 		m.derived = deriveGroups(m.check, cur, m.prev, j.shown)
+		if j.ev != nil && m.check.Structure != nil {
+			m.joined = evidence.Join(j.ev, m.check.Structure, j.ended)
+		}
 		m.took = time.Since(t0)
 		return m
 	}

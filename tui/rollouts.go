@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -30,6 +32,9 @@ const (
 	sortSpans
 	sortErrors
 	sortID
+	sortReward // with evidence: lowest reward first
+	sortTurns  // with evidence: most turns first
+	sortTokens // with evidence: most tokens first
 	numSortModes
 )
 
@@ -53,6 +58,12 @@ func (s sortMode) order(reverse bool) string {
 		return pick("most errors", "fewest errors")
 	case sortID:
 		return pick("id a→z", "id z→a")
+	case sortReward:
+		return pick("lowest reward", "highest reward")
+	case sortTurns:
+		return pick("most turns", "fewest turns")
+	case sortTokens:
+		return pick("most tokens", "fewest tokens")
 	}
 	return pick("oldest first", "newest first")
 }
@@ -70,6 +81,12 @@ func (s sortMode) String() string {
 		return "errors"
 	case sortID:
 		return "id"
+	case sortReward:
+		return "reward"
+	case sortTurns:
+		return "turns"
+	case sortTokens:
+		return "tokens"
 	}
 	return "first seen"
 }
@@ -170,6 +187,11 @@ type rolloutList struct {
 	// live and addrs shape the empty state: where to send spans.
 	live  bool
 	addrs []string
+
+	// ev is Gym's files joined to the rollouts, nil without; evLookup
+	// reads the latest join for the filter's evidence terms.
+	ev       *evidence.Joined
+	evLookup func(id string) *evidence.Outcome
 
 	out string
 }
@@ -310,6 +332,58 @@ func (l *rolloutList) SetCheck(c *whatif.CheckReport) {
 	l.rebuild()
 }
 
+// SetEvidence takes Gym's files as joined to the check's rollouts: a
+// filter that reads them is judged again.
+func (l *rolloutList) SetEvidence(j *evidence.Joined) {
+	l.ev = j
+	if l.compiled.UsesEvidence() {
+		l.gen++
+	}
+	l.orderOf = orderKey{} // an evidence sort reads the new join
+	l.rebuild()
+}
+
+// evCols is the evidence columns' width, 0 without evidence.
+func (l *rolloutList) evCols() int {
+	if l.ev == nil || l.ev.Coverage.Joined() == 0 {
+		return 0
+	}
+	return 1 + 6 + 1 + 11
+}
+
+// evidenceWant is the width that shows the evidence columns beside an id
+// of up to 12 cells and the verdicts.
+func (l *rolloutList) evidenceWant() int {
+	return 1 + min(max(l.idW, 8), 12) + 1 + 5 + 1 + 7 + 1 + l.spansW + 1 + 9 + l.evCols()
+}
+
+// outcomeCells renders a rollout's reward and outcome cells.
+func (l *rolloutList) outcomeCells(id string) (reward, outcome string) {
+	o, how := l.ev.Of(id)
+	if o == nil {
+		return "", l.st.List.Dim.Render("–")
+	}
+	reward = o.RewardText()
+	if how == evidence.Inferred {
+		reward += "≈"
+	}
+	switch {
+	case o.Failure != "":
+		outcome = l.st.Tree.Error.Render(o.Failure)
+	case o.Verdict == evidence.Unhealthy:
+		outcome = l.st.Tree.Error.Render("unhealthy")
+	case o.Verdict == evidence.Healthy:
+		outcome = "healthy"
+	case o.Verdict == evidence.Unobserved:
+		outcome = l.st.List.Dim.Render("unobserved")
+	case o.State == evidence.Succeeded:
+		outcome = l.st.List.Dim.Render("ok")
+	default:
+		outcome = l.st.List.Dim.Render(o.State.String())
+	}
+	return reward, outcome
+}
+
 // where is the filter the list applies (the last that parsed), nil when
 // none: the span groups preview the same rollouts.
 func (l *rolloutList) where() *filter.Filter {
@@ -341,6 +415,9 @@ func (l *rolloutList) StartFilter() tea.Cmd {
 // a new order puts first is what the user sorted for.
 func (l *rolloutList) CycleSort() {
 	l.sort = (l.sort + 1) % numSortModes
+	if l.sort >= sortReward && l.evCols() == 0 {
+		l.sort = 0 // the outcome orders need Gym's files
+	}
 	l.selected, l.offset = "", 0
 	l.rebuild()
 }
@@ -443,6 +520,9 @@ func (l *rolloutList) rebuild() {
 			l.filterErr = err.Error()
 		}
 	} else {
+		if f.UsesEvidence() && l.evLookup != nil {
+			f = f.WithEvidence(l.evLookup)
+		}
 		l.compiled, l.filterErr = f, ""
 	}
 	if text := l.compiled.String(); text != l.genText {
@@ -600,6 +680,24 @@ func (l *rolloutList) sortRows(order []int32) {
 	case sortID:
 		slices.SortStableFunc(order, func(a, b int32) int { return strings.Compare(l.infos[a].r.ID, l.infos[b].r.ID) })
 		return
+	case sortReward, sortTurns, sortTokens:
+		// Rollouts the files say nothing of come last, whatever the order.
+		const unknown = math.MaxInt64 / 2
+		mode := l.sort
+		key = func(r *model.Rollout) int64 {
+			o, _ := l.ev.Of(r.ID)
+			switch {
+			case o == nil:
+				return unknown
+			case mode == sortReward && o.HasReward():
+				return int64(math.Round(o.Reward * 1e6))
+			case mode == sortTurns && o.Turns >= 0:
+				return -int64(o.Turns)
+			case mode == sortTokens && o.InTokens >= 0:
+				return -int64(o.InTokens) - int64(max(o.OutTokens, 0))
+			}
+			return unknown
+		}
 	default:
 		return
 	}
@@ -851,6 +949,20 @@ func (l *rolloutList) render() {
 			parts = append(parts, titlePart{fmt.Sprintf("%d unattributed", n), 4})
 		}
 	}
+	if ev := l.ev; ev != nil {
+		c := ev.Coverage
+		var text string
+		switch r := ev.Rewards; {
+		case r.Mean != nil:
+			text = fmt.Sprintf("reward avg %.2g", *r.Mean)
+			if c.Joined() < c.Rollouts {
+				text += fmt.Sprintf(" (%d/%d joined)", c.Joined(), c.Rollouts)
+			}
+		}
+		if text != "" {
+			parts = append(parts, titlePart{text, 1})
+		}
+	}
 	if l.filter != "" && !l.filtering {
 		parts = append(parts, titlePart{"/" + l.filter, 0})
 	}
@@ -869,15 +981,25 @@ func (l *rolloutList) render() {
 	if sharedN < 2 || longest <= idW || len(shared) < idW-1 {
 		shared = ""
 	}
-	cols := func(gut, id, status, dur, spans, join, svc string) string {
+	evW := l.evCols()
+	if evW > 0 && l.width-evW < 1+8+1+5+1+7+1+spansW+1+9 {
+		evW = 0 // too narrow: the join verdict keeps its room
+	}
+	if evW > 0 {
+		idW = clamp(l.width-evW-(1+1+5+1+7+1+spansW+1+9), 8, idW)
+	}
+	cols := func(gut, id, status, dur, spans, join, reward, outcome, svc string) string {
 		line := gut + fit(id, idW) + " " + fit(status, 5) + " " + fitRight(dur, 7) + " " + fitRight(spans, spansW) + " " + fit(join, 9)
-		rest := l.width - (1 + idW + 1 + 5 + 1 + 7 + 1 + spansW + 1 + 9)
+		if evW > 0 {
+			line += " " + fitRight(reward, 6) + " " + fit(outcome, 11)
+		}
+		rest := l.width - (1 + idW + 1 + 5 + 1 + 7 + 1 + spansW + 1 + 9 + evW)
 		if rest > 2 {
 			line += " " + fit(svc, rest-1)
 		}
 		return clip(line, l.width)
 	}
-	lines = append(lines, l.st.Panel.Column.Render(cols(" ", "rollout", "state", "time", "spans", "join", "services")))
+	lines = append(lines, l.st.Panel.Column.Render(cols(" ", "rollout", "state", "time", "spans", "join", "reward", "outcome", "services")))
 
 	h := l.listHeight()
 	l.follow(h, len(l.rows))
@@ -895,7 +1017,11 @@ func (l *rolloutList) render() {
 		if i == l.cursor {
 			gut = "›"
 		}
-		line := cols(gut, cutShared(r.ID, shared), status, fmtDur(r.End-r.Start), fmtCount(int64(r.Spans)), l.joinCell(r.ID), in.services)
+		var reward, outcome string
+		if evW > 0 && !in.apart {
+			reward, outcome = l.outcomeCells(r.ID)
+		}
+		line := cols(gut, cutShared(r.ID, shared), status, fmtDur(r.End-r.Start), fmtCount(int64(r.Spans)), l.joinCell(r.ID), reward, outcome, in.services)
 		if i == l.cursor {
 			line = l.st.List.Selected.Render(fit(line, l.width))
 		}

@@ -67,6 +67,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	fs.StringVar(&o.variant, "gym-version", "G1", variantUsage)
 	fs.StringVar(&o.variant, "gym-variant", "G1", variantUsage+" (the same as --gym-version)")
 	groupsFile := fs.String("groups", "", "groups file adding span groups, presets and rules")
+	su.evidenceFlag()
 	fs.BoolVar(&o.obs, "observability", false, "Gym's observability_enabled: rollout ids on spans and /ng-rollout/{id}/ URL prefixes")
 	fs.BoolVar(&o.aiohttp, "aiohttp", false, "the aiohttp client instrumentation (as NeMo-RL runs it): a second CLIENT span per call that injects traceparent whatever the spec")
 	fs.BoolVar(&o.standalone, "standalone", false, "the driver runs without telemetry (standalone collect_rollouts): no gym.job, each /run a root")
@@ -141,6 +142,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		return fail("%v", err)
 	}
 	headless := o.headless || o.json || !tty
+	feed, err := su.evidenceFeed(true)
+	if err != nil {
+		return fail("%v", err)
+	}
 
 	held := &heldLog{w: stderr}
 	rr, err := startDemoReceivers(ctx, o, held)
@@ -183,7 +188,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		held.hold()
 		uiErr := runUI(uiConfig{
 			Store: rr.Store, Registry: reg, Current: spec, CurrentSpec: o.spec, Variant: vc.String(),
-			Addrs: rr.Addrs, Live: true, Worth: worth,
+			Addrs: rr.Addrs, Live: true, Worth: worth, Evidence: feed,
 			// SIGHUP (the terminal gone) ends the demo as it ends serve.
 			Ctx:   ctx,
 			Title: fmt.Sprintf("gymtrace demo (seed %d, Gym %s, %s%s)", o.seed, variant.Name, o.spec, formatProcessSpecs(variant, procSpecs, "; ", "")),

@@ -5,12 +5,14 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
+	"github.com/nemo-gym/gymtrace/tui"
 )
 
 // evidenceUsage is --evidence's help, shared by every command that takes it.
@@ -138,4 +140,32 @@ func evidenceText(b *evidence.RolloutJSON) string {
 		parts = append(parts, fmt.Sprintf("latency=%.0fms", *b.LatencyMS))
 	}
 	return strings.Join(parts, " ") + " (" + b.Join + " join)"
+}
+
+// evidenceFeed reads --evidence once, failing on a path that cannot be
+// read, and returns what the TUI polls: with live set, the files read
+// again for what they gained; without, the first read's set.
+func (s *setup) evidenceFeed(live bool) (tui.EvidenceFunc, error) {
+	if len(s.evidence) == 0 {
+		return nil, nil
+	}
+	r := evidence.NewReader(s.evidence...)
+	first, _, err := r.Poll()
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	given := false
+	return func() (*evidence.Set, bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !given {
+			given = true
+			return first, true, nil
+		}
+		if !live {
+			return first, false, nil
+		}
+		return r.Poll()
+	}, nil
 }

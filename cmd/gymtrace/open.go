@@ -53,6 +53,7 @@ func prepareOpen(args []string, stdout, stderr io.Writer, tty bool) (cfg uiConfi
 	maxLine := new(int)
 	intByteSizeVar(fs, maxLine, "max-line", receiver.DefaultMaxLine, "longest line accepted, e.g. 256MiB")
 	wf := addWorthFlags(fs)
+	su.evidenceFlag()
 	files, code, done := su.parse(args)
 	if done {
 		return cfg, nil, code, true
@@ -61,6 +62,10 @@ func prepareOpen(args []string, stdout, stderr io.Writer, tty bool) (cfg uiConfi
 		return cfg, nil, su.failUsage("no capture files given"), true
 	}
 	worth, err := wf.ui()
+	if err != nil {
+		return cfg, nil, su.fail("%v", err), true
+	}
+	feed, err := su.evidenceFeed(false)
 	if err != nil {
 		return cfg, nil, su.fail("%v", err), true
 	}
@@ -103,5 +108,6 @@ func prepareOpen(args []string, stdout, stderr io.Writer, tty bool) (cfg uiConfi
 		Live:        false,
 		Title:       "gymtrace open " + strings.Join(files, " "),
 		Worth:       worth,
+		Evidence:    feed,
 	}, store.Close, 0, false
 }

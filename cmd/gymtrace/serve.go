@@ -183,6 +183,7 @@ func parseServeFlags(args []string, stderr io.Writer) (su *setup, f *serveFlags,
 	fs.StringVar(&f.HTTPAddr, "http-addr", receiver.DefaultHTTPAddr, `OTLP/HTTP listen address ("off" to disable)`)
 	su.settingFlags("spec", "span_groups spec to preview against")
 	su.variantFlags("the fleet; default: the newest (the summary names the one the capture shows)")
+	su.evidenceFlag()
 	fs.IntVar(&f.MaxSpans, "max-spans", defaultMaxSpans, "keep at most this many spans, evicting the oldest rollouts (0: no bound)")
 	byteSizeVar(fs, &f.MaxBytes, "max-bytes", defaultMaxBytes(), "memory for spans and the requests being received (a quarter of it, at most 256MiB, for requests), e.g. 4GiB; past it the oldest rollouts are evicted (0: no bound; default a quarter of the machine's memory)")
 	fs.StringVar(&f.Record, "record", "", "append every accepted request to FILE as OTLP/JSON lines; a request is answered OK only once written")
@@ -233,6 +234,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 	if done {
 		return code
 	}
+	feed, err := su.evidenceFeed(true)
+	if err != nil {
+		return su.fail("%v", err)
+	}
 	if f.cpuProfile != "" {
 		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
@@ -280,6 +285,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		Ctx:         ctx,
 		Worth:       f.worth,
 		Redetect:    liveVariant(*su.gymVersion, *su.groups, specText),
+		Evidence:    feed,
 	})
 	held.release()
 	stopErr := rr.stopBounded(stderr)

@@ -34,6 +34,8 @@ type uiConfig struct {
 	// first spans; it returns the registry, spec and label to rebuild the
 	// interface with (nil: keep them) and whether it has settled.
 	Redetect func(*model.Snapshot) (rebuild *uiConfig, settled bool)
+	// Evidence reads Gym's outcome files (--evidence), nil without.
+	Evidence tui.EvidenceFunc
 }
 
 // runUI opens the interactive view and returns when the user quits, then
@@ -119,6 +121,7 @@ func tuiOptions(cfg uiConfig) tui.Options {
 		SpanCost:    cfg.Worth.SpanCost,
 		Budget:      cfg.Worth.Budget,
 		RolloutRate: cfg.Worth.Rate,
+		Evidence:    cfg.Evidence,
 	}
 	if cfg.Redetect != nil {
 		base := opts

@@ -59,6 +59,11 @@ func (r Reason) String() string {
 		"the files name no rollout"}[r]
 }
 
+// Short is the reason in a few words, for a title.
+func (r Reason) Short() string {
+	return [...]string{"", "no rollout ids", "NeMo-RL rows have no ids", "no id in common", "no rollout in files"}[r]
+}
+
 // Conflict is a way the files and the traces disagree.
 type Conflict uint8
 
@@ -149,8 +154,10 @@ type Joined struct {
 	// first ones.
 	Conflicts      [nConflicts]int
 	Contradictions []Contradiction
-	inferred       map[string]int32
-	traced         map[string]bool // ids the structure has, for Of
+	// Rewards sums up the joined rollouts' rewards.
+	Rewards  RewardsJSON
+	inferred map[string]int32
+	traced   map[string]bool // ids the structure has, for Of
 }
 
 // Of returns the outcome joined to the traced rollout id and how, or nil.
@@ -236,6 +243,7 @@ func Join(s *Set, st *rollouts.Structure, ended bool) *Joined {
 	if s.Len() == 0 && s.RLRows > 0 {
 		c.Reason = RLNoIDs
 	}
+	j.Rewards = j.rewards()
 	return j
 }
 
@@ -387,5 +395,6 @@ func (j *Joined) Within(st *rollouts.Structure) *Joined {
 	if w.Coverage.Joined() == w.Coverage.Rollouts && w.Coverage.Reason != RLNoIDs {
 		w.Coverage.Reason = NoReason
 	}
+	w.Rewards = w.rewards()
 	return w
 }

@@ -149,7 +149,7 @@ func (j *Joined) Summary() SummaryJSON {
 			s.Tasks = append(s.Tasks, TaskJSON{Task: int(t.Task), Attempts: t.Attempts, Passed: t.Passed, Mean: round4(t.Mean)})
 		}
 	}
-	s.Rewards = j.rewards()
+	s.Rewards = j.Rewards
 	return s
 }
 
