@@ -6,6 +6,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/nemo-gym/gymtrace/gate/cohort"
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -25,6 +26,9 @@ type cohortView struct {
 	filter  string
 	have    bool
 	running bool
+	// outcome reads Gym's files for a rollout (nil when none joined), so
+	// what they say ranks beside the spans.
+	outcome func(id string) *evidence.Outcome
 }
 
 // cohortMsg carries a comparison.
@@ -71,8 +75,9 @@ func (c *cohortView) request(reg *groups.Registry, snap *model.Snapshot, f *filt
 	}
 	c.running = true
 	eng := whatif.NewEngine(reg)
+	outcome := c.outcome
 	return func() tea.Msg {
-		cmp, err := cohort.Compare(eng, snap, f, nil)
+		cmp, err := cohort.CompareWith(eng, snap, f, nil, outcome)
 		return cohortMsg{seq: snap.Seq, filter: text, cmp: cmp, err: err}
 	}
 }
@@ -115,9 +120,4 @@ func (c *cohortView) layout() {
 }
 
 // cohortValue is a side's mean: spans per rollout, or a percentage.
-func cohortValue(m cohort.Metric, v float64) string {
-	if m == cohort.Count {
-		return fmt.Sprintf("%.2f", v)
-	}
-	return fmt.Sprintf("%.1f%%", 100*v)
-}
+func cohortValue(m cohort.Metric, v float64) string { return m.Format(v) }

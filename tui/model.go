@@ -206,6 +206,7 @@ func New(o Options) Model {
 		},
 	}
 	m.rollouts.evLookup = hold.lookup
+	m.cohort.outcome = hold.lookup
 	m.panels = []panel{m.rollouts, m.trace, m.detail, m.stats, m.compare, m.cohort, m.groups, m.worth}
 	m.groups.budget, m.groups.rate = o.Budget, o.RolloutRate
 	m.frameW, m.frameH = st.Panel.Box.GetFrameSize()

@@ -154,12 +154,7 @@ func runCohort(su *setup, cohortText, baselineText string, top int, asJSON bool,
 
 // metricText is a mean as the text report shows it: spans per rollout, or
 // a percentage.
-func metricText(m cohort.Metric, v float64) string {
-	if m == cohort.Count {
-		return fmt.Sprintf("%.2f", v)
-	}
-	return fmt.Sprintf("%.1f%%", 100*v)
-}
+func metricText(m cohort.Metric, v float64) string { return m.Format(v) }
 
 // sameText names the features a row stands for, a few at most.
 func sameText(fs []cohort.Feature) string {

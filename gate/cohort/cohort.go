@@ -77,6 +77,17 @@ func (m Metric) String() string {
 	return "unknown"
 }
 
+// Format renders a value of the metric as every face shows it.
+func (m Metric) Format(v float64) string {
+	switch m {
+	case Count:
+		return fmt.Sprintf("%.2f", v)
+	case Value:
+		return fmt.Sprintf("%.4g", v)
+	}
+	return fmt.Sprintf("%.1f%%", 100*v)
+}
+
 // Feature is one thing spans have.
 type Feature struct {
 	Kind Kind
