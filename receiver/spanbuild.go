@@ -20,6 +20,10 @@ import (
 const (
 	truncatedKey   = "nemo.span.truncated"
 	serviceNameKey = "service.name"
+	// serviceOverrideKey is where gym eval submit's Collector moves a
+	// server's own service.name (nemo-gym/<server>) when it writes a
+	// routing name over it: the Gym process is the one it names.
+	serviceOverrideKey = "service.name.override"
 	exceptionEvent = "exception"
 )
 
@@ -89,6 +93,9 @@ func getDecoder(l *model.Local, lim Limits) *decoder {
 // them (the order services are listed in).
 func (d *decoder) internResource(attrs model.Attrs, service model.Str) model.ResourceID {
 	t := d.l.Interner()
+	if v, ok := attrs.Get(t, serviceOverrideKey); ok && v.Kind == model.ValString && v.Str != "" {
+		service = t.Intern(v.Str)
+	}
 	if d.turn != nil {
 		if id, ok := t.LookupResource(attrs); ok {
 			return id
