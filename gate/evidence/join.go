@@ -157,8 +157,13 @@ type Joined struct {
 	// Rewards sums up the joined rollouts' rewards.
 	Rewards  RewardsJSON
 	inferred map[string]int32
-	traced   map[string]bool // ids the structure has, for Of
+	// exact marks, by outcome index, the outcomes joined by id to a
+	// rollout of the structure: a bit each, not a map of ids.
+	exact []uint64
 }
+
+func (j *Joined) isExact(i int32) bool { return j.exact[i>>6]&(1<<(i&63)) != 0 }
+func (j *Joined) setExact(i int32)     { j.exact[i>>6] |= 1 << (i & 63) }
 
 // Of returns the outcome joined to the traced rollout id and how, or nil.
 func (j *Joined) Of(id string) (*Outcome, How) {
@@ -168,11 +173,8 @@ func (j *Joined) Of(id string) (*Outcome, How) {
 	if i, ok := j.inferred[id]; ok {
 		return &j.Set.outcomes[i], Inferred
 	}
-	if !j.traced[id] {
-		return nil, NotJoined
-	}
-	if o := j.Set.Of(id); o != nil {
-		return o, Exact
+	if i, ok := j.Set.index(id); ok && j.isExact(i) {
+		return &j.Set.outcomes[i], Exact
 	}
 	return nil, NotJoined
 }
@@ -188,13 +190,11 @@ func (j *Joined) Lookup(id string) *Outcome {
 // run is over (files read after it, or the live job ended): only then is a
 // dispatched attempt with no result and no failure said to be killed.
 func Join(s *Set, st *rollouts.Structure, ended bool) *Joined {
-	j := &Joined{Set: s, traced: make(map[string]bool, len(st.Rollouts))}
+	j := &Joined{Set: s, exact: make([]uint64, (s.Len()+63)/64)}
 	c := &j.Coverage
 	c.Rollouts, c.Attempts = len(st.Rollouts), s.Len()
-	j.traced = make(map[string]bool, len(st.Rollouts))
 	withID := 0
 	for _, r := range st.Rollouts {
-		j.traced[r.ID] = true
 		if !r.Synthetic {
 			withID++
 		}
@@ -205,14 +205,18 @@ func Join(s *Set, st *rollouts.Structure, ended bool) *Joined {
 		if r.Synthetic {
 			continue
 		}
-		o := s.Of(r.ID)
-		if o == nil {
+		i, ok := s.index(r.ID)
+		if !ok {
 			j.add(NoEvidence, r.ID, "")
 			continue
 		}
+		if joined[i] {
+			continue // two traced rollouts of one id: the first has it
+		}
 		c.Exact++
-		joined[o.index(s)] = true
-		j.compare(o, r, roles, st.Snap)
+		joined[i] = true
+		j.setExact(i)
+		j.compare(&s.outcomes[i], r, roles, st.Snap)
 	}
 	if len(s.windows) > 0 && withID < len(st.Rollouts) {
 		j.infer(st, roles, joined)
@@ -246,8 +250,6 @@ func Join(s *Set, st *rollouts.Structure, ended bool) *Joined {
 	j.Rewards = j.rewards()
 	return j
 }
-
-func (o *Outcome) index(s *Set) int { return int(s.byID[o.ID]) }
 
 func (j *Joined) add(k Conflict, id, detail string) {
 	j.Conflicts[k]++
@@ -320,10 +322,10 @@ func (j *Joined) infer(st *rollouts.Structure, roles *roles, joined []bool) {
 		}
 		windows[w.Outcome]++
 		lo := sort.Search(len(reqs), func(i int) bool { return reqs[i].start >= w.Start-longest })
-		for i := lo; i < len(reqs) && reqs[i].start <= w.End; i++ {
+		for i := lo; i < len(reqs) && reqs[i].start <= w.End(); i++ {
 			q := reqs[i]
-			ov := min(q.end, w.End) - max(q.start, w.Start)
-			span := max(q.end, w.End) - min(q.start, w.Start)
+			ov := min(q.end, w.End()) - max(q.start, w.Start)
+			span := max(q.end, w.End()) - min(q.start, w.Start)
 			if span <= 0 || 2*ov < span { // less than half of the pair in common
 				continue
 			}
@@ -372,23 +374,30 @@ func (j *Joined) Within(st *rollouts.Structure) *Joined {
 	if j == nil {
 		return nil
 	}
-	w := &Joined{Set: j.Set, inferred: j.inferred, traced: make(map[string]bool, len(st.Rollouts))}
+	w := &Joined{Set: j.Set, exact: make([]uint64, len(j.exact))}
 	w.Coverage.Rollouts, w.Coverage.Reason = len(st.Rollouts), j.Coverage.Reason
+	named := map[string]bool{} // the rollouts the contradictions name
+	for _, c := range j.Contradictions {
+		named[c.Rollout] = false
+	}
 	for _, r := range st.Rollouts {
-		if !j.traced[r.ID] {
-			continue
+		if _, ok := named[r.ID]; ok {
+			named[r.ID] = true
 		}
-		w.traced[r.ID] = true
-		switch _, how := j.Of(r.ID); how {
-		case Exact:
-			w.Coverage.Exact++
-		case Inferred:
+		if i, ok := j.inferred[r.ID]; ok {
+			if w.inferred == nil {
+				w.inferred = map[string]int32{}
+			}
+			w.inferred[r.ID] = i
 			w.Coverage.Inferred++
+		} else if i, ok := j.Set.index(r.ID); ok && j.isExact(i) {
+			w.setExact(i)
+			w.Coverage.Exact++
 		}
 	}
 	w.Coverage.Attempts = w.Coverage.Joined()
 	for _, c := range j.Contradictions {
-		if w.traced[c.Rollout] {
+		if named[c.Rollout] {
 			w.add(c.Kind, c.Rollout, c.Detail)
 		}
 	}

@@ -81,25 +81,33 @@ type Outcome struct {
 	Reward           float64 // NaN when no result row says one
 	LatencyMS        float64 // ng_perf.total_latency_ms, NaN when unknown
 	Task, Index      int32   // _ng_task_index, _ng_rollout_index (-1 unknown)
-	Turns, Tools     int32   // ng_perf.num_turns, num_tool_calls
 	InTokens         int32   // prompt tokens (ng_perf, else response.usage)
 	OutTokens        int32   // completion tokens
-	Calls            int32   // model calls a capture records
-	CallErrors       int32   // of those, answered with a status of 400 or more
+	Line             int32   // the result (or failure) row's line in File
+	Turns, Tools     int16   // ng_perf.num_turns, num_tool_calls
+	Calls            int16   // model calls a capture records
+	CallErrors       int16   // of those, answered with a status of 400 or more
 	Findings         int16   // health findings
 	Attempt          int16
 	State            State
 	Verdict          Verdict
-	// Row locates the result (or failure) row: the file's index in
-	// Set.Files and its line.
-	File int16
-	Line int32
+	File             int16 // the row's file, an index in Set.Files
 }
 
 func newOutcome(id string) Outcome {
 	nan := math.NaN()
 	return Outcome{ID: id, Reward: nan, LatencyMS: nan, Task: -1, Index: -1, Turns: -1, Tools: -1,
 		InTokens: -1, OutTokens: -1, Calls: -1, File: -1}
+}
+
+// count16 reads a count of turns or calls; -1 (unknown) for anything but
+// one, saturated past int16.
+func count16(v []byte) int16 {
+	n := count32(v)
+	if n < 0 {
+		return -1
+	}
+	return int16(min(n, math.MaxInt16))
 }
 
 // HasReward reports whether a result row gave the attempt a reward.

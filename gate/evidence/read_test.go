@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 const realObs1 = "../../testdata/real-gym/s41-obs1-iso/all/evidence"
@@ -156,5 +157,16 @@ func TestNormalizeID(t *testing.T) {
 		if got := NormalizeID(in); got != want {
 			t.Errorf("NormalizeID(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// An Outcome is what a Set holds per attempt: the budget is 200 bytes
+// per joined rollout with the index and the windows.
+func TestOutcomeSize(t *testing.T) {
+	if n := unsafe.Sizeof(Outcome{}); n > 104 {
+		t.Fatalf("Outcome is %d bytes, want at most 104", n)
+	}
+	if n := unsafe.Sizeof(Window{}); n != 16 {
+		t.Fatalf("Window is %d bytes, want 16", n)
 	}
 }

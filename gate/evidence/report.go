@@ -29,7 +29,7 @@ type RolloutJSON struct {
 	ModelCalls   *int     `json:"model_calls,omitempty"`
 }
 
-func known(n int32) *int {
+func known[N int16 | int32](n N) *int {
 	if n < 0 {
 		return nil
 	}
@@ -158,10 +158,8 @@ func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
 func (j *Joined) rewards() RewardsJSON {
 	var r RewardsJSON
 	sum := 0.0
-	for id := range j.traced {
-		o, _ := j.Of(id)
+	count := func(o *Outcome) {
 		switch {
-		case o == nil:
 		case o.HasReward():
 			r.Rewarded++
 			sum += o.Reward
@@ -171,6 +169,14 @@ func (j *Joined) rewards() RewardsJSON {
 		case o.State == Failed:
 			r.Failed++
 		}
+	}
+	for i := range j.Set.Outcomes() {
+		if j.isExact(int32(i)) {
+			count(&j.Set.outcomes[i])
+		}
+	}
+	for _, i := range j.inferred {
+		count(&j.Set.outcomes[i])
 	}
 	if r.Rewarded > 0 {
 		m := round4(sum / float64(r.Rewarded))

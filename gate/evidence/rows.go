@@ -16,8 +16,8 @@ type ids struct {
 }
 
 // field reads one of the id fields; it reports whether key was one.
-func (d *ids) field(key string, v []byte) bool {
-	switch key {
+func (d *ids) field(key []byte, v []byte) bool {
+	switch string(key) { // no allocation: the compiler compares in place
 	case "_ng_rollout_id":
 		d.explicit, _ = text(v)
 	case "rollout_id":
@@ -83,27 +83,13 @@ func (b *builder) row(t *tail, raw []byte) error {
 	return nil
 }
 
-// perf is the part of ng_perf gymtrace shows; pointers tell absent from 0.
-type perf struct {
-	Turns      *float64 `json:"num_turns"`
-	Tools      *float64 `json:"num_tool_calls"`
-	Prompt     *float64 `json:"prompt_tokens"`
-	Completion *float64 `json:"completion_tokens"`
-	Latency    *float64 `json:"total_latency_ms"`
-}
-
-type usage struct {
-	Usage *struct {
-		In  *float64 `json:"input_tokens"`
-		Out *float64 `json:"output_tokens"`
-	} `json:"usage"`
-}
-
-func count32(p *float64) int32 {
-	if p == nil || *p < 0 || *p > math.MaxInt32 {
+// count32 reads a count; -1 (unknown) for anything but one.
+func count32(v []byte) int32 {
+	f, ok := number(v)
+	if !ok || f < 0 || f > math.MaxInt32 {
 		return -1
 	}
-	return int32(*p)
+	return int32(f)
 }
 
 func (b *builder) result(t *tail, raw []byte) error {
@@ -111,11 +97,10 @@ func (b *builder) result(t *tail, raw []byte) error {
 	var reward []byte
 	var pf, resp, calls []byte
 	err := eachField(raw, func(k, v []byte) error {
-		key := string(k)
-		if d.field(key, v) {
+		if d.field(k, v) {
 			return nil
 		}
-		switch key {
+		switch string(k) {
 		case "reward":
 			reward = v
 		case "ng_perf":
@@ -145,36 +130,52 @@ func (b *builder) result(t *tail, raw []byte) error {
 		o.Reward = r
 	}
 	if len(pf) > 0 && pf[0] == '{' {
-		var p perf
-		if json.Unmarshal(pf, &p) == nil {
-			o.Turns, o.Tools = count32(p.Turns), count32(p.Tools)
-			o.InTokens, o.OutTokens = count32(p.Prompt), count32(p.Completion)
-			if p.Latency != nil {
-				o.LatencyMS = *p.Latency
+		_ = eachField(pf, func(k, v []byte) error {
+			switch string(k) {
+			case "num_turns":
+				o.Turns = count16(v)
+			case "num_tool_calls":
+				o.Tools = count16(v)
+			case "prompt_tokens":
+				o.InTokens = count32(v)
+			case "completion_tokens":
+				o.OutTokens = count32(v)
+			case "total_latency_ms":
+				if f, ok := number(v); ok {
+					o.LatencyMS = f
+				}
 			}
-		}
+			return nil
+		})
 	}
 	if o.InTokens < 0 && len(resp) > 0 && resp[0] == '{' {
-		if u := responseUsage(resp); u.Usage != nil {
-			o.InTokens, o.OutTokens = count32(u.Usage.In), count32(u.Usage.Out)
-		}
+		// response.usage alone: a response's output is large.
+		_ = eachField(resp, func(k, v []byte) error {
+			if string(k) == "usage" && len(v) > 0 && v[0] == '{' {
+				_ = eachField(v, func(k, v []byte) error {
+					switch string(k) {
+					case "input_tokens":
+						o.InTokens = count32(v)
+					case "output_tokens":
+						o.OutTokens = count32(v)
+					}
+					return nil
+				})
+			}
+			return nil
+		})
 	}
 	if len(calls) > 0 && calls[0] == '[' {
-		b.captureList(id, calls)
+		o.Calls, o.CallErrors = 0, 0 // the row's own list is the whole of it
+		_ = eachElem(calls, func(v []byte) error {
+			c, err := readCall(v)
+			if err == nil {
+				b.addCall(id, &c)
+			}
+			return nil
+		})
 	}
 	return nil
-}
-
-// responseUsage reads response.usage alone: a response's output is large.
-func responseUsage(resp []byte) usage {
-	var u usage
-	_ = eachField(resp, func(k, v []byte) error {
-		if string(k) == "usage" {
-			_ = json.Unmarshal([]byte(`{"usage":`+string(v)+`}`), &u)
-		}
-		return nil
-	})
-	return u
 }
 
 // plain reads a failure row or a materialized input.
@@ -182,8 +183,7 @@ func (b *builder) plain(t *tail, raw []byte) error {
 	var d ids
 	var class string
 	err := eachField(raw, func(k, v []byte) error {
-		key := string(k)
-		if !d.field(key, v) && key == "_ng_failure_class" {
+		if !d.field(k, v) && string(k) == "_ng_failure_class" {
 			class, _ = text(v)
 		}
 		return nil
@@ -222,11 +222,10 @@ func (b *builder) verdict(raw []byte) error {
 	var verdict string
 	var findings []finding
 	err := eachField(raw, func(k, v []byte) error {
-		key := string(k)
-		if d.field(key, v) {
+		if d.field(k, v) {
 			return nil
 		}
-		switch key {
+		switch string(k) {
 		case "verdict":
 			verdict, _ = text(v)
 		case "findings":
@@ -263,20 +262,49 @@ func quote(s string) string {
 
 // call is the part of a ModelCallRecord gymtrace reads.
 type call struct {
-	ID        string   `json:"rollout_id"`
-	Started   *float64 `json:"started_at"`
-	Completed *float64 `json:"completed_at"`
-	Status    *float64 `json:"status_code"`
-	ErrorCat  *string  `json:"error_category"`
+	id                 string
+	started, completed float64
+	timed, failed      bool
+}
+
+// readCall reads a ModelCallRecord: its times, whether it failed (a
+// status of 400 or more, or an error category), its rollout when named.
+func readCall(raw []byte) (call, error) {
+	var c call
+	var start, end float64
+	var hasStart, hasEnd bool
+	err := eachField(raw, func(k, v []byte) error {
+		switch string(k) {
+		case "rollout_id":
+			c.id, _ = text(v)
+		case "started_at":
+			start, hasStart = number(v)
+		case "completed_at":
+			end, hasEnd = number(v)
+		case "status_code":
+			if f, ok := number(v); ok && f >= 400 {
+				c.failed = true
+			}
+		case "error_category":
+			if s, ok := text(v); ok && s != "" {
+				c.failed = true
+			}
+		}
+		return nil
+	})
+	if hasStart && hasEnd && end >= start {
+		c.started, c.completed, c.timed = start, end, true
+	}
+	return c, err
 }
 
 // capture reads one ModelCallRecord of <rollout_id>.capture.jsonl.
 func (b *builder) capture(t *tail, raw []byte) error {
-	var c call
-	if err := json.Unmarshal(raw, &c); err != nil {
+	c, err := readCall(raw)
+	if err != nil {
 		return errors.New("not a model-call record: " + err.Error())
 	}
-	id := NormalizeID(c.ID)
+	id := NormalizeID(c.id)
 	if id == "" {
 		id = NormalizeID(strings.TrimSuffix(strings.TrimSuffix(t.fileName, ".jsonl"), ".capture"))
 	}
@@ -287,29 +315,19 @@ func (b *builder) capture(t *tail, raw []byte) error {
 	return nil
 }
 
-func (b *builder) captureList(id string, raw []byte) {
-	var cs []call
-	if json.Unmarshal(raw, &cs) != nil {
-		return
-	}
-	o := b.at(id)
-	o.Calls, o.CallErrors = 0, 0 // the row's own list is the whole of it
-	for i := range cs {
-		b.addCall(id, &cs[i])
-	}
-}
-
 func (b *builder) addCall(id string, c *call) {
 	o := b.at(id)
 	if o.Calls < 0 {
 		o.Calls = 0
 	}
-	o.Calls++
-	if c.Status != nil && *c.Status >= 400 || c.ErrorCat != nil && *c.ErrorCat != "" {
+	o.Calls = min(o.Calls+1, math.MaxInt16)
+	if c.failed && o.CallErrors < math.MaxInt16 {
 		o.CallErrors++
 	}
-	if c.Started != nil && c.Completed != nil && *c.Completed >= *c.Started {
-		b.windows = append(b.windows, Window{Outcome: b.byID[id], Start: secondsNS(*c.Started), End: secondsNS(*c.Completed)})
+	if c.timed {
+		start := secondsNS(c.started)
+		b.windows = append(b.windows, Window{Outcome: b.byID[id], Start: start,
+			Micros: uint32(min((secondsNS(c.completed)-start)/1e3, math.MaxUint32))})
 	}
 }
 

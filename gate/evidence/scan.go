@@ -172,6 +172,39 @@ func isDelim(c byte) bool {
 	return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ':'
 }
 
+// eachElem calls fn with each raw element of the JSON array v.
+func eachElem(v []byte, fn func(elem []byte) error) error {
+	i := skipSpace(v, 0)
+	if i >= len(v) || v[i] != '[' {
+		return errors.New("not a JSON array")
+	}
+	i = skipSpace(v, i+1)
+	if i < len(v) && v[i] == ']' {
+		return nil
+	}
+	for {
+		end, err := skipValue(v, i, 1)
+		if err != nil {
+			return err
+		}
+		if err := fn(v[i:end]); err != nil {
+			return err
+		}
+		i = skipSpace(v, end)
+		if i >= len(v) {
+			return errSyntax
+		}
+		switch v[i] {
+		case ',':
+			i = skipSpace(v, i+1)
+		case ']':
+			return nil
+		default:
+			return errSyntax
+		}
+	}
+}
+
 // number reads a JSON number (or a numeric string, as Gym's indices are
 // sometimes written); ok is false for anything else, null included.
 func number(v []byte) (float64, bool) {

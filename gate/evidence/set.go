@@ -1,6 +1,9 @@
 package evidence
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // Set is the evidence read from a run's files: one Outcome per attempt any
 // file names, the files and what could not be read. A Set is immutable and
@@ -29,11 +32,15 @@ type AgentMetrics struct {
 }
 
 // Window is a model call's time window, as a capture records it, for the
-// join by time where spans carry no rollout id.
+// join by time where spans carry no rollout id: 16 bytes, two a row.
 type Window struct {
-	Outcome    int32 // index in Outcomes
-	Start, End int64 // unix nanoseconds
+	Start   int64  // unix nanoseconds
+	Outcome int32  // index in Outcomes
+	Micros  uint32 // its length
 }
+
+// End is when the call completed, unix nanoseconds.
+func (w Window) End() int64 { return w.Start + int64(w.Micros)*1e3 }
 
 // Len returns the number of attempts named.
 func (s *Set) Len() int {
@@ -55,8 +62,15 @@ func (s *Set) Outcomes() []Outcome {
 // Of returns the attempt of rollout id id ("task:rollout" read as
 // "task-rollout"), or nil.
 func (s *Set) Of(id string) *Outcome {
+	if i, ok := s.index(id); ok {
+		return &s.outcomes[i]
+	}
+	return nil
+}
+
+func (s *Set) index(id string) (int32, bool) {
 	if s == nil {
-		return nil
+		return 0, false
 	}
 	i, ok := s.byID[id]
 	if !ok {
@@ -64,10 +78,7 @@ func (s *Set) Of(id string) *Outcome {
 			i, ok = s.byID[n]
 		}
 	}
-	if !ok {
-		return nil
-	}
-	return &s.outcomes[i]
+	return i, ok
 }
 
 // Windows returns the model-call windows the files record.
@@ -125,9 +136,7 @@ func (b *builder) at(id string) *Outcome {
 	if b.shared {
 		// The last Set holds the slice and map: the next change is made on
 		// copies, so that Set stays as it was.
-		b.outcomes = append([]Outcome(nil), b.outcomes...)
 		b.byID = maps.Clone(b.byID)
-		b.windows = append([]Window(nil), b.windows...)
 		b.shared = false
 	}
 	if i, ok := b.byID[id]; ok {
@@ -139,7 +148,9 @@ func (b *builder) at(id string) *Outcome {
 }
 
 func (b *builder) snapshot(r *Reader) *Set {
-	s := &Set{outcomes: b.outcomes, byID: b.byID, windows: b.windows, BadTotal: r.nbad,
+	// The Set's slices are cut to their length (appending left up to half
+	// again of room); the map is shared until the builder changes it.
+	s := &Set{outcomes: slices.Clone(b.outcomes), byID: b.byID, windows: slices.Clone(b.windows), BadTotal: r.nbad,
 		Bad: append([]BadLine(nil), r.bad...), RLRows: b.rlRows, RLRewards: b.rlRew,
 		Agents: append([]AgentMetrics(nil), b.agents...)}
 	b.shared = true
