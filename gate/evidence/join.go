@@ -43,11 +43,12 @@ const (
 	RLNoIDs          // the files are NeMo-RL's, whose rows carry no rollout id
 	OtherRun         // ids on both sides, none in common
 	NoOutcome        // the files name no rollout
+	Unmatched        // no ids on spans, and some model-call windows matched no rollout alone
 )
 
 // Code names the reason as --json spells it.
 func (r Reason) Code() string {
-	return [...]string{"", "no_rollout_ids_on_spans", "rl_rows_no_rollout_id", "no_id_in_common", "no_rollout_in_files"}[r]
+	return [...]string{"", "no_rollout_ids_on_spans", "rl_rows_no_rollout_id", "no_id_in_common", "no_rollout_in_files", "model_call_windows_unmatched"}[r]
 }
 
 // String is the reason's sentence.
@@ -56,12 +57,13 @@ func (r Reason) String() string {
 		"observability off: no rollout ids on spans, and no model-call windows to match",
 		"NeMo-RL rows carry no _ng_rollout_id (idx is a position in the batch)",
 		"evidence from another run: no rollout id in common with the traces",
-		"the files name no rollout"}[r]
+		"the files name no rollout",
+		"observability off: no rollout ids on spans, and the rest matched no one rollout's model calls by time"}[r]
 }
 
 // Short is the reason in a few words, for a title.
 func (r Reason) Short() string {
-	return [...]string{"", "no rollout ids", "NeMo-RL rows have no ids", "no id in common", "no rollout in files"}[r]
+	return [...]string{"", "no rollout ids", "NeMo-RL rows have no ids", "no id in common", "no rollout in files", "rest unmatched by time"}[r]
 }
 
 // Conflict is a way the files and the traces disagree.
@@ -239,6 +241,8 @@ func Join(s *Set, st *rollouts.Structure, ended bool) *Joined {
 		c.Reason = RLNoIDs
 	case s.Len() == 0:
 		c.Reason = NoOutcome
+	case withID == 0 && c.Inferred > 0:
+		c.Reason = Unmatched
 	case withID == 0 && c.Joined() < c.Rollouts:
 		c.Reason = NoIDs
 	case c.Exact == 0 && withID > 0:
@@ -261,7 +265,7 @@ func (j *Joined) add(k Conflict, id, detail string) {
 // compare lists where a joined outcome and its trace disagree.
 func (j *Joined) compare(o *Outcome, r *model.Rollout, roles *roles, snap *model.Snapshot) {
 	calls, callErrs, served := roles.modelCalls(r)
-	if o.State == Failed && r.Errors == 0 {
+	if o.Failure != "" && r.Errors == 0 {
 		j.add(FailedOK, r.ID, o.Failure)
 	}
 	if o.Calls >= 0 && served && int(o.Calls) != calls {
@@ -312,8 +316,9 @@ func (j *Joined) infer(st *rollouts.Structure, roles *roles, joined []bool) {
 	for _, q := range reqs {
 		longest = max(longest, q.end-q.start)
 	}
-	// votes[outcome][rollout] = windows of the outcome inside a request of
-	// the rollout.
+	// votes[outcome][rollout] = windows of the outcome whose closest
+	// request is the rollout's: the most time in common over the time of
+	// both (at least half), and no other request as close.
 	votes := map[int32]map[int32]int{}
 	windows := map[int32]int{}
 	for _, w := range j.Set.windows {
@@ -321,19 +326,29 @@ func (j *Joined) infer(st *rollouts.Structure, roles *roles, joined []bool) {
 			continue
 		}
 		windows[w.Outcome]++
+		best, second, at := 0.0, 0.0, int32(-1)
 		lo := sort.Search(len(reqs), func(i int) bool { return reqs[i].start >= w.Start-longest })
 		for i := lo; i < len(reqs) && reqs[i].start <= w.End(); i++ {
 			q := reqs[i]
 			ov := min(q.end, w.End()) - max(q.start, w.Start)
 			span := max(q.end, w.End()) - min(q.start, w.Start)
-			if span <= 0 || 2*ov < span { // less than half of the pair in common
+			if span <= 0 || ov <= 0 {
 				continue
 			}
-			if votes[w.Outcome] == nil {
-				votes[w.Outcome] = map[int32]int{}
+			switch f := float64(ov) / float64(span); {
+			case f > best:
+				best, second, at = f, best, q.roll
+			case f > second:
+				second = f
 			}
-			votes[w.Outcome][q.roll]++
 		}
+		if at < 0 || best < 0.5 || best == second {
+			continue
+		}
+		if votes[w.Outcome] == nil {
+			votes[w.Outcome] = map[int32]int{}
+		}
+		votes[w.Outcome][at]++
 	}
 	taken := map[int32]bool{}
 	outs := make([]int32, 0, len(votes))

@@ -91,7 +91,10 @@ type Outcome struct {
 	Attempt          int16
 	State            State
 	Verdict          Verdict
-	File             int16 // the row's file, an index in Set.Files
+	// calls says where Calls came from: the row's ng_model_call_capture
+	// is the whole of them, a capture file's records add up.
+	calls callSource
+	File  int16 // the row's file, an index in Set.Files
 }
 
 func newOutcome(id string) Outcome {

@@ -166,10 +166,14 @@ func (b *builder) result(t *tail, raw []byte) error {
 		})
 	}
 	if len(calls) > 0 && calls[0] == '[' {
-		o.Calls, o.CallErrors = 0, 0 // the row's own list is the whole of it
+		// The row's own list is the whole of the attempt's calls: counts a
+		// capture file gave are replaced, its windows kept (the same calls).
+		windows := o.calls != fromFile
+		o.Calls, o.CallErrors, o.calls = 0, 0, fromRow
 		_ = eachElem(calls, func(v []byte) error {
 			c, err := readCall(v)
 			if err == nil {
+				c.timed = c.timed && windows
 				b.addCall(id, &c)
 			}
 			return nil
@@ -260,6 +264,15 @@ func quote(s string) string {
 	return string(q)
 }
 
+// callSource is where an outcome's model calls were read.
+type callSource uint8
+
+const (
+	noCalls  callSource = iota
+	fromFile            // <rollout_id>.capture.jsonl
+	fromRow             // the result row's ng_model_call_capture
+)
+
 // call is the part of a ModelCallRecord gymtrace reads.
 type call struct {
 	id                 string
@@ -311,7 +324,10 @@ func (b *builder) capture(t *tail, raw []byte) error {
 	if id == "" {
 		return errNoID
 	}
-	b.addCall(id, &c)
+	if o := b.at(id); o.calls != fromRow {
+		o.calls = fromFile
+		b.addCall(id, &c)
+	}
 	return nil
 }
 
