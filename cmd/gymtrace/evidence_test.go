@@ -124,3 +124,18 @@ func TestCohortAndPathWithEvidence(t *testing.T) {
 		t.Fatalf("path evidence = %+v, want rollout 2-0's reward 0", p.Evidence)
 	}
 }
+
+func TestCheckEvidenceNeMoRLNotJoinable(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := append([]string{"--json", "--evidence", realGym + "s61-rl-iso/rl-all/evidence"}, realGymCase(t, "s61-rl-iso/rl-all")...)
+	if code := runCheck(args, &out, &errb); code != exitOK {
+		t.Fatalf("check = %d: %s", code, errb.String())
+	}
+	var got checkJSON
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Evidence.Coverage; c.Joined != 0 || c.Reason != "rl_rows_no_rollout_id" || got.Evidence.Files[0].Kind != "rl_train_data" {
+		t.Fatalf("evidence = %+v, want NeMo-RL's rows said not joinable", got.Evidence)
+	}
+}
