@@ -60,10 +60,12 @@ type evidenceState struct {
 // setEvidence takes a poll's answer and asks for the next while live.
 func (m Model) setEvidence(msg evidenceMsg) (tea.Model, tea.Cmd) {
 	var cmds []tea.Cmd
-	if msg.err != nil {
-		m.evErr = msg.err.Error()
-	} else {
-		m.evErr = ""
+	if err := ""; msg.err != nil || m.evErr != "" {
+		if msg.err != nil {
+			err = msg.err.Error()
+		}
+		m.evErr = err
+		m.renderHeader()
 	}
 	if msg.changed && msg.set != nil {
 		m.evSet = msg.set

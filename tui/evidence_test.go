@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,5 +97,40 @@ func TestEvidenceNotJoinableSaysWhy(t *testing.T) {
 	}
 	if strings.Contains(view, "outcome") {
 		t.Errorf("evidence columns with nothing joined:\n%s", view)
+	}
+}
+
+// Beside a live job Gym's files grow: a poll that reads more rows changes
+// the join, the columns and a filter on them, and one that fails says so
+// in the header while the last rows stay.
+func TestEvidenceGrowsLive(t *testing.T) {
+	m := evidenceModel(t, "s41-obs1-iso/all", 120, 40)
+	f := keys(t, m, "/")
+	f = typeText(t, f, "reward>0")
+	f = keys(t, f, "enter")
+	before := len(listed(f))
+	// A later poll: every rollout now rewarded 1.
+	dir := t.TempDir()
+	var rows []string
+	for _, r := range f.check.Structure.Rollouts {
+		rows = append(rows, `{"_ng_rollout_id": "`+r.ID+`", "reward": 1}`)
+	}
+	write := func(body string) {
+		if err := os.WriteFile(filepath.Join(dir, "rollouts.jsonl"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(strings.Join(rows, "\n") + "\n")
+	set, err := evidence.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := send(t, f, evidenceMsg{set: set, changed: true})
+	if after := len(listed(g)); before != 13 || after != 20 {
+		t.Fatalf("reward>0 lists %d, then %d after the files grew; want 13, then 20", before, after)
+	}
+	g = send(t, g, evidenceMsg{set: set, err: errors.New("evidence rollouts.jsonl: permission denied")})
+	if v := ansi.Strip(g.View()); !strings.Contains(v, "evidence: evidence rollouts.jsonl: permission denied") || len(listed(g)) != 20 {
+		t.Errorf("a failed poll: %d listed, screen:\n%s", len(listed(g)), v)
 	}
 }

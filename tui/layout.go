@@ -209,6 +209,10 @@ func (m *Model) renderHeader() {
 		} else if r.Refused > 0 || r.Failures > 0 {
 			parts = append(parts, m.st.App.Error.Render(fmt.Sprintf("record: %s spans refused, %s failed writes (last: %s)", fmtCount(r.Refused), fmtCount(r.Failures), r.Cause)))
 		}
+		if m.evErr != "" {
+			// Early, as a failing record is: the rows shown are the last read.
+			parts = append(parts, m.st.App.Error.Render("evidence: "+m.evErr))
+		}
 		rolls := "rollouts …"
 		if m.haveTally {
 			rolls = "rollouts " + fmtCount(int64(m.tally.Rollouts))
@@ -236,9 +240,6 @@ func (m *Model) renderHeader() {
 				text = m.st.App.Error.Render(text)
 			}
 			parts = append(parts, text)
-		}
-		if m.evErr != "" {
-			parts = append(parts, m.st.App.Error.Render("evidence: "+m.evErr))
 		}
 		if st.Refused > 0 {
 			parts = append(parts, m.st.App.Error.Render("refused "+fmtCount(st.Refused)))
