@@ -2,8 +2,11 @@ package tui
 
 import (
 	"fmt"
-	"github.com/charmbracelet/x/ansi"
+	"slices"
+	"sort"
 	"strings"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/nemo-gym/gymtrace/gate/groups"
@@ -97,6 +100,16 @@ func (c *compareView) diffLines(d *whatif.Diff, la, lb string) []string {
 		for _, o := range d.Changed {
 			out = append(out, row(opKey(o.Name, shortService(o.Service), keyW), itoa(o.CountA), itoa(o.CountB), itoa(o.ErrorsA), itoa(o.ErrorsB), fmtDur(o.TotalNSA), fmtDur(o.TotalNSB)))
 		}
+	} else if len(d.Operations) > 0 {
+		// The same shape: what is left to compare is time, biggest
+		// difference first.
+		ops := slices.Clone(d.Operations)
+		gap := func(o whatif.OpDiff) int64 { return abs64(o.TotalNSB - o.TotalNSA) }
+		sort.SliceStable(ops, func(i, j int) bool { return gap(ops[i]) > gap(ops[j]) })
+		out = append(out, "", c.st.Panel.Column.Render(row("timings, most changed first", "A n", "B n", "A !", "B !", "A total", "B total")))
+		for _, o := range ops {
+			out = append(out, row(opKey(o.Name, shortService(o.Service), keyW), itoa(o.CountA), itoa(o.CountB), itoa(o.ErrorsA), itoa(o.ErrorsB), fmtDur(o.TotalNSA), fmtDur(o.TotalNSB)))
+		}
 	}
 	list := func(title string, ss []whatif.DiffSpan, err bool) {
 		if len(ss) == 0 {
@@ -117,6 +130,13 @@ func (c *compareView) diffLines(d *whatif.Diff, la, lb string) []string {
 	}
 	list("only in A", d.OnlyA, false)
 	list("only in B", d.OnlyB, false)
+	if len(d.Moved) > 0 {
+		out = append(out, "", c.st.Panel.Column.Render(clip(fmt.Sprintf(" moved (%d): on both sides, under another parent", len(d.Moved)), w)))
+		for _, mv := range d.Moved {
+			out = append(out, clip(fmt.Sprintf("  %s [%s] %s", mv.Name, shortService(mv.Service), mv.SpanID.String()[:8]), w),
+				clip("    A under "+pathTail(mv.Path, 1), w), clip("    B under "+pathTail(mv.PathB, 1), w))
+		}
+	}
 	list("errors only in A", d.ErrorsA, true)
 	list("errors only in B", d.ErrorsB, true)
 	return out
@@ -188,4 +208,11 @@ func opKey(name, service string, width int) string {
 		svc = "[" + ansi.Truncate(service, sw-3, "…") + "]"
 	}
 	return fitMiddle(name, width-1-ansi.StringWidth(svc)) + " " + svc
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -185,3 +185,15 @@ func TestStatsScope(t *testing.T) {
 		t.Errorf("a cycles back to the rollout, got %v", m.stats.scope)
 	}
 }
+
+// A real rollout under two specs is matched span by span by id: what the
+// previewed spec drops is only in A, what moves under another parent is
+// listed as moved, and no span is on both "only" lists.
+func TestRealGymCompareSpecsByID(t *testing.T) {
+	m := realModel(t, "s41-obs1-iso/all", 120, 40, "all")
+	m = keys(t, m, "1", "c") // preview default, compare it with all
+	text := ansi.Strip(strings.Join(m.compare.lines, "\n"))
+	if strings.Contains(text, "only in B") || !strings.Contains(text, "only in A (") || !strings.Contains(text, "moved (") {
+		t.Errorf("all against default:\n%s", text)
+	}
+}

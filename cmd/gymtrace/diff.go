@@ -27,6 +27,7 @@ type diffJSON struct {
 	Operations      []diffOpJSON          `json:"operations"`
 	OnlyA           []diffSpanJSON        `json:"only_a"`
 	OnlyB           []diffSpanJSON        `json:"only_b"`
+	Moved           []diffMoveJSON        `json:"moved"`
 	Changed         []diffOpJSON          `json:"changed"`
 	ErrorsOnlyA     []diffSpanJSON        `json:"errors_only_a"`
 	ErrorsOnlyB     []diffSpanJSON        `json:"errors_only_b"`
@@ -65,6 +66,15 @@ type diffSpanJSON struct {
 	Path    []string `json:"path"`
 	Status  string   `json:"status"`
 	Message string   `json:"status_message,omitempty"`
+}
+
+// diffMoveJSON is a span on both sides under another parent.
+type diffMoveJSON struct {
+	Service string   `json:"service"`
+	Name    string   `json:"name"`
+	SpanID  string   `json:"span_id"`
+	PathA   []string `json:"path_a"`
+	PathB   []string `json:"path_b"`
 }
 
 type divergenceJSON struct {
@@ -178,8 +188,11 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		variantJSON: vc.json(),
 		A:           sideJSON(d.A, files, *specA), B: sideJSON(d.B, filesB, *specB),
 		Operations: []diffOpJSON{}, Changed: []diffOpJSON{},
-		OnlyA: spansJSON(d.OnlyA), OnlyB: spansJSON(d.OnlyB),
+		OnlyA: spansJSON(d.OnlyA), OnlyB: spansJSON(d.OnlyB), Moved: []diffMoveJSON{},
 		ErrorsOnlyA: spansJSON(d.ErrorsA), ErrorsOnlyB: spansJSON(d.ErrorsB),
+	}
+	for _, mv := range d.Moved {
+		out.Moved = append(out.Moved, diffMoveJSON{Service: mv.Service, Name: mv.Name, SpanID: mv.SpanID.String(), PathA: mv.Path, PathB: mv.PathB})
 	}
 	for _, o := range d.Operations {
 		out.Operations = append(out.Operations, opJSON(o))
@@ -266,6 +279,12 @@ func writeDiffText(w io.Writer, d diffJSON) {
 	}
 	list("only in A", d.OnlyA)
 	list("only in B", d.OnlyB)
+	if len(d.Moved) > 0 {
+		fmt.Fprintf(w, "\nmoved (%d), on both sides under another parent:\n", len(d.Moved))
+		for _, mv := range d.Moved {
+			fmt.Fprintf(w, "  %s [%s] %s\n    A under %s\n    B under %s\n", mv.Name, shortSvc(mv.Service), mv.SpanID, pathText(mv.PathA), pathText(mv.PathB))
+		}
+	}
 	list("errors only in A", d.ErrorsOnlyA)
 	list("errors only in B", d.ErrorsOnlyB)
 	if dv := d.FirstDivergence; dv != nil {

@@ -35,7 +35,7 @@ func spanNames(ss []diffSpanJSON) []string {
 }
 
 func emptyDiff(d diffJSON) bool {
-	return len(d.OnlyA)+len(d.OnlyB)+len(d.Changed)+len(d.ErrorsOnlyA)+len(d.ErrorsOnlyB) == 0 && d.FirstDivergence == nil
+	return len(d.OnlyA)+len(d.OnlyB)+len(d.Moved)+len(d.Changed)+len(d.ErrorsOnlyA)+len(d.ErrorsOnlyB) == 0 && d.FirstDivergence == nil
 }
 
 // Every rollout against itself is empty, in the same capture and against
@@ -113,6 +113,46 @@ func TestDiffUnderSpec(t *testing.T) {
 	if d.A.Spec != "per_rollout" || d.B.Spec != "" {
 		t.Errorf("sides' specs %q / %q", d.A.Spec, d.B.Spec)
 	}
+}
+
+// A real Gym rollout under default against itself as captured (every
+// group on): the spans are matched by id, so only what the spec drops is
+// "only" on a side, and the spans it moves under a new parent are listed
+// as moved, never as one span on each side.
+func TestDiffSpecMatchesByID(t *testing.T) {
+	files := realGymCase(t, "s41-obs1-iso/all")
+	d := runDiffJSON(t, append([]string{"--a-spec", "default", "3-0", "3-0"}, files...)...)
+	if len(d.OnlyA) != 0 || len(d.OnlyB) != d.B.Spans-d.A.Spans || len(d.OnlyB) == 0 {
+		t.Errorf("A %d spans, B %d: only_a %d, only_b %d; want only_b = B − A", d.A.Spans, d.B.Spans, len(d.OnlyA), len(d.OnlyB))
+	}
+	ids := map[string]bool{}
+	for _, s := range d.OnlyB {
+		ids[s.SpanID] = true
+	}
+	if len(d.Moved) == 0 {
+		t.Fatal("no span moved, want the agent's calls under gym.agent.responses in B")
+	}
+	for _, mv := range d.Moved {
+		if ids[mv.SpanID] || slices.Equal(mv.PathA, mv.PathB) {
+			t.Errorf("moved %s %s: paths %v → %v", mv.Name, mv.SpanID, mv.PathA, mv.PathB)
+		}
+		if got := mv.PathB[len(mv.PathB)-1]; !ids[spanIDByName(d.OnlyB, got)] {
+			t.Errorf("moved %s under %s in B, which is not a span only B has", mv.SpanID, got)
+		}
+	}
+	_, out, _ := runGateCmd(t, diffCmd, append([]string{"--a-spec", "default", "3-0", "3-0"}, files...)...)
+	if !strings.Contains(out, "only in B (7)") || strings.Contains(out, "only in A") || !strings.Contains(out, "moved (") {
+		t.Errorf("diff text:\n%s", out)
+	}
+}
+
+func spanIDByName(ss []diffSpanJSON, name string) string {
+	for _, s := range ss {
+		if s.Name == name {
+			return s.SpanID
+		}
+	}
+	return ""
 }
 
 func TestDiffUsage(t *testing.T) {

@@ -47,7 +47,10 @@ func (e *Engine) SpecSide(snap *model.Snapshot, r *model.Rollout, spec groups.Se
 	return DiffSide{Snap: snap, Rollout: r.ID, Batch: b}
 }
 
-// Diff is the comparison of two rollouts. Spans are matched by tree
+// Diff is the comparison of two rollouts. Sides that share span ids (a
+// rollout against itself, under two specs or read twice) are matched by
+// span id: a span on both sides is never "only" on one, and one whose
+// parent differs is listed in Moved. Otherwise spans are matched by tree
 // position: the tops of both trees, then under each matched pair its
 // children, pairing the i-th child of one (service, name, kind) on one side
 // with the i-th on the other in start order; a CLIENT span is told apart by
@@ -58,9 +61,13 @@ type Diff struct {
 	Operations []OpDiff   // every (service, name) of either side, by service then name
 	OnlyA      []DiffSpan // spans of A with no counterpart in B (a subtree is listed span by span)
 	OnlyB      []DiffSpan
-	Changed    []OpDiff   // operations whose span or error counts differ
-	ErrorsA    []DiffSpan // error spans of A whose counterpart in B is no error, or that have none
-	ErrorsB    []DiffSpan
+	// Moved lists the spans on both sides whose parent differs (a spec
+	// that adds or drops a span between them), in A's depth-first order;
+	// only when matched by span id.
+	Moved   []DiffMove
+	Changed []OpDiff   // operations whose span or error counts differ
+	ErrorsA []DiffSpan // error spans of A whose counterpart in B is no error, or that have none
+	ErrorsB []DiffSpan
 	// First is where the trees first part, in depth-first start order; nil
 	// when their structure is the same.
 	First *Divergence
@@ -94,6 +101,13 @@ type DiffSpan struct {
 	Message       string
 }
 
+// DiffMove is a span on both sides under a different parent: Path is its
+// path in A, PathB in B.
+type DiffMove struct {
+	DiffSpan
+	PathB []string
+}
+
 // Divergence is the first place the trees part: under Path, A has the
 // span A (or nothing, "") where B has B.
 type Divergence struct {
@@ -108,7 +122,10 @@ type dnode struct {
 	name    string
 	key     string // name, with the callee for a CLIENT span
 	kids    []*dnode
+	parent  *dnode
 	match   *dnode
+	moved   bool // matched by span id under another parent
+	path    []string
 	self    int64
 }
 
@@ -133,6 +150,7 @@ func diffTree(s DiffSide) []*dnode {
 		up := s.ParentOf(i)
 		if p := byID[up]; p != nil && !up.IsZero() && p != n {
 			p.kids = append(p.kids, n)
+			n.parent = p
 		} else {
 			tops = append(tops, n)
 		}
@@ -175,10 +193,45 @@ func pair(as, bs []*dnode) {
 	}
 }
 
+// pairByID matches spans with the same span id and reports whether any
+// matched; a matched span whose parent is not its counterpart's is moved.
+func pairByID(as, bs []*dnode) bool {
+	byID := map[model.SpanID]*dnode{}
+	var walk func(ns []*dnode, f func(*dnode))
+	walk = func(ns []*dnode, f func(*dnode)) {
+		for _, n := range ns {
+			f(n)
+			walk(n.kids, f)
+		}
+	}
+	walk(bs, func(n *dnode) { byID[n.sp.SpanID] = n })
+	found := false
+	walk(as, func(n *dnode) {
+		if m := byID[n.sp.SpanID]; m != nil && !n.sp.SpanID.IsZero() {
+			n.match, m.match, found = m, n, true
+		}
+	})
+	if !found {
+		return false
+	}
+	moved := func(n *dnode) {
+		if n.match != nil {
+			same := n.parent == nil && n.match.parent == nil ||
+				n.parent != nil && n.match.parent != nil && n.parent.match == n.match.parent
+			n.moved = !same
+		}
+	}
+	walk(as, moved)
+	walk(bs, moved)
+	return true
+}
+
 // CompareRollouts compares rollout a with rollout b.
 func CompareRollouts(a, b DiffSide) *Diff {
 	ta, tb := diffTree(a), diffTree(b)
-	pair(ta, tb)
+	if !pairByID(ta, tb) {
+		pair(ta, tb)
+	}
 	d := &Diff{A: summarize(a), B: summarize(b)}
 	ops := map[[2]string]*OpDiff{}
 	op := func(n *dnode) *OpDiff {
@@ -194,6 +247,7 @@ func CompareRollouts(a, b DiffSide) *Diff {
 	walk = func(ns []*dnode, path []string, sideA bool) {
 		for _, n := range ns {
 			o, dur, isErr := op(n), n.sp.Duration(), n.sp.Status == model.StatusError
+			n.path = path
 			ds := DiffSpan{Service: n.service, Name: n.name, SpanID: n.sp.SpanID, Path: path, Status: n.sp.Status}
 			if n.sp.Extra != nil {
 				ds.Message = n.sp.Extra.StatusMessage
@@ -233,6 +287,17 @@ func CompareRollouts(a, b DiffSide) *Diff {
 	}
 	walk(ta, []string{}, true)
 	walk(tb, []string{}, false)
+	var moves func(ns []*dnode)
+	moves = func(ns []*dnode) {
+		for _, n := range ns {
+			if n.moved {
+				ds := DiffSpan{Service: n.service, Name: n.name, SpanID: n.sp.SpanID, Path: n.path, Status: n.sp.Status}
+				d.Moved = append(d.Moved, DiffMove{DiffSpan: ds, PathB: n.match.path})
+			}
+			moves(n.kids)
+		}
+	}
+	moves(ta)
 	for _, o := range ops {
 		d.Operations = append(d.Operations, *o)
 	}
@@ -253,17 +318,18 @@ func CompareRollouts(a, b DiffSide) *Diff {
 }
 
 // firstDivergence walks matched pairs depth first in A's start order and
-// returns the first sibling list where either side has an unmatched span.
+// returns the first sibling list where either side has a span the other
+// has not there: unmatched, or matched under another parent.
 func firstDivergence(as, bs []*dnode, path []string) *Divergence {
 	var ua, ub *dnode
 	for _, a := range as {
-		if a.match == nil {
+		if a.match == nil || a.moved {
 			ua = a
 			break
 		}
 	}
 	for _, b := range bs {
-		if b.match == nil {
+		if b.match == nil || b.moved {
 			ub = b
 			break
 		}

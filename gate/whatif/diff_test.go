@@ -101,3 +101,52 @@ func TestCompareRolloutsErrors(t *testing.T) {
 		}
 	}
 }
+
+// Sides sharing span ids are matched by id: a span inserted between a
+// parent and its child is the one span only B has, and the child is on
+// both sides, moved, never "only in A" and "only in B" at once.
+func TestCompareRolloutsByID(t *testing.T) {
+	st := model.NewStore(model.Options{QueueLen: 4})
+	t.Cleanup(st.Close)
+	f := newFleet(t, st)
+	f.Rollout(model.SpanID{}, "r-a", 2, 2)
+	snap := f.Flush()
+	a := RolloutSide(snap, snap.Rollouts[0])
+	k := -1
+	for i := range a.Spans {
+		if !a.ParentOf(i).IsZero() {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		t.Fatal("no span with a parent")
+	}
+	var b model.Batch
+	mid := a.Spans[k]
+	mid.SpanID = model.SpanID{0xfe, 0xed}
+	for i := range a.Spans {
+		up := a.ParentOf(i)
+		if i == k {
+			b.Append(a.Traces[i], mid.SpanID, a.Spans[i])
+			b.Append(a.Traces[i], up, mid)
+			continue
+		}
+		b.Append(a.Traces[i], up, a.Spans[i])
+	}
+	bs := DiffSide{Snap: snap, Rollout: a.Rollout, Batch: b}
+	d := CompareRollouts(a, bs)
+	if len(d.OnlyA) != 0 || len(d.OnlyB) != 1 || d.OnlyB[0].SpanID != mid.SpanID {
+		t.Errorf("only_a %v only_b %+v, want the inserted span only in B", names(d.OnlyA), d.OnlyB)
+	}
+	if len(d.Moved) != 1 || d.Moved[0].SpanID != a.Spans[k].SpanID ||
+		len(d.Moved[0].PathB) != len(d.Moved[0].Path)+1 {
+		t.Fatalf("moved %+v, want span %d one level deeper", d.Moved, k)
+	}
+	if d.First == nil || d.First.B == "" {
+		t.Errorf("first divergence %+v, want the inserted span", d.First)
+	}
+	if back := CompareRollouts(bs, bs); len(back.Moved)+len(back.OnlyA)+len(back.OnlyB) != 0 || back.First != nil {
+		t.Errorf("B against itself: %+v", back)
+	}
+}
