@@ -45,7 +45,9 @@ func parseTolerance(s string) (float64, error) {
 	return v, nil
 }
 
-// baselineFiles is GOLDEN as files: the file itself, or every regular file
+// baselineFiles is GOLDEN as files: the file itself; a case folder's
+// capture (its console/ files, else its otlp/ ones: what sits beside them,
+// truth and Gym's outcome files, is no capture); else every regular file
 // under the folder (hidden ones aside), sorted.
 func baselineFiles(path string) ([]string, error) {
 	info, err := os.Stat(path)
@@ -54,6 +56,11 @@ func baselineFiles(path string) ([]string, error) {
 	}
 	if !info.IsDir() {
 		return []string{path}, nil
+	}
+	for _, sub := range []string{"console", "otlp"} {
+		if fi, err := os.Stat(filepath.Join(path, sub)); err == nil && fi.IsDir() {
+			return baselineFiles(filepath.Join(path, sub))
+		}
 	}
 	var files []string
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
