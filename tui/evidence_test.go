@@ -6,43 +6,28 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate/evidence"
-	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/model"
-	"github.com/nemo-gym/gymtrace/receiver"
 )
 
 // evidenceModel opens a real-Gym capture with its evidence files, as
 // gymtrace open --evidence does.
 func evidenceModel(tb testing.TB, name string, w, h int) Model {
 	tb.Helper()
-	st := model.NewStore(model.Options{})
-	tb.Cleanup(st.Close)
-	if _, err := receiver.ReadFiles(st, realFiles(tb, name), receiver.ReadOptions{}); err != nil {
-		tb.Fatal(err)
-	}
-	st.Sync()
-	v, _ := groups.DetectVariant(st.Snapshot())
-	reg := v.Registry()
 	set, err := evidence.Read(filepath.Join(realGym, name, "evidence"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	given := false
-	feed := func() (*evidence.Set, bool, error) {
-		changed := !given
-		given = true
-		return set, changed, nil
-	}
-	m := New(Options{Source: st, Registry: reg, Current: reg.All(), CurrentSpec: "all", Title: name,
-		SnippetPath: filepath.Join(tb.TempDir(), SnippetFile), Evidence: feed})
-	m.refresh = time.Nanosecond
-	m = send(tb, m, tea.WindowSizeMsg{Width: w, Height: h})
-	return run(tb, m, m.Init())
+	return realModelWith(tb, name, w, h, "all", func(o *Options) {
+		o.Evidence = func() (*evidence.Set, bool, error) {
+			changed := !given
+			given = true
+			return set, changed, nil
+		}
+	})
 }
 
 func TestEvidenceColumnsAndFilter(t *testing.T) {

@@ -44,6 +44,12 @@ func realFiles(tb testing.TB, name string) []string {
 // the capture shows, sized w×h.
 func realModel(tb testing.TB, name string, w, h int, current string) Model {
 	tb.Helper()
+	return realModelWith(tb, name, w, h, current, nil)
+}
+
+// realModelWith is realModel with its options changed by with first.
+func realModelWith(tb testing.TB, name string, w, h int, current string, with func(*Options)) Model {
+	tb.Helper()
 	st := model.NewStore(model.Options{})
 	tb.Cleanup(st.Close)
 	if _, err := receiver.ReadFiles(st, realFiles(tb, name), receiver.ReadOptions{}); err != nil {
@@ -56,8 +62,12 @@ func realModel(tb testing.TB, name string, w, h int, current string) Model {
 	if err != nil {
 		tb.Fatalf("parse %q: %v", current, err)
 	}
-	m := New(Options{Source: st, Registry: reg, Current: cur, CurrentSpec: current, Title: name,
-		SnippetPath: filepath.Join(tb.TempDir(), SnippetFile)})
+	o := Options{Source: st, Registry: reg, Current: cur, CurrentSpec: current, Title: name,
+		SnippetPath: filepath.Join(tb.TempDir(), SnippetFile)}
+	if with != nil {
+		with(&o)
+	}
+	m := New(o)
 	m.refresh = time.Nanosecond
 	m = send(tb, m, tea.WindowSizeMsg{Width: w, Height: h})
 	return run(tb, m, m.Init())
