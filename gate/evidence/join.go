@@ -264,7 +264,12 @@ func (j *Joined) add(k Conflict, id, detail string) {
 
 // compare lists where a joined outcome and its trace disagree.
 func (j *Joined) compare(o *Outcome, r *model.Rollout, roles *roles, snap *model.Snapshot) {
-	calls, callErrs, served := roles.modelCalls(r)
+	healthSays := o.CallErrors > 0 || o.Verdict == Unhealthy && strings.Contains(o.Finding, "model_call")
+	var calls, callErrs int
+	var served bool
+	if o.Calls >= 0 || healthSays { // the walk of the rollout's spans only when a figure needs it
+		calls, callErrs, served = roles.modelCalls(r)
+	}
 	if o.Failure != "" && r.Errors == 0 {
 		j.add(FailedOK, r.ID, o.Failure)
 	}
@@ -277,7 +282,6 @@ func (j *Joined) compare(o *Outcome, r *model.Rollout, roles *roles, snap *model
 			j.add(Latency, r.ID, fmt.Sprintf("ng_perf %.0f ms, traced %.0f ms", o.LatencyMS, traced))
 		}
 	}
-	healthSays := o.CallErrors > 0 || o.Verdict == Unhealthy && strings.Contains(o.Finding, "model_call")
 	if healthSays && served && callErrs == 0 {
 		j.add(HealthCall, r.ID, firstNonEmpty(o.Finding, fmt.Sprintf("%d failed in the capture", o.CallErrors)))
 	}
