@@ -121,7 +121,7 @@ func TestWorthView(t *testing.T) {
 	m = send(t, m, tea.WindowSizeMsg{Width: 160, Height: 60})
 	m = run(t, m, m.Init())
 	view := ansi.Strip(m.View())
-	if !strings.Contains(view, "misses by 1.0 (11 of 10spans/rollout)") {
+	if !strings.Contains(view, "misses by 1 (11 of 10 spans/rollout)") {
 		t.Errorf("the groups panel shows no budget verdict:\n%s", view)
 	}
 	m = keys(t, m, "w")
@@ -129,7 +129,7 @@ func TestWorthView(t *testing.T) {
 		t.Fatal("w does not open the cost and worth view, or its rows never came")
 	}
 	text := ansi.Strip(strings.Join(m.worth.lines, "\n"))
-	for _, want := range []string{"CPU at 1ms per enabled span; judged against default", "server", "http_client", "keeps (6 vs 0)", "model_call", "budget 10spans/rollout: misses by"} {
+	for _, want := range []string{"CPU at 1ms per enabled span; judged against default", "server", "http_client", "keeps (6 vs 0)", "model_call", "budget 10 spans/rollout: misses by"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("cost and worth view lacks %q:\n%s", want, text)
 		}

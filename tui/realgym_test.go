@@ -357,7 +357,7 @@ func TestRealGymBudgetUncut(t *testing.T) {
 		}
 		break
 	}
-	want := regexp.MustCompile(`^misses by \d+(\.\d)? \(\d+(\.\d)? of 30spans/rollout\)$`)
+	want := regexp.MustCompile(`^misses by \d+(\.\d)? \(\d+(\.\d)? of 30 spans/rollout\)$`)
 	if got := strings.Join(words, " "); !want.MatchString(got) {
 		t.Errorf("the current spec's budget verdict reads %q:\n%s", got, strings.Join(lines, "\n"))
 	}

@@ -57,8 +57,8 @@ func (m Model) setRecommend(msg recommendMsg) (Model, tea.Cmd) {
 	}
 	b := a.Best
 	m.groups.SetPreview(b.Set)
-	m.status, m.statusErr = fmt.Sprintf("recommended %s: %.2f %s, keeps %.0f%% of rollout time, %s, %s (y copies it)",
-		m.reg.Spec(b.Set), b.Verdict.Value, advise.Unit(b.Verdict.Budget), 100*b.WallShare,
+	m.status, m.statusErr = fmt.Sprintf("recommended %s: %s %s, keeps %.0f%% of rollout time, %s, %s (y copies it)",
+		m.reg.Spec(b.Set), b.Verdict.ValueText(), advise.Unit(b.Verdict.Budget), 100*b.WallShare,
 		countNoun(b.ErrorSpans, "error span"), countNoun(b.Groups, "group")), false
 	return m, m.afterChange()
 }

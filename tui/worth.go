@@ -210,9 +210,4 @@ func budgetLine(st *Styles, v whatif.BudgetVerdict, width int) string {
 
 // budgetCell is a verdict in a few characters: fits, or misses by how
 // much, with the value against the limit.
-func budgetCell(v whatif.BudgetVerdict) string {
-	if v.Fits {
-		return fmt.Sprintf("fits (%s of %s)", fmtRate(v.Value), v.Budget)
-	}
-	return fmt.Sprintf("misses by %s (%s of %s)", fmtRate(v.MissesBy), fmtRate(v.Value), v.Budget)
-}
+func budgetCell(v whatif.BudgetVerdict) string { return v.Short() }

@@ -202,7 +202,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	if len(a.RunnersUp) > 0 {
 		fmt.Fprintf(w, "\nrunners-up:\n")
 		for _, r := range a.RunnersUp {
-			fmt.Fprintf(w, "  %s: %s%s; %.2f %s\n", reg.Spec(r.Set), r.Why(b), tradeText(reg, r), r.Verdict.Value, advise.Unit(*budget))
+			fmt.Fprintf(w, "  %s: %s%s; %s %s\n", reg.Spec(r.Set), r.Why(b), tradeText(reg, r), r.Verdict.ValueText(), advise.Unit(*budget))
 		}
 	}
 	return code

@@ -15,7 +15,8 @@ type Budget struct {
 	text  string
 }
 
-// String returns the budget as given.
+// String returns the budget as given, a space between its number and its
+// unit: "50 spans/rollout", "40 KB/rollout".
 func (b Budget) String() string { return b.text }
 
 var byteUnits = map[string]float64{
@@ -53,6 +54,11 @@ func ParseBudget(s string) (Budget, error) {
 	if err != nil || v < 0 {
 		return bad(fmt.Sprintf("%q is not a number >= 0", num))
 	}
+	// The text keeps the user's spelling of the unit (KB, not kb); a
+	// valid budget is ASCII, so the lower-cased cut holds for it too.
+	if given, givenPer, _ := strings.Cut(strings.TrimSpace(s), "/"); len(given) == len(amount) {
+		b.text = given[:i] + " " + strings.TrimSpace(given[i:]) + "/" + strings.TrimSpace(givenPer)
+	}
 	switch {
 	case unit == "spans" || unit == "span":
 		b.Limit = v
@@ -78,9 +84,11 @@ type BudgetVerdict struct {
 }
 
 // String is the verdict in one sentence, as the CLI and the TUI print it:
-// "budget 50spans/rollout: fits, 44.67 spans/rollout (5.33 to spare)" or
-// "budget 50spans/rollout: misses by 5.33 spans/rollout (55.33 against
-// 50.00)", with the rollout rate for /s and /day budgets.
+// "budget 50 spans/rollout: fits, 44.67 spans/rollout (5.33 to spare)" or
+// "budget 50 spans/rollout: misses by 5.33 spans/rollout (55.33 against
+// 50.00)", with the rollout rate for /s and /day budgets. Figures have two
+// decimals, or as many more as it takes for the value shown to compare
+// with the limit shown as the verdict says.
 func (v BudgetVerdict) String() string {
 	unit := "spans"
 	if v.Budget.Bytes {
@@ -90,10 +98,68 @@ func (v BudgetVerdict) String() string {
 	if v.Budget.Per != "rollout" {
 		rate = fmt.Sprintf(" at %.2f rollouts/s", v.RolloutRate)
 	}
+	d := v.decimals(2)
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', d, 64) }
 	if v.Fits {
-		return fmt.Sprintf("budget %s: fits, %.2f %s/%s%s (%.2f to spare)", v.Budget, v.Value, unit, v.Budget.Per, rate, v.Headroom)
+		return fmt.Sprintf("budget %s: fits, %s %s/%s%s (%s to spare)", v.Budget, f(v.Value), unit, v.Budget.Per, rate, f(v.Headroom))
 	}
-	return fmt.Sprintf("budget %s: misses by %.2f %s/%s%s (%.2f against %.2f)", v.Budget, v.MissesBy, unit, v.Budget.Per, rate, v.Value, v.Budget.Limit)
+	return fmt.Sprintf("budget %s: misses by %s %s/%s%s (%s against %s)", v.Budget, f(v.MissesBy), unit, v.Budget.Per, rate, f(v.Value), f(v.Budget.Limit))
+}
+
+// Short is the verdict in a few words, for a table cell: "fits (49.85 of
+// 50 spans/rollout)", "misses by 0.2 (50.2 of 50 spans/rollout)". Figures
+// are as short as they can be while the value shown compares with the
+// limit as the verdict says.
+func (v BudgetVerdict) Short() string {
+	d := v.decimals(0)
+	if v.Value < 10 && d < 1 {
+		d = 1
+	}
+	f := func(x float64) string { return trimZeros(strconv.FormatFloat(x, 'f', d, 64)) }
+	if v.Fits {
+		return fmt.Sprintf("fits (%s of %s)", f(v.Value), v.Budget)
+	}
+	return fmt.Sprintf("misses by %s (%s of %s)", f(v.MissesBy), f(v.Value), v.Budget)
+}
+
+// ValueText is the verdict's value with as many decimals as String gives
+// it, for lists that show the value beside the budget.
+func (v BudgetVerdict) ValueText() string {
+	return strconv.FormatFloat(v.Value, 'f', v.decimals(2), 64)
+}
+
+// decimals is the fewest decimals, at least min, at which the value and
+// the limit, rounded, compare as the verdict says (a value under the limit
+// does not read as the limit), and a miss or headroom is not shown as 0.
+func (v BudgetVerdict) decimals(min int) int {
+	for d := min; d < 9; d++ {
+		val := round(v.Value, d)
+		lim := round(v.Budget.Limit, d)
+		gap := round(v.MissesBy+v.Headroom, d)
+		switch {
+		case v.Value == v.Budget.Limit:
+			return d
+		case v.Fits && val < lim && gap > 0, !v.Fits && val > lim && gap > 0:
+			return d
+		}
+	}
+	return 9
+}
+
+// round is x rounded to d decimals, as FormatFloat 'f' rounds it.
+func round(x float64, d int) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', d, 64), 64)
+	return r
+}
+
+// trimZeros drops a decimal number's trailing zeros, and its point when
+// nothing is left after it.
+func trimZeros(s string) string {
+	if !strings.Contains(s, ".") {
+		return s
+	}
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
 }
 
 // Judge says whether the report's spec fits the budget. rate is rollouts

@@ -123,8 +123,8 @@ func TestBudget(t *testing.T) {
 	// The sentence every view prints.
 	for _, tt := range []struct{ budget, want string }{
 		{"101 spans/rollout", "budget 101 spans/rollout: fits, 100.00 spans/rollout (1.00 to spare)"},
-		{"9.99KB/rollout", "budget 9.99KB/rollout: misses by 10.00 bytes/rollout (10000.00 against 9990.00)"},
-		{"150spans/s", "budget 150spans/s: fits, 100.00 spans/s at 1.00 rollouts/s (50.00 to spare)"},
+		{"9.99KB/rollout", "budget 9.99 KB/rollout: misses by 10.00 bytes/rollout (10000.00 against 9990.00)"},
+		{"150spans/s", "budget 150 spans/s: fits, 100.00 spans/s at 1.00 rollouts/s (50.00 to spare)"},
 	} {
 		rate := 0.0
 		if strings.HasSuffix(tt.budget, "/s") {
@@ -132,6 +132,28 @@ func TestBudget(t *testing.T) {
 		}
 		if got := mustBudget(t, tt.budget).Judge(rep, rate).String(); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.budget, got, tt.want)
+		}
+	}
+	// The figures shown compare as the verdict says: a value just under
+	// the limit does not read as the limit, nor a miss as 0.
+	for _, tt := range []struct {
+		budget      string
+		spans, n    int
+		long, short string
+	}{
+		{"50spans/rollout", 997, 20, "budget 50 spans/rollout: fits, 49.85 spans/rollout (0.15 to spare)", "fits (49.9 of 50 spans/rollout)"},
+		{"50spans/rollout", 1004, 20, "budget 50 spans/rollout: misses by 0.20 spans/rollout (50.20 against 50.00)", "misses by 0.2 (50.2 of 50 spans/rollout)"},
+		{"50spans/rollout", 12501, 250, "budget 50 spans/rollout: misses by 0.004 spans/rollout (50.004 against 50.000)", "misses by 0.004 (50.004 of 50 spans/rollout)"},
+		{"50spans/rollout", 1000, 20, "budget 50 spans/rollout: fits, 50.00 spans/rollout (0.00 to spare)", "fits (50 of 50 spans/rollout)"},
+		{"8 spans/rollout", 79, 10, "budget 8 spans/rollout: fits, 7.90 spans/rollout (0.10 to spare)", "fits (7.9 of 8 spans/rollout)"},
+		{"200 spans/rollout", 1203, 10, "budget 200 spans/rollout: fits, 120.30 spans/rollout (79.70 to spare)", "fits (120 of 200 spans/rollout)"},
+	} {
+		v := mustBudget(t, tt.budget).Judge(&Report{Input: InputSummary{Rollouts: tt.n}, Result: Result{Spans: tt.spans}}, 0)
+		if got := v.String(); got != tt.long {
+			t.Errorf("%s, %d spans over %d: %q, want %q", tt.budget, tt.spans, tt.n, got, tt.long)
+		}
+		if got := v.Short(); got != tt.short {
+			t.Errorf("%s, %d spans over %d: short %q, want %q", tt.budget, tt.spans, tt.n, got, tt.short)
 		}
 	}
 	if v := mustBudget(t, "1spans/rollout").Judge(&Report{}, 0); !v.Fits || v.Value != 0 {
