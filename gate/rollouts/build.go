@@ -32,29 +32,39 @@ type build struct {
 func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	st := &Structure{src: snap, Suspect: map[string][]Suspect{}}
 	e.cutAll(snap)
-	b := e.newBuild(snap, st)
-	hosts := b.serveHosts()
-	needing, nneed := b.markNeeds(b.anchor())
+	// The build and the phases' own tables are made here, where the
+	// compiler keeps them on the stack when small: a live view builds a
+	// structure for every snapshot.
+	b := build{e: e, st: st}
+	b.listUnits(snap)
+	hosts := hostIndex{hostOf: map[string]model.ResourceID{}, resHost: map[model.ResourceID]string{}}
+	b.serveHosts(&hosts)
+	an := anchors{byID: map[string]int{}, traceRoll: map[model.TraceID]int{}}
+	b.anchor(&an)
+	needing := make([]bool, len(b.us))
+	nneed := b.markNeeds(&an, needing)
 	if nneed > 0 {
 		b.listClients()
 	}
-	b.findCandidates(needing, nneed, hosts)
+	b.findCandidates(needing, nneed, &hosts)
 	b.narrowByRoute()
 	b.matchLeaks()
 	b.matchRuns()
 	b.matchClosest()
 	b.sameRollout()
-	hasRollout, rollUnits := b.rolloutRoots()
+	hasRollout := make([]bool, len(b.us))
+	rollUnits := b.rolloutRoots(hasRollout)
 	b.suspectByRoute()
-	b.lastResort(hasRollout, b.windows(rollUnits))
+	b.lastResort(hasRollout, b.windows(make([]window, 0, rollUnits)))
 	// Only the units go on to assemble: the calls and needs are let go.
 	return e.assemble(snap, st, b.us, b.us.find)
 }
 
-// newBuild lists the snapshot's units, the jobs' first, each a set of its
+// listUnits lists the snapshot's units, the jobs' first, each a set of its
 // own. The units and the dangling calls are counted first so that each
 // list is made at its final size: they are rebuilt on every snapshot.
-func (e *Finder) newBuild(snap *model.Snapshot, st *Structure) *build {
+func (b *build) listUnits(snap *model.Snapshot) {
+	e := b.e
 	nu, nc := 0, 0
 	count := func(units []unitInfo) {
 		nu += len(units)
@@ -88,7 +98,7 @@ func (e *Finder) newBuild(snap *model.Snapshot, st *Structure) *build {
 	for i := range us {
 		us[i].up = int32(i)
 	}
-	return &build{e: e, st: st, us: us, nc: nc}
+	b.us, b.nc = us, nc
 }
 
 // units are a structure's units; their up fields are a union-find, each

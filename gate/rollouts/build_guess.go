@@ -35,18 +35,17 @@ func (b *build) sameRollout() {
 	}
 }
 
-// rolloutRoots returns which union-find roots hold a rollout's unit, and
-// how many units are a rollout's.
-func (b *build) rolloutRoots() (hasRollout []bool, rollUnits int) {
+// rolloutRoots marks in hasRollout the union-find roots that hold a
+// rollout's unit, and returns how many units are a rollout's.
+func (b *build) rolloutRoots(hasRollout []bool) (rollUnits int) {
 	us := b.us
-	hasRollout = make([]bool, len(us))
 	for i := range us {
 		if us[i].info.class == classRollout {
 			hasRollout[us.find(i)] = true
 			rollUnits++
 		}
 	}
-	return hasRollout, rollUnits
+	return rollUnits
 }
 
 // suspectByRoute: a call on a route that was seen to open a span in a new
@@ -87,10 +86,10 @@ type window struct {
 // windows returns when each rollout ran, for those that show no outbound
 // CLIENT span at all: where the caller records its calls, a fragment no
 // call matches is no rollout's (a server called from outside the fleet).
-// At most a window a rollout unit: made at that size, not grown.
-func (b *build) windows(rollUnits int) []window {
+// wins holds at most a window a rollout unit: made at that size, not
+// grown.
+func (b *build) windows(wins []window) []window {
 	us := b.us
-	wins := make([]window, 0, rollUnits)
 	seen := make([]int32, len(us)) // root -> 1 + its window's index; 0: none
 	for i := range us {
 		if us[i].info.class != classRollout {

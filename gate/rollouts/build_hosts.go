@@ -13,14 +13,12 @@ type hostIndex struct {
 	resHost map[model.ResourceID]string // process -> the first host:port it served
 }
 
-// serveHosts learns the hosts each process serves, from its request spans.
+// serveHosts fills hx with the hosts each process serves, from its request spans.
 // A fleet serves few hosts, each unit repeating them: the maps' current
 // entries are mirrored in short slices, so a repeat costs no hashing.
-func (b *build) serveHosts() hostIndex {
-	us := b.us
+func (b *build) serveHosts(hx *hostIndex) {
+	us, hostOf, resHost := b.us, hx.hostOf, hx.resHost
 	var hostNow []hostRes
-	hostOf := map[string]model.ResourceID{}
-	resHost := map[model.ResourceID]string{}
 	var resSeen []model.ResourceID
 	const mirrored = 32
 	for i := range us {
@@ -51,7 +49,6 @@ func (b *build) serveHosts() hostIndex {
 			}
 		})
 	}
-	return hostIndex{hostOf: hostOf, resHost: resHost}
 }
 
 // anchors are the rollout units' ids and traces, which orphans naming
@@ -63,13 +60,12 @@ type anchors struct {
 	runCalls   bool                  // some dangling CLIENT span calls /run
 }
 
-// anchor joins the rollout units that name one rollout id and indexes them
+// anchor fills a: it joins the rollout units that name one rollout id and indexes them
 // by id and by trace. Whether any dangling CLIENT span calls /run comes
 // from the units' own lists: the list of them all by start time is made
 // only when a unit needs a caller.
-func (b *build) anchor() anchors {
+func (b *build) anchor(a *anchors) {
 	us := b.us
-	a := anchors{byID: map[string]int{}, traceRoll: map[model.TraceID]int{}}
 	for i := range us {
 		u := &us[i]
 		if u.info.class != classRollout {
@@ -92,5 +88,4 @@ func (b *build) anchor() anchors {
 	for i := 0; i < len(us) && !a.runCalls; i++ {
 		a.runCalls = us[i].info.runCall()
 	}
-	return a
 }

@@ -30,7 +30,7 @@ func (n *need) cand() []int {
 	return *n.cands
 }
 
-// markNeeds marks the units that need a caller: orphans, leaked request
+// markNeeds marks in needing the units that need a caller: orphans, leaked request
 // spans, and rollout units whose top is the agent's side of a /run call.
 // An orphan naming an anchored rollout's id, or whose absent parent's
 // trace is one rollout's, joins it here instead. Units are marked first
@@ -39,10 +39,9 @@ func (n *need) cand() []int {
 // of a check's working set. Where there is no call to match and no rollout
 // to be in, a unit that needs a caller ends unattributed, as it is now:
 // none is marked.
-func (b *build) markNeeds(a anchors) (needing []bool, nneed int) {
+func (b *build) markNeeds(a *anchors, needing []bool) (nneed int) {
 	us := b.us
 	canMatch := b.nc > 0 || a.anyRollout
-	needing = make([]bool, len(us))
 	for i := range us {
 		u := &us[i]
 		info := u.info
@@ -78,7 +77,7 @@ func (b *build) markNeeds(a anchors) (needing []bool, nneed int) {
 			nneed++
 		}
 	}
-	return needing, nneed
+	return nneed
 }
 
 // listClients lists the dangling CLIENT spans by start time, made to keep
@@ -104,7 +103,7 @@ func (b *build) listClients() {
 // have caused it: started no later than it (give or take callSlack), ended
 // after it, to the host it served (or one its process serves) and its
 // path; a rollout's only calls to /run.
-func (b *build) findCandidates(needing []bool, nneed int, hosts hostIndex) {
+func (b *build) findCandidates(needing []bool, nneed int, hosts *hostIndex) {
 	us, clients, maxDur := b.us, b.clients, b.maxDur
 	b.needs = make([]need, 0, nneed)
 	for i := range us {

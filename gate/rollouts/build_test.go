@@ -61,7 +61,29 @@ func testBuild(snap *model.Snapshot) *build {
 	e.gen++
 	e.sync(snap)
 	e.cutAll(snap)
-	return e.newBuild(snap, &Structure{src: snap, Suspect: map[string][]Suspect{}})
+	b := &build{e: e, st: &Structure{src: snap, Suspect: map[string][]Suspect{}}}
+	b.listUnits(snap)
+	return b
+}
+
+// hostsOf returns the hosts b's units serve.
+func hostsOf(b *build) *hostIndex {
+	h := &hostIndex{hostOf: map[string]model.ResourceID{}, resHost: map[model.ResourceID]string{}}
+	b.serveHosts(h)
+	return h
+}
+
+// anchorsOf returns b's anchors.
+func anchorsOf(b *build) *anchors {
+	a := &anchors{byID: map[string]int{}, traceRoll: map[model.TraceID]int{}}
+	b.anchor(a)
+	return a
+}
+
+// needsOf marks b's units that need a caller.
+func needsOf(b *build) ([]bool, int) {
+	needing := make([]bool, len(b.us))
+	return needing, b.markNeeds(anchorsOf(b), needing)
 }
 
 // unitAt returns the index of the unit that starts startMS after t0.
@@ -91,8 +113,8 @@ func clientAt(t *testing.T, b *build, t0, startMS int64) int {
 
 // toNeeds takes b through the phases before matching.
 func toNeeds(b *build) {
-	hosts := b.serveHosts()
-	needing, nneed := b.markNeeds(b.anchor())
+	hosts := hostsOf(b)
+	needing, nneed := needsOf(b)
 	if nneed > 0 {
 		b.listClients()
 	}
@@ -140,7 +162,7 @@ func TestBuildServeHosts(t *testing.T) {
 	f := newFleet(t, st)
 	f.Job(2, 1, 1)
 	b := testBuild(f.Flush())
-	h := b.serveHosts()
+	h := hostsOf(b)
 	for svc, host := range map[string]string{"nemo-gym/agent": "127.0.0.1:8001", "nemo-gym/model": "127.0.0.1:8002", "nemo-gym/resources": "127.0.0.1:8003"} {
 		id := f.Res[svc]
 		if h.hostOf[host] != id || h.resHost[id] != host {
@@ -152,7 +174,7 @@ func TestBuildServeHosts(t *testing.T) {
 func TestBuildAnchor(t *testing.T) {
 	c := newServerOff(t, false)
 	b := testBuild(c.snap)
-	a := b.anchor()
+	a := anchorsOf(b)
 	y, x := unitAt(t, b, c.t0, 1), unitAt(t, b, c.t0, 12)
 	if !a.anyRollout || !a.runCalls {
 		t.Errorf("anyRollout %v, runCalls %v: want both (two gym.rollout units, two dangling calls to /run)", a.anyRollout, a.runCalls)
@@ -170,7 +192,7 @@ func TestBuildAnchor(t *testing.T) {
 func TestBuildMarkNeedsAndCandidates(t *testing.T) {
 	c := newServerOff(t, true)
 	b := testBuild(c.snap)
-	needing, nneed := b.markNeeds(b.anchor())
+	needing, nneed := needsOf(b)
 	y, x := unitAt(t, b, c.t0, 1), unitAt(t, b, c.t0, 12)
 	if nneed != 2 || !needing[y] || !needing[x] {
 		t.Fatalf("needing %v (%d): want the two gym.rollout units, %d and %d", needing, nneed, y, x)
@@ -179,7 +201,7 @@ func TestBuildMarkNeedsAndCandidates(t *testing.T) {
 	if len(b.clients) != 3 || !slices.IsSortedFunc(b.clients, func(p, q cref) int { return int(p.c.start - q.c.start) }) {
 		t.Fatalf("%d calls listed, want the 3 dangling ones by start", len(b.clients))
 	}
-	b.findCandidates(needing, nneed, b.serveHosts())
+	b.findCandidates(needing, nneed, hostsOf(b))
 	ka, kb := clientAt(t, b, c.t0, 0), clientAt(t, b, c.t0, 10)
 	if got := needOf(b, y).cand(); !slices.Equal(got, []int{ka}) {
 		t.Errorf("Y's candidates %v, want A only (%d): B starts after it, C is no /run", got, ka)
@@ -352,9 +374,10 @@ func toLastResort(b *build) ([]bool, []window) {
 	b.matchRuns()
 	b.matchClosest()
 	b.sameRollout()
-	has, n := b.rolloutRoots()
+	has := make([]bool, len(b.us))
+	n := b.rolloutRoots(has)
 	b.suspectByRoute()
-	return has, b.windows(n)
+	return has, b.windows(make([]window, 0, n))
 }
 
 func TestBuildWindowsAndLastResort(t *testing.T) {
