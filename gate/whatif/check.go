@@ -93,40 +93,78 @@ type checkScratch struct {
 	roots  []serverRoot
 }
 
-// rollCheck returns the cached per-rollout check of r.
+// rollCheck returns the cached per-rollout check of r: each fragment's
+// spans walked for processes, hops and hosts (walkSpans), its unanswered
+// calls listed (unanswered), its top placed (placeTop), then the SERVER
+// roots paired with those calls (pairServerRoots).
 func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState) *rollCheck {
 	if rs.check != nil {
 		return rs.check
 	}
-	k := &e.keys
 	sc := &e.ck
 	c := &sc.c
 	*c = rollCheck{hops: c.hops[:0], unanswered: c.unanswered[:0], hosts: c.hosts[:0], resources: c.resources[:0],
 		joined: c.joined[:0], newTrace: c.newTrace[:0], strays: c.strays[:0]}
 	sc.paths, sc.calls, sc.strays, sc.roots = sc.paths[:0], sc.calls[:0], sc.strays[:0], sc.roots[:0]
-	addRes := func(list *[]model.ResourceID, id model.ResourceID) {
-		for _, x := range *list {
-			if x == id {
-				return
+	entry := entryFragment(r)
+	if entry >= 0 && r.Fragments[entry].TopParent.IsZero() {
+		top := &r.Fragments[entry].Spans[0]
+		c.entry, c.entryTop, c.entryKnd = strayRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top)}, true, top.Kind
+	}
+	w := spanWalk{}
+	for fi, f := range r.Fragments {
+		// Per span: a child reached through a hop; a CLIENT child in-process.
+		hasChildFrom, hasClientChild := e.sc.flags(len(f.Spans))
+		e.walkSpans(snap, f, &w, hasChildFrom, hasClientChild)
+		if !f.Job().IsZero() {
+			if j, ok := e.jobs[f.Job()]; ok && j.res != f.Spans[0].Resource {
+				addRes(&c.joined, j.res)
+				addRes(&c.joined, f.Spans[0].Resource)
 			}
 		}
-		*list = append(*list, id)
+		e.unanswered(f, hasChildFrom, hasClientChild)
+		e.placeTop(snap, f, fi == entry || len(r.Fragments) < 2)
 	}
-	// The scratch's own list: counted in place. Its hops get their
-	// sentence once interned.
-	addHop := func(from, to, span string, cause Cause, args ...string) {
-		h := BrokenHop{FromService: from, ToService: to, SpanName: span, Cause: cause, Count: 1}
-		copy(h.Args[:], args)
-		for i := range c.hops {
-			if sameHop(c.hops[i], h) {
-				c.hops[i].Count++
-				return
-			}
+	e.pairServerRoots(snap, r, rs)
+	// Only learnHosts reads times, and only of a rollout with both calls
+	// and strays.
+	rs.times = nil
+	if len(c.unanswered) > 0 && len(c.strays) > 0 {
+		times := append(append(make([]int64, 0, len(sc.calls)+len(sc.strays)), sc.calls...), sc.strays...)
+		rs.times = &times
+	}
+	rs.check = e.intern(c)
+	return rs.check
+}
+
+// addRes adds id to list unless it is there.
+func addRes(list *[]model.ResourceID, id model.ResourceID) {
+	for _, x := range *list {
+		if x == id {
+			return
 		}
-		c.hops = append(c.hops, h)
 	}
-	// The entry fragment (earliest true root, or one under the job) is where
-	// the rollout starts; other roots are pieces that failed to join it.
+	*list = append(*list, id)
+}
+
+// addHop adds a hop to the scratch's own list, counted in place. Its hops
+// get their sentence once interned.
+func (c *rollCheck) addHop(from, to, span string, cause Cause, args ...string) {
+	h := BrokenHop{FromService: from, ToService: to, SpanName: span, Cause: cause, Count: 1}
+	copy(h.Args[:], args)
+	for i := range c.hops {
+		if sameHop(c.hops[i], h) {
+			c.hops[i].Count++
+			return
+		}
+	}
+	c.hops = append(c.hops, h)
+}
+
+// entryFragment returns the index of r's entry fragment (earliest true
+// root, or one under the job), where the rollout starts; other roots are
+// pieces that failed to join it. -1 when every fragment is an orphan.
+func entryFragment(r *model.Rollout) int {
 	entry := -1
 	for i, f := range r.Fragments {
 		if f.Orphan() {
@@ -136,102 +174,120 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			entry = i
 		}
 	}
-	if entry >= 0 && r.Fragments[entry].TopParent.IsZero() {
-		top := &r.Fragments[entry].Spans[0]
-		c.entry, c.entryTop, c.entryKnd = strayRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top)}, true, top.Kind
-	}
-	// Spans of one process come in runs: a repeat of the last resource
-	// added is not looked for again.
-	lastRes, haveLast := model.ResourceID(0), false
-	for fi, f := range r.Fragments {
-		// Per span: a child reached through a hop; a CLIENT child in-process.
-		hasChildFrom, hasClientChild := e.sc.flags(len(f.Spans))
-		for i := range f.Spans {
-			sp := &f.Spans[i]
-			if !haveLast || sp.Resource != lastRes {
-				addRes(&c.resources, sp.Resource)
-				lastRes, haveLast = sp.Resource, true
+	return entry
+}
+
+// spanWalk is what walkSpans carries from one fragment of a rollout to
+// the next: spans of one process come in runs, and a repeat of the last
+// resource added is not looked for again.
+type spanWalk struct {
+	lastRes  model.ResourceID
+	haveLast bool
+}
+
+// walkSpans adds f's processes, and those on a cross-process edge, to the
+// check in the scratch, with the hops whose SERVER span's parent is no
+// CLIENT span and the host each process serves; it marks in hasChildFrom
+// the spans with a child through a hop, in hasClientChild those with a
+// CLIENT child in-process.
+func (e *Engine) walkSpans(snap *model.Snapshot, f *model.Fragment, w *spanWalk, hasChildFrom, hasClientChild []bool) {
+	k, c := &e.keys, &e.ck.c
+	for i := range f.Spans {
+		sp := &f.Spans[i]
+		if !w.haveLast || sp.Resource != w.lastRes {
+			addRes(&c.resources, sp.Resource)
+			w.lastRes, w.haveLast = sp.Resource, true
+		}
+		if p := sp.Parent; p >= 0 && int(p) < i {
+			ps := &f.Spans[p]
+			if isHop(sp, ps) {
+				hasChildFrom[p] = true
 			}
-			if p := sp.Parent; p >= 0 && int(p) < i {
-				ps := &f.Spans[p]
-				if isHop(sp, ps) {
-					hasChildFrom[p] = true
+			if ps.Resource != sp.Resource {
+				addRes(&c.joined, ps.Resource)
+				addRes(&c.joined, sp.Resource)
+				if sp.Kind == model.KindServer && ps.Kind != model.KindClient {
+					c.addHop(snap.ServiceName(ps.Resource), snap.ServiceName(sp.Resource), rollouts.DisplayName(e.in, sp), CauseParentNotClient, ps.Kind.String())
 				}
-				if ps.Resource != sp.Resource {
-					addRes(&c.joined, ps.Resource)
-					addRes(&c.joined, sp.Resource)
-					if sp.Kind == model.KindServer && ps.Kind != model.KindClient {
-						addHop(snap.ServiceName(ps.Resource), snap.ServiceName(sp.Resource), rollouts.DisplayName(e.in, sp), CauseParentNotClient, ps.Kind.String())
-					}
-				} else if sp.Kind == model.KindClient {
-					hasClientChild[p] = true
-				}
+			} else if sp.Kind == model.KindClient {
+				hasClientChild[p] = true
 			}
-			// One host per process is enough: read it from its first
-			// SERVER span in the rollout, not from every one.
-			if sp.Kind == model.KindServer && !slices.ContainsFunc(c.hosts, func(h hostRes) bool { return h.res == sp.Resource }) {
-				if u, ok := k.URL(sp.Attrs); ok {
-					if h, _ := rollouts.SplitURL(u); h != "" {
-						c.hosts = append(c.hosts, hostRes{h, sp.Resource})
-					}
-				} else if h, ok := k.HostAttr(sp.Attrs); ok {
+		}
+		// One host per process is enough: read it from its first SERVER
+		// span in the rollout, not from every one.
+		if sp.Kind == model.KindServer && !slices.ContainsFunc(c.hosts, func(h hostRes) bool { return h.res == sp.Resource }) {
+			if u, ok := k.URL(sp.Attrs); ok {
+				if h, _ := rollouts.SplitURL(u); h != "" {
 					c.hosts = append(c.hosts, hostRes{h, sp.Resource})
 				}
+			} else if h, ok := k.HostAttr(sp.Attrs); ok {
+				c.hosts = append(c.hosts, hostRes{h, sp.Resource})
 			}
-		}
-		if !f.Job().IsZero() {
-			if j, ok := e.jobs[f.Job()]; ok && j.res != f.Spans[0].Resource {
-				addRes(&c.joined, j.res)
-				addRes(&c.joined, f.Spans[0].Resource)
-			}
-		}
-		// CLIENT spans answered (a status code) without a callee span. An
-		// outer CLIENT whose inner CLIENT (a second instrumentation) carries
-		// the call is not one of them.
-		for i := range f.Spans {
-			sp := &f.Spans[i]
-			if sp.Kind != model.KindClient || hasChildFrom[i] || hasClientChild[i] {
-				continue
-			}
-			if !k.HasStatus(sp.Attrs) {
-				continue // no answer: a connection error creates no SERVER span
-			}
-			u, _ := k.URL(sp.Attrs)
-			h, p := rollouts.SplitURL(u)
-			cc := clientCall{res: sp.Resource, host: h, scoped: strings.Contains(p, "/ng-rollout/")}
-			cc.method, cc.path = clientRoute(k, sp)
-			c.unanswered = append(c.unanswered, cc)
-			sc.paths = append(sc.paths, p)
-			sc.calls = append(sc.calls, sp.Start, sp.End)
-		}
-		top := &f.Spans[0]
-		topSvc := snap.ServiceName(top.Resource)
-		switch {
-		case !f.Job().IsZero():
-		case f.Orphan():
-			kind := top.Kind.String()
-			if top.Kind == model.KindInternal {
-				kind = snap.Str(top.Name)
-			}
-			addHop(unknownService, topSvc, rollouts.DisplayName(e.in, top), CauseParentMissing, kind)
-		case fi == entry || len(r.Fragments) < 2:
-		case top.Kind == model.KindServer:
-			sr := serverRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top)}
-			if u, ok := k.URL(top.Attrs); ok {
-				sr.host, sr.path = rollouts.SplitURL(u)
-			}
-			if t, ok := k.TargetAttr(top.Attrs); ok {
-				sr.path, _, _ = strings.Cut(t, "?")
-			}
-			sc.roots = append(sc.roots, sr)
-		default:
-			c.strays = append(c.strays, strayRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top)})
-			sc.strays = append(sc.strays, top.Start)
-			addRes(&c.newTrace, top.Resource)
 		}
 	}
-	// Pair SERVER roots with unanswered CLIENT calls of the same rollout: the
-	// same hop seen from both sides is one problem.
+}
+
+// unanswered lists f's CLIENT spans answered (a status code) without a
+// callee span. An outer CLIENT whose inner CLIENT (a second
+// instrumentation) carries the call is not one of them.
+func (e *Engine) unanswered(f *model.Fragment, hasChildFrom, hasClientChild []bool) {
+	k, sc := &e.keys, &e.ck
+	c := &sc.c
+	for i := range f.Spans {
+		sp := &f.Spans[i]
+		if sp.Kind != model.KindClient || hasChildFrom[i] || hasClientChild[i] {
+			continue
+		}
+		if !k.HasStatus(sp.Attrs) {
+			continue // no answer: a connection error creates no SERVER span
+		}
+		u, _ := k.URL(sp.Attrs)
+		h, p := rollouts.SplitURL(u)
+		cc := clientCall{res: sp.Resource, host: h, scoped: strings.Contains(p, "/ng-rollout/")}
+		cc.method, cc.path = clientRoute(k, sp)
+		c.unanswered = append(c.unanswered, cc)
+		sc.paths = append(sc.paths, p)
+		sc.calls = append(sc.calls, sp.Start, sp.End)
+	}
+}
+
+// placeTop says what f's top is to the rollout: nothing under the job or
+// at its entry (entry), a hop from an unknown parent for an orphan, a
+// SERVER root to pair with a call, or a stray starting a new trace.
+func (e *Engine) placeTop(snap *model.Snapshot, f *model.Fragment, entry bool) {
+	k, sc := &e.keys, &e.ck
+	c := &sc.c
+	top := &f.Spans[0]
+	switch {
+	case !f.Job().IsZero():
+	case f.Orphan():
+		kind := top.Kind.String()
+		if top.Kind == model.KindInternal {
+			kind = snap.Str(top.Name)
+		}
+		c.addHop(unknownService, snap.ServiceName(top.Resource), rollouts.DisplayName(e.in, top), CauseParentMissing, kind)
+	case entry:
+	case top.Kind == model.KindServer:
+		sr := serverRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top)}
+		if u, ok := k.URL(top.Attrs); ok {
+			sr.host, sr.path = rollouts.SplitURL(u)
+		}
+		if t, ok := k.TargetAttr(top.Attrs); ok {
+			sr.path, _, _ = strings.Cut(t, "?")
+		}
+		sc.roots = append(sc.roots, sr)
+	default:
+		c.strays = append(c.strays, strayRoot{res: top.Resource, name: rollouts.DisplayName(e.in, top)})
+		sc.strays = append(sc.strays, top.Start)
+		addRes(&c.newTrace, top.Resource)
+	}
+}
+
+// pairServerRoots pairs SERVER roots with unanswered CLIENT calls of the
+// same rollout: the same hop seen from both sides is one problem.
+func (e *Engine) pairServerRoots(snap *model.Snapshot, r *model.Rollout, rs *rollState) {
+	sc := &e.ck
+	c := &sc.c
 	for _, sr := range sc.roots {
 		paired := -1
 		for i, cc := range c.unanswered {
@@ -245,7 +301,7 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 			c.unanswered = slices.Delete(c.unanswered, paired, paired+1)
 			sc.paths = slices.Delete(sc.paths, paired, paired+1)
 			sc.calls = slices.Delete(sc.calls, 2*paired, 2*paired+2)
-			addHop(snap.ServiceName(cc.res), snap.ServiceName(sr.res), sr.name, CauseNotInjected)
+			c.addHop(snap.ServiceName(cc.res), snap.ServiceName(sr.res), sr.name, CauseNotInjected)
 			continue
 		}
 		// Without the caller's CLIENT span, Gym's call graph names it: the
@@ -253,20 +309,11 @@ func (e *Engine) rollCheck(snap *model.Snapshot, r *model.Rollout, rs *rollState
 		// included, except its own /run, which the driver calls.
 		if agent, ok := e.rolloutProcess(r, rs); ok && (agent != sr.res || !strings.HasSuffix(sr.path, "/run")) {
 			svc := snap.ServiceName(agent)
-			addHop(svc, snap.ServiceName(sr.res), sr.name, CauseServerRoot, svc)
+			c.addHop(svc, snap.ServiceName(sr.res), sr.name, CauseServerRoot, svc)
 			continue
 		}
-		addHop(unknownService, snap.ServiceName(sr.res), sr.name, CauseServerRoot, "the caller")
+		c.addHop(unknownService, snap.ServiceName(sr.res), sr.name, CauseServerRoot, "the caller")
 	}
-	// Only learnHosts reads times, and only of a rollout with both calls
-	// and strays.
-	rs.times = nil
-	if len(c.unanswered) > 0 && len(c.strays) > 0 {
-		times := append(append(make([]int64, 0, len(sc.calls)+len(sc.strays)), sc.calls...), sc.strays...)
-		rs.times = &times
-	}
-	rs.check = e.intern(c)
-	return rs.check
 }
 
 // intern returns the engine's rollCheck equal to c, a copy of c the first
@@ -396,7 +443,10 @@ func (e *Engine) Tally(snap *model.Snapshot, now time.Time, grace, quiet time.Du
 	return e.check(snap, now, grace, false).Tally(now, quiet)
 }
 
-// check is Check; perRollout false leaves ByRollout nil.
+// check is Check; perRollout false leaves ByRollout nil. It gathers each
+// rollout's check (gather), finds what each shape shows (shapeHops),
+// judges each rollout (judge), then sums the hops into the report with the
+// processes that join no one (total).
 func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration, perRollout bool) *CheckReport {
 	st := e.Structure(snap)
 	snap = st.Snap
@@ -407,12 +457,65 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 		// every size on the way.
 		e.rolls = make(map[string]*rollState, len(snap.Rollouts))
 	}
-	// rollout -> its leaked request spans, by process and span, in the
-	// structure's order.
-	type leakCount struct {
-		svc, name string
-		n         int
+	p := checkPass{
+		snap: snap, st: st, leaksIn: leaksByRollout(st),
+		rep: &CheckReport{
+			Structure: st,
+			Awaiting:  awaiting(st, now, grace),
+			Spans:     snap.Stats.Stored,
+			Rollouts:  len(snap.Rollouts),
+			Traces:    snap.Stats.Traces,
+		},
+		hosts: map[string]model.ResourceID{}, joined: map[model.ResourceID]bool{}, seen: map[model.ResourceID]bool{},
+		agg: map[BrokenHop]int{}, aggRollouts: map[BrokenHop]int{},
 	}
+	if perRollout {
+		p.rep.ByRollout = make(map[string]RolloutCheck, len(snap.Rollouts))
+	}
+	e.gather(&p, grace)
+	learned := learnHosts(p.timed, p.hosts)
+	driver, hasDriver := jobDriver(snap)
+	for _, c := range p.shapes {
+		c.memo, c.judged = e.shapeHops(snap, c, p.hosts, learned, driver, hasDriver), 0
+	}
+	p.judge(now, grace)
+	p.total()
+	e.evict()
+	e.evictShapes()
+	return p.rep
+}
+
+// checkPass is one check under way: the report it fills and what its
+// steps hand on.
+type checkPass struct {
+	snap *model.Snapshot
+	st   *rollouts.Structure
+	rep  *CheckReport
+	// leaksIn is each rollout's leaked request spans (leaksByRollout).
+	leaksIn map[string][]leakCount
+	checks  []*rollCheck // each rollout's
+	// lastSeen is each rollout's, when a grace window reads it.
+	lastSeen []int64
+	shapes   []*rollCheck // the distinct checks among them
+	timed    []timedCheck
+	hosts    map[string]model.ResourceID // host:port -> the process serving it
+	joined   map[model.ResourceID]bool   // processes on a cross-process edge
+	seen     map[model.ResourceID]bool   // processes of the judged rollouts, jobs and strays
+	// agg is each hop, counts aside, with its spans; aggRollouts the
+	// judged rollouts showing it.
+	agg, aggRollouts map[BrokenHop]int
+}
+
+// leakCount is the request spans of one process and name leaked into a
+// rollout.
+type leakCount struct {
+	svc, name string
+	n         int
+}
+
+// leaksByRollout returns each rollout's leaked request spans, by process
+// and span, in the structure's order.
+func leaksByRollout(st *rollouts.Structure) map[string][]leakCount {
 	leaksIn := map[string][]leakCount{}
 	for _, l := range st.Leaks {
 		if l.Rollout == "" || l.Rollout == l.Host {
@@ -428,51 +531,45 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 		ls[i].n++
 		leaksIn[l.Rollout] = ls
 	}
-	rep := &CheckReport{
-		Structure: st,
-		Awaiting:  awaiting(st, now, grace),
-		Spans:     snap.Stats.Stored,
-		Rollouts:  len(snap.Rollouts),
-		Traces:    snap.Stats.Traces,
-	}
-	if perRollout {
-		rep.ByRollout = make(map[string]RolloutCheck, len(snap.Rollouts))
-	}
-	checks := make([]*rollCheck, len(snap.Rollouts))
-	var lastSeen []int64 // each rollout's, when a grace window reads it
+	return leaksIn
+}
+
+// gather takes each rollout's check, when it was last seen, the hosts the
+// rollouts name and the distinct shapes with the processes they join.
+func (e *Engine) gather(p *checkPass, grace time.Duration) {
+	snap := p.snap
+	p.checks = make([]*rollCheck, len(snap.Rollouts))
 	if grace > 0 {
-		lastSeen = make([]int64, len(snap.Rollouts))
+		p.lastSeen = make([]int64, len(snap.Rollouts))
 	}
-	var shapes []*rollCheck // the distinct checks among them
-	var timed []timedCheck
-	hosts := map[string]model.ResourceID{}
-	joined := map[model.ResourceID]bool{}
-	seen := map[model.ResourceID]bool{}
 	for i, r := range snap.Rollouts {
 		rs := e.rollEntry(r)
 		c := e.rollCheck(snap, r, rs)
-		checks[i] = c
-		if lastSeen != nil {
-			lastSeen[i] = e.lastSeen(r, rs)
+		p.checks[i] = c
+		if p.lastSeen != nil {
+			p.lastSeen[i] = e.lastSeen(r, rs)
 		}
 		if rs.times != nil {
-			timed = append(timed, timedCheck{c, *rs.times})
+			p.timed = append(p.timed, timedCheck{c, *rs.times})
 		}
 		// The last rollout to name a host names its process.
 		for _, h := range c.hosts {
-			hosts[h.host] = h.res
+			p.hosts[h.host] = h.res
 		}
 		if c.gen != e.gen {
 			c.gen = e.gen
-			shapes = append(shapes, c)
+			p.shapes = append(p.shapes, c)
 			for _, id := range c.joined {
-				joined[id] = true
+				p.joined[id] = true
 			}
 		}
 	}
-	learned := learnHosts(timed, hosts)
-	// The process that emits gym.job spans is the driver, the caller of
-	// every rollout's /run.
+}
+
+// jobDriver returns the process that emits gym.job spans, the driver: the
+// caller of every rollout's /run. None when no job, or several processes,
+// emit them.
+func jobDriver(snap *model.Snapshot) (model.ResourceID, bool) {
 	driver, hasDriver := model.ResourceID(0), false
 	for i, j := range snap.Jobs {
 		if i == 0 || j.Spans[0].Resource == driver {
@@ -482,29 +579,33 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 		hasDriver = false
 		break
 	}
-	agg := map[BrokenHop]int{}         // the hop, counts aside -> spans
-	aggRollouts := map[BrokenHop]int{} // the hop -> judged rollouts showing it
-	count := func(hops []BrokenHop, n int) {
-		for _, h := range hops {
-			key := h
-			key.Count, key.Rollouts = 0, 0
-			agg[key] += h.Count * n
-			aggRollouts[key] += n
-		}
+	return driver, hasDriver
+}
+
+// count adds hops, each seen in n judged rollouts, to the pass's sums.
+func (p *checkPass) count(hops []BrokenHop, n int) {
+	for _, h := range hops {
+		key := h
+		key.Count, key.Rollouts = 0, 0
+		p.agg[key] += h.Count * n
+		p.aggRollouts[key] += n
 	}
-	for _, c := range shapes {
-		c.memo, c.judged = e.shapeHops(snap, c, hosts, learned, driver, hasDriver), 0
-	}
-	for i, r := range snap.Rollouts {
-		c := checks[i]
+}
+
+// judge gives each rollout its status and hops: its shape's, then its
+// suspects and leaks. A rollout is joined when all its spans carry one
+// trace id; an unattributed fragment that may be its own makes it split
+// too.
+func (p *checkPass) judge(now time.Time, grace time.Duration) {
+	rep := p.rep
+	for i, r := range p.snap.Rollouts {
+		c := p.checks[i]
 		hops := c.memo
-		// A rollout is joined when all its spans carry one trace id; an
-		// unattributed fragment that may be its own makes it split too.
-		suspects := st.Suspect[r.ID]
+		suspects := p.st.Suspect[r.ID]
 		for _, su := range suspects {
 			hops = addCount(hops, newHop(unknownService, su.Service, su.Span, CauseUnattributed, su.Service))
 		}
-		leaks := leaksIn[r.ID]
+		leaks := p.leaksIn[r.ID]
 		for _, l := range leaks {
 			lh := newHop(l.svc, l.svc, l.name, CauseLeak)
 			lh.Count = l.n
@@ -517,7 +618,7 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 			rep.InFlight++
 		}
 		switch {
-		case flying || (grace > 0 && now.Sub(time.Unix(0, lastSeen[i])) < grace):
+		case flying || (grace > 0 && now.Sub(time.Unix(0, p.lastSeen[i])) < grace):
 			rc.Status = JoinPending
 			rep.Pending++
 		case split:
@@ -527,7 +628,7 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 			rc.Status = Joined
 			rep.Joined++
 		}
-		if perRollout {
+		if rep.ByRollout != nil {
 			rep.ByRollout[r.ID] = rc
 		}
 		// A joined rollout (all its spans carry one trace id) can still
@@ -539,17 +640,24 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 		switch {
 		case rc.Status == JoinPending:
 		case len(suspects) > 0 || len(leaks) > 0:
-			count(hops, 1)
+			p.count(hops, 1)
 			for _, id := range c.resources {
-				seen[id] = true
+				p.seen[id] = true
 			}
 		default:
 			c.judged++
 		}
 	}
-	for _, c := range shapes {
+	p.checks, p.lastSeen = nil, nil // read no more: let go before the sums
+}
+
+// total sums the shapes' hops into the report, adds a row for each process
+// that never joins anyone, and sorts the rows.
+func (p *checkPass) total() {
+	snap, st, rep, seen, agg := p.snap, p.st, p.rep, p.seen, p.agg
+	for _, c := range p.shapes {
 		if c.judged > 0 {
-			count(c.memo, c.judged)
+			p.count(c.memo, c.judged)
 			for _, id := range c.resources {
 				seen[id] = true
 			}
@@ -574,7 +682,7 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 	}
 	if len(seen) > 1 {
 		for id := range seen {
-			if !joined[id] && !named[snap.ServiceName(id)] {
+			if !p.joined[id] && !named[snap.ServiceName(id)] {
 				ph := newHop(snap.ServiceName(id), "", "", CauseProcessNoJoins)
 				ph.Count = 0
 				agg[ph] += int(serviceSpans(snap, id))
@@ -582,7 +690,7 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 		}
 	}
 	for h, n := range agg {
-		h.Count, h.Rollouts = n, aggRollouts[h]
+		h.Count, h.Rollouts = n, p.aggRollouts[h]
 		rep.Hops = append(rep.Hops, h)
 	}
 	sort.Slice(rep.Hops, func(i, j int) bool {
@@ -604,9 +712,6 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 	// Intact means no rollout is split: a finding about a process that
 	// joins no one, or a lost span, is reported without breaking a rollout.
 	rep.Intact = rep.Split == 0
-	e.evict()
-	e.evictShapes()
-	return rep
 }
 
 // lastSeen is when r's own spans last changed, which its grace window
