@@ -107,15 +107,20 @@ func (b *backend) draw(rollout int) (in, out int64, id int) {
 	n := b.calls[rollout]
 	b.calls[rollout] = n + 1
 	b.seq++
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%d/%d", b.f.cfg.Seed, rollout, n)
-	x := h.Sum64()
-	in = 300 + int64(n)*250 + int64(x%400)
-	out = 16 + int64(x>>20%480)
+	in, out = drawTokens(b.f.cfg.Seed, rollout, n)
 	u := b.usage[rollout]
 	u.Input, u.Output, u.Calls = u.Input+in, u.Output+out, u.Calls+1
 	b.usage[rollout] = u
 	return in, out, b.seq
+}
+
+// drawTokens decides the token counts of call n of a rollout from the seed:
+// the prompt grows with the conversation.
+func drawTokens(seed int64, rollout, n int) (in, out int64) {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%d/%d", seed, rollout, n)
+	x := h.Sum64()
+	return 300 + int64(n)*250 + int64(x%400), 16 + int64(x>>20%480)
 }
 
 // serve is vLLM's OpenAI-compatible endpoint with tracing on: the caller's
@@ -173,16 +178,23 @@ type chatAnswer struct {
 }
 
 // callBackend is the model server's call to its backend, under ctx (the
-// handler's span when one is on).
-func (f *Fleet) callBackend(ctx context.Context, rollout int, body any) error {
+// handler's span when one is on). It returns the usage the backend answered.
+func (f *Fleet) callBackend(ctx context.Context, rollout int, body any) (prompt, completion int64, err error) {
 	b, m := f.backend, f.model
 	if f.cfg.ModelBackend == BackendVLLM {
-		_, _, err := m.post(ctx, b.url, rollout, "", body)
-		return err
+		_, out, err := m.post(ctx, b.url, rollout, "", body)
+		if err != nil {
+			return 0, 0, err
+		}
+		var a chatAnswer
+		if err := json.Unmarshal(out, &a); err != nil {
+			return 0, 0, fmt.Errorf("%s answer: %w", backendService, err)
+		}
+		return a.Usage.Prompt, a.Usage.Completion, nil
 	}
 	in, err := json.Marshal(body)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	// The GenAI client instrumentation is no Gym group: with telemetry on
 	// it records and injects whatever the span groups.
@@ -203,7 +215,7 @@ func (f *Fleet) callBackend(ctx context.Context, rollout int, body any) error {
 	defer sp.End()
 	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodPost, b.url, bytes.NewReader(in))
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(rolloutHeader, strconv.Itoa(rollout))
@@ -212,12 +224,12 @@ func (f *Fleet) callBackend(ctx context.Context, rollout int, body any) error {
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	var a chatAnswer
 	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		return err
+		return 0, 0, err
 	}
 	sp.SetAttributes(
 		attribute.String("gen_ai.response.model", a.Model),
@@ -225,7 +237,7 @@ func (f *Fleet) callBackend(ctx context.Context, rollout int, body any) error {
 		attribute.StringSlice("gen_ai.response.finish_reasons", []string{"stop"}),
 		attribute.Int64("gen_ai.usage.input_tokens", a.Usage.Prompt),
 		attribute.Int64("gen_ai.usage.output_tokens", a.Usage.Completion))
-	return nil
+	return a.Usage.Prompt, a.Usage.Completion, nil
 }
 
 // Tokens returns the token usage the backend answered, by rollout index

@@ -23,9 +23,19 @@ import (
 
 // Config configures a Fleet.
 type Config struct {
-	// Seed decides every rollout's shape; rollout n is Gym's task n,
-	// rollout id n-0.
+	// Seed decides every rollout's shape; rollout n is Gym's task
+	// n/RolloutsPerTask, repeat n%RolloutsPerTask (rollout id
+	// "<task>-<repeat>").
 	Seed int64
+	// RolloutsPerTask is Gym's num_repeats: rollouts of each task, run one
+	// after the other; 0 means 1.
+	RolloutsPerTask int
+	// EvidenceDir, when set, is where the driver writes Gym's rollout files
+	// as it runs (see evidence.go): the dispatched rows, each outcome as its
+	// rollout completes, the aggregate metrics after each run, the health
+	// verdicts and, with Observability, the model-call captures. Files of an
+	// earlier run there are started anew.
+	EvidenceDir string
 	// Variant is Gym's telemetry variant: G1 (the default), G1c, G2 or G3.
 	Variant string
 	// Spec is the span_groups value every process reads, unless
@@ -125,7 +135,8 @@ type Fleet struct {
 
 	driver, agent, model, resources *proc
 	procs                           []*proc
-	backend                         *backend // nil without Config.ModelBackend
+	backend                         *backend  // nil without Config.ModelBackend
+	evidence                        *evidence // nil without Config.EvidenceDir
 
 	console *lockedWriter
 
@@ -155,6 +166,12 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	}
 	if cfg.AgentSlots <= 0 {
 		cfg.AgentSlots = (cfg.Concurrency + 1) / 2
+	}
+	if cfg.RolloutsPerTask < 0 {
+		return nil, fmt.Errorf("rollouts per task %d: must be 0 (one) or more", cfg.RolloutsPerTask)
+	}
+	if cfg.RolloutsPerTask == 0 {
+		cfg.RolloutsPerTask = 1
 	}
 	if cfg.Rollouts < 0 {
 		return nil, fmt.Errorf("rollouts %d: must be 0 (forever) or more", cfg.Rollouts)
@@ -202,7 +219,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	f := &Fleet{
 		cfg:       cfg,
 		variant:   v,
-		truth:     newTruthLog(cfg.RecordTruth),
+		truth:     newTruthLog(cfg.RecordTruth, cfg.RolloutsPerTask),
 		startedAt: time.Now(),
 		stopping:  make(chan struct{}),
 		done:      make(chan struct{}),
@@ -228,6 +245,9 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	f.resources = mk(RoleResources, resourcesName, serverTypes[RoleResources], true, true)
 	if err == nil && cfg.ModelBackend != "" {
 		f.backend, err = startBackend(ctx, f)
+	}
+	if err == nil && cfg.EvidenceDir != "" {
+		f.evidence, err = openEvidence(cfg.EvidenceDir, cfg.Observability, cfg.RolloutsPerTask)
 	}
 	if err != nil {
 		f.closeAll(ctx)
@@ -430,6 +450,11 @@ func (f *Fleet) closeAll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("%s server: %w", p.name, err))
 		}
 	}
+	if f.evidence != nil {
+		if err := f.evidence.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// The servers are done with their calls to the backend.
 	if f.backend != nil {
 		if err := f.backend.shutdown(ctx); err != nil {
@@ -450,6 +475,9 @@ func (f *Fleet) closeAll(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// plan is rollout n's plan under the fleet's seed.
+func (f *Fleet) plan(n int) rolloutPlan { return planRollout(f.cfg.Seed, n, f.cfg.RolloutsPerTask) }
 
 // Truth returns every span the fleet emitted so far, in end order. It is
 // empty unless Config.RecordTruth is set. The caller owns the slice.

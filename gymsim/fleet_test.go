@@ -211,7 +211,7 @@ func checkCounts(t *testing.T, f *Fleet, truth []TruthSpan) {
 	}
 	want := map[int]int{}
 	for i := 0; i < f.cfg.Rollouts; i++ {
-		p := planRollout(f.cfg.Seed, i)
+		p := f.plan(i)
 		runStatus, verifyStatus := 200, 200
 		if p.Verify == verifyRaise {
 			runStatus, verifyStatus = 500, 500
@@ -650,7 +650,7 @@ func TestResolve(t *testing.T) {
 
 func TestPlanDeterministic(t *testing.T) {
 	for n := 0; n < 50; n++ {
-		a, b := planRollout(5, n), planRollout(5, n)
+		a, b := planRollout(5, n, 1), planRollout(5, n, 1)
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("rollout %d: plans differ", n)
 		}
@@ -673,6 +673,8 @@ func TestStartErrors(t *testing.T) {
 		{"negative rollouts", Config{Protocol: "none", Rollouts: -1}, "rollouts -1"},
 		{"leak out of range", Config{Protocol: "none", ContextLeak: 1.5}, "context leak 1.5"},
 		{"unknown variant", Config{Protocol: "none", Variant: "G7"}, `gym variant "G7"`},
+		{"negative rollouts per task", Config{Protocol: "none", RolloutsPerTask: -2}, "rollouts per task -2"},
+		{"evidence dir a file", Config{Protocol: "none", EvidenceDir: "fleet_test.go"}, "evidence dir: mkdir fleet_test.go"},
 		{"unknown process spec", Config{Protocol: "none", ProcessSpecs: map[string]string{"judge": "all"}}, `process spec "judge": no such process`},
 	}
 	for _, tt := range tests {

@@ -21,7 +21,10 @@ type rolloutPlan struct {
 	// ID is Gym's rollout id, <task>-<repeat>.
 	ID    string
 	Index int
-	Turns []turnPlan
+	// Task and Repeat are Gym's _ng_task_index and _ng_rollout_index:
+	// rollout Index is repeat Index%k of task Index/k, k rollouts per task.
+	Task, Repeat int
+	Turns        []turnPlan
 	// Verify is verifyOK, verifyZero or verifyRaise; a raising verifier
 	// fails the rollout (the agent's /run answers 500).
 	Verify string
@@ -43,15 +46,30 @@ type toolPlan struct {
 	ExitCode int
 }
 
-// rolloutID names rollout n: task n, first repeat.
-func rolloutID(n int) string { return fmt.Sprintf("%d-0", n) }
+// taskOf splits rollout n into Gym's task and repeat indices, perTask
+// rollouts per task (Gym's num_repeats: a task's repeats are dispatched one
+// after the other).
+func taskOf(n, perTask int) (task, repeat int) {
+	if perTask < 1 {
+		perTask = 1
+	}
+	return n / perTask, n % perTask
+}
+
+// rolloutID names rollout n as Gym does: "<task>-<repeat>".
+func rolloutID(n, perTask int) string {
+	task, repeat := taskOf(n, perTask)
+	return fmt.Sprintf("%d-%d", task, repeat)
+}
 
 // planRollout draws rollout n's plan. Each rollout has its own generator
 // seeded from (seed, n), so plans are identical however many rollouts run,
-// in whatever order, under whatever spec.
-func planRollout(seed int64, n int) rolloutPlan {
+// in whatever order, under whatever spec; the repeats of a task are drawn
+// each on their own, as a policy samples each attempt anew.
+func planRollout(seed int64, n, perTask int) rolloutPlan {
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(n)*0x9e3779b97f4a7c15+1))
-	p := rolloutPlan{ID: rolloutID(n), Index: n}
+	p := rolloutPlan{ID: rolloutID(n, perTask), Index: n}
+	p.Task, p.Repeat = taskOf(n, perTask)
 	nturns := 1 + rng.IntN(4)
 	ntools := 0
 	for t := 0; t < nturns; t++ {

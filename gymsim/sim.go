@@ -3,7 +3,9 @@ package gymsim
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -84,12 +86,19 @@ func (f *Fleet) drive() {
 			n := next
 			next++
 			f.started.Add(1)
+			plan := f.plan(n)
+			if f.evidence != nil {
+				f.evidence.dispatched(&plan)
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
 				// The driver's /run call carries no rollout id.
-				status, _, err := d.post(ctx, f.agent.base+"/run", n, "", map[string]any{"task_index": n})
+				status, body, err := d.post(ctx, f.agent.base+"/run", n, "", map[string]any{"task_index": n})
+				if f.evidence != nil {
+					f.evidence.completed(&plan, status, body, err)
+				}
 				f.completed.Add(1)
 				if err != nil || status != http.StatusOK {
 					f.failed.Add(1)
@@ -101,6 +110,9 @@ func (f *Fleet) drive() {
 			_, _, _ = d.post(ctx, f.agent.base+"/aggregate_metrics", -1, "", map[string]any{})
 		}
 		job.End()
+		if f.evidence != nil && next > 0 {
+			f.evidence.aggregate()
+		}
 		if stopped {
 			return
 		}
@@ -149,7 +161,10 @@ func (f *Fleet) scoped(plan *rolloutPlan) (prefix, rid string) {
 
 // agentRun is the agent's /run: one rollout. It seeds the session, runs the
 // agent loop by calling its own /v1/responses, then verifies; a failed
-// verify raises (aiohttp's raise_for_status) and the answer is a 500.
+// verify raises (aiohttp's raise_for_status) and the answer is a 500. The
+// answer is the rollout's row as Gym's agent returns it: the response with
+// its token usage and the reward, and with observability on what the agent
+// measured (ng_perf, the model-call capture, the tool calls).
 func (f *Fleet) agentRun(req request) response {
 	a := f.agent
 	// The semaphore is there whatever the spec, so timing does not depend
@@ -160,7 +175,7 @@ func (f *Fleet) agentRun(req request) response {
 	began := time.Now()
 	defer func() { a.meters.rollout(req.ctx, time.Since(began)) }()
 	in := decode[runBody](req.body)
-	plan := planRollout(f.cfg.Seed, in.TaskIndex)
+	plan := f.plan(in.TaskIndex)
 	n := plan.Index
 	prefix, rid := f.scoped(&plan)
 	ctx := req.ctx
@@ -174,32 +189,103 @@ func (f *Fleet) agentRun(req request) response {
 	}
 	defer sp.End()
 	calls := []struct {
+		path string
 		url  string
 		body map[string]any
 	}{
-		{f.resources.base + prefix + "/seed_session", map[string]any{"task_index": n}},
-		{a.base + prefix + "/v1/responses", map[string]any{"task_index": n}},
-		{f.resources.base + prefix + "/verify", map[string]any{"task_index": n, "verify": plan.Verify, "work": plan.work(15)}},
+		{"/seed_session", f.resources.base + prefix + "/seed_session", map[string]any{"task_index": n}},
+		{"/v1/responses", a.base + prefix + "/v1/responses", map[string]any{"task_index": n}},
+		{"/verify", f.resources.base + prefix + "/verify", map[string]any{"task_index": n, "verify": plan.Verify, "work": plan.work(15)}},
 	}
+	var loop loopAnswer
+	var reward float64
 	for _, c := range calls {
-		status, _, err := a.post(ctx, c.url, n, rid, c.body)
-		if err != nil {
-			return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
+		status, out, err := a.post(ctx, c.url, n, rid, c.body)
+		if err == nil && status < 400 {
+			switch c.path {
+			case "/v1/responses":
+				loop = decode[loopAnswer](out)
+			case "/verify":
+				reward = decode[verifyAnswer](out).Reward
+			}
+			continue
 		}
-		if status >= 400 {
+		ans := f.rolloutAnswer(&plan, &loop, began)
+		ans.Detail = "Internal Server Error"
+		if err != nil {
+			ans.Error = fmt.Sprintf("POST %s: %v", c.path, err)
+		} else {
 			clientResponseError(status, c.url).record(sp)
-			return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
+			ans.Error = fmt.Sprintf("POST %s answered %d", c.path, status)
+		}
+		return response{status: 500, body: ans}
+	}
+	ans := f.rolloutAnswer(&plan, &loop, began)
+	ans.Reward = &reward
+	return response{status: 200, body: ans}
+}
+
+// rolloutAnswer is the /run answer of a rollout whose loop answered loop
+// (empty when it never ran).
+func (f *Fleet) rolloutAnswer(plan *rolloutPlan, loop *loopAnswer, began time.Time) *runAnswer {
+	ans := &runAnswer{
+		Params:   taskParams(plan.Task),
+		Response: &responseObj{ID: loop.ID, Object: "response", Output: []any{}, Usage: loop.Usage},
+	}
+	if !f.cfg.Observability {
+		return ans
+	}
+	p := &perf{NumTurns: len(loop.ModelCalls), NumToolCalls: len(loop.ToolCalls),
+		TotalLatencyMS: ms(time.Since(began))}
+	known := 0
+	var prompt, completion int64
+	for _, c := range loop.ModelCalls {
+		if c.PromptTokens != nil && c.CompletionTokens != nil {
+			known++
+			prompt += *c.PromptTokens
+			completion += *c.CompletionTokens
 		}
 	}
-	return response{status: 200, body: map[string]any{"reward": plan.Verify == verifyOK}}
+	if known > 0 {
+		p.PromptTokens, p.CompletionTokens = &prompt, &completion
+	}
+	if len(loop.ModelCalls) > 0 {
+		p.TokenCoverage = float64(known) / float64(len(loop.ModelCalls))
+	}
+	ans.Perf = p
+	ans.Capture = append([]modelCallRecord{}, loop.ModelCalls...)
+	ans.Trajectory = &trajectory{SchemaVersion: "1", TaskID: strconv.Itoa(plan.Task), RolloutID: plan.ID,
+		ToolCalls: append([]toolCallRecord{}, loop.ToolCalls...)}
+	return ans
+}
+
+// loopAnswer is the agent loop's answer to the agent's own /run: the last
+// response's id, the usage summed over the model calls, and what the loop
+// measured of each call.
+type loopAnswer struct {
+	ID         string            `json:"id"`
+	Usage      usage             `json:"usage"`
+	ModelCalls []modelCallRecord `json:"model_calls"`
+	ToolCalls  []toolCallRecord  `json:"tool_calls"`
+}
+
+type verifyAnswer struct {
+	Reward float64 `json:"reward"`
+}
+
+// modelAnswer is the model server's answer, as the agent reads it.
+type modelAnswer struct {
+	ID    string `json:"id"`
+	Usage *usage `json:"usage"`
 }
 
 // agentResponses is the agent's /v1/responses: the model/tool loop. A tool
-// that fails answers 500 and the agent hands the error to the model.
+// that fails answers 500 and the agent hands the error to the model. The
+// loop times every call it makes, as Gym's model-call capture does.
 func (f *Fleet) agentResponses(req request) response {
 	a := f.agent
 	in := decode[runBody](req.body)
-	plan := planRollout(f.cfg.Seed, in.TaskIndex)
+	plan := f.plan(in.TaskIndex)
 	n := plan.Index
 	prefix, _ := f.scoped(&plan)
 	ctx := req.ctx
@@ -209,21 +295,47 @@ func (f *Fleet) agentResponses(req request) response {
 	}
 	defer sp.End()
 	step := 0
-	for _, turn := range plan.Turns {
-		body := map[string]any{"work": plan.work(step)}
+	ans := loopAnswer{ModelCalls: []modelCallRecord{}, ToolCalls: []toolCallRecord{}}
+	for t, turn := range plan.Turns {
+		body := map[string]any{"work": plan.work(step), "turn": t}
 		step++
-		if _, _, err := a.post(ctx, f.model.base+prefix+"/v1/responses", n, "", body); err != nil {
-			return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
+		began := time.Now()
+		status, out, err := a.post(ctx, f.model.base+prefix+"/v1/responses", n, "", body)
+		done := time.Now()
+		rec := modelCallRecord{ModelCallID: fmt.Sprintf("%s-m%d", plan.ID, t), StartedAt: unixSeconds(began), CompletedAt: unixSeconds(done),
+			StatusCode: status, LatencyTotalMS: ms(done.Sub(began))}
+		if err != nil {
+			rec.ErrorCategory = "connection_error"
+			ans.ModelCalls = append(ans.ModelCalls, rec)
+			return response{status: 500, body: ans}
 		}
-		for _, tool := range turn.Tools {
+		if m := decode[modelAnswer](out); status == http.StatusOK && m.Usage != nil {
+			rec.PromptTokens, rec.CompletionTokens = &m.Usage.Input, &m.Usage.Output
+			ans.ID = m.ID
+			ans.Usage.Input += m.Usage.Input
+			ans.Usage.Output += m.Usage.Output
+			ans.Usage.Total += m.Usage.Total
+		} else if status != http.StatusOK {
+			rec.ErrorCategory = "http_error"
+		}
+		rec.FinishReason = "stop"
+		if len(turn.Tools) > 0 {
+			rec.FinishReason = "tool_calls"
+		}
+		ans.ModelCalls = append(ans.ModelCalls, rec)
+		for i, tool := range turn.Tools {
 			body := map[string]any{"task_index": n, "fail": tool.Fail, "exit_code": tool.ExitCode, "work": plan.work(step)}
 			step++
-			if _, _, err := a.post(ctx, f.resources.base+"/"+tool.Name, n, "", body); err != nil {
-				return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
+			began := time.Now()
+			status, _, err := a.post(ctx, f.resources.base+"/"+tool.Name, n, "", body)
+			if err != nil {
+				return response{status: 500, body: ans}
 			}
+			ans.ToolCalls = append(ans.ToolCalls, toolCallRecord{Turn: t, Index: i, Name: tool.Name, StatusCode: status,
+				StartedAt: unixSeconds(began), CompletedAt: unixSeconds(time.Now())})
 		}
 	}
-	return response{status: 200, body: map[string]any{"output": "done", "turns": len(plan.Turns)}}
+	return response{status: 200, body: ans}
 }
 
 // agentAggregate is the agent's /aggregate_metrics: it asks the resources
@@ -238,6 +350,7 @@ func (f *Fleet) agentAggregate(req request) response {
 
 type stepBody struct {
 	TaskIndex int     `json:"task_index"`
+	Turn      int     `json:"turn"`
 	Fail      bool    `json:"fail"`
 	ExitCode  int     `json:"exit_code"`
 	Verify    string  `json:"verify"`
@@ -248,7 +361,8 @@ func (f *Fleet) work(b stepBody, scale float64) time.Duration {
 	return time.Duration(float64(f.cfg.Latency) * scale * b.Work)
 }
 
-// modelCall is the model server's /v1/responses.
+// modelCall is the model server's /v1/responses. Its answer carries the
+// token usage: its backend's when it has one, else drawn from the seed.
 func (f *Fleet) modelCall(req request) response {
 	m := f.model
 	in := decode[stepBody](req.body)
@@ -257,16 +371,21 @@ func (f *Fleet) modelCall(req request) response {
 	if m.on(GroupModelCall) {
 		ctx, sp = m.semantic(req.ctx, GroupModelCall, req.rollout, "gym.model.responses", attribute.String("nemo.gym.server.name", m.name))
 	}
+	var u usage
 	if f.backend == nil {
 		m.sleep(f.work(in, 4))
-	} else if err := f.callBackend(ctx, req.rollout, map[string]any{"work": in.Work}); err != nil {
+		u.Input, u.Output = drawTokens(f.cfg.Seed, req.rollout, in.Turn)
+	} else if prompt, completion, err := f.callBackend(ctx, req.rollout, map[string]any{"work": in.Work}); err != nil {
 		sp.End()
 		return response{status: 500, body: map[string]string{"detail": "Internal Server Error"}}
 	} else {
+		u.Input, u.Output = prompt, completion
 		m.sleep(f.work(in, 1))
 	}
+	u.Total = u.Input + u.Output
 	sp.End()
-	return response{status: 200, body: map[string]any{"output": []string{"ok"}}}
+	return response{status: 200, body: map[string]any{
+		"id": fmt.Sprintf("resp_%d_%d", req.rollout, in.Turn), "object": "response", "output": []string{"ok"}, "usage": u}}
 }
 
 func (f *Fleet) seedSession(req request) response {

@@ -56,6 +56,7 @@ func Summarize(spans []TruthSpan) Summary {
 	traces := map[trace.TraceID]bool{}
 	rolloutTraces := map[trace.TraceID]bool{}
 	per := map[int]map[trace.TraceID]bool{}
+	ids := map[int]string{}
 	sizes := map[int]int{}
 	for i := range spans {
 		s := &spans[i]
@@ -76,6 +77,7 @@ func Summarize(spans []TruthSpan) Summary {
 		}
 		per[s.Rollout][s.TraceID] = true
 		sizes[s.Rollout]++
+		ids[s.Rollout] = s.RolloutID
 	}
 	sum.Traces = len(traces)
 	for t := range traces {
@@ -92,7 +94,11 @@ func Summarize(spans []TruthSpan) Summary {
 		} else {
 			sum.RolloutsSplit++
 		}
-		sum.PerRollout[rolloutID(r)] = PerRun{Spans: sizes[r], Traces: len(ts), Joined: joined}
+		id := ids[r]
+		if id == "" { // a truth read back from a file, which keeps no ids
+			id = rolloutID(r, 1)
+		}
+		sum.PerRollout[id] = PerRun{Spans: sizes[r], Traces: len(ts), Joined: joined}
 		vals = append(vals, sizes[r])
 	}
 	sort.Ints(vals)

@@ -56,8 +56,9 @@ type spanMeta struct {
 // truthLog records ended spans. It is a SpanProcessor on every provider;
 // span sites note each span's group and rollout when they start it.
 type truthLog struct {
-	record bool
-	spans  atomic.Int64
+	record  bool
+	perTask int // rollouts per task, for the rollout ids
+	spans   atomic.Int64
 
 	mu    sync.Mutex
 	meta  map[trace.SpanID]spanMeta
@@ -65,8 +66,8 @@ type truthLog struct {
 	per   map[string]int64 // spans per service
 }
 
-func newTruthLog(record bool) *truthLog {
-	return &truthLog{record: record, meta: map[trace.SpanID]spanMeta{}, per: map[string]int64{}}
+func newTruthLog(record bool, perTask int) *truthLog {
+	return &truthLog{record: record, perTask: perTask, meta: map[trace.SpanID]spanMeta{}, per: map[string]int64{}}
 }
 
 // note remembers the group and rollout of a span just started.
@@ -135,7 +136,7 @@ func (p *truthProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 		Callee:   m.callee,
 	}
 	if m.rollout >= 0 {
-		ts.RolloutID = rolloutID(m.rollout)
+		ts.RolloutID = rolloutID(m.rollout, t.perTask)
 	}
 	t.truth = append(t.truth, ts)
 }
