@@ -52,6 +52,11 @@ type demoOptions struct {
 	record string
 	// backend is the model backend behind the model server ("" none).
 	backend string
+	// perTask is rollouts per task (Gym's num_repeats).
+	perTask int
+	// evidenceOut is where the fleet writes Gym's rollout files; "" makes
+	// a temporary folder, removed on exit.
+	evidenceOut string
 }
 
 // runDemo starts the receivers, a simulated fleet exporting real OTLP to
@@ -79,6 +84,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	fs.IntVar(&o.concurrency, "concurrency", 8, "rollouts in flight at most")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the rollout shapes")
 	fs.IntVar(&o.rollouts, "rollouts", 0, "rollouts to run (0 = until interrupted)")
+	fs.IntVar(&o.perTask, "rollouts-per-task", 4, "rollouts of each task (Gym's num_repeats), so a task's reward can vary between its rollouts")
+	fs.StringVar(&o.evidenceOut, "evidence-out", "", "folder where the fleet writes Gym's rollout files (rollouts.jsonl, rollouts_failures.jsonl, ...) as rollouts complete (default: a temporary folder, removed on exit)")
 	fs.IntVar(&o.runSize, "run-size", 0, "rollouts per collection run, one gym.job each (0 = all of --rollouts, or 10)")
 	fs.StringVar(&o.protocol, "protocol", "grpc", "how the fleet exports: grpc or http")
 	fs.DurationVar(&o.latency, "latency", 20*time.Millisecond, "unit of simulated work (a model call takes a few)")
@@ -107,6 +114,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	}
 	if o.rollouts < 0 || o.rate < 0 || o.concurrency < 1 {
 		return fail("--rollouts and --rate must be 0 or more, --concurrency at least 1")
+	}
+	if o.perTask < 1 {
+		return fail("--rollouts-per-task %d: must be at least 1", o.perTask)
 	}
 	if o.leak < 0 || o.leak > 1 {
 		return fail("--context-leak must be between 0 and 1")
@@ -147,6 +157,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		return fail("%v", err)
 	}
 
+	evidenceDir := o.evidenceOut
+	if evidenceDir == "" {
+		if evidenceDir, err = os.MkdirTemp("", "gymtrace-demo-evidence-"); err != nil {
+			return fail("--evidence-out: %v", err)
+		}
+		// Removed after everything else, once the fleet is done writing.
+		defer os.RemoveAll(evidenceDir)
+	}
 	held := &heldLog{w: stderr}
 	rr, err := startDemoReceivers(ctx, o, held)
 	if err != nil {
@@ -163,6 +181,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		Latency: o.latency, BatchTimeout: o.batch,
 		Observability: o.obs, AIOHTTP: o.aiohttp, Standalone: o.standalone, ContextLeak: o.leak,
 		DisconnectRace: o.race, ModelBackend: o.backend,
+		RolloutsPerTask: o.perTask, EvidenceDir: evidenceDir,
 	})
 	if err != nil {
 		_ = rr.stop()
@@ -178,6 +197,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	}
 	fmt.Fprintf(stderr, "gymtrace demo: receiving OTLP/gRPC on %s and OTLP/HTTP on %s; fleet (Gym %s%s) exports %s with span_groups %q%s\n",
 		grpcAddr, httpAddr, variant.Name, fleetSwitches(o), o.protocol, o.spec, formatProcessSpecs(variant, procSpecs, " except ", ""))
+	kept := ""
+	if o.evidenceOut == "" {
+		kept = " (removed on exit; --evidence-out DIR keeps them)"
+	}
+	fmt.Fprintf(stderr, "gymtrace demo: %d rollouts per task; the fleet writes Gym's rollout files in %s%s\n", o.perTask, evidenceDir, kept)
 	for _, name := range gymsim.ProcessNamesOf(variant) {
 		if w := fleet.Warnings()[name]; w != "" {
 			fmt.Fprintf(stderr, "gymtrace demo: %s: %s\n", name, w)
@@ -237,7 +261,7 @@ loop:
 		sum := newServeSummary(snap, rr.Server.Stats(), tally)
 		sum.variantJSON = vc.json()
 		run := demoRunTraffic{Spans: tally.RunSpans, Traces: tally.RunTraces}
-		if err := writeDemoSummary(stdout, sum, run, fleet.Stats(), o.spec, variant.Name, procSpecs); err != nil {
+		if err := writeDemoSummary(stdout, sum, run, fleet.Stats(), o.spec, variant.Name, procSpecs, evidenceDir); err != nil {
 			return fail("%v", err)
 		}
 	}
@@ -278,6 +302,8 @@ type demoSummary struct {
 	// --process-spec gave one.
 	ProcessSpecs map[string]string `json:"process_specs,omitempty"`
 	Fleet        demoFleet         `json:"fleet"`
+	// EvidenceDir is where the fleet wrote Gym's rollout files.
+	EvidenceDir string `json:"evidence_dir"`
 }
 
 // demoRunTraffic counts the run-level spans and the traces holding only them.
@@ -294,7 +320,7 @@ type demoFleet struct {
 	ExportErrors      int64 `json:"export_errors"`
 }
 
-func writeDemoSummary(w io.Writer, sum serveSummary, run demoRunTraffic, fs gymsim.Stats, spec, variant string, procSpecs map[string]string) error {
+func writeDemoSummary(w io.Writer, sum serveSummary, run demoRunTraffic, fs gymsim.Stats, spec, variant string, procSpecs map[string]string, evidenceDir string) error {
 	// The fleet's variant is the one its spans are read as; it stays first,
 	// as in every --json output.
 	sum.GymVariant = variant
@@ -307,6 +333,7 @@ func writeDemoSummary(w io.Writer, sum serveSummary, run demoRunTraffic, fs gyms
 			RolloutsStarted: fs.Started, RolloutsCompleted: fs.Completed, RolloutsFailed: fs.Failed,
 			SpansEmitted: fs.Spans, ExportErrors: fs.ExportErrors,
 		},
+		EvidenceDir: evidenceDir,
 	}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode summary: %w", err)

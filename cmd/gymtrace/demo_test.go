@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/gymsim"
 	"github.com/nemo-gym/gymtrace/internal/golden"
 )
 
@@ -47,8 +51,25 @@ func runDemoJSON(t *testing.T, ctx context.Context, args []string) demoJSON {
 	if !strings.Contains(stderr.String(), "spans=") {
 		t.Fatalf("no status line on stderr:\n%s", stderr.String())
 	}
-	golden.Check(t, stdout.Bytes())
+	golden.Check(t, maskEvidenceDir(t, stdout.Bytes()))
 	return sum
+}
+
+// maskEvidenceDir checks that the summary names the temporary evidence
+// folder the demo made and removed, and masks its name for the golden.
+func maskEvidenceDir(t *testing.T, out []byte) []byte {
+	t.Helper()
+	var sum struct {
+		EvidenceDir string `json:"evidence_dir"`
+	}
+	if err := json.Unmarshal(out, &sum); err != nil || sum.EvidenceDir == "" {
+		t.Fatalf("no evidence_dir in the summary (%v):\n%s", err, out)
+	}
+	if _, err := os.Stat(sum.EvidenceDir); !os.IsNotExist(err) {
+		t.Errorf("the demo's temporary evidence folder %s is still there: %v", sum.EvidenceDir, err)
+	}
+	q, _ := json.Marshal(sum.EvidenceDir)
+	return bytes.Replace(out, q, []byte(`"EVIDENCE_DIR"`), 1)
 }
 
 // TestDemoJSON: a fixed seed and rollout count give the same summary every
@@ -204,6 +225,50 @@ func runDemoJSONOut(t *testing.T, args []string, stdout, stderr *bytes.Buffer) d
 	if sum.SpansReceived != sum.Fleet.SpansEmitted || sum.Fleet.ExportErrors != 0 {
 		t.Fatalf("received %d, emitted %d, export errors %d", sum.SpansReceived, sum.Fleet.SpansEmitted, sum.Fleet.ExportErrors)
 	}
-	golden.Check(t, stdout.Bytes())
+	golden.Check(t, maskEvidenceDir(t, stdout.Bytes()))
 	return sum
+}
+
+// TestDemoEvidenceOut: --evidence-out keeps Gym's rollout files where it
+// says, one outcome per rollout, --rollouts-per-task rollouts of each task.
+func TestDemoEvidenceOut(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "evidence")
+	args := append(append([]string(nil), demoArgs...), "--spec", "all", "--observability", "--rollouts", "8", "--rollouts-per-task", "3",
+		"--evidence-out", dir, "--headless", "--json")
+	var stdout, stderr bytes.Buffer
+	if code := runDemo(context.Background(), args, &stdout, &stderr, false); code != exitOK {
+		t.Fatalf("demo exit %d:\n%s", code, stderr.String())
+	}
+	var sum struct {
+		EvidenceDir string `json:"evidence_dir"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil || sum.EvidenceDir != dir {
+		t.Fatalf("evidence_dir %q, want %q (%v)", sum.EvidenceDir, dir, err)
+	}
+	ids := map[string]bool{}
+	for _, name := range []string{gymsim.EvidenceResults, gymsim.EvidenceFailures} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if l == "" {
+				continue
+			}
+			var row struct {
+				Task   *int `json:"_ng_task_index"`
+				Repeat *int `json:"_ng_rollout_index"`
+			}
+			if err := json.Unmarshal([]byte(l), &row); err != nil || row.Task == nil || row.Repeat == nil || *row.Repeat >= 3 {
+				t.Fatalf("%s: line %s (%v)", name, l, err)
+			}
+			ids[fmt.Sprintf("%d-%d", *row.Task, *row.Repeat)] = true
+		}
+	}
+	if len(ids) != 8 || !ids["2-1"] {
+		t.Errorf("outcomes of %v, want rollouts 0-0 to 2-1", ids)
+	}
+	if _, err := os.Stat(filepath.Join(dir, gymsim.EvidenceModelCalls, "0-0.capture.jsonl")); err != nil {
+		t.Errorf("no model-call capture of rollout 0-0: %v", err)
+	}
 }
