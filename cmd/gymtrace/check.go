@@ -4,54 +4,22 @@ import (
 	"encoding/json"
 
 	"fmt"
-	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"io"
 	"os"
-	"sort"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 func cmdCheck(args []string) int { return runCheck(args, os.Stdout, os.Stderr) }
 
-// checkJSON is the documented schema of `check --json` (docs/json.md).
-type checkJSON struct {
-	variantJSON
-	Spans           int          `json:"spans"`
-	Rollouts        int          `json:"rollouts"`
-	Traces          int          `json:"traces"`
-	Intact          bool         `json:"intact"`
-	RolloutsJoined  int          `json:"rollouts_joined"`
-	RolloutsSplit   int          `json:"rollouts_split"`
-	RolloutsPending int          `json:"rollouts_pending"`
-	BrokenHops      []hopJSON    `json:"broken_hops"`
-	BadLines        badLinesJSON `json:"bad_lines"`
-	SplitRollouts   []string     `json:"split_rollouts"`
-	Spec            string       `json:"spec"`
-	SpecSource      string       `json:"spec_source"`
-	SpecWarning     string       `json:"spec_warning"`
-	// Tokens and RolloutTokens are present only when spans report token
-	// usage (a model backend with GenAI tracing).
-	Tokens        *tokenTotalJSON        `json:"tokens,omitempty"`
-	RolloutTokens map[string]*tokensJSON `json:"rollout_tokens,omitempty"`
-	// With --evidence: what Gym's files say, and of each rollout joined.
-	Evidence        *evidence.SummaryJSON            `json:"evidence,omitempty"`
-	RolloutEvidence map[string]*evidence.RolloutJSON `json:"rollout_evidence,omitempty"`
-	trafficJSON
-}
+// checkJSON is the documented schema of `check --json` (docs/json.md),
+// shared with the MCP check tool.
+type checkJSON = report.Check
 
-type hopJSON struct {
-	FromService string `json:"from_service"`
-	ToService   string `json:"to_service"`
-	SpanName    string `json:"span_name"`
-	Cause       string `json:"cause"` // the reason's stable code
-	Reason      string `json:"reason"`
-	Fix         string `json:"fix,omitempty"`
-	Count       int    `json:"count"`
-	Rollouts    int    `json:"rollouts"`
-}
+type hopJSON = report.Hop
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	su := newSetup("check", stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n"+
@@ -95,45 +63,14 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if snap, err = selectWhere(reg, snap, *where, ev); err != nil {
 		return fail("%v", err)
 	}
-	res := reg.Resolve(specText)
-	warning := whatif.SpecWarning(res.Set)
-	if e := res.Effect(); e != "" {
-		warning = e
-		if w := whatif.SpecWarning(res.Set); w != "" && !res.Off {
-			warning += "; " + w
-		}
-	}
 	// Every rollout of a file arrived at load time, so any grace > 0 keeps
 	// them all pending: files are complete, hence the default of 0.
 	rep := whatif.NewEngine(reg).Check(snap, time.Now(), *grace)
-
-	out := checkJSON{
-		Spans: rep.Spans, Rollouts: rep.Rollouts, Traces: rep.Traces, Intact: rep.Intact,
-		RolloutsJoined: rep.Joined, RolloutsSplit: rep.Split, RolloutsPending: rep.Pending,
-		BrokenHops: []hopJSON{}, BadLines: badLines(frep), SplitRollouts: []string{},
-		Spec: specText, SpecSource: source, SpecWarning: warning, variantJSON: vc.json(),
-		trafficJSON: trafficOf(rep.Structure),
-	}
+	out := report.NewCheck(vc.json(), reg, rep, report.Setting{Spec: specText, Source: source}, badLines(frep))
 	ev = rejoin(ev, rep.Structure)
 	out.Evidence, out.RolloutEvidence = evidenceSummary(ev), rolloutEvidence(ev, rep.Structure)
 	toks := tokenReport(rep.Structure)
-	out.Tokens = tokenTotal(toks)
-	for id, t := range toks.PerRollout {
-		if out.RolloutTokens == nil {
-			out.RolloutTokens = map[string]*tokensJSON{}
-		}
-		out.RolloutTokens[id] = tokensOut(t)
-	}
 	hops := rep.HopSummary()
-	for _, h := range hops {
-		out.BrokenHops = append(out.BrokenHops, hopJSON{h.FromService, h.ToService, h.SpanName, h.Cause.Code(), h.Reason, h.Cause.Fix(), h.Spans, h.Rollouts})
-	}
-	for id, rc := range rep.ByRollout {
-		if rc.Status == whatif.Split {
-			out.SplitRollouts = append(out.SplitRollouts, id)
-		}
-	}
-	sort.Strings(out.SplitRollouts)
 	code = exitOK
 	if !rep.Intact {
 		code = exitBroken
@@ -203,40 +140,7 @@ func joinMax(xs []string, n int) string {
 }
 
 // trafficJSON is the part of `check --json` and `preview --json` about what
-// is not a rollout: run-level traffic, unattributed fragments, context leaks.
-type trafficJSON struct {
-	RunTraffic            runTrafficJSON `json:"run_traffic"`
-	UnattributedFragments int            `json:"unattributed_fragments"`
-	ContextLeaks          int            `json:"context_leaks"`
-	ContextLeakDetails    []leakJSON     `json:"context_leak_details"`
-}
+// is not a rollout.
+type trafficJSON = report.Traffic
 
-type runTrafficJSON struct {
-	Spans  int            `json:"spans"`
-	Traces int            `json:"traces"`
-	Kinds  map[string]int `json:"kinds"`
-}
-
-type leakJSON struct {
-	Service string `json:"service"`
-	Span    string `json:"span"`
-	Count   int    `json:"count"`
-	Cause   string `json:"cause"`
-}
-
-func trafficOf(st *rollouts.Structure) trafficJSON {
-	if st == nil {
-		return trafficJSON{RunTraffic: runTrafficJSON{Kinds: map[string]int{}}, ContextLeakDetails: []leakJSON{}}
-	}
-	t := st.Traffic()
-	out := trafficJSON{
-		RunTraffic:            runTrafficJSON{Spans: t.RunSpans, Traces: t.RunTraces, Kinds: t.RunKinds},
-		UnattributedFragments: t.Unattributed,
-		ContextLeaks:          t.LeakSpans,
-		ContextLeakDetails:    []leakJSON{},
-	}
-	for _, l := range t.Leaks {
-		out.ContextLeakDetails = append(out.ContextLeakDetails, leakJSON{l.Service, l.Name, l.Count, rollouts.LeakCause})
-	}
-	return out
-}
+func trafficOf(st *rollouts.Structure) trafficJSON { return report.TrafficOf(st) }

@@ -10,44 +10,13 @@ import (
 	"github.com/nemo-gym/gymtrace/gate/cohort"
 	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/filter"
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
-// cohortJSON is the documented schema of `diff --cohort --json` (README.md,
-// "Compare cohorts").
-type cohortJSON struct {
-	variantJSON
-	Cohort   cohortSideJSON  `json:"cohort"`
-	Baseline cohortSideJSON  `json:"baseline"`
-	Overlap  int             `json:"overlap"`
-	Rows     []cohortRowJSON `json:"rows"`
-}
-
-type cohortSideJSON struct {
-	Filter   string   `json:"filter"`
-	Rollouts int      `json:"rollouts"`
-	IDs      []string `json:"rollout_ids"`
-}
-
-type cohortRowJSON struct {
-	Rank      int                 `json:"rank"`
-	Kind      string              `json:"kind"`
-	Service   string              `json:"service,omitempty"`
-	Name      string              `json:"name"`
-	Metric    string              `json:"metric"`
-	Cohort    float64             `json:"cohort"`
-	Baseline  float64             `json:"baseline"`
-	CohortN   int                 `json:"cohort_n"`
-	BaselineN int                 `json:"baseline_n"`
-	Effect    float64             `json:"effect"`
-	Same      []cohortFeatureJSON `json:"same"`
-}
-
-type cohortFeatureJSON struct {
-	Kind    string `json:"kind"`
-	Service string `json:"service,omitempty"`
-	Name    string `json:"name"`
-}
+// cohortJSON is the documented schema of `diff --cohort --json`
+// (README.md, "Compare cohorts"), shared with the MCP cohort tool.
+type cohortJSON = report.Cohort
 
 // runCohort is `diff --cohort`: the capture's rollouts split by filters and
 // compared feature by feature.
@@ -97,27 +66,10 @@ func runCohort(su *setup, cohortText, baselineText string, top int, asJSON bool,
 	if err != nil {
 		return su.fail("%v", err)
 	}
-	out := cohortJSON{variantJSON: c.vc.json(), Overlap: cmp.Overlap, Rows: []cohortRowJSON{},
-		Cohort:   cohortSideJSON{Filter: cohortText, Rollouts: len(cmp.Cohort), IDs: []string{}},
-		Baseline: cohortSideJSON{Filter: baselineText, Rollouts: len(cmp.Baseline), IDs: []string{}}}
-	for _, r := range cmp.Cohort {
-		out.Cohort.IDs = append(out.Cohort.IDs, r.ID)
-	}
-	for _, r := range cmp.Baseline {
-		out.Baseline.IDs = append(out.Baseline.IDs, r.ID)
-	}
+	out := report.NewCohort(c.vc.json(), cohortText, baselineText, cmp, top)
 	rows := cmp.Rows
 	if top > 0 && len(rows) > top {
 		rows = rows[:top]
-	}
-	for i, r := range rows {
-		row := cohortRowJSON{Rank: i + 1, Kind: r.Feature.Kind.String(), Service: r.Feature.Service, Name: r.Feature.Name,
-			Metric: r.Metric.String(), Cohort: round4(r.Cohort), Baseline: round4(r.Baseline), CohortN: r.CohortN, BaselineN: r.BaselineN,
-			Effect: round4(r.Effect), Same: []cohortFeatureJSON{}}
-		for _, f := range r.Same {
-			row.Same = append(row.Same, cohortFeatureJSON{Kind: f.Kind.String(), Service: f.Service, Name: f.Name})
-		}
-		out.Rows = append(out.Rows, row)
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)

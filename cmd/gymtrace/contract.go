@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"io"
 	"io/fs"
 	"os"
@@ -149,7 +150,7 @@ func profileOut(p *contract.Profile) profileJSON {
 }
 
 func hopOut(h whatif.BreakSum) hopJSON {
-	return hopJSON{h.FromService, h.ToService, h.SpanName, h.Cause.Code(), h.Reason, h.Cause.Fix(), h.Spans, h.Rollouts}
+	return report.HopOf(h)
 }
 
 func findingOut(f contract.Finding) findingJSON {

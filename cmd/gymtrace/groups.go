@@ -9,36 +9,14 @@ import (
 	"text/tabwriter"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/report"
 )
 
 func cmdGroups(args []string) int { return runGroups(args, os.Stdout, os.Stderr) }
 
-type groupsJSON struct {
-	variantJSON
-	Groups  []groupInfoJSON  `json:"groups"`
-	Presets []presetInfoJSON `json:"presets"`
-	Rules   []ruleJSON       `json:"rules"`
-}
-
-type groupInfoJSON struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Spans       string `json:"spans"`
-	EmitsSpans  bool   `json:"emits_spans"`
-	Metric      string `json:"metric,omitempty"` // the metric a span-less group gates
-}
-
-type presetInfoJSON struct {
-	Name        string   `json:"name"`
-	Description string   `json:"description"`
-	Groups      []string `json:"groups"`
-}
-
-type ruleJSON struct {
-	Order int    `json:"order"`
-	Group string `json:"group"`
-	Match string `json:"match"`
-}
+// groupsJSON is the schema of `groups --json`, shared with the MCP
+// groups tool.
+type groupsJSON = report.Groups
 
 func runGroups(args []string, stdout, stderr io.Writer) int {
 	su := newSetup("groups", stderr, "usage: gymtrace groups [--gym-version V] [--groups FILE] [--json]\n\n")
@@ -51,21 +29,7 @@ func runGroups(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return su.fail("%v", err)
 	}
-	out := groupsJSON{variantJSON: vc.json()}
-	for _, g := range reg.Groups() {
-		out.Groups = append(out.Groups, groupInfoJSON{g.Name, g.Description, g.Spans, g.EmitsSpans, g.Metric})
-	}
-	for _, p := range reg.Presets() {
-		s, _ := reg.PresetSet(p.Name)
-		out.Presets = append(out.Presets, presetInfoJSON{p.Name, p.Description, reg.Names(s)})
-	}
-	for i, r := range reg.Rules() {
-		g := reg.Name(r.Group)
-		if r.Attr != "" {
-			g = "(named by the attribute)"
-		}
-		out.Rules = append(out.Rules, ruleJSON{i + 1, g, r.String()})
-	}
+	out := report.NewGroups(vc.json(), reg)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

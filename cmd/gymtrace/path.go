@@ -1,56 +1,27 @@
 package main
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"io"
-	"math"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/nemo-gym/gymtrace/gate/critpath"
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 func cmdPath(args []string) int { return runPath(args, os.Stdout, os.Stderr) }
 
-// pathJSON is the documented schema of `path --json` (README.md, "Critical path").
-type pathJSON struct {
-	variantJSON
-	RolloutID string `json:"rollout_id"`
-	// Evidence: what Gym's files say of the rollout, with --evidence.
-	Evidence   *evidence.RolloutJSON `json:"evidence,omitempty"`
-	DurationMS float64               `json:"duration_ms"`
-	PathMS     float64               `json:"path_ms"`
-	Grafted    int                   `json:"fragments_grafted"`
-	Unplaced   int                   `json:"fragments_unplaced"`
-	Holders    []pathHolderJSON      `json:"holders"`
-	Segments   []pathSegmentJSON     `json:"segments"`
-}
-
-type pathHolderJSON struct {
-	Holder string  `json:"holder"`
-	MS     float64 `json:"ms"`
-	Share  float64 `json:"share"`
-}
-
-type pathSegmentJSON struct {
-	OffsetMS float64 `json:"offset_ms"`
-	SelfMS   float64 `json:"self_ms"`
-	Holder   string  `json:"holder"`
-	Service  string  `json:"service"`
-	Name     string  `json:"name"`
-	Kind     string  `json:"kind"`
-	SpanID   string  `json:"span_id"`
-	Depth    int     `json:"depth"`
-}
+// pathJSON is the documented schema of `path --json` (README.md,
+// "Critical path"), shared with the MCP critical_path tool.
+type pathJSON = report.Path
 
 // ms3 is nanoseconds as milliseconds to the microsecond.
-func ms3(ns int64) float64 { return math.Round(float64(ns)/1e3) / 1e3 }
+func ms3(ns int64) float64 { return report.MS3(ns) }
 
 func runPath(args []string, stdout, stderr io.Writer) int {
 	su := newSetup("path", stderr, "usage: gymtrace path [--json] ROLLOUT FILE...\n\n"+
@@ -79,8 +50,7 @@ func runPath(args []string, stdout, stderr io.Writer) int {
 		return su.fail("rollout %v", err)
 	}
 	p := critpath.Find(snap, r)
-	out := pathJSON{variantJSON: c.vc.json(), RolloutID: r.ID, DurationMS: ms3(p.Duration()), Grafted: p.Grafted, Unplaced: p.Unplaced,
-		Holders: []pathHolderJSON{}, Segments: []pathSegmentJSON{}}
+	out := report.NewPath(c.vc.json(), r.ID, p)
 	ev, err := su.joinEvidence(c.reg, c.snap)
 	if err != nil {
 		return su.fail("%v", err)
@@ -91,16 +61,6 @@ func runPath(args []string, stdout, stderr io.Writer) int {
 	var sum int64
 	for _, s := range p.Segments {
 		sum += s.Self()
-		seg := pathSegmentJSON{OffsetMS: ms3(s.Start - p.Start), SelfMS: ms3(s.Self()), Holder: s.Holder.String(), Service: s.Service,
-			Name: s.Name, Depth: s.Depth}
-		if s.Span != nil {
-			seg.Kind, seg.SpanID = strings.ToLower(s.Span.Kind.String()), hex.EncodeToString(s.Span.SpanID[:])
-		}
-		out.Segments = append(out.Segments, seg)
-	}
-	out.PathMS = ms3(sum)
-	for _, h := range p.Holders {
-		out.Holders = append(out.Holders, pathHolderJSON{Holder: h.Holder.String(), MS: ms3(h.Duration), Share: round4(share(h.Duration, p.Duration()))})
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -142,9 +102,4 @@ func runPath(args []string, stdout, stderr io.Writer) int {
 
 func dur(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
 
-func share(part, whole int64) float64 {
-	if whole <= 0 {
-		return 0
-	}
-	return float64(part) / float64(whole)
-}
+func share(part, whole int64) float64 { return report.Share(part, whole) }

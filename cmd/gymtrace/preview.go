@@ -12,26 +12,15 @@ import (
 	"time"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
 
 func cmdPreview(args []string) int { return runPreview(args, os.Stdout, os.Stderr) }
 
-// badLinesJSON is the bad_lines object of --json outputs: every line not
-// read as a span (plain log text, metric and log records, broken records),
-// with the first samples as file:line: reason.
-type badLinesJSON struct {
-	Count   int      `json:"count"`
-	Skipped int      `json:"skipped"`
-	Bad     int      `json:"bad"`
-	Samples []string `json:"samples"`
-	// Within lines that were read: spans refused as invalid, and strings
-	// kept with U+FFFD for bytes that were not UTF-8.
-	SpansRejected  int    `json:"spans_rejected"`
-	RejectedReason string `json:"rejected_reason"`
-	ValuesRepaired int    `json:"values_repaired"`
-}
+// badLinesJSON is the bad_lines object of --json outputs.
+type badLinesJSON = report.BadLines
 
 func badLines(rep receiver.FileReport) badLinesJSON {
 	out := badLinesJSON{Count: rep.Skipped + rep.BadLines, Skipped: rep.Skipped, Bad: rep.BadLines, Samples: []string{},

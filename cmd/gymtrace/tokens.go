@@ -5,58 +5,22 @@ import (
 	"io"
 	"strings"
 
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
 )
 
 // tokensJSON is a rollout's token usage in `check --json` and
 // `preview --json`, present only where spans report any.
-type tokensJSON struct {
-	Input  int64    `json:"input"`
-	Output int64    `json:"output"`
-	Calls  int      `json:"calls"`
-	Models []string `json:"models"`
-}
+type tokensJSON = report.Tokens
 
-// tokenTotalJSON is the capture's: the rollouts' total, and what spans
-// outside every rollout report, when any do.
-type tokenTotalJSON struct {
-	tokensJSON
-	Rollouts        int         `json:"rollouts"`
-	OutsideRollouts *tokensJSON `json:"outside_rollouts,omitempty"`
-}
+// tokenTotalJSON is the capture's.
+type tokenTotalJSON = report.TokenTotal
 
-func tokensOut(t rollouts.Tokens) *tokensJSON {
-	if !t.Present() {
-		return nil
-	}
-	models := t.Models
-	if models == nil {
-		models = []string{}
-	}
-	return &tokensJSON{Input: t.Input, Output: t.Output, Calls: t.Calls, Models: models}
-}
+func tokensOut(t rollouts.Tokens) *tokensJSON { return report.TokensOf(t) }
 
-// tokenTotal is nil when no span of the capture reports usage, so the key
-// is absent.
-func tokenTotal(rep rollouts.TokenReport) *tokenTotalJSON {
-	if !rep.Total.Present() && !rep.Outside.Present() {
-		return nil
-	}
-	out := &tokenTotalJSON{Rollouts: len(rep.PerRollout), OutsideRollouts: tokensOut(rep.Outside)}
-	if t := tokensOut(rep.Total); t != nil {
-		out.tokensJSON = *t
-	} else {
-		out.Models = []string{}
-	}
-	return out
-}
+func tokenTotal(rep rollouts.TokenReport) *tokenTotalJSON { return report.TokenTotalOf(rep) }
 
-func tokenReport(st *rollouts.Structure) rollouts.TokenReport {
-	if st == nil {
-		return rollouts.TokenReport{}
-	}
-	return st.Tokens()
-}
+func tokenReport(st *rollouts.Structure) rollouts.TokenReport { return report.TokenReport(st) }
 
 // writeTokensText is the text reports' line about token usage; nothing
 // when no span reports any.

@@ -249,7 +249,7 @@ func TestTokensRealGym(t *testing.T) {
 	if chk.Rollouts != 20 || chk.Tokens == nil {
 		t.Fatalf("check: %d rollouts, tokens %v", chk.Rollouts, chk.Tokens)
 	}
-	checkTokens(t, "check total", &chk.Tokens.tokensJSON, &total)
+	checkTokens(t, "check total", &chk.Tokens.Tokens, &total)
 	if chk.Tokens.Rollouts != len(want) || chk.Tokens.OutsideRollouts != nil {
 		t.Errorf("check: tokens in %d rollouts (want %d), outside %v", chk.Tokens.Rollouts, len(want), chk.Tokens.OutsideRollouts)
 	}
@@ -276,7 +276,7 @@ func TestTokensRealGym(t *testing.T) {
 	if pre.Tokens == nil || len(pre.PerRollout) != 20 {
 		t.Fatalf("preview: tokens %v, %d rollouts", pre.Tokens, len(pre.PerRollout))
 	}
-	checkTokens(t, "preview total", &pre.Tokens.tokensJSON, &total)
+	checkTokens(t, "preview total", &pre.Tokens.Tokens, &total)
 	for _, r := range pre.PerRollout {
 		checkTokens(t, "preview rollout "+r.RolloutID, r.Tokens, want[rolloutOfID(t, truth, r.RolloutID)])
 	}

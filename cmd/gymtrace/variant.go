@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -41,12 +42,9 @@ func chooseVariant(flagVal string, snap *model.Snapshot) (variantChoice, error) 
 }
 
 // variantJSON is the pair of keys every --json output carries.
-type variantJSON struct {
-	GymVariant       string `json:"gym_variant"`
-	GymVariantSource string `json:"gym_variant_source"`
-}
+type variantJSON = report.Variant
 
-func (c variantChoice) json() variantJSON { return variantJSON{c.V.Name, c.Source} }
+func (c variantChoice) json() variantJSON { return report.VariantOf(c.V, c.Source) }
 
 // String is the variant as the TUI header and text reports show it.
 func (c variantChoice) String() string { return "Gym " + c.V.Name + " (" + c.Source + ")" }
