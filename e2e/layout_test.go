@@ -31,6 +31,10 @@ func TestLayout(t *testing.T) {
 		{"gate/critpath", []string{"gate/whatif", "gate/filter", "receiver", "tui", "gymsim", "google.golang.org/grpc", "go.opentelemetry.io/"}},
 		{"receiver", []string{"gate", "tui", "gymsim"}},
 		{"tui", []string{"receiver", "gymsim", "google.golang.org/grpc"}},
+		// The MCP server is a face beside tui: the store and gate, never the
+		// receivers, the TUI or the wiring.
+		{"mcpserver", []string{"receiver", "tui", "gymsim", "cmd", "google.golang.org/grpc"}},
+		{"gate/report", []string{"receiver", "tui", "gymsim", "mcpserver", "google.golang.org/grpc", "go.opentelemetry.io/", "github.com/modelcontextprotocol/"}},
 		// gymsim resolves span_groups itself: it emits what it checks against.
 		{"gymsim", []string{"gate", "model", "receiver", "tui"}},
 	}

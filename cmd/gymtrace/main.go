@@ -32,10 +32,11 @@ var commands = map[string]command{
 	"diff":      {cmdDiff, "compare two rollouts span by span (also across captures, or under two specs); --cohort: groups of rollouts"},
 	"recommend": {cmdRecommend, "search the span_groups specs that fit a budget, joins intact, for the one that keeps most"},
 	"path":      {cmdPath, "a rollout's critical path: the spans that own its wall time, and which process holds it"},
+	"mcp":       {cmdMCP, "serve captures to an MCP client over stdio: rollouts, checks, previews as tools"},
 	"export":    {cmdExport, "write rollouts of a capture (optionally as under a spec) as OTLP/JSON lines"},
 }
 
-var order = []string{"serve", "demo", "open", "preview", "recommend", "check", "diff", "path", "export", "groups"}
+var order = []string{"serve", "demo", "open", "preview", "recommend", "check", "diff", "path", "export", "mcp", "groups"}
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: gymtrace [command] [flags]\n\ncommands:\n")

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -159,19 +160,11 @@ func (s *setup) setting() (spec, source string, err error) {
 // nothing to work with and is an error; names Gym drops are warned about
 // and the rest applies.
 func (s *setup) applied(reg *groups.Registry, spec, source string) (groups.Resolution, error) {
-	res := reg.Resolve(spec)
-	switch {
-	case res.Off:
-		return res, fmt.Errorf("span_groups %q from %s: %s", spec, source, res.Effect())
-	case res.Set == 0 && len(res.Dropped) > 0:
-		return res, fmt.Errorf("span_groups %q from %s: %s: no group is left on", spec, source, res.Effect())
-	case res.Set == 0:
-		return res, fmt.Errorf("span_groups %q from %s: names no group or preset", spec, source)
+	res, warning, err := report.Applied(reg, spec, source)
+	if warning != "" {
+		s.warn("%s", warning)
 	}
-	if len(res.Dropped) > 0 {
-		s.warn("span_groups %q from %s: %s", spec, source, res.Effect())
-	}
-	return res, nil
+	return res, err
 }
 
 // appliedFlag is applied for an optional what-if spec flag: ok is false

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nemo-gym/gymtrace/gate/report"
+	"github.com/nemo-gym/gymtrace/mcpserver"
+)
+
+func cmdMCP(args []string) int { return runMCP(args, os.Stderr) }
+
+// runMCP serves loaded captures to one MCP client on stdin and stdout.
+// stdout carries the protocol alone: every message goes to stderr.
+func runMCP(args []string, stderr io.Writer) int {
+	su := newSetup("mcp", stderr, "usage: gymtrace mcp [--spec S] [--gym-version V] FILE...\n\n"+
+		"Serves the captures' rollouts to an MCP client over stdio (the client starts this command):\n"+
+		"status, list_rollouts, get_rollout, get_spans, check, explain, critical_path, cohort, groups, ...\n"+
+		"A live store is served by serve and demo with --mcp-addr.\n\n")
+	su.settingFlags("spec", "the span_groups the capture was made with, which check and preview compare against")
+	su.variantFlags("the capture; default: detected from the capture, else the newest")
+	files, code, done := su.parse(args)
+	if done {
+		return code
+	}
+	if len(files) == 0 {
+		return su.failUsage("no capture files given")
+	}
+	c, err := su.open(files, readOptions{listBad: stderr})
+	if err != nil {
+		return su.fail("%v", err)
+	}
+	defer c.store.Close()
+	spec, source, _ := su.setting()
+	bad := badLines(c.frep)
+	srv := mcpserver.New(mcpserver.Config{
+		Source: c.store, Registry: c.reg, Variant: c.vc.json(),
+		Setting: report.Setting{Spec: spec, Source: source}, BadLines: &bad,
+	})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := srv.RunStdio(ctx); err != nil && ctx.Err() == nil {
+		return su.fail("%v", err)
+	}
+	return exitOK
+}
