@@ -36,9 +36,9 @@ func TestParseByteSize(t *testing.T) {
 // TestServeByteSizeFlags: serve's byte-size flags take units, as --budget
 // does, and -h shows their defaults with units.
 func TestServeByteSizeFlags(t *testing.T) {
-	var stderr syncBuffer
+	var stdout, stderr syncBuffer
 	_, f, _, done := parseServeFlags([]string{"--max-bytes", "64MiB", "--max-recv-bytes", "64MB", "--max-decompressed-bytes", "32MiB",
-		"--max-value-len", "8KiB", "--max-inflight-bytes", "16MiB"}, &stderr)
+		"--max-value-len", "8KiB", "--max-inflight-bytes", "16MiB"}, &stdout, &stderr)
 	if done {
 		t.Fatalf("flags refused: %s", stderr.String())
 	}
@@ -46,13 +46,13 @@ func TestServeByteSizeFlags(t *testing.T) {
 		t.Errorf("parsed %d %d %d %d %d", f.MaxBytes, f.MaxRecvBytes, f.MaxDecompressed, f.Limits.MaxValueLen, f.MaxInflight)
 	}
 	stderr = syncBuffer{}
-	if _, _, code, done := parseServeFlags([]string{"--max-bytes", "64 parsecs"}, &stderr); !done || code != exitUsage ||
+	if _, _, code, done := parseServeFlags([]string{"--max-bytes", "64 parsecs"}, &stdout, &stderr); !done || code != exitUsage ||
 		!strings.Contains(stderr.String(), `invalid value "64 parsecs" for flag -max-bytes`) || !strings.Contains(stderr.String(), "e.g. 64MiB") {
 		t.Errorf("a bad unit: done %v code %d:\n%s", done, code, stderr.String())
 	}
-	stderr = syncBuffer{}
-	parseServeFlags([]string{"-h"}, &stderr)
-	if !strings.Contains(stderr.String(), "(default 64MiB)") {
-		t.Errorf("-h does not show --max-recv-bytes' default with its unit:\n%s", stderr.String())
+	stdout = syncBuffer{}
+	parseServeFlags([]string{"-h"}, &stdout, &stderr)
+	if !strings.Contains(stdout.String(), "(default 64MiB)") {
+		t.Errorf("-h does not show --max-recv-bytes' default with its unit:\n%s", stdout.String())
 	}
 }

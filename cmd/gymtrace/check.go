@@ -22,7 +22,7 @@ type checkJSON = report.Check
 type hopJSON = report.Hop
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	su := newSetup("check", stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n"+
+	su := newSetup("check", stdout, stderr, "usage: gymtrace check [--spec SPEC] [--grace D] [--json] FILE...\n"+
 		"       gymtrace check --baseline GOLDEN [--tolerance 10%] [--json] FILE...\n\n"+
 		"Checks that every rollout of a capture is one trace across processes; with --baseline, holds the\n"+
 		"capture to a golden capture's telemetry (joins, spans and bytes per rollout, names, orphans, secrets).\n"+

@@ -64,7 +64,7 @@ type demoOptions struct {
 // quits, on ctx's end (SIGINT/SIGTERM/SIGHUP), or, headless with --rollouts, when
 // every rollout was answered and flushed.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
-	su := newSetup("demo", stderr, "usage: gymtrace demo [flags]\n\nRuns a simulated NeMo Gym fleet exporting real OTLP to the receivers and shows it.\n\n")
+	su := newSetup("demo", stdout, stderr, "usage: gymtrace demo [flags]\n\nRuns a simulated NeMo Gym fleet exporting real OTLP to the receivers and shows it.\n\n")
 	fs := su.fs
 	var o demoOptions
 	fs.StringVar(&o.spec, "spec", "all", "span_groups the simulated fleet runs with (the setting previewed against; blank is Gym's default)")

@@ -107,7 +107,7 @@ func splitBFrom(args []string) (rest, bFiles []string) {
 }
 
 func runDiff(args []string, stdout, stderr io.Writer) int {
-	su := newSetup("diff", stderr, "usage: gymtrace diff [--json] [--a-spec S] [--b-spec S] ROLLOUT_A ROLLOUT_B FILE... [--b-from FILE...]\n"+
+	su := newSetup("diff", stdout, stderr, "usage: gymtrace diff [--json] [--a-spec S] [--b-spec S] ROLLOUT_A ROLLOUT_B FILE... [--b-from FILE...]\n"+
 		"       gymtrace diff --cohort FILTER [--baseline FILTER] [--top N] [--json] FILE...\n\n"+
 		"Compares two rollouts span by span: operations side by side, spans only one has, the first\n"+
 		"place the trees part, error differences. A rollout against itself (same spec) has no difference.\n"+

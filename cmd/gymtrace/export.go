@@ -27,7 +27,7 @@ func (l *listFlag) Set(s string) error {
 }
 
 func runExport(args []string, stdout, stderr io.Writer) int {
-	su := newSetup("export", stderr, "usage: gymtrace export [--rollout ID]... [--where FILTER] [--spec S] -o OUT.jsonl FILE...\n\n"+
+	su := newSetup("export", stdout, stderr, "usage: gymtrace export [--rollout ID]... [--where FILTER] [--spec S] -o OUT.jsonl FILE...\n\n"+
 		"Writes rollouts of a capture as OTLP/JSON lines, which gymtrace open, otel-tui --from-json-file\n"+
 		"and the Collector's otlpjsonfile receiver read.\n\n")
 	fs := su.fs

@@ -19,7 +19,7 @@ func cmdGroups(args []string) int { return runGroups(args, os.Stdout, os.Stderr)
 type groupsJSON = report.Groups
 
 func runGroups(args []string, stdout, stderr io.Writer) int {
-	su := newSetup("groups", stderr, "usage: gymtrace groups [--gym-version V] [--groups FILE] [--json]\n\n")
+	su := newSetup("groups", stdout, stderr, "usage: gymtrace groups [--gym-version V] [--groups FILE] [--json]\n\n")
 	su.variantFlags("the groups to list; default: the newest")
 	asJSON := su.fs.Bool("json", false, "print groups, presets and rules as JSON")
 	if code, done := su.parseNoArgs(args); done {

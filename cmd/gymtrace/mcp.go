@@ -16,7 +16,8 @@ func cmdMCP(args []string) int { return runMCP(args, os.Stderr) }
 // runMCP serves loaded captures to one MCP client on stdin and stdout.
 // stdout carries the protocol alone: every message goes to stderr.
 func runMCP(args []string, stderr io.Writer) int {
-	su := newSetup("mcp", stderr, "usage: gymtrace mcp [--spec S] [--gym-version V] FILE...\n\n"+
+	// Only -h writes to stdout, before the protocol would start on it.
+	su := newSetup("mcp", os.Stdout, stderr, "usage: gymtrace mcp [--spec S] [--gym-version V] FILE...\n\n"+
 		"Serves the captures' rollouts to an MCP client over stdio (the client starts this command):\n"+
 		"status, list_rollouts, get_rollout, get_spans, check, explain, critical_path, cohort, groups, ...\n"+
 		"A live store is served by serve and demo with --mcp-addr.\n\n")

@@ -42,7 +42,7 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 // the variant and spec chosen. done says open ended there (an error, or
 // the plain tree printed) with code; else release closes the store.
 func prepareOpen(args []string, stdout, stderr io.Writer, tty bool) (cfg uiConfig, release func(), code int, done bool) {
-	su := newSetup("open", stderr, "usage: gymtrace open [--spec S] [--groups F] [--text] FILE...\n\n"+
+	su := newSetup("open", stdout, stderr, "usage: gymtrace open [--spec S] [--groups F] [--text] FILE...\n\n"+
 		"Loads captures (OTLP JSON lines, NeMo Gym console logs, binary OTLP requests;\n"+
 		"the format is detected per file, - reads stdin).\n\n")
 	fs := su.fs

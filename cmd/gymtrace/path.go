@@ -24,7 +24,7 @@ type pathJSON = report.Path
 func ms3(ns int64) float64 { return report.MS3(ns) }
 
 func runPath(args []string, stdout, stderr io.Writer) int {
-	su := newSetup("path", stderr, "usage: gymtrace path [--json] ROLLOUT FILE...\n\n"+
+	su := newSetup("path", stdout, stderr, "usage: gymtrace path [--json] ROLLOUT FILE...\n\n"+
 		"The rollout's critical path: the chain of spans that owns its wall time, each segment with its\n"+
 		"service, span and own time, adding up to the rollout's duration, and which process holds it.\n\n")
 	fs := su.fs

@@ -202,7 +202,7 @@ func groupNames(reg *groups.Registry, gs []groups.Group) []string {
 }
 
 func runPreview(args []string, stdout, stderr io.Writer) int {
-	su := newSetup("preview", stderr, "usage: gymtrace preview --spec SPEC [--current SPEC] [--rollouts N] [--json] FILE...\n\n"+
+	su := newSetup("preview", stdout, stderr, "usage: gymtrace preview --spec SPEC [--current SPEC] [--rollouts N] [--json] FILE...\n\n"+
 		"What a span_groups spec would produce from a capture (best captured with span_groups: all).\n\n")
 	fs := su.fs
 	spec := fs.String("spec", "", "span_groups spec to preview (required), e.g. per_rollout or default,sandbox")

@@ -64,7 +64,7 @@ type runnerUpJSON struct {
 }
 
 func runRecommend(args []string, stdout, stderr io.Writer) int {
-	su := newSetup("recommend", stderr, "usage: gymtrace recommend --budget B [--must GROUPS] [--never GROUPS] [--allow-splits] [--json] FILE...\n\n"+
+	su := newSetup("recommend", stdout, stderr, "usage: gymtrace recommend --budget B [--must GROUPS] [--never GROUPS] [--allow-splits] [--json] FILE...\n\n"+
 		"Searches the capture's Gym variant's span_groups for the specs that fit a budget, joins intact,\n"+
 		"and ranks them by what they keep: rollout wall time covered, error spans, groups.\n"+
 		"Exit status: 0 a spec fits, 1 none does, 2 bad input or usage.\n\n")

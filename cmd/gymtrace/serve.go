@@ -175,8 +175,8 @@ type serveFlags struct {
 
 // parseServeFlags parses serve's line; done is set when serve must stop
 // with code (-h, a bad flag or value).
-func parseServeFlags(args []string, stderr io.Writer) (su *setup, f *serveFlags, code int, done bool) {
-	su = newSetup("serve", stderr, "usage: gymtrace [serve] [flags]\n\nReceives OTLP traces, metrics and logs and shows rollouts as they arrive.\n\n")
+func parseServeFlags(args []string, stdout, stderr io.Writer) (su *setup, f *serveFlags, code int, done bool) {
+	su = newSetup("serve", stdout, stderr, "usage: gymtrace [serve] [flags]\n\nReceives OTLP traces, metrics and logs and shows rollouts as they arrive.\n\n")
 	fs := su.fs
 	f = &serveFlags{}
 	fs.StringVar(&f.GRPCAddr, "grpc-addr", receiver.DefaultGRPCAddr, `OTLP/gRPC listen address ("off" to disable)`)
@@ -230,7 +230,7 @@ func parseServeFlags(args []string, stderr io.Writer) (su *setup, f *serveFlags,
 // ends (headless) or the user quits (TUI). ready, when set, is called once
 // the receivers listen.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool, ready func(*runningReceivers)) int {
-	su, f, code, done := parseServeFlags(args, stderr)
+	su, f, code, done := parseServeFlags(args, stdout, stderr)
 	if done {
 		return code
 	}

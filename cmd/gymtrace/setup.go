@@ -21,6 +21,7 @@ import (
 type setup struct {
 	name   string
 	fs     *flag.FlagSet
+	stdout io.Writer // where help asked for (-h) goes
 	stderr io.Writer
 	head   string // the usage text above the flags
 
@@ -30,8 +31,8 @@ type setup struct {
 	evidence           []string // --evidence paths, when the command takes them
 }
 
-func newSetup(name string, stderr io.Writer, head string) *setup {
-	s := &setup{name: name, stderr: stderr, head: head}
+func newSetup(name string, stdout, stderr io.Writer, head string) *setup {
+	s := &setup{name: name, stdout: stdout, stderr: stderr, head: head}
 	s.fs = flag.NewFlagSet(name, flag.ContinueOnError)
 	s.fs.SetOutput(stderr)
 	s.fs.Usage = s.usage
@@ -41,6 +42,14 @@ func newSetup(name string, stderr io.Writer, head string) *setup {
 func (s *setup) usage() {
 	fmt.Fprint(s.stderr, s.head)
 	s.fs.PrintDefaults()
+}
+
+// help prints the usage asked for (-h) on stdout, where a pager reads it.
+func (s *setup) help() {
+	fmt.Fprint(s.stdout, s.head)
+	s.fs.SetOutput(s.stdout)
+	s.fs.PrintDefaults()
+	s.fs.SetOutput(s.stderr)
 }
 
 // fail reports a usage problem and returns the exit code for it.
@@ -78,7 +87,7 @@ func (s *setup) settingFlags(flagName, what string) {
 
 // parse parses args with flags anywhere in the line and returns the other
 // arguments. done is set when the command must stop with code: -h (exit 0,
-// after the usage) or a bad flag (exit 2).
+// after the usage on stdout) or a bad flag (exit 2, the usage on stderr).
 func (s *setup) parse(args []string) (pos []string, code int, done bool) {
 	// The flag package's own report lacks the command; it is silenced and
 	// reworded.
@@ -89,7 +98,7 @@ func (s *setup) parse(args []string) (pos []string, code int, done bool) {
 	s.fs.Usage = s.usage
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		s.usage()
+		s.help()
 		return nil, exitOK, true
 	case err != nil:
 		return nil, s.failUsage("%v", err), true

@@ -176,9 +176,9 @@ func TestSetupErrors(t *testing.T) {
 			})
 		}
 		t.Run(c.name+"/help", func(t *testing.T) {
-			code, _, errOut := runGateCmd(t, c.run, line(c.args, []string{"-h"})...)
-			if code != exitOK || !strings.HasPrefix(errOut, "usage: gymtrace ") {
-				t.Errorf("-h: exit %d, stderr %.80q; want 0 and the usage", code, errOut)
+			code, out, errOut := runGateCmd(t, c.run, line(c.args, []string{"-h"})...)
+			if code != exitOK || !strings.HasPrefix(out, "usage: gymtrace ") || errOut != "" {
+				t.Errorf("-h: exit %d, stdout %.80q, stderr %.80q; want 0 and the usage on stdout", code, out, errOut)
 			}
 		})
 	}
