@@ -86,162 +86,11 @@ func (c *consoleDecoder) line(b []byte) (model.Span, model.TraceID, recordKind, 
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		return model.Span{}, model.TraceID{}, recOther, errNotJSON
 	}
-	sp := model.Span{Parent: -1}
-	var trace model.TraceID
-	var ex *model.Extra
-	size := 0
-	d := c.decoder
-	d.attrs.Reset()
-	kind := recOther
-	err := s.object(func(key []byte) error {
-		switch string(key) {
-		case "name":
-			v, err := c.str()
-			if err != nil {
-				return err
-			}
-			sp.Name = d.l.Intern(v)
-			size += tagged(5, len(v))
-			c.keys |= keyName
-		case "context":
-			var err error
-			trace, sp.SpanID, err = c.context()
-			if err != nil {
-				return err
-			}
-			size += tagged(1, 16) + tagged(2, 8)
-			c.keys |= keyContext
-		case "kind":
-			v, err := c.str()
-			if err != nil {
-				return err
-			}
-			k, ok := parseKind(v)
-			if !ok {
-				return fmt.Errorf("unknown span kind %q", v)
-			}
-			sp.Kind = k
-			if k != 0 {
-				size += 2
-			}
-			c.keys |= keyKind
-		case "parent_id":
-			if s.null() {
-				return nil
-			}
-			v, err := c.str()
-			if err != nil {
-				return err
-			}
-			if !parseHexID(c.parent[:], v) {
-				return fmt.Errorf("bad span id %q", v)
-			}
-			if !c.parent.IsZero() {
-				size += tagged(4, 8)
-			}
-		case "start_time", "end_time":
-			if s.null() {
-				return nil
-			}
-			v, err := c.str()
-			if err != nil {
-				return err
-			}
-			t, err := parseISO(v)
-			if err != nil {
-				return err
-			}
-			if key[0] == 's' {
-				sp.Start = t
-				c.keys |= keyStart
-			} else {
-				sp.End = t
-			}
-			size += 9
-		case "status":
-			if s.null() {
-				return nil
-			}
-			code, msg, err := c.status()
-			if err != nil {
-				return err
-			}
-			sp.Status = code
-			inner := 0
-			if code != 0 {
-				inner += 2
-			}
-			if len(msg) > 0 {
-				inner += tagged(2, len(msg))
-				if ex == nil {
-					ex = new(model.Extra)
-				}
-				ex.StatusMessage = string(msg)
-			}
-			size += tagged(15, inner)
-		case "attributes":
-			n, err := c.attributes(&d.attrs, &sp, true)
-			if err != nil {
-				return err
-			}
-			size += n
-		case "events":
-			if s.null() {
-				return nil
-			}
-			return s.array(func(i int) error {
-				ev, n, err := c.event(&sp)
-				if err != nil {
-					return atIndex("events", i, err)
-				}
-				if ex == nil {
-					ex = new(model.Extra)
-				}
-				ex.Events = append(ex.Events, ev)
-				size += tagged(11, n)
-				return nil
-			})
-		case "links":
-			if s.null() {
-				return nil
-			}
-			return s.array(func(i int) error {
-				ln, n, err := c.link(&sp)
-				if err != nil {
-					return atIndex("links", i, err)
-				}
-				if ex == nil {
-					ex = new(model.Extra)
-				}
-				ex.Links = append(ex.Links, ln)
-				size += tagged(13, n)
-				return nil
-			})
-		case "resource":
-			id, err := c.resource()
-			if err != nil {
-				return err
-			}
-			sp.Resource = id
-		case "resource_spans", "resourceSpans":
-			kind = recOTLPTraces
-			return errStop
-		case "resource_metrics", "resourceMetrics":
-			kind = recMetrics
-			return errStop
-		case "resource_logs", "resourceLogs":
-			kind = recLogs
-			return errStop
-		case "body", "severity_text", "severity_number":
-			kind = recLogRecord
-			return errStop
-		default:
-			return s.skip()
-		}
-		return nil
-	})
+	ln := lineSpan{sp: model.Span{Parent: -1}, kind: recOther}
+	c.decoder.attrs.Reset()
+	err := s.object(func(key []byte) error { return c.field(&ln, key) })
 	if err == errStop {
-		return model.Span{}, model.TraceID{}, kind, nil
+		return model.Span{}, model.TraceID{}, ln.kind, nil
 	}
 	if err != nil {
 		return model.Span{}, model.TraceID{}, recOther, err
@@ -253,27 +102,218 @@ func (c *consoleDecoder) line(b []byte) (model.Span, model.TraceID, recordKind, 
 	if c.keys&(keyName|keyContext) != keyName|keyContext {
 		return model.Span{}, model.TraceID{}, recOther, nil
 	}
-	if trace.IsZero() || sp.SpanID.IsZero() {
+	if ln.trace.IsZero() || ln.sp.SpanID.IsZero() {
 		return model.Span{}, model.TraceID{}, recOther, errors.New("context: trace_id and span_id are required")
 	}
-	if d.attrs.Count() > 0 {
-		sp.Attrs = d.attrs.Attrs()
+	c.finish(&ln)
+	return ln.sp, ln.trace, recSpan, nil
+}
+
+// lineSpan is one line's span while its keys are read.
+type lineSpan struct {
+	sp    model.Span
+	trace model.TraceID
+	ex    *model.Extra
+	// size is the span's size as the Python OTLP exporter would encode it.
+	size int
+	kind recordKind // what the line holds, once a key tells
+}
+
+// extra returns the span's rare fields, made on first use.
+func (ln *lineSpan) extra() *model.Extra {
+	if ln.ex == nil {
+		ln.ex = new(model.Extra)
 	}
-	if sp.Flags()&model.FlagAttrsCapped != 0 {
-		if ex == nil {
-			ex = new(model.Extra)
+	return ln.ex
+}
+
+// field reads the value of one key of the line's object. A key of another
+// record (OTLP/JSON, metrics, a log record) stops the line with errStop,
+// ln.kind saying which.
+func (c *consoleDecoder) field(ln *lineSpan, key []byte) error {
+	s, d := &c.s, c.decoder
+	switch string(key) {
+	case "name":
+		v, err := c.str()
+		if err != nil {
+			return err
 		}
-		ex.DroppedAttrs = uint32(c.dropped)
+		ln.sp.Name = d.l.Intern(v)
+		ln.size += tagged(5, len(v))
+		c.keys |= keyName
+	case "context":
+		var err error
+		ln.trace, ln.sp.SpanID, err = c.context()
+		if err != nil {
+			return err
+		}
+		ln.size += tagged(1, 16) + tagged(2, 8)
+		c.keys |= keyContext
+	case "kind":
+		return c.kindField(ln)
+	case "parent_id":
+		return c.parentField(ln)
+	case "start_time", "end_time":
+		return c.timeField(ln, key[0] == 's')
+	case "status":
+		return c.statusField(ln)
+	case "attributes":
+		n, err := c.attributes(&d.attrs, &ln.sp, true)
+		if err != nil {
+			return err
+		}
+		ln.size += n
+	case "events":
+		if s.null() {
+			return nil
+		}
+		return s.array(func(i int) error {
+			ev, n, err := c.event(&ln.sp)
+			if err != nil {
+				return atIndex("events", i, err)
+			}
+			ex := ln.extra()
+			ex.Events = append(ex.Events, ev)
+			ln.size += tagged(11, n)
+			return nil
+		})
+	case "links":
+		if s.null() {
+			return nil
+		}
+		return s.array(func(i int) error {
+			l, n, err := c.link(&ln.sp)
+			if err != nil {
+				return atIndex("links", i, err)
+			}
+			ex := ln.extra()
+			ex.Links = append(ex.Links, l)
+			ln.size += tagged(13, n)
+			return nil
+		})
+	case "resource":
+		id, err := c.resource()
+		if err != nil {
+			return err
+		}
+		ln.sp.Resource = id
+	case "resource_spans", "resourceSpans":
+		ln.kind = recOTLPTraces
+		return errStop
+	case "resource_metrics", "resourceMetrics":
+		ln.kind = recMetrics
+		return errStop
+	case "resource_logs", "resourceLogs":
+		ln.kind = recLogs
+		return errStop
+	case "body", "severity_text", "severity_number":
+		ln.kind = recLogRecord
+		return errStop
+	default:
+		return s.skip()
+	}
+	return nil
+}
+
+// kindField reads "kind": "SpanKind.SERVER" and the like.
+func (c *consoleDecoder) kindField(ln *lineSpan) error {
+	v, err := c.str()
+	if err != nil {
+		return err
+	}
+	k, ok := parseKind(v)
+	if !ok {
+		return fmt.Errorf("unknown span kind %q", v)
+	}
+	ln.sp.Kind = k
+	if k != 0 {
+		ln.size += 2
+	}
+	c.keys |= keyKind
+	return nil
+}
+
+// parentField reads "parent_id", null for a root.
+func (c *consoleDecoder) parentField(ln *lineSpan) error {
+	if c.s.null() {
+		return nil
+	}
+	v, err := c.str()
+	if err != nil {
+		return err
+	}
+	if !parseHexID(c.parent[:], v) {
+		return fmt.Errorf("bad span id %q", v)
+	}
+	if !c.parent.IsZero() {
+		ln.size += tagged(4, 8)
+	}
+	return nil
+}
+
+// timeField reads "start_time" (start) or "end_time", ISO 8601 or null.
+func (c *consoleDecoder) timeField(ln *lineSpan, start bool) error {
+	if c.s.null() {
+		return nil
+	}
+	v, err := c.str()
+	if err != nil {
+		return err
+	}
+	t, err := parseISO(v)
+	if err != nil {
+		return err
+	}
+	if start {
+		ln.sp.Start = t
+		c.keys |= keyStart
+	} else {
+		ln.sp.End = t
+	}
+	ln.size += 9
+	return nil
+}
+
+// statusField reads "status": its code and description.
+func (c *consoleDecoder) statusField(ln *lineSpan) error {
+	if c.s.null() {
+		return nil
+	}
+	code, msg, err := c.status()
+	if err != nil {
+		return err
+	}
+	ln.sp.Status = code
+	inner := 0
+	if code != 0 {
+		inner += 2
+	}
+	if len(msg) > 0 {
+		inner += tagged(2, len(msg))
+		ln.extra().StatusMessage = string(msg)
+	}
+	ln.size += tagged(15, inner)
+	return nil
+}
+
+// finish completes a span whose keys are all read: its attributes, what
+// was dropped, and its size.
+func (c *consoleDecoder) finish(ln *lineSpan) {
+	d := c.decoder
+	if d.attrs.Count() > 0 {
+		ln.sp.Attrs = d.attrs.Attrs()
+	}
+	if ln.sp.Flags()&model.FlagAttrsCapped != 0 {
+		ln.extra().DroppedAttrs = uint32(c.dropped)
 	}
 	c.dropped = 0
-	sp.Extra = ex
+	ln.sp.Extra = ln.ex
 	// The Python OTLP exporter always sends flags (fixed32) and a status.
-	size += 6
-	if sp.Status == 0 && (ex == nil || ex.StatusMessage == "") {
-		size += 2
+	ln.size += 6
+	if ln.sp.Status == 0 && (ln.ex == nil || ln.ex.StatusMessage == "") {
+		ln.size += 2
 	}
-	sp.SetWireSize(size)
-	return sp, trace, recSpan, nil
+	ln.sp.SetWireSize(ln.size)
 }
 
 var errStop = errors.New("stop")
