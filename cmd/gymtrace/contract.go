@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"github.com/nemo-gym/gymtrace/gate/report"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -46,46 +42,12 @@ func parseTolerance(s string) (float64, error) {
 	return v, nil
 }
 
-// baselineFiles is GOLDEN as files: the file itself; a case folder's
-// capture (its console/ files, else its otlp/ ones: what sits beside them,
-// truth and Gym's outcome files, is no capture); else every regular file
-// under the folder (hidden ones aside), sorted.
+// baselineFiles is GOLDEN as files, as captureFiles reads a capture.
 func baselineFiles(path string) ([]string, error) {
-	info, err := os.Stat(path)
+	files, err := captureFiles(path)
 	if err != nil {
 		return nil, fmt.Errorf("--baseline: %w", err)
 	}
-	if !info.IsDir() {
-		return []string{path}, nil
-	}
-	for _, sub := range []string{"console", "otlp"} {
-		if fi, err := os.Stat(filepath.Join(path, sub)); err == nil && fi.IsDir() {
-			return baselineFiles(filepath.Join(path, sub))
-		}
-	}
-	var files []string
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if strings.HasPrefix(d.Name(), ".") && p != path {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.Type().IsRegular() {
-			files = append(files, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("--baseline: %w", err)
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("--baseline %s: the folder holds no files", path)
-	}
-	sort.Strings(files)
 	return files, nil
 }
 

@@ -44,7 +44,8 @@ func runOpen(args []string, stdout, stderr io.Writer, tty bool) int {
 func prepareOpen(args []string, stdout, stderr io.Writer, tty bool) (cfg uiConfig, release func(), code int, done bool) {
 	su := newSetup("open", stdout, stderr, "usage: gymtrace open [--spec S] [--groups F] [--text] FILE...\n\n"+
 		"Loads captures (OTLP JSON lines, NeMo Gym console logs, binary OTLP requests;\n"+
-		"the format is detected per file, - reads stdin).\n\n")
+		"the format is detected per file, - reads stdin; a case folder reads as its console/\n"+
+		"or otlp/ files, any other folder as every file under it).\n\n")
 	fs := su.fs
 	su.settingFlags("spec", "span_groups spec to preview against")
 	su.variantFlags("the capture; default: detected from the capture, else the newest")

@@ -245,10 +245,15 @@ func loadCaptures(files []string) (*model.Store, *model.Snapshot, receiver.FileR
 	return loadCapturesWith(files, readOptions{})
 }
 
-// loadCapturesWith reads files into a new store and returns its snapshot.
-// Files are complete, so everything is applied before the snapshot is taken.
+// loadCapturesWith reads files into a new store and returns its snapshot;
+// a folder is read as captureFiles reads it. Files are complete, so
+// everything is applied before the snapshot is taken.
 func loadCapturesWith(files []string, o readOptions) (*model.Store, *model.Snapshot, receiver.FileReport, error) {
 	store := model.NewStore(o.store)
+	files, err := expandCaptures(files)
+	if err != nil {
+		return store, store.Snapshot(), receiver.FileReport{}, err
+	}
 	rep, err := receiver.ReadFiles(store, files, o.read)
 	store.Sync()
 	if o.listBad != nil {
