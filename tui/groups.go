@@ -584,6 +584,10 @@ func (g *groupsPanel) summary(w int) summary {
 	if g.joinText(cur) == g.joinText(prev) {
 		out.join = "joining " + g.joinText(prev) + " (both)"
 	}
+	if t := g.capturedText(); t != "" {
+		out.join += " · as captured: " + t
+		out.split = whatif.Captured(g.check, g.curRep).Split > 0
+	}
 	side := prev
 	if _, split, _ := g.joinCounts(prev); split == 0 {
 		side = cur
@@ -600,7 +604,7 @@ func (g *groupsPanel) summary(w int) summary {
 		out.hops = append(out.hops, hop{hopName(b.from, b.to, b.span), why})
 	}
 	_, split, _ := g.joinCounts(side)
-	out.split = split > 0
+	out.split = out.split || split > 0
 	return out
 }
 
@@ -657,6 +661,12 @@ func (s summary) lines(st *Styles, w, room int, where string) []string {
 		// Short of room: the count and where to see all, then the hops
 		// whole, as many as fit (at least the first, cut to a line).
 		verdict = wrap(s.join+" · "+countNoun(n, "broken hop")+" (all: "+where+"):", w)
+		if len(verdict)+len(whole(s.hops[0])) > room && len(verdict)+len(whole(s.hops[0])) <= room+len(s.figs) {
+			// The verdict and its first hop whole come before the
+			// figures, which the focused panel shows.
+			room += len(s.figs)
+			s.figs = nil
+		}
 		for i, h := range s.hops {
 			ls := whole(h)
 			if len(verdict)+len(ls) > room {
@@ -749,21 +759,20 @@ func (g *groupsPanel) copyWarning() (short, long string) {
 }
 
 // joinText is joinCell without styling, for running text.
-func (g *groupsPanel) joinText(r *whatif.Report) string {
-	joined, split, pending := g.joinCounts(r)
-	n := joined + split + pending
-	switch {
-	case pending > 0 && split > 0:
-		return fmt.Sprintf("✗ %d/%d +%d pending", split, n, pending)
-	case pending > 0:
-		return fmt.Sprintf("✓ %d/%d +%d pending", joined, n, pending)
-	case split > 0:
-		return fmt.Sprintf("✗ %d/%d split", split, n)
-	case n == 0:
-		// Nothing to judge is no verdict: not a green ✓.
-		return "no rollouts yet"
+func (g *groupsPanel) joinText(r *whatif.Report) string { return g.verdict(r).String() }
+
+// capturedText is the capture's own join as check says it, when it reads
+// otherwise than the current spec's prediction (a capture split by a
+// process with server off that the spec has on), else "": a prediction
+// alone would call a broken capture intact.
+func (g *groupsPanel) capturedText() string {
+	if g.check == nil || g.curRep == nil {
+		return ""
 	}
-	return fmt.Sprintf("✓ intact %d/%d", joined, n)
+	if t := whatif.Captured(g.check, g.curRep).String(); t != g.joinText(g.curRep) {
+		return t
+	}
+	return ""
 }
 
 func plural(n int) string {
@@ -796,7 +805,15 @@ func (g *groupsPanel) joinRows(row func(label, a, b string) string, colW int) []
 		}
 		return styled(wrap(g.joinText(r), colW), st)
 	}
-	return wrapRows(row, "joining", cell(g.curRep), cell(g.prevRep))
+	rows := wrapRows(row, "joining", cell(g.curRep), cell(g.prevRep))
+	if t := g.capturedText(); t != "" {
+		st := g.st.Join.Joined
+		if whatif.Captured(g.check, g.curRep).Split > 0 {
+			st = g.st.Join.Split
+		}
+		rows = append(rows, row("as captured", st.Render(t), ""))
+	}
+	return rows
 }
 
 // styled renders each line in st.

@@ -228,8 +228,8 @@ func TestRealGymSearchStatusShown(t *testing.T) {
 // first broken hop, its finding and its likely fix, uncut.
 func TestRealGymShortVerdictWhole(t *testing.T) {
 	for _, tc := range []struct{ capture, want string }{
-		{"s41-obs0-iso/spec-server+rollout+verify", "joining ✓ intact 20/20 (both) · 9 broken hops (all: tab, then pgdn): ✗ in capture ? → policy_model (POST /v1/responses): no CLIENT span calls it (http_client off? server off?)"},
-		{"s41-obs0-iso/broken-model", "joining ✓ intact 20/20 (both): in capture simple_agent → policy_model (POST /v1/responses): CLIENT span has no SERVER child (server off in policy_model?)"},
+		{"s41-obs0-iso/spec-server+rollout+verify", "joining ✓ intact 20/20 (both) · as captured: ✗ 20/20 split · 9 broken hops (all: tab, then pgdn): ✗ in capture ? → policy_model (POST /v1/responses): no CLIENT span calls it (http_client off? server off?)"},
+		{"s41-obs0-iso/broken-model", "joining ✓ intact 20/20 (both) · as captured: ✗ 20/20 split: in capture simple_agent → policy_model (POST /v1/responses): CLIENT span has no SERVER child (server off in policy_model?)"},
 	} {
 		m := realModel(t, tc.capture, 80, 24, "default")
 		scr := m.View()
@@ -578,5 +578,32 @@ func TestRealGymStatsTitleFits(t *testing.T) {
 	}
 	if ansi.StringWidth(title) > m.stats.width {
 		t.Errorf("title %d wide, panel %d", ansi.StringWidth(title), m.stats.width)
+	}
+}
+
+// A capture a broken model server split reads as it was beside the
+// prediction (default has server on, so it predicts joined), at 80×24 in
+// the short verdict and at 120×40 in the comparison.
+func TestRealGymAsCaptured(t *testing.T) {
+	for _, c := range []string{"s41-obs0-iso/broken-model", "s52-g3-obs0-iso/broken-model"} {
+		for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+			m := realModel(t, c, sz[0], sz[1], "default")
+			v := whatif.Captured(m.check, m.groups.curRep)
+			if v.Split == 0 {
+				t.Fatalf("%s: the check finds no split rollout", c)
+			}
+			want := "as captured"
+			if sz[0] == 80 {
+				want += ":"
+			}
+			want += " " + v.String()
+			if s := ansi.Strip(m.View()); !strings.Contains(strings.Join(strings.Fields(s), " "), want) {
+				t.Errorf("%s at %dx%d: no %q:\n%s", c, sz[0], sz[1], want, s)
+			}
+		}
+	}
+	m := realModel(t, "s41-obs0-iso/all", 120, 40, "default")
+	if s := ansi.Strip(m.View()); strings.Contains(s, "as captured") {
+		t.Errorf("an intact capture says as captured:\n%s", s)
 	}
 }

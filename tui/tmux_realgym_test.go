@@ -33,7 +33,7 @@ func TestTmuxRealGymSizes(t *testing.T) {
 	dir := t.TempDir()
 
 	s := startTmux(t, dir, bin+" open "+realConsole(t, "s41-obs0-iso/spec-server+rollout+verify"), 80, 24)
-	scr := s.waitFor("the short what-if", regexp.MustCompile(`joining ✓ intact 20/20 \(both\) · 9 broken hops`))
+	scr := s.waitFor("the short what-if", regexp.MustCompile(`joining ✓ intact 20/20 \(both\) · as captured: ✗ 20/20 split · 9 broken hops`))
 	// Four long paths: the header still names the spec in force and the variant.
 	if l1 := strings.SplitN(scr, "\n", 2)[0]; !strings.Contains(l1, "open agent.log.gz ") || !regexp.MustCompile(`· current default · Gym G\w+`).MatchString(l1) {
 		t.Errorf("the 80-column header drops the files, the spec or the variant: %q", l1)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,5 +284,40 @@ func TestGroupsOutput(t *testing.T) {
 			}
 			golden.Check(t, []byte(out))
 		})
+	}
+}
+
+// A capture a broken model server split (server off in policy_model) is
+// predicted joined under default, which has server on: preview says how
+// it was beside the prediction, in text and JSON, as check judges it.
+func TestPreviewSaysAsCaptured(t *testing.T) {
+	for _, c := range []string{"s41-obs0-iso/broken-model", "s52-g3-obs0-iso/broken-model"} {
+		files := realGymCase(t, c)
+		code, out, errOut := runGateCmd(t, previewCmd, append([]string{"--json", "--spec", "default"}, files...)...)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", c, code, errOut)
+		}
+		var p previewJSON
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatal(err)
+		}
+		_, chkOut, _ := runGateCmd(t, checkCmd, append([]string{"--json"}, files...)...)
+		var chk checkJSON
+		if err := json.Unmarshal([]byte(chkOut), &chk); err != nil {
+			t.Fatal(err)
+		}
+		a := p.AsCaptured
+		if a.Intact || a.Split == 0 || a.Split != chk.RolloutsSplit || a.Joined != chk.RolloutsJoined || a.Verdict != fmt.Sprintf("✗ %d/%d split", a.Split, a.Split+a.Joined+a.Pending) {
+			t.Errorf("%s: as_captured %+v, check says %d joined %d split", c, a, chk.RolloutsJoined, chk.RolloutsSplit)
+		}
+		_, text, _ := runGateCmd(t, previewCmd, append([]string{"--spec", "default"}, files...)...)
+		if !strings.Contains(text, "\nas captured: "+a.Verdict+" ") {
+			t.Errorf("%s: preview text lacks the capture's verdict %q:\n%s", c, a.Verdict, text)
+		}
+	}
+	// An intact capture is predicted as it was: nothing more to say.
+	_, text, _ := runGateCmd(t, previewCmd, append([]string{"--spec", "default"}, realGymCase(t, "s41-obs0-iso/all")...)...)
+	if strings.Contains(text, "as captured") {
+		t.Errorf("intact capture says as captured:\n%s", text)
 	}
 }

@@ -69,12 +69,23 @@ type previewJSON struct {
 	Breaks          []breakJSON  `json:"breaks"`
 	Latency         latencyJSON  `json:"latency"`
 	Budget          *budgetJSON  `json:"budget"`
+	// AsCaptured is the capture's join as it was (check's), beside the
+	// predictions, which read it as if every process ran their spec.
+	AsCaptured asCapturedJSON `json:"as_captured"`
 	// SpansSpread says how far a run under the spec may differ from
 	// result.spans in timing-dependent spans (G3); null when exact.
 	SpansSpread *spreadJSON `json:"spans_spread"`
 	// Tokens: the capture's token usage, when spans report any.
 	Tokens *tokenTotalJSON `json:"tokens,omitempty"`
 	trafficJSON
+}
+
+type asCapturedJSON struct {
+	Intact  bool   `json:"intact"`
+	Joined  int    `json:"joined"`
+	Split   int    `json:"split"`
+	Pending int    `json:"pending"`
+	Verdict string `json:"verdict"`
 }
 
 type spreadJSON struct {
@@ -261,6 +272,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	chk := eng.Check(snap, time.Now(), 0)
 	ev = rejoin(ev, chk.Structure)
 	curV, repV := whatif.Verdict(cur, chk), whatif.Verdict(rep, chk)
+	capV := whatif.Captured(chk, cur)
 	spread := eng.TimingSpread(snap, rep)
 	worth := eng.Worth(snap, set, *wf.spanCost)
 	var verdict *whatif.BudgetVerdict
@@ -342,6 +354,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		if verdict != nil {
 			out.Budget = budgetOut(*verdict)
 		}
+		out.AsCaptured = asCapturedJSON{Intact: chk.Intact, Joined: capV.Joined, Split: capV.Split, Pending: capV.Pending, Verdict: capV.String()}
 		if spread != nil {
 			out.SpansSpread = &spreadJSON{Note: spread.Sentence(), Requests: spread.Requests, Fewer: spread.Fewer, More: spread.More,
 				Run: spread.Run, SpansMin: spread.SpansMin, SpansMax: spread.SpansMax, Rollout: spread.Rollout}
@@ -353,7 +366,7 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, curV, repV, spread, frep, *rollouts, copySpec, refused)
+	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, curV, repV, capV, spread, frep, *rollouts, copySpec, refused)
 	writeWorthText(stdout, reg, set, worth, *wf.spanCost, verdict)
 	writeEvidenceText(stdout, ev)
 	return exitOK
@@ -381,7 +394,7 @@ func collectBreaks(rep *whatif.Report) []breakJSON {
 	return out
 }
 
-func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec string, res groups.Resolution, curSpec, curSource string, cur, rep *whatif.Report, curV, repV whatif.JoinVerdict, spread *whatif.Spread, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
+func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec string, res groups.Resolution, curSpec, curSource string, cur, rep *whatif.Report, curV, repV, capV whatif.JoinVerdict, spread *whatif.Spread, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
 	fmt.Fprintf(w, "variant: %s\n", vc)
 	if e := res.Effect(); e != "" {
 		fmt.Fprintf(w, "%s\n", e)
@@ -414,6 +427,11 @@ func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec 
 	row(fmt.Sprintf("at %d rollouts: bytes", projectTo), cb, pb)
 	tw.Flush()
 	fmt.Fprintf(w, "(current from %s)\n", curSource)
+	if capV.String() != curV.String() {
+		// The rows predict each spec as if every process ran it: a capture
+		// a process broke reads joined there, so say how it was.
+		fmt.Fprintf(w, "as captured: %s (the rows above predict each spec as if every process ran it)\n", capV.String())
+	}
 	if repV.LowerBound() {
 		fmt.Fprintf(w, "note: %s:\n", whatif.LowerBoundNote)
 		for _, g := range repV.Gaps {

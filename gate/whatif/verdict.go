@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
@@ -36,6 +37,59 @@ type JoinVerdict struct {
 func (v JoinVerdict) IsSplit(id string) bool {
 	i := sort.SearchStrings(v.SplitIDs, id)
 	return i < len(v.SplitIDs) && v.SplitIDs[i] == id
+}
+
+// String says the verdict as every face prints it: "✓ intact 20/20",
+// "✗ 20/20 split", "✓ 3/5 +2 pending"; "no rollouts yet" when there is
+// nothing to judge, never a green ✓.
+func (v JoinVerdict) String() string {
+	n := v.Joined + v.Split + v.Pending
+	switch {
+	case v.Pending > 0 && v.Split > 0:
+		return fmt.Sprintf("✗ %d/%d +%d pending", v.Split, n, v.Pending)
+	case v.Pending > 0:
+		return fmt.Sprintf("✓ %d/%d +%d pending", v.Joined, n, v.Pending)
+	case v.Split > 0:
+		return fmt.Sprintf("✗ %d/%d split", v.Split, n)
+	case n == 0:
+		return "no rollouts yet"
+	}
+	return fmt.Sprintf("✓ intact %d/%d", v.Joined, n)
+}
+
+// Captured is the capture's join as it was, from its own check (nil:
+// nothing judged), over the rollouts rep looks at (nil: all): what check
+// says, beside a spec's prediction, which reads the capture as if every
+// process had run that spec.
+func Captured(chk *CheckReport, rep *Report) JoinVerdict {
+	v := JoinVerdict{}
+	if chk == nil {
+		return v
+	}
+	count := func(id string, rc RolloutCheck) {
+		switch rc.Status {
+		case Split:
+			v.Split++
+			v.SplitIDs = append(v.SplitIDs, id)
+		case JoinPending:
+			v.Pending++
+		default:
+			v.Joined++
+		}
+	}
+	if rep == nil {
+		for id, rc := range chk.ByRollout {
+			count(id, rc)
+		}
+	} else {
+		for _, pr := range rep.PerRollout {
+			if rc, ok := chk.ByRollout[pr.ID]; ok {
+				count(pr.ID, rc)
+			}
+		}
+	}
+	sort.Strings(v.SplitIDs)
+	return v
 }
 
 // LowerBoundNote says what a lower bound means, in the words every face
