@@ -97,7 +97,8 @@ func TestCohortView(t *testing.T) {
 }
 
 // TestPathKey: P marks the critical path on the waterfall's bars and sums
-// up who holds the rollout's time in the title; P again takes it away.
+// up who holds the rollout's time on a line under the title; P again
+// takes it away.
 func TestPathKey(t *testing.T) {
 	m, _, _ := budgetModel(t, "s41-obs1-iso/all", "")
 	m = keys(t, m, "enter")
@@ -107,7 +108,7 @@ func TestPathKey(t *testing.T) {
 	}
 	m = keys(t, m, "P")
 	v := ansi.Strip(m.View())
-	if !strings.ContainsRune(v, glyphPath) || !strings.Contains(v, "path "+string(glyphPath)+" agent") {
+	if !strings.ContainsRune(v, glyphPath) || !strings.Contains(v, string(glyphPath)+" critical path held by agent") {
 		t.Fatalf("no path on the waterfall:\n%s", v)
 	}
 	if m.trace.marks.path == nil || m.trace.marks.path.RolloutID != m.trace.Rollout().ID {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/nemo-gym/gymtrace/gate/critpath"
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -50,18 +52,55 @@ func (t *traceView) syncPath() {
 	}
 }
 
-// pathTitle is the path's summary for the title: who holds the rollout's
-// time, largest first.
-func (t *traceView) pathTitle() string {
+// pathLine is the path's summary, a line of its own under the title so
+// the title keeps its counts: who holds the rollout's time, largest first,
+// in w cells (the long names give way to short ones, then the smallest
+// shares go). "" when the path is off or not known.
+func (t *traceView) pathLine(w int) string {
 	p := t.marks.path
 	if !t.marks.on || p == nil || p.Duration() <= 0 {
 		return ""
 	}
-	var parts []string
-	for _, h := range p.Holders {
-		parts = append(parts, fmt.Sprintf("%s %.0f%%", h.Holder.Text(), 100*float64(h.Duration)/float64(p.Duration())))
+	share := func(h critpath.Share, short bool) string {
+		name := h.Holder.Text()
+		if short {
+			name = h.Holder.String()
+		}
+		return fmt.Sprintf("%s %.0f%%", name, 100*float64(h.Duration)/float64(p.Duration()))
 	}
-	return " · path " + string(glyphPath) + " " + strings.Join(parts, " ")
+	for _, short := range []bool{false, true} {
+		for n := len(p.Holders); n >= 1; n-- {
+			var parts []string
+			for _, h := range p.Holders[:n] {
+				parts = append(parts, share(h, short))
+			}
+			more := ""
+			if n < len(p.Holders) {
+				more = " · …"
+			}
+			for _, head := range []string{"critical path held by ", "path: "} {
+				l := string(glyphPath) + " " + head + strings.Join(parts, " · ") + more
+				if ansi.StringWidth(l) <= w {
+					return l
+				}
+			}
+		}
+	}
+	return clip(string(glyphPath)+" path", w)
+}
+
+// onPath reports whether sp holds a stretch of the path on its own.
+func (t *traceView) onPath(sp *model.Span) bool {
+	return t.marks.on && len(t.marks.segs[sp]) > 0
+}
+
+// headLines is how many lines the waterfall draws above its rows: the
+// title, the path's line when shown, the column heads.
+func (t *traceView) headLines() int {
+	if t.marks.on && !t.preview && t.r != nil {
+		return 3
+	}
+	return 2
 }
 
 // paintPath marks, among a bar's cells, those where sp holds the path.

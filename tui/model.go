@@ -427,8 +427,12 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(km, k.Recommend):
 		return m, m.startRecommend()
 	case key.Matches(km, k.Path):
+		// Shown, the path wants the waterfall's room: the trace gets focus.
 		m.trace.TogglePath()
-		return m, nil
+		if m.trace.marks.on {
+			m.setFocus(slotTrace)
+		}
+		return m, m.afterChange()
 	case key.Matches(km, k.Export):
 		return m, m.startExport(false)
 	case key.Matches(km, k.ExportShaped):

@@ -607,3 +607,52 @@ func TestRealGymAsCaptured(t *testing.T) {
 		t.Errorf("an intact capture says as captured:\n%s", s)
 	}
 }
+
+// P shows the critical path at every size: the waterfall keeps its title's
+// counts, a line of its own says who holds the time (every holder's share
+// at 120 columns, uncut at 80), and rows on the path carry its mark even
+// where no bar is drawn.
+func TestRealGymCriticalPathShown(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 50}} {
+		m := realModel(t, "s41-obs1-iso/all", sz[0], sz[1], "default")
+		r := m.rollouts.Selected()
+		m = keys(t, m, "P")
+		if m.focus != slotTrace {
+			t.Errorf("%dx%d: P leaves the focus on %s", sz[0], sz[1], m.focus)
+		}
+		lines := strings.Split(ansi.Strip(m.trace.view()), "\n")
+		title := lines[0]
+		for _, want := range []string{countNoun(r.Spans, "span"), countNoun(int(r.Traces), "trace"), fmtDur(r.End - r.Start)} {
+			if !strings.Contains(title, want) {
+				t.Errorf("%dx%d: the title %q lost %q", sz[0], sz[1], title, want)
+			}
+		}
+		p := m.trace.marks.path
+		line := strings.TrimSpace(lines[1])
+		if !strings.HasPrefix(line, string(glyphPath)+" ") || ansi.StringWidth(lines[1]) > m.trace.width {
+			t.Fatalf("%dx%d: no path line: %q", sz[0], sz[1], lines[1])
+		}
+		for i, h := range p.Holders {
+			name := h.Holder.String()
+			if sz[0] >= 120 && !strings.Contains(line, name+" ") {
+				t.Errorf("%dx%d: the path line %q lacks %s", sz[0], sz[1], line, name)
+			}
+			if i == 0 && !strings.Contains(line, name) {
+				t.Errorf("%dx%d: the path line %q lacks the main holder %s", sz[0], sz[1], line, name)
+			}
+		}
+		marked := 0
+		for _, l := range lines[3:] {
+			if strings.HasPrefix(strings.TrimPrefix(l, "›"), string(glyphPath)) || strings.HasPrefix(l, " "+string(glyphPath)) {
+				marked++
+			}
+		}
+		if marked == 0 {
+			t.Errorf("%dx%d: no row carries the path's mark:\n%s", sz[0], sz[1], strings.Join(lines, "\n"))
+		}
+		m = keys(t, m, "P")
+		if l := ansi.Strip(strings.Split(m.trace.view(), "\n")[1]); strings.HasPrefix(l, string(glyphPath)) {
+			t.Errorf("%dx%d: P again leaves the path line: %q", sz[0], sz[1], l)
+		}
+	}
+}

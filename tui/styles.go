@@ -61,6 +61,7 @@ type Styles struct {
 		Dropped   lipgloss.Style
 		Fragment  lipgloss.Style
 		Match     lipgloss.Style
+		Path      lipgloss.Style // the critical path's marks and summary
 		Tick      lipgloss.Style
 	}
 	// Services colours service names and bars, cycled by resource id.
@@ -125,6 +126,7 @@ func DefaultStyles(r *lipgloss.Renderer) *Styles {
 	s.Tree.Fragment = r.NewStyle().Foreground(warn).Bold(true)
 	s.Tree.Match = r.NewStyle().Foreground(accent).Bold(true)
 	s.Tree.Tick = r.NewStyle().Foreground(subtle)
+	s.Tree.Path = r.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#AF8700", Dark: "#FFD75F"}).Bold(true)
 
 	for _, c := range []lipgloss.AdaptiveColor{
 		{Light: "#0066CC", Dark: "#5FAFFF"},

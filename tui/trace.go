@@ -415,7 +415,7 @@ func (t *traceView) scroll(n int) {
 
 // click selects the row at content line y.
 func (t *traceView) click(y int) {
-	if i := t.rowAt(y, 2, len(t.rows)); i >= 0 {
+	if i := t.rowAt(y, t.headLines(), len(t.rows)); i >= 0 {
 		t.cursor, t.moved = i, true
 		t.render()
 	}
@@ -436,7 +436,7 @@ func (t *traceView) collapseAll() {
 }
 
 func (t *traceView) listHeight() int {
-	h := t.height - 2
+	h := t.height - t.headLines()
 	if t.search.typing {
 		h--
 	}
@@ -789,10 +789,8 @@ func (t *traceView) render() {
 	// its hit count, what the user is looking at, never do.
 	name := "Trace " + r.ID
 	parts := []titlePart{{countNoun(r.Spans, "span"), 3}, {countNoun(int(r.Traces), "trace"), 4}, {fmtDur(r.End - r.Start), 2}}
-	for _, extra := range []string{t.tokens.title(), t.pathTitle()} {
-		if extra != "" {
-			parts = append(parts, titlePart{strings.TrimPrefix(extra, " · "), 1})
-		}
+	if extra := t.tokens.title(); extra != "" {
+		parts = append(parts, titlePart{strings.TrimPrefix(extra, " · "), 1})
 	}
 	if t.preview {
 		name = "Preview " + r.ID
@@ -812,6 +810,13 @@ func (t *traceView) render() {
 		title = clip(name, max(t.width-ansi.StringWidth(found), 12)) + found
 	}
 	lines = append(lines, t.st.Panel.Title.Render(clip(title, t.width)))
+	if t.headLines() == 3 {
+		l := t.pathLine(t.width)
+		if l == "" {
+			l = string(glyphPath) + " critical path…"
+		}
+		lines = append(lines, t.st.Tree.Path.Render(clip(l, t.width)))
+	}
 	c := layoutColumns(t.width, t.needName, t.needSvc, t.focused, !t.st.Color)
 	ax := newAxis(r.End-r.Start, c.bar)
 	head := strings.Repeat(" ", rowLead) + fit("span", c.name) + " " + fitRight("time", c.dur)
@@ -869,6 +874,9 @@ func (t *traceView) renderRow(j int, c columns, ax *axis) string {
 		mark = t.st.Tree.Truncated.Render(glyphTruncated)
 	case t.search.hit(row.frag, row.idx):
 		mark = t.st.Tree.Match.Render(glyphMatch)
+	case t.onPath(sp):
+		// Without room for bars the path still shows, span by span.
+		mark = t.st.Tree.Path.Render(string(glyphPath))
 	}
 	glyphs, name := t.nameCell(&row, sp)
 	cell := t.st.Tree.Glyph.Render(glyphs) + name
