@@ -457,8 +457,16 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 		// every size on the way.
 		e.rolls = make(map[string]*rollState, len(snap.Rollouts))
 	}
+	// The tables are made here, where the compiler keeps them on the
+	// stack when small: a live tally checks again and again.
+	t := checkTables{
+		leaksIn: map[string][]leakCount{},
+		hosts:   map[string]model.ResourceID{}, joined: map[model.ResourceID]bool{}, seen: map[model.ResourceID]bool{},
+		agg: map[BrokenHop]int{}, aggRollouts: map[BrokenHop]int{},
+	}
+	leaksByRollout(st, t.leaksIn)
 	p := checkPass{
-		snap: snap, st: st, leaksIn: leaksByRollout(st),
+		snap: snap, st: st,
 		rep: &CheckReport{
 			Structure: st,
 			Awaiting:  awaiting(st, now, grace),
@@ -466,41 +474,43 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 			Rollouts:  len(snap.Rollouts),
 			Traces:    snap.Stats.Traces,
 		},
-		hosts: map[string]model.ResourceID{}, joined: map[model.ResourceID]bool{}, seen: map[model.ResourceID]bool{},
-		agg: map[BrokenHop]int{}, aggRollouts: map[BrokenHop]int{},
 	}
 	if perRollout {
 		p.rep.ByRollout = make(map[string]RolloutCheck, len(snap.Rollouts))
 	}
-	e.gather(&p, grace)
-	learned := learnHosts(p.timed, p.hosts)
+	e.gather(&p, &t, grace)
+	learned := learnHosts(p.timed, t.hosts)
 	driver, hasDriver := jobDriver(snap)
 	for _, c := range p.shapes {
-		c.memo, c.judged = e.shapeHops(snap, c, p.hosts, learned, driver, hasDriver), 0
+		c.memo, c.judged = e.shapeHops(snap, c, t.hosts, learned, driver, hasDriver), 0
 	}
-	p.judge(now, grace)
-	p.total()
+	p.judge(&t, now, grace)
+	p.total(&t)
 	e.evict()
 	e.evictShapes()
 	return p.rep
 }
 
 // checkPass is one check under way: the report it fills and what its
-// steps hand on.
+// steps hand on, with its tables in checkTables.
 type checkPass struct {
-	snap *model.Snapshot
-	st   *rollouts.Structure
-	rep  *CheckReport
-	// leaksIn is each rollout's leaked request spans (leaksByRollout).
-	leaksIn map[string][]leakCount
-	checks  []*rollCheck // each rollout's
+	snap   *model.Snapshot
+	st     *rollouts.Structure
+	rep    *CheckReport
+	checks []*rollCheck // each rollout's
 	// lastSeen is each rollout's, when a grace window reads it.
 	lastSeen []int64
 	shapes   []*rollCheck // the distinct checks among them
 	timed    []timedCheck
-	hosts    map[string]model.ResourceID // host:port -> the process serving it
-	joined   map[model.ResourceID]bool   // processes on a cross-process edge
-	seen     map[model.ResourceID]bool   // processes of the judged rollouts, jobs and strays
+}
+
+// checkTables are a check's maps.
+type checkTables struct {
+	// leaksIn is each rollout's leaked request spans (leaksByRollout).
+	leaksIn map[string][]leakCount
+	hosts   map[string]model.ResourceID // host:port -> the process serving it
+	joined  map[model.ResourceID]bool   // processes on a cross-process edge
+	seen    map[model.ResourceID]bool   // processes of the judged rollouts, jobs and strays
 	// agg is each hop, counts aside, with its spans; aggRollouts the
 	// judged rollouts showing it.
 	agg, aggRollouts map[BrokenHop]int
@@ -513,10 +523,9 @@ type leakCount struct {
 	n         int
 }
 
-// leaksByRollout returns each rollout's leaked request spans, by process
-// and span, in the structure's order.
-func leaksByRollout(st *rollouts.Structure) map[string][]leakCount {
-	leaksIn := map[string][]leakCount{}
+// leaksByRollout fills leaksIn with each rollout's leaked request spans,
+// by process and span, in the structure's order.
+func leaksByRollout(st *rollouts.Structure, leaksIn map[string][]leakCount) {
 	for _, l := range st.Leaks {
 		if l.Rollout == "" || l.Rollout == l.Host {
 			continue
@@ -531,12 +540,11 @@ func leaksByRollout(st *rollouts.Structure) map[string][]leakCount {
 		ls[i].n++
 		leaksIn[l.Rollout] = ls
 	}
-	return leaksIn
 }
 
 // gather takes each rollout's check, when it was last seen, the hosts the
 // rollouts name and the distinct shapes with the processes they join.
-func (e *Engine) gather(p *checkPass, grace time.Duration) {
+func (e *Engine) gather(p *checkPass, t *checkTables, grace time.Duration) {
 	snap := p.snap
 	p.checks = make([]*rollCheck, len(snap.Rollouts))
 	if grace > 0 {
@@ -554,13 +562,13 @@ func (e *Engine) gather(p *checkPass, grace time.Duration) {
 		}
 		// The last rollout to name a host names its process.
 		for _, h := range c.hosts {
-			p.hosts[h.host] = h.res
+			t.hosts[h.host] = h.res
 		}
 		if c.gen != e.gen {
 			c.gen = e.gen
 			p.shapes = append(p.shapes, c)
 			for _, id := range c.joined {
-				p.joined[id] = true
+				t.joined[id] = true
 			}
 		}
 	}
@@ -583,12 +591,12 @@ func jobDriver(snap *model.Snapshot) (model.ResourceID, bool) {
 }
 
 // count adds hops, each seen in n judged rollouts, to the pass's sums.
-func (p *checkPass) count(hops []BrokenHop, n int) {
+func (t *checkTables) count(hops []BrokenHop, n int) {
 	for _, h := range hops {
 		key := h
 		key.Count, key.Rollouts = 0, 0
-		p.agg[key] += h.Count * n
-		p.aggRollouts[key] += n
+		t.agg[key] += h.Count * n
+		t.aggRollouts[key] += n
 	}
 }
 
@@ -596,7 +604,7 @@ func (p *checkPass) count(hops []BrokenHop, n int) {
 // suspects and leaks. A rollout is joined when all its spans carry one
 // trace id; an unattributed fragment that may be its own makes it split
 // too.
-func (p *checkPass) judge(now time.Time, grace time.Duration) {
+func (p *checkPass) judge(t *checkTables, now time.Time, grace time.Duration) {
 	rep := p.rep
 	for i, r := range p.snap.Rollouts {
 		c := p.checks[i]
@@ -605,7 +613,7 @@ func (p *checkPass) judge(now time.Time, grace time.Duration) {
 		for _, su := range suspects {
 			hops = addCount(hops, newHop(unknownService, su.Service, su.Span, CauseUnattributed, su.Service))
 		}
-		leaks := p.leaksIn[r.ID]
+		leaks := t.leaksIn[r.ID]
 		for _, l := range leaks {
 			lh := newHop(l.svc, l.svc, l.name, CauseLeak)
 			lh.Count = l.n
@@ -640,9 +648,9 @@ func (p *checkPass) judge(now time.Time, grace time.Duration) {
 		switch {
 		case rc.Status == JoinPending:
 		case len(suspects) > 0 || len(leaks) > 0:
-			p.count(hops, 1)
+			t.count(hops, 1)
 			for _, id := range c.resources {
-				p.seen[id] = true
+				t.seen[id] = true
 			}
 		default:
 			c.judged++
@@ -653,11 +661,11 @@ func (p *checkPass) judge(now time.Time, grace time.Duration) {
 
 // total sums the shapes' hops into the report, adds a row for each process
 // that never joins anyone, and sorts the rows.
-func (p *checkPass) total() {
-	snap, st, rep, seen, agg := p.snap, p.st, p.rep, p.seen, p.agg
+func (p *checkPass) total(t *checkTables) {
+	snap, st, rep, seen, agg := p.snap, p.st, p.rep, t.seen, t.agg
 	for _, c := range p.shapes {
 		if c.judged > 0 {
-			p.count(c.memo, c.judged)
+			t.count(c.memo, c.judged)
 			for _, id := range c.resources {
 				seen[id] = true
 			}
@@ -682,7 +690,7 @@ func (p *checkPass) total() {
 	}
 	if len(seen) > 1 {
 		for id := range seen {
-			if !p.joined[id] && !named[snap.ServiceName(id)] {
+			if !t.joined[id] && !named[snap.ServiceName(id)] {
 				ph := newHop(snap.ServiceName(id), "", "", CauseProcessNoJoins)
 				ph.Count = 0
 				agg[ph] += int(serviceSpans(snap, id))
@@ -690,7 +698,7 @@ func (p *checkPass) total() {
 		}
 	}
 	for h, n := range agg {
-		h.Count, h.Rollouts = n, p.aggRollouts[h]
+		h.Count, h.Rollouts = n, t.aggRollouts[h]
 		rep.Hops = append(rep.Hops, h)
 	}
 	sort.Slice(rep.Hops, func(i, j int) bool {
