@@ -40,6 +40,9 @@ type Config struct {
 	Live bool
 	// BadLines is what reading the files skipped (nil when live).
 	BadLines *report.BadLines
+	// Evidence, when set, gives Gym's outcome files (rewards, failures,
+	// verdicts), joined to the rollouts of each call's snapshot.
+	Evidence EvidenceFunc
 	// Version is gymtrace's version, as the server names itself.
 	Version string
 	// Now is the clock (nil: time.Now).
@@ -56,6 +59,7 @@ type Server struct {
 	mu  sync.Mutex
 	eng *whatif.Engine
 	reg *groups.Registry
+	ev  evState
 }
 
 // New returns a server with every tool, prompt and resource added.

@@ -317,6 +317,9 @@ func TestToolErrors(t *testing.T) {
 				{"cohort", map[string]any{"cohort": ""}, []string{"cohort is empty"}},
 				{"cohort", map[string]any{"cohort": "status=error", "baseline": "dur>>1"}, []string{"baseline: "}},
 				{"list_rollouts", map[string]any{"limit": "many"}, []string{"limit"}},
+				{"list_rollouts", map[string]any{"filter": "reward>0"}, []string{`filter "reward>0": reward, verdict, failure and task are read from Gym's files`, "--evidence PATH"}},
+				{"list_rollouts", map[string]any{"sort": "-reward"}, []string{`sort "-reward": rewards are read from Gym's files`}},
+				{"cohort", map[string]any{"cohort": "verdict=unhealthy"}, []string{"--evidence PATH"}},
 			}
 			for _, tt := range tests {
 				msg := call(t, cs, tt.tool, tt.args, nil)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nemo-gym/gymtrace/gate/cohort"
 	"github.com/nemo-gym/gymtrace/gate/critpath"
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -55,7 +56,7 @@ type StatusInput = noInput
 // ListInput selects, orders and pages rollouts.
 type ListInput struct {
 	Filter string `json:"filter,omitempty" jsonschema:"gymtrace's filter language (the CLI's --where), e.g. 'status=error service=policy_model dur>2s'; empty: every rollout"`
-	Sort   string `json:"sort,omitempty" jsonschema:"order: start (default, capture order), duration, spans, errors, traces or id; prefix - for descending, e.g. -duration"`
+	Sort   string `json:"sort,omitempty" jsonschema:"order: start (default, capture order), duration, spans, errors, traces, id or reward (with evidence); prefix - for descending, e.g. -duration"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"rows to return, 1-500 (default 50)"`
 	Cursor string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`
 }
@@ -128,9 +129,14 @@ func (s *Server) status(_ context.Context, _ *mcp.CallToolRequest, _ StatusInput
 		return nil, report.Status{}, err
 	}
 	defer done()
-	t := s.check(v).Tally(v.now, s.quiet())
+	chk := s.check(v)
+	t := chk.Tally(v.now, s.quiet())
 	out := report.NewStatus(v.v, v.snap, t, s.cfg.Live, s.cfg.Setting)
 	out.BadLines = s.cfg.BadLines
+	if ev := s.joined(v, chk.Structure); ev != nil {
+		sum := ev.Summary()
+		out.Evidence = &sum
+	}
 	return nil, out, nil
 }
 
@@ -151,6 +157,39 @@ var sorters = map[string]func(a, b *model.Rollout) int{
 	"errors":   func(a, b *model.Rollout) int { return cmpInt(int64(a.Errors), int64(b.Errors)) },
 	"traces":   func(a, b *model.Rollout) int { return cmpInt(int64(a.Traces), int64(b.Traces)) },
 	"id":       func(a, b *model.Rollout) int { return strings.Compare(a.ID, b.ID) },
+	"reward":   nil, // bound to the evidence of the call (bindSort)
+}
+
+// bindSort is the sort of key, the reward sort reading ev: rollouts
+// without a reward go last either way up, so -reward lists the best first.
+func bindSort(key string, by func(a, b *model.Rollout) int, ev *evidence.Joined) func(a, b *model.Rollout) int {
+	if key != "reward" {
+		return by
+	}
+	return func(a, b *model.Rollout) int {
+		ra, rb := reward(ev, a.ID), reward(ev, b.ID)
+		switch {
+		case ra == nil && rb == nil:
+			return 0
+		case ra == nil:
+			return 1
+		case rb == nil:
+			return -1
+		}
+		if *ra < *rb {
+			return -1
+		} else if *ra > *rb {
+			return 1
+		}
+		return 0
+	}
+}
+
+func reward(ev *evidence.Joined, id string) *float64 {
+	if o := ev.Lookup(id); o != nil && o.HasReward() {
+		return &o.Reward
+	}
+	return nil
 }
 
 func cmpInt(a, b int64) int {
@@ -209,10 +248,6 @@ func (s *Server) listRollouts(_ context.Context, _ *mcp.CallToolRequest, in List
 	if err != nil {
 		return nil, report.RolloutList{}, err
 	}
-	f, err := parseFilter("filter", in.Filter)
-	if err != nil {
-		return nil, report.RolloutList{}, err
-	}
 	key, desc := strings.TrimPrefix(in.Sort, "-"), strings.HasPrefix(in.Sort, "-")
 	if key == "" {
 		key = "start"
@@ -228,6 +263,15 @@ func (s *Server) listRollouts(_ context.Context, _ *mcp.CallToolRequest, in List
 	defer done()
 	chk := s.check(v)
 	st := chk.Structure
+	ev := s.joined(v, st)
+	f, err := bindFilter("filter", in.Filter, ev)
+	if err != nil {
+		return nil, report.RolloutList{}, err
+	}
+	if key == "reward" && ev == nil {
+		return nil, report.RolloutList{}, fmt.Errorf("sort %q: rewards are read from Gym's files: start the server with --evidence PATH", in.Sort)
+	}
+	by = bindSort(key, by, ev)
 	rolls := f.Rollouts(st.Snap)
 	if key != "start" || desc {
 		rolls = append([]*model.Rollout(nil), rolls...)
@@ -246,8 +290,13 @@ func (s *Server) listRollouts(_ context.Context, _ *mcp.CallToolRequest, in List
 		out.Sort = "start"
 	}
 	for _, r := range rolls[lo:hi] {
-		out.Rollouts = append(out.Rollouts, report.NewRolloutRow(st.Snap, r, chk.ByRollout[r.ID], report.TokensOf(toks.PerRollout[r.ID])))
+		row := report.NewRolloutRow(st.Snap, r, chk.ByRollout[r.ID], report.TokensOf(toks.PerRollout[r.ID]))
+		if ev != nil {
+			row.Evidence = ev.Rollout(r.ID)
+		}
+		out.Rollouts = append(out.Rollouts, row)
 	}
+	out.Notes = s.evidenceNotes(out.Notes)
 	return nil, out, nil
 }
 
@@ -282,6 +331,9 @@ func (s *Server) getRollout(_ context.Context, _ *mcp.CallToolRequest, in GetRol
 	toks := report.TokenReport(st)
 	out := report.RolloutDetail{Variant: v.v, RolloutRow: report.NewRolloutRow(st.Snap, r, rc, report.TokensOf(toks.PerRollout[r.ID])),
 		PerService: perService(st.Snap, r), ErrorSpans: []report.SpanRef{}, BrokenHops: []report.Hop{}, Depth: depth}
+	if ev := s.joined(v, st); ev != nil {
+		out.Evidence = ev.Rollout(r.ID)
+	}
 	for _, h := range rc.Hops {
 		out.BrokenHops = append(out.BrokenHops, report.HopOfBroken(h))
 	}
@@ -305,6 +357,7 @@ func (s *Server) getRollout(_ context.Context, _ *mcp.CallToolRequest, in GetRol
 	nodes := tree(st.Snap, r, depth)
 	lo, hi, p := page(len(nodes), from, limit, notes)
 	out.Tree, out.Page = nodes[lo:hi], p
+	out.Notes = s.evidenceNotes(out.Notes)
 	return nil, out, nil
 }
 
@@ -491,15 +544,16 @@ func (s *Server) setting(spec string) report.Setting {
 }
 
 func (s *Server) checkTool(_ context.Context, _ *mcp.CallToolRequest, in CheckInput) (*mcp.CallToolResult, report.Check, error) {
-	f, err := parseFilter("filter", in.Filter)
-	if err != nil {
-		return nil, report.Check{}, err
-	}
 	v, done, err := s.begin()
 	if err != nil {
 		return nil, report.Check{}, err
 	}
 	defer done()
+	ev := s.joined(v, v.eng.Structure(v.snap))
+	f, err := bindFilter("filter", in.Filter, ev)
+	if err != nil {
+		return nil, report.Check{}, err
+	}
 	snap := v.snap
 	if !f.Empty() {
 		snap = v.eng.Select(snap, f)
@@ -509,7 +563,19 @@ func (s *Server) checkTool(_ context.Context, _ *mcp.CallToolRequest, in CheckIn
 	if s.cfg.BadLines != nil {
 		bad = *s.cfg.BadLines
 	}
-	return nil, report.NewCheck(v.v, v.reg, rep, s.setting(in.Spec), bad), nil
+	out := report.NewCheck(v.v, v.reg, rep, s.setting(in.Spec), bad)
+	if ev != nil {
+		// As check --evidence: the evidence of the rollouts checked.
+		ev = ev.Within(rep.Structure)
+		sum := ev.Summary()
+		out.Evidence, out.RolloutEvidence = &sum, map[string]*evidence.RolloutJSON{}
+		for _, r := range rep.Structure.Rollouts {
+			if b := ev.Rollout(r.ID); b != nil {
+				out.RolloutEvidence[r.ID] = b
+			}
+		}
+	}
+	return nil, out, nil
 }
 
 func (s *Server) explain(_ context.Context, _ *mcp.CallToolRequest, in ExplainInput) (*mcp.CallToolResult, report.Explain, error) {
@@ -590,22 +656,16 @@ func (s *Server) criticalPath(_ context.Context, _ *mcp.CallToolRequest, in Roll
 	if err != nil {
 		return nil, report.Path{}, err
 	}
-	return nil, report.NewPath(v.v, r.ID, critpath.Find(snap, r)), nil
+	out := report.NewPath(v.v, r.ID, critpath.Find(snap, r))
+	if ev := s.joined(v, v.eng.Structure(v.snap)); ev != nil {
+		out.Evidence = ev.Rollout(r.ID)
+	}
+	return nil, out, nil
 }
 
 func (s *Server) cohortTool(_ context.Context, _ *mcp.CallToolRequest, in CohortInput) (*mcp.CallToolResult, report.Cohort, error) {
 	if strings.TrimSpace(in.Cohort) == "" {
 		return nil, report.Cohort{}, fmt.Errorf("cohort is empty: give a filter selecting the rollouts to compare, e.g. 'status=error'")
-	}
-	cf, err := parseFilter("cohort", in.Cohort)
-	if err != nil {
-		return nil, report.Cohort{}, err
-	}
-	var bf *filter.Filter
-	if in.Baseline != "" {
-		if bf, err = parseFilter("baseline", in.Baseline); err != nil {
-			return nil, report.Cohort{}, err
-		}
 	}
 	var notes []string
 	top := clamp("top", in.Top, DefaultTopRows, MaxCohortRowCap, &notes)
@@ -614,7 +674,22 @@ func (s *Server) cohortTool(_ context.Context, _ *mcp.CallToolRequest, in Cohort
 		return nil, report.Cohort{}, err
 	}
 	defer done()
-	cmp, err := cohort.Compare(v.eng, v.snap, cf, bf)
+	ev := s.joined(v, v.eng.Structure(v.snap))
+	cf, err := bindFilter("cohort", in.Cohort, ev)
+	if err != nil {
+		return nil, report.Cohort{}, err
+	}
+	var bf *filter.Filter
+	if in.Baseline != "" {
+		if bf, err = bindFilter("baseline", in.Baseline, ev); err != nil {
+			return nil, report.Cohort{}, err
+		}
+	}
+	var lookup func(string) *evidence.Outcome
+	if ev != nil {
+		lookup = ev.Lookup
+	}
+	cmp, err := cohort.CompareWith(v.eng, v.snap, cf, bf, lookup)
 	if err != nil {
 		return nil, report.Cohort{}, err
 	}
@@ -628,4 +703,13 @@ func (s *Server) groupsTool(_ context.Context, _ *mcp.CallToolRequest, _ noInput
 	}
 	defer done()
 	return nil, report.NewGroups(v.v, v.reg), nil
+}
+
+// evidenceNotes adds to notes that the outcome files could not be read
+// again, when so.
+func (s *Server) evidenceNotes(notes []string) []string {
+	if s.ev.err != nil {
+		notes = append(notes, "Gym's outcome files could not be read again: "+s.ev.err.Error()+"; evidence is as last read")
+	}
+	return notes
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/report"
+	"github.com/nemo-gym/gymtrace/mcpserver"
 
 	"github.com/nemo-gym/gymtrace/gymsim"
 	"github.com/nemo-gym/gymtrace/receiver"
@@ -25,6 +27,7 @@ func cmdDemo(args []string) int {
 // demoOptions are the demo's flags.
 type demoOptions struct {
 	spec        string
+	mcpAddr     string
 	rate        float64
 	concurrency int
 	seed        int64
@@ -94,6 +97,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	fs.BoolVar(&o.json, "json", false, "headless: print a JSON summary on stdout on exit")
 	fs.StringVar(&o.grpcAddr, "grpc-addr", "", "OTLP/gRPC listen address (default 127.0.0.1:4317 if free, else any free port)")
 	fs.StringVar(&o.httpAddr, "http-addr", "", "OTLP/HTTP listen address (default 127.0.0.1:4318 if free, else any free port)")
+	fs.StringVar(&o.mcpAddr, "mcp-addr", "", mcpAddrUsage)
 	fs.IntVar(&o.maxSpans, "max-spans", 2_000_000, "spans kept in memory; oldest rollouts are evicted past it")
 	fs.Func("process-spec", "NAME=SPEC: span_groups of one fleet process instead of --spec (repeatable; NAME is one of "+
 		strings.Join(gymsim.ProcessNames(), ", ")+", or a role: driver, agent, model, resources), e.g. policy_model=model_call to watch a join break", func(v string) error {
@@ -170,6 +174,23 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	if err != nil {
 		return fail("%v", err)
 	}
+	if o.mcpAddr != "" {
+		mcpEvidence, err := su.evidenceFeed(true)
+		if err != nil {
+			_ = rr.stop()
+			return su.fail("%v", err)
+		}
+		// The fleet's variant is known: it is pinned.
+		m, err := startLiveMCP(ctx, o.mcpAddr, os.Getenv(envAuthToken), false, rr.Store, vc, reg, vc.V.Name, *groupsFile,
+			report.Setting{Spec: o.spec, Source: "--spec"}, mcpserver.EvidenceFunc(mcpEvidence), held)
+		if err != nil {
+			_ = rr.stop()
+			return fail("%v", err)
+		}
+		defer m.stop()
+		rr.MCPAddr = m.Addr
+		fmt.Fprintf(held, "gymtrace demo: MCP (streamable HTTP) on http://%s/\n", m.Addr)
+	}
 	grpcAddr, httpAddr := rr.GRPCAddr, rr.HTTPAddr
 	endpoint := grpcAddr
 	if o.protocol == "http" {
@@ -212,7 +233,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		held.hold()
 		uiErr := runUI(uiConfig{
 			Store: rr.Store, Registry: reg, Current: spec, CurrentSpec: o.spec, Variant: vc.String(),
-			Addrs: rr.Addrs, Live: true, Worth: worth, Evidence: feed,
+			Addrs: uiAddrs(rr), Live: true, Worth: worth, Evidence: feed,
 			// SIGHUP (the terminal gone) ends the demo as it ends serve.
 			Ctx:   ctx,
 			Title: fmt.Sprintf("gymtrace demo (seed %d, Gym %s, %s%s)", o.seed, variant.Name, o.spec, formatProcessSpecs(variant, procSpecs, "; ", "")),

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nemo-gym/gymtrace/gate/report"
 )
 
 // TestMCPMatchesCLI starts the real binary as an MCP client does (`gymtrace
@@ -79,5 +81,76 @@ func TestMCPMatchesCLI(t *testing.T) {
 		append([]string{"--json", "--cohort", "id=" + id, "--top", "20"}, files...)...)
 	if got := tool("cohort", map[string]any{"cohort": "id=" + id, "top": 20}); !reflect.DeepEqual(got, cohort) {
 		t.Errorf("cohort tool != diff --cohort --json:\n got %v\nwant %v", got, cohort)
+	}
+}
+
+// TestMCPEvidence: with --evidence, the tools carry Gym's outcomes as the
+// CLI does, and the filter and sort know reward.
+func TestMCPEvidence(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/real-gym/s41-obs0-iso/all/console/*")
+	ev := "../../testdata/real-gym/s41-obs0-iso/all/evidence-perf"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.Command(gymtraceBinary(t), append([]string{"mcp", "--evidence", ev}, files...)...)
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v (stderr: %s)", err, stderr.String())
+	}
+	defer cs.Close()
+	tool := func(name string, args map[string]any, out any) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s(%v): %v %+v", name, args, err, res)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := runCheck(append([]string{"--json", "--evidence", ev}, files...), &out, &errb); code != exitOK {
+		t.Fatalf("check: %d %s", code, errb.String())
+	}
+	var want, got map[string]any
+	json.Unmarshal(out.Bytes(), &want)
+	tool("check", nil, &got)
+	if want["evidence"] == nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("check tool != check --json --evidence:\n got %v\nwant %v", got, want)
+	}
+	rolloutEv := want["rollout_evidence"].(map[string]any)
+	var l report.RolloutList
+	tool("list_rollouts", map[string]any{"sort": "-reward", "limit": 500}, &l)
+	last := 2.0
+	for _, r := range l.Rollouts {
+		var gotEv any
+		b, _ := json.Marshal(r.Evidence)
+		json.Unmarshal(b, &gotEv)
+		if !reflect.DeepEqual(gotEv, rolloutEv[r.RolloutID]) {
+			t.Errorf("rollout %s evidence %v, want check's %v", r.RolloutID, gotEv, rolloutEv[r.RolloutID])
+		}
+		if r.Evidence != nil && r.Evidence.Reward != nil {
+			if *r.Evidence.Reward > last {
+				t.Errorf("sort -reward: %s has %v after %v", r.RolloutID, *r.Evidence.Reward, last)
+			}
+			last = *r.Evidence.Reward
+		}
+	}
+	var zero report.RolloutList
+	tool("list_rollouts", map[string]any{"filter": "reward=0"}, &zero)
+	if zero.Total == 0 || zero.Total >= l.Total {
+		t.Errorf("filter reward=0: %d of %d rollouts", zero.Total, l.Total)
+	}
+	for _, r := range zero.Rollouts {
+		if r.Evidence == nil || r.Evidence.Reward == nil || *r.Evidence.Reward != 0 {
+			t.Errorf("filter reward=0 lists %s with %+v", r.RolloutID, r.Evidence)
+		}
+	}
+	var d report.RolloutDetail
+	tool("get_rollout", map[string]any{"rollout_id": zero.Rollouts[0].RolloutID}, &d)
+	if d.Evidence == nil || *d.Evidence.Reward != 0 {
+		t.Errorf("get_rollout evidence %+v", d.Evidence)
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
+	"github.com/nemo-gym/gymtrace/mcpserver"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -68,8 +70,9 @@ type receiverOptions struct {
 type runningReceivers struct {
 	Store  *model.Store
 	Server *receiver.Server
-	// GRPCAddr and HTTPAddr are the bound addresses ("" when off).
-	GRPCAddr, HTTPAddr string
+	// GRPCAddr and HTTPAddr are the bound addresses ("" when off), and
+	// MCPAddr the MCP server's, when --mcp-addr started one.
+	GRPCAddr, HTTPAddr, MCPAddr string
 	// Addrs names both for display, e.g. "grpc 127.0.0.1:4317".
 	Addrs []string
 
@@ -169,6 +172,7 @@ func splitMaxBytes(maxBytes, inflight int64) (store, requests int64) {
 type serveFlags struct {
 	receiverOptions
 	cpuProfile     string
+	mcpAddr        string
 	headless, json bool
 	worth          uiWorth
 }
@@ -205,6 +209,7 @@ func parseServeFlags(args []string, stdout, stderr io.Writer) (su *setup, f *ser
 	fs.IntVar(&f.Limits.MaxEvents, "max-events", receiver.DefaultMaxEvents, "events kept per span; the rest are dropped and counted")
 	fs.IntVar(&f.Limits.MaxLinks, "max-links", receiver.DefaultMaxLinks, "links kept per span; the rest are dropped and counted")
 	intByteSizeVar(fs, &f.Limits.MaxNameLen, "max-name-len", receiver.DefaultMaxNameLen, "longest span, event or attribute key name kept, e.g. 1KiB; longer ones are cut and counted")
+	fs.StringVar(&f.mcpAddr, "mcp-addr", "", mcpAddrUsage)
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to FILE")
 	fs.IntVar(&f.Queue, "queue", 256, "batches that may wait for the store; past it senders are told to retry")
 	wf := addWorthFlags(fs)
@@ -266,6 +271,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 	if err != nil {
 		return su.fail("%v", err)
 	}
+	if f.mcpAddr != "" {
+		mcpEvidence, err := su.evidenceFeed(true)
+		if err != nil {
+			_ = rr.stop()
+			return su.fail("%v", err)
+		}
+		m, err := startLiveMCP(ctx, f.mcpAddr, f.AuthToken, f.Insecure, rr.Store, vc, reg, *su.gymVersion, *su.groups,
+			report.Setting{Spec: specText, Source: source}, mcpserver.EvidenceFunc(mcpEvidence), held)
+		if err != nil {
+			_ = rr.stop()
+			return su.fail("%v", err)
+		}
+		// A call in flight finishes on its snapshot, which stopping the
+		// receivers and closing the store leave whole.
+		defer m.stop()
+		rr.MCPAddr = m.Addr
+		fmt.Fprintf(held, "gymtrace: MCP (streamable HTTP) on http://%s/\n", m.Addr)
+	}
 	if ready != nil {
 		ready(rr)
 	}
@@ -279,7 +302,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 		Current:     current,
 		CurrentSpec: specText,
 		Variant:     vc.String(),
-		Addrs:       rr.Addrs,
+		Addrs:       uiAddrs(rr),
 		Live:        true,
 		Title:       "gymtrace serve",
 		Ctx:         ctx,

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"sort"
 	"time"
 
@@ -35,6 +36,8 @@ type Status struct {
 	Spec                  string           `json:"spec"`
 	SpecSource            string           `json:"spec_source"`
 	BadLines              *BadLines        `json:"bad_lines,omitempty"`
+	// Evidence sums up Gym's outcome files and their join, when given.
+	Evidence *evidence.SummaryJSON `json:"evidence,omitempty"`
 }
 
 // NewStatus is t over snap, the store's own snapshot.
@@ -74,6 +77,9 @@ type RolloutRow struct {
 	Hops     int      `json:"broken_hops"`
 	Services []string `json:"services"`
 	Tokens   *Tokens  `json:"tokens,omitempty"`
+	// Evidence is what Gym's outcome files say of the rollout (reward,
+	// failure class, verdict, task), when they were given.
+	Evidence *evidence.RolloutJSON `json:"evidence,omitempty"`
 }
 
 // NewRolloutRow is r's row, judged by rc (its check) and with tok.
