@@ -162,7 +162,8 @@ func TestDiffUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"s3-r0000", c}, "want ROLLOUT_A ROLLOUT_B and at least one capture file"},
-		{[]string{"s3-r0000", "nope", c}, `rollout B "nope": no such rollout in the capture (it holds s3-r0000`},
+		{[]string{"s3-r0000", "nope", c}, `rollout B "nope": no such rollout among 6; nearest s3-r0000, s3-r0001, s3-r0002`},
+		{[]string{"s3-r0000", "s3-r", c}, `rollout B "s3-r" names 6 rollouts: s3-r0000, s3-r0001,`},
 		{[]string{"--a-spec", "bogus", "s3-r0000", "s3-r0000", c}, "--a-spec: "},
 		{[]string{"s3-r0000", "s3-r0000", c, "--b-from", "/no/such/file"}, "--b-from: "},
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
@@ -119,14 +120,10 @@ func pickRollouts(snap *model.Snapshot, ids []string) ([]*model.Rollout, error) 
 	return out, nil
 }
 
-// findRollout returns the rollout of snap with the given id.
+// findRollout returns the rollout of snap that id names: the whole id, or
+// a unique prefix or suffix of it (rollouts.Lookup).
 func findRollout(snap *model.Snapshot, id string) (*model.Rollout, error) {
-	for _, r := range snap.Rollouts {
-		if r.ID == id {
-			return r, nil
-		}
-	}
-	return nil, fmt.Errorf("%q: %w", id, noRollout(snap))
+	return rollouts.Lookup(snap.Rollouts, id)
 }
 
 // noRollout says that an id is not in snap, naming a few that are.

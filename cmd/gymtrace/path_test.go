@@ -70,8 +70,19 @@ func TestPathText(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	golden.CheckNamed(t, "s41_obs1_3-0", []byte(out))
-	code, _, errOut = runGateCmd(t, pathCmd, append([]string{"nosuch"}, realGymCase(t, "s41-obs1-iso/all")...)...)
-	if code != exitUsage || !strings.Contains(errOut, `rollout "nosuch": no such rollout in the capture (it holds 0-0, 1-0`) {
+	code, _, errOut = runGateCmd(t, pathCmd, append([]string{"3-00"}, realGymCase(t, "s41-obs1-iso/all")...)...)
+	if code != exitUsage || errOut != "gymtrace path: rollout \"3-00\": no such rollout among 20; nearest 3-0, 0-0, 1-0\n" {
 		t.Errorf("unknown rollout: exit %d: %s", code, errOut)
+	}
+	// A unique prefix or suffix names the rollout; one shared by several
+	// is refused, naming them.
+	for _, id := range []string{"13", "3-0"} {
+		if c, o, e := runGateCmd(t, pathCmd, append([]string{id}, realGymCase(t, "s41-obs1-iso/all")...)...); c != exitOK || !strings.Contains(o, "13-0") && id == "13" || o == "" {
+			t.Errorf("path %s: exit %d, stderr %s", id, c, e)
+		}
+	}
+	code, _, errOut = runGateCmd(t, pathCmd, append([]string{"1"}, realGymCase(t, "s41-obs1-iso/all")...)...)
+	if code != exitUsage || !strings.Contains(errOut, `rollout "1" names 11 rollouts: 1-0, 10-0, 11-0,`) {
+		t.Errorf("an ambiguous prefix: exit %d: %s", code, errOut)
 	}
 }
