@@ -7,10 +7,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/nemo-gym/gymtrace/gate/cohort"
 	"github.com/nemo-gym/gymtrace/gate/evidence"
-	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
-	"github.com/nemo-gym/gymtrace/model"
 )
 
 // cohortView is `diff --cohort` over the waterfall: the rollouts the
@@ -59,7 +57,8 @@ func (c *cohortView) open(*env) bool {
 // request starts a comparison when the open view is stale for the
 // snapshot and the list's filter, and none runs. Each runs on an engine of
 // its own.
-func (c *cohortView) request(reg *groups.Registry, snap *model.Snapshot, f *filter.Filter) tea.Cmd {
+func (c *cohortView) request(e *env) tea.Cmd {
+	reg, snap, f := c.reg, e.snap, e.where
 	text := ""
 	if f != nil {
 		text = f.String()
@@ -82,13 +81,19 @@ func (c *cohortView) request(reg *groups.Registry, snap *model.Snapshot, f *filt
 	}
 }
 
-func (c *cohortView) set(msg cohortMsg) {
+// update takes the view's own results.
+func (c *cohortView) update(m tea.Msg) bool {
+	msg, ok := m.(cohortMsg)
+	if !ok {
+		return false
+	}
 	c.running, c.have = false, true
 	c.seq, c.filter, c.cmp, c.err = msg.seq, msg.filter, msg.cmp, ""
 	if msg.err != nil {
 		c.err = msg.err.Error()
 	}
 	c.layout()
+	return true
 }
 
 func (c *cohortView) layout() {

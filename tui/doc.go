@@ -19,8 +19,12 @@
 // Every panel keeps the panel contract (panel.go): its slot on screen, its
 // size, its keys while focused, its view and its own key help; data reaches
 // it through refresh with the shared env, or through the root's setters
-// when an analysis lands. The root's one dispatch loop goes through
-// Model.panels, so a new panel is a new file and one entry in that list. A
+// when an analysis lands. A panel that computes off the UI goroutine also
+// keeps the optional steps: request, asked after every change for the
+// command its state needs, and update, offered every message the root
+// does not route itself, whatever the focus. The root's one dispatch loop
+// goes through Model.panels, so a new panel is a new file and one entry in
+// that list. A
 // panel drawn over another (span detail, statistics, cost and worth) is an
 // overlay: its opener key opens it over its slot from anywhere and closes
 // it again, esc closes it, and the footer and help follow whichever panel

@@ -965,7 +965,7 @@ func (g *groupsPanel) capturing() bool { return g.inputting }
 
 func (g *groupsPanel) help() []key.Binding {
 	k := g.keys
-	return []key.Binding{k.Toggle, k.Default, k.PerRoll, k.All, k.Spec, k.More, k.Fewer, k.Copy, k.Up, k.Down, k.PageUp, k.PageDown}
+	return []key.Binding{k.Toggle, k.Default.Binding, k.PerRoll.Binding, k.All.Binding, k.Spec, k.More, k.Fewer, k.Copy, k.Up, k.Down, k.PageUp, k.PageDown}
 }
 
 // handle takes the panel's own keys while it has focus: movement and

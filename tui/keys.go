@@ -21,9 +21,9 @@ type KeyMap struct {
 	ExpandAll key.Binding
 	Collapse  key.Binding
 	Detail    key.Binding
-	Default   key.Binding
-	PerRoll   key.Binding
-	All       key.Binding
+	Default   presetKey
+	PerRoll   presetKey
+	All       presetKey
 	Spec      key.Binding
 	Copy      key.Binding
 	Preview   key.Binding
@@ -86,9 +86,10 @@ func DefaultKeyMap() *KeyMap {
 	k.ExpandAll = b([]string{"e"}, "e", "expand all")
 	k.Collapse = b([]string{"E"}, "E", "collapse all")
 	k.Detail = b([]string{"d"}, "d", "detail", "span detail")
-	k.Default = b([]string{"1"}, "1", "default", "preset default")
-	k.PerRoll = b([]string{"2"}, "2", "per_rollout", "preset per_rollout")
-	k.All = b([]string{"3"}, "3", "all", "preset all")
+	preset := func(k, name string) presetKey {
+		return presetKey{b([]string{k}, k, name, "preset "+name), name}
+	}
+	k.Default, k.PerRoll, k.All = preset("1", "default"), preset("2", "per_rollout"), preset("3", "all")
 	k.Spec = b([]string{":", "i"}, ":/i", "spec", "type a spec")
 	k.Copy = b([]string{"y"}, "y", "copy", "copy the previewed spec out")
 	k.Preview = b([]string{"p"}, "p", "preview", "the tree under the previewed spec")
@@ -110,6 +111,16 @@ func DefaultKeyMap() *KeyMap {
 	k.Path = b([]string{"P"}, "P", "critical path", "critical path on the waterfall")
 	return k
 }
+
+// presetKey is a key that previews a preset: the binding carries the
+// preset's name, so a new one is one line here.
+type presetKey struct {
+	key.Binding
+	preset string
+}
+
+// presets lists the preset keys.
+func (k *KeyMap) presets() []presetKey { return []presetKey{k.Default, k.PerRoll, k.All} }
 
 // explain is a binding's description for the help screen: the long one
 // when it has one.
@@ -134,6 +145,6 @@ func (k *KeyMap) moves(b key.Binding) bool {
 // Global lists the keys that work in every panel, for the help screen.
 func (k *KeyMap) Global() []key.Binding {
 	return []key.Binding{k.Quit, k.Back, k.Help, k.NextPanel, k.PrevPanel, k.Filter, k.Sort,
-		k.Default, k.PerRoll, k.All, k.Spec, k.Preview, k.Detail, k.Stats, k.More, k.Fewer, k.Copy,
+		k.Default.Binding, k.PerRoll.Binding, k.All.Binding, k.Spec, k.Preview, k.Detail, k.Stats, k.More, k.Fewer, k.Copy,
 		k.Mark, k.Compare, k.Export, k.ExportShaped, k.Worth, k.Recommend, k.Cohort, k.Path}
 }

@@ -111,7 +111,6 @@ type feed struct {
 type jobs struct {
 	eng       *whatif.Engine // previews and checks
 	sim       *whatif.Engine // per-rollout simulations
-	worthEng  *whatif.Engine // the cost and worth view's
 	analysing bool
 	dirty     bool // inputs changed while an analysis ran
 	// Pacing: under a flood every snapshot is new, and an analysis of a
@@ -188,10 +187,9 @@ func New(o Options) Model {
 		reg:           o.Registry,
 		screen:        screen{st: st, keys: keys, help: h},
 		jobs: jobs{
-			eng:      whatif.NewEngine(o.Registry),
-			sim:      whatif.NewEngine(o.Registry),
-			worthEng: whatif.NewEngine(o.Registry),
-			refresh:  refreshEvery,
+			eng:     whatif.NewEngine(o.Registry),
+			sim:     whatif.NewEngine(o.Registry),
+			refresh: refreshEvery,
 		},
 		views: views{
 			rollouts: newRolloutListFor(st, keys, o.Live, o.Addrs),
@@ -305,14 +303,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.setCopied(msg), nil
 	case exportedMsg:
 		return m.setExported(msg), nil
-	case worthMsg:
-		m.worth.set(msg)
-		return m, m.afterChange()
-	case cohortMsg:
-		m.cohort.set(msg)
-		return m, m.afterChange()
 	case recommendMsg:
 		return m.setRecommend(msg)
+	}
+	// A panel's own messages reach it whatever the focus.
+	for _, p := range m.panels {
+		if u, ok := p.(updater); ok && u.update(msg) {
+			return m, m.afterChange()
+		}
 	}
 	return m, nil
 }
@@ -358,6 +356,14 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if p := m.front(m.focus); p != nil {
 		if ok, cmd := p.handle(km, &m.env); ok {
 			return m, tea.Batch(cmd, m.afterChange())
+		}
+	}
+	for _, pk := range k.presets() {
+		if key.Matches(km, pk.Binding) {
+			if set, ok := m.reg.PresetSet(pk.preset); ok {
+				m.groups.SetPreview(set)
+			}
+			return m, m.afterChange()
 		}
 	}
 	for _, p := range m.panels {
@@ -415,12 +421,6 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		return m, copySnippet(text, m.opts.SnippetPath, m.wrote, m.opts.Clipboard, short)
-	case key.Matches(km, k.Default), key.Matches(km, k.PerRoll), key.Matches(km, k.All):
-		name := map[string]string{"1": "default", "2": "per_rollout", "3": "all"}[km.String()]
-		if set, ok := m.reg.PresetSet(name); ok {
-			m.groups.SetPreview(set)
-		}
-		return m, m.afterChange()
 	case key.Matches(km, k.Mark):
 		m.toggleMark()
 		return m, m.afterChange()
@@ -503,8 +503,12 @@ func (m *Model) afterChange() tea.Cmd {
 	m.syncPanels()
 	m.fitPanels()
 	m.renderHeader()
-	cmds = append(cmds, m.rollouts.matchCmd(), m.requestSim(), m.worth.request(m.worthEng, m.snap, m.groups.Preview()),
-		m.cohort.request(m.reg, m.snap, m.rollouts.compiled))
+	cmds = append(cmds, m.rollouts.matchCmd(), m.requestSim())
+	for _, p := range m.panels {
+		if r, ok := p.(requester); ok {
+			cmds = append(cmds, r.request(&m.env))
+		}
+	}
 	return tea.Batch(cmds...)
 }
 
@@ -515,7 +519,7 @@ func (m *Model) syncEnv() {
 	e.rollout, e.sim, e.check = m.trace.Rollout(), m.trace.simAll, m.check
 	e.cur, e.prev = m.groups.curRep, m.groups.prevRep
 	e.marked = m.rollouts.Find(m.marked)
-	e.rsnap, e.rows = m.rollouts.snap, m.rollouts.rows
+	e.rsnap, e.rows, e.where = m.rollouts.snap, m.rollouts.rows, m.rollouts.compiled
 	e.frag, e.hasSpan, e.group = nil, false, ""
 	if fi, i, ok := m.trace.selectedRef(); ok {
 		e.frag, e.fragIdx, e.spanIdx, e.hasSpan = e.rollout.Fragments[fi], fi, i, true

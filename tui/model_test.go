@@ -1025,3 +1025,63 @@ func TestFilterOffUIGoroutine(t *testing.T) {
 		}
 	}
 }
+
+// probePanel is a panel of its own file's kind: it requests work after a
+// change and takes its own results, with nothing in the root naming it.
+type probePanel struct {
+	basePanel
+	asked, got int
+	pending    bool
+	of         *model.Rollout // the selection the last request was for
+}
+
+type probeMsg struct{ n int }
+
+func (p *probePanel) slot() slot                              { return slotGroups }
+func (p *probePanel) name() string                            { return "probe" }
+func (p *probePanel) setSize(int, int)                        {}
+func (p *probePanel) handle(tea.KeyMsg, *env) (bool, tea.Cmd) { return false, nil }
+func (p *probePanel) view() string                            { return "" }
+func (p *probePanel) request(e *env) tea.Cmd {
+	if p.pending || e.snap == nil || e.rollout == p.of {
+		return nil
+	}
+	p.pending, p.asked, p.of = true, p.asked+1, e.rollout
+	return func() tea.Msg { return probeMsg{p.asked} }
+}
+func (p *probePanel) update(msg tea.Msg) bool {
+	m, ok := msg.(probeMsg)
+	if ok {
+		p.pending, p.got = false, m.n
+	}
+	return ok
+}
+
+// A panel added as one entry in Model.panels gets its requests asked and
+// its own messages whatever the focus.
+func TestPanelOwnsItsMessages(t *testing.T) {
+	b := newBuilder(t)
+	b.capture(t, 3, false)
+	m := newTestModel(t, b, 120, 40, "default")
+	p := &probePanel{}
+	m.panels = append(m.panels, p)
+	m = keys(t, m, "j") // the rollout list has focus
+	if p.asked == 0 || p.got != p.asked {
+		t.Errorf("probe asked %d times, got result %d", p.asked, p.got)
+	}
+	before := p.asked
+	m = keys(t, m, "j")
+	if p.asked <= before || p.got != p.asked {
+		t.Errorf("after another selection: asked %d (was %d), got %d", p.asked, before, p.got)
+	}
+	m = keys(t, m, "tab") // the waterfall has focus: the message still reaches it
+	m = send(t, m, probeMsg{99})
+	if p.got != 99 {
+		t.Errorf("a message while another panel has focus: got %d", p.got)
+	}
+	// A preset key previews the preset its binding carries.
+	m = keys(t, m, "2")
+	if want, _ := m.reg.PresetSet("per_rollout"); m.groups.Preview() != want {
+		t.Errorf("2 previews %s, want per_rollout", m.reg.Format(m.groups.Preview()))
+	}
+}

@@ -3,6 +3,7 @@ package tui
 import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/nemo-gym/gymtrace/gate/filter"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
@@ -54,6 +55,21 @@ type panel interface {
 	click(y int)
 }
 
+// updater is a panel with messages of its own, the results of the
+// commands it requested: the root offers it every message it does not
+// route itself, whatever the focus, and follows one it took (true) as it
+// follows a key.
+type updater interface {
+	update(msg tea.Msg) bool
+}
+
+// requester is a panel that computes off the UI goroutine: after every
+// change the root asks it for the command its state now needs, nil when
+// none (it is current, closed, or one of its commands still runs).
+type requester interface {
+	request(e *env) tea.Cmd
+}
+
 // overlay is a panel shown over its slot's base panel while open. Its opener
 // is a global key: pressing it opens the overlay (and focuses its slot) or,
 // when it is already in front, closes it.
@@ -82,6 +98,7 @@ type env struct {
 	// structure); rows the rollouts it lists, filtered and sorted.
 	rsnap *model.Snapshot
 	rows  []*model.Rollout
+	where *filter.Filter // the list's compiled filter, nil when none
 	// The waterfall's cursor span, when on a span.
 	frag    *model.Fragment
 	fragIdx int

@@ -8,7 +8,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
-	"github.com/nemo-gym/gymtrace/model"
 )
 
 // worthView is the cost and worth of every group (whatif.Engine.Worth), over the
@@ -21,6 +20,9 @@ type worthView struct {
 	spanCost time.Duration
 	budget   *whatif.Budget
 	rate     float64
+	// eng is the view's own: one computation runs at a time (running),
+	// and an engine is not safe for concurrent use.
+	eng *whatif.Engine
 
 	rows     []whatif.GroupWorth
 	rowsSeq  uint64     // snapshot the rows were computed from
@@ -42,7 +44,7 @@ func newWorthView(st *Styles, keys *KeyMap, reg *groups.Registry, spanCost time.
 	if spanCost <= 0 {
 		spanCost = whatif.DefaultSpanCost
 	}
-	w := &worthView{pager: newPager(st, keys, "w/esc back"), reg: reg, spanCost: spanCost, budget: budget, rate: rate}
+	w := &worthView{pager: newPager(st, keys, "w/esc back"), reg: reg, spanCost: spanCost, budget: budget, rate: rate, eng: whatif.NewEngine(reg)}
 	w.title = "Cost and worth"
 	return w
 }
@@ -68,8 +70,9 @@ func (w *worthView) refresh(e *env) {
 }
 
 // request starts a computation when the open view's rows are stale and
-// none runs; eng is used by that command alone.
-func (w *worthView) request(eng *whatif.Engine, snap *model.Snapshot, spec groups.Set) tea.Cmd {
+// none runs; the view's engine is used by that command alone.
+func (w *worthView) request(e *env) tea.Cmd {
+	snap, spec, eng := e.snap, e.preview, w.eng
 	if !w.opened || w.running || snap == nil || (w.have && w.rowsSeq == snap.Seq && w.rowsSpec == spec) {
 		return nil
 	}
@@ -80,10 +83,16 @@ func (w *worthView) request(eng *whatif.Engine, snap *model.Snapshot, spec group
 	}
 }
 
-func (w *worthView) set(msg worthMsg) {
+// update takes the view's own results.
+func (w *worthView) update(m tea.Msg) bool {
+	msg, ok := m.(worthMsg)
+	if !ok {
+		return false
+	}
 	w.running, w.have = false, true
 	w.rows, w.rowsSeq, w.rowsSpec = msg.rows, msg.seq, msg.spec
 	w.layout()
+	return true
 }
 
 // worthCols are the table's columns after the group and its on/off, in
