@@ -787,19 +787,7 @@ func (j *jsonDecoder) span(idx int) error {
 			}
 		}
 	}
-	reason := idLenReason("parent_span_id", pidLen, 8, true)
-	if r := idLenReason("span_id", sidLen, 8, false); r != "" {
-		reason = r
-	}
-	if r := idLenReason("trace_id", tidLen, 16, false); r != "" {
-		reason = r
-	}
-	if reason == "" && trace.IsZero() {
-		reason = "trace_id is all zeros"
-	}
-	if reason == "" && sp.SpanID.IsZero() {
-		reason = "span_id is all zeros"
-	}
+	reason := spanIDsReason(trace, sp.SpanID, tidLen, sidLen, pidLen)
 	sp.SetWireSize(size)
 	sp.Attrs = d.attrs.Attrs()
 	sp.Extra = ex

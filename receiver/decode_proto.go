@@ -271,7 +271,7 @@ func (d *decoder) span(sp *model.Span, trace *model.TraceID, parent *model.SpanI
 		}
 		return ex
 	}
-	tidLen, sidLen := 0, 0
+	tidLen, sidLen, pidBad := 0, 0, 0
 	d.attrs.Reset()
 	nattr, nev, nlink := 0, 0, 0
 	for len(b) > 0 {
@@ -296,8 +296,8 @@ func (d *decoder) span(sp *model.Span, trace *model.TraceID, parent *model.SpanI
 				sidLen = len(f.b)
 				copy(sp.SpanID[:], f.b)
 			case 4:
-				if r := idLenReason("parent_span_id", len(f.b), 8, true); r != "" {
-					reason = r
+				if n := len(f.b); n != 8 && n != 0 {
+					pidBad = n // a wrong parent rejects the span, whatever follows
 				}
 				*parent = model.SpanID{}
 				copy(parent[:], f.b)
@@ -366,18 +366,7 @@ func (d *decoder) span(sp *model.Span, trace *model.TraceID, parent *model.SpanI
 			}
 		}
 	}
-	if r := idLenReason("span_id", sidLen, 8, false); r != "" {
-		reason = r
-	}
-	if r := idLenReason("trace_id", tidLen, 16, false); r != "" {
-		reason = r
-	}
-	if reason == "" && trace.IsZero() {
-		reason = "trace_id is all zeros"
-	}
-	if reason == "" && sp.SpanID.IsZero() {
-		reason = "span_id is all zeros"
-	}
+	reason = spanIDsReason(*trace, sp.SpanID, tidLen, sidLen, pidBad)
 	sp.Attrs = d.attrs.Attrs()
 	sp.Extra = ex
 	return reason, nil

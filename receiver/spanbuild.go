@@ -128,6 +128,29 @@ type value struct {
 	b    bool
 }
 
+// spanIDsReason says why a span's ids reject it, or returns "", for every
+// decoder: tidLen, sidLen and pidLen are the ids' lengths as sent (0:
+// absent; pidLen a wrong parent length, when one was sent). The trace's
+// fault is named first, then the span's, the parent's, and all-zero ids.
+func spanIDsReason(trace model.TraceID, span model.SpanID, tidLen, sidLen, pidLen int) string {
+	if r := idLenReason("trace_id", tidLen, 16, false); r != "" {
+		return r
+	}
+	if r := idLenReason("span_id", sidLen, 8, false); r != "" {
+		return r
+	}
+	if r := idLenReason("parent_span_id", pidLen, 8, true); r != "" {
+		return r
+	}
+	if trace.IsZero() {
+		return "trace_id is all zeros"
+	}
+	if span.IsZero() {
+		return "span_id is all zeros"
+	}
+	return ""
+}
+
 // idLenReason explains an id of the wrong length, or returns "".
 func idLenReason(name string, got, want int, optional bool) string {
 	if got == want || (optional && got == 0) {
