@@ -24,7 +24,7 @@ const (
 	// server's own service.name (nemo-gym/<server>) when it writes a
 	// routing name over it: the Gym process is the one it names.
 	serviceOverrideKey = "service.name.override"
-	exceptionEvent = "exception"
+	exceptionEvent     = "exception"
 )
 
 // decoder holds the per-call scratch state of the decoders. Decoders are
