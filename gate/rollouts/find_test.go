@@ -18,9 +18,9 @@ func TestLookup(t *testing.T) {
 		matches  []string
 		nearest  []string
 	}{
-		{id: "3-0", want: "3-0"},   // whole id, though also a suffix of 13-0
-		{id: "13", want: "13-0"},   // prefix
-		{id: "-1", want: "3-1"},    // suffix
+		{id: "3-0", want: "3-0"}, // whole id, though also a suffix of 13-0
+		{id: "13", want: "13-0"}, // prefix
+		{id: "-1", want: "3-1"},  // suffix
 		{id: "f0104882", want: "~cb96ed7b/08c4d535f0104882"},
 		{id: "~5046", want: "~5046471f/22a27014e81cabae"},
 		{id: "5046471f", want: "~5046471f/22a27014e81cabae"}, // without its ~
