@@ -248,26 +248,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		return exitOK
 	}
 
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	finished := fleet.Done()
+	// With --rollouts the demo ends once the fleet has run them; else on
+	// ctx's end, as serve.
+	var finished <-chan struct{}
+	if o.rollouts > 0 {
+		finished = fleet.Done()
+	}
 	tl := newTallier(reg)
 	defer tl.watch(ctx, rr.Store)()
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case <-finished:
-			if o.rollouts > 0 {
-				break loop
-			}
-			finished = nil
-		case <-tick.C:
-			snap := rr.Store.Snapshot()
-			fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live()))
-		}
-	}
+	statusLoop(ctx, finished, rr, tl, time.Second, stderr)
 	err = stopAll()
 	snap := rr.Store.Snapshot()
 	tally := tl.live()

@@ -682,3 +682,34 @@ func TestServeRecordDiskFullThenFreed(t *testing.T) {
 	}
 	t.Logf("%d spans acknowledged, %d refused while full; %d failed writes", n, refused, sum.RecordFailures)
 }
+
+// TestDemoRecordDiskFull: demo --headless runs serve's loop, so a record
+// that cannot be written is said at once there too.
+func TestDemoRecordDiskFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and drives the binary")
+	}
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	cmd := exec.Command(gymtraceBinary(t), "demo", "--headless", "--record", rec, "--rate", "0", "--concurrency", "4",
+		"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	setFileSizeLimit(t, cmd.Process.Pid, 64<<10)
+	const want = "gymtrace: record failing: file too large; requests are refused as retryable"
+	for t0 := time.Now(); time.Since(t0) < 20*time.Second && !strings.Contains(stderr.String(), want); time.Sleep(100 * time.Millisecond) {
+	}
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("demo does not say its record is failing:\n%s", stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+}

@@ -323,25 +323,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer, tty 
 // the receivers (flushing --record) and, with jsonOut, prints the summary.
 func runHeadless(ctx context.Context, rr *runningReceivers, reg *groups.Registry, stdout, stderr io.Writer, jsonOut bool, every time.Duration, gymVersion string) int {
 	fmt.Fprintf(stderr, "gymtrace: receiving OTLP on %s\n", joinAddrs(rr.Addrs))
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	changed := rr.Server.RecordChanged()
 	tl := newTallier(reg)
 	defer tl.watch(ctx, rr.Store)()
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case <-changed:
-			// At once, not at the next tick: the disk is full now, and
-			// senders are being refused.
-			fmt.Fprintln(stderr, recordNotice(rr.Server.Stats()))
-		case <-tick.C:
-			snap := rr.Store.Snapshot()
-			fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live()))
-		}
-	}
+	statusLoop(ctx, nil, rr, tl, every, stderr)
 	// Stop first: the summary must count every acknowledged span, and the
 	// record must be on disk before anyone reads the summary.
 	stopErr := rr.stopBounded(stderr)
@@ -381,6 +365,30 @@ func joinAddrs(addrs []string) string {
 		out += a
 	}
 	return out
+}
+
+// statusLoop is the headless loop of serve and demo: a status line every
+// tick, and a line at once when --record fails or resumes, until ctx ends
+// or until is closed (nil: never).
+func statusLoop(ctx context.Context, until <-chan struct{}, rr *runningReceivers, tl *tallier, every time.Duration, stderr io.Writer) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	changed := rr.Server.RecordChanged()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-until:
+			return
+		case <-changed:
+			// At once, not at the next tick: the disk is full now, and
+			// senders are being refused.
+			fmt.Fprintln(stderr, recordNotice(rr.Server.Stats()))
+		case <-tick.C:
+			snap := rr.Store.Snapshot()
+			fmt.Fprintln(stderr, statusLine(snap, rr.Server.Stats(), tl.live()))
+		}
+	}
 }
 
 // recordNotice is the line printed when the record starts or stops
