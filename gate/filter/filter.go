@@ -21,6 +21,7 @@ const Help = `terms separated by spaces must all hold (and):
   key>N, key<=N   a numeric attribute compared (>, >=, <, <=)
   name=, service=, kind=, status=error|ok|unset, trace=, span=   the span's own fields
   dur>100ms       the span's duration (>, >=, <, <=, =, !=; units ns us ms s m h)
+  rdur>2s         the rollout's duration, its first span's start to its last end
   id=, id~        the rollout id
   reward=0, reward<0.5, verdict=unhealthy, failure=http_error, task=12
                   what Gym's files say of the rollout (with --evidence)
@@ -53,7 +54,7 @@ type term struct {
 	val   string // the value as given (compared case-insensitively)
 	lower string // strings.ToLower(val)
 	num   float64
-	dur   int64 // nanoseconds, for fieldDur
+	dur   int64 // nanoseconds, for fieldDur and fieldRDur
 	kind  model.Kind
 	stat  model.StatusCode
 }
@@ -71,6 +72,7 @@ const (
 	fieldSpan
 	fieldDur
 	fieldAttr
+	fieldRDur // the rollout's duration
 	// What Gym's files say of the rollout (gate/evidence).
 	fieldReward
 	fieldVerdict
@@ -79,7 +81,9 @@ const (
 )
 
 // rolloutLevel reports fields judged on the rollout, not on a span.
-func (f field) rolloutLevel() bool { return f == fieldWord || f == fieldID || f.evidence() }
+func (f field) rolloutLevel() bool {
+	return f == fieldWord || f == fieldID || f == fieldRDur || f.evidence()
+}
 
 // evidence reports fields read from Gym's outcome files.
 func (f field) evidence() bool { return f >= fieldReward }
@@ -107,6 +111,7 @@ var ops = []struct {
 var fieldNames = map[string]field{
 	"id": fieldID, "rollout": fieldID, "name": fieldName, "service": fieldService, "kind": fieldKind,
 	"status": fieldStatus, "trace": fieldTrace, "span": fieldSpan, "dur": fieldDur, "duration": fieldDur,
+	"rdur": fieldRDur, "rollout_dur": fieldRDur,
 	"reward": fieldReward, "verdict": fieldVerdict, "failure": fieldFailure, "failure_class": fieldFailure, "task": fieldTask,
 }
 
@@ -255,9 +260,9 @@ func parseTerm(raw string, tk token) (term, string) {
 	}
 	numeric := o == opGt || o == opGe || o == opLt || o == opLe
 	switch t.field {
-	case fieldDur:
+	case fieldDur, fieldRDur:
 		if o == opHas || o == opHasNot {
-			return term{}, "dur takes >, >=, <, <=, = or !=, not ~"
+			return term{}, strings.ToLower(key) + " takes >, >=, <, <=, = or !=, not ~"
 		}
 		d, err := time.ParseDuration(val)
 		if err != nil {
@@ -480,6 +485,9 @@ func anySpan(r *model.Rollout, fn func(model.TraceID, *model.Span) bool) bool {
 func (t *term) matchRollout(f *Filter, snap *model.Snapshot, r *model.Rollout) bool {
 	if t.field == fieldID {
 		return t.matchText(r.ID)
+	}
+	if t.field == fieldRDur {
+		return compare(float64(r.End-r.Start), float64(t.dur), t.op)
 	}
 	if t.field.evidence() {
 		if f.outcome == nil {

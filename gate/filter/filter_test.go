@@ -50,6 +50,13 @@ func TestFilterOperators(t *testing.T) {
 		{"dur!=", "name=gym.rollout dur!=850ms", []string{"b"}},
 		{"same span: slow model", "service=policy_model dur>1s", []string{"b"}},
 		{"same span: no match across spans", "status=error dur>1s", nil},
+		{"rdur>", "rdur>2s", []string{"b"}},
+		{"rdur<=", "rdur<=900ms", []string{"a", "c"}},
+		{"rdur=", "rdur=500ms", []string{"c"}},
+		{"-rdur", "-rdur>1s", []string{"a", "c"}},
+		// The rollout's duration, not one span's: with a span term it
+		// holds beside it, where dur must hold on the same span.
+		{"rdur and a span term", "rdur>1s status=error", []string{"b"}},
 		{"id=", "id=c", []string{"c"}},
 		{"id~", "rollout~b", []string{"b"}},
 		{"id!=", "id!=a", []string{"b", "c"}},
@@ -84,6 +91,8 @@ func TestFilterErrors(t *testing.T) {
 	}{
 		{"dur>fast", `filter term "dur>fast" (column 1): bad duration "fast" (want e.g. 100ms, 1.5s, 2m)`},
 		{"ok dur~1s", `filter term "dur~1s" (column 4): dur takes >, >=, <, <=, = or !=, not ~`},
+		{"rdur~2s", `filter term "rdur~2s" (column 1): rdur takes >, >=, <, <=, = or !=, not ~`},
+		{"rdur>long", `filter term "rdur>long" (column 1): bad duration "long" (want e.g. 100ms, 1.5s, 2m)`},
 		{"status=broken", `filter term "status=broken" (column 1): unknown status "broken" (want error, ok or unset)`},
 		{"kind=rpc", `filter term "kind=rpc" (column 1): unknown kind "rpc" (want server, client, internal, producer, consumer or unspecified)`},
 		{"=x", `filter term "=x" (column 1): no key before the operator (want key=value, key~text, dur>100ms, ...)`},
