@@ -3,13 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"io"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/report"
@@ -38,179 +36,21 @@ func badLines(rep receiver.FileReport) badLinesJSON {
 	return out
 }
 
-// previewJSON is the documented schema of `preview --json` (docs/json.md).
-type previewJSON struct {
-	variantJSON
-	// Evidence: what Gym's files say and how they joined, with --evidence.
-	Evidence *evidence.SummaryJSON `json:"evidence,omitempty"`
-	Spec     string                `json:"spec"`
-	Groups   []string              `json:"groups"`
-	// TelemetryOff: the variant refuses the spec and Gym switches telemetry
-	// off in every process; GymMessage is Gym's own text then, or its
-	// warning for the Dropped names.
-	TelemetryOff bool                 `json:"telemetry_off"`
-	Dropped      []string             `json:"dropped"`
-	GymMessage   string               `json:"gym_message"`
-	Input        previewInputJSON     `json:"input"`
-	Result       previewResultJSON    `json:"result"`
-	PerGroup     map[string]groupJSON `json:"per_group"`
-	PerRollout   []rolloutJSON        `json:"per_rollout"`
-	NotInCapture []string             `json:"not_in_capture"`
-	NoSpans      []string             `json:"no_spans"`
-	Metrics      map[string]int64     `json:"metrics"`
-	WallSeconds  float64              `json:"wall_seconds"`
-	Projection   projectionJSON       `json:"projection"`
-	Current      *previewCurrentJSON  `json:"current"`
-	Snippets     map[string]string    `json:"snippets"`
-	// SnippetsRefused says why there are no snippets: the spec is one the
-	// variant would not apply as meant.
-	SnippetsRefused string       `json:"snippets_refused"`
-	BadLines        badLinesJSON `json:"bad_lines"`
-	Breaks          []breakJSON  `json:"breaks"`
-	Latency         latencyJSON  `json:"latency"`
-	Budget          *budgetJSON  `json:"budget"`
-	// AsCaptured is the capture's join as it was (check's), beside the
-	// predictions, which read it as if every process ran their spec.
-	AsCaptured asCapturedJSON `json:"as_captured"`
-	// SpansSpread says how far a run under the spec may differ from
-	// result.spans in timing-dependent spans (G3); null when exact.
-	SpansSpread *spreadJSON `json:"spans_spread"`
-	// Tokens: the capture's token usage, when spans report any.
-	Tokens *tokenTotalJSON `json:"tokens,omitempty"`
-	trafficJSON
-}
+// previewJSON is the documented schema of `preview --json` (docs/json.md),
+// shared with the MCP preview tool; its parts are gate/report's.
+type (
+	previewJSON        = report.Preview
+	previewResultJSON  = report.PreviewResult
+	groupJSON          = report.GroupFigures
+	rolloutJSON        = report.RolloutFigures
+	breakJSON          = report.Hop
+	gapJSON            = report.Gap
+	previewCurrentJSON = report.PreviewCurrent
+)
 
-type asCapturedJSON struct {
-	Intact  bool   `json:"intact"`
-	Joined  int    `json:"joined"`
-	Split   int    `json:"split"`
-	Pending int    `json:"pending"`
-	Verdict string `json:"verdict"`
-}
+func round2(f float64) float64 { return report.Round2(f) }
 
-type spreadJSON struct {
-	Note     string `json:"note"`
-	Requests int    `json:"requests"`
-	Fewer    int    `json:"fewer"`
-	More     int    `json:"more"`
-	Run      int    `json:"run"`
-	SpansMin int    `json:"spans_min"`
-	SpansMax int    `json:"spans_max"`
-	Rollout  int    `json:"rollout"`
-}
-
-type previewInputJSON struct {
-	Spans          int      `json:"spans"`
-	Rollouts       int      `json:"rollouts"`
-	Traces         int      `json:"traces"`
-	CapturedGroups []string `json:"captured_groups"`
-	Unclassified   int      `json:"unclassified"`
-}
-
-type previewResultJSON struct {
-	Spans           int         `json:"spans"`
-	Dropped         int         `json:"dropped"`
-	Traces          int         `json:"traces"`
-	Bytes           int64       `json:"bytes"`
-	LargestTrace    int         `json:"largest_trace_spans"`
-	RolloutsJoined  int         `json:"rollouts_joined"`
-	RolloutsSplit   int         `json:"rollouts_split"`
-	SpansPerRollout percentiles `json:"spans_per_rollout"`
-	SpansPerSecond  float64     `json:"spans_per_second"`
-	BytesPerSecond  float64     `json:"bytes_per_second"`
-	// SpansLowerBound: the capture lacks spans the spec emits (CaptureGaps),
-	// so spans, bytes and traces count at least this many.
-	SpansLowerBound bool      `json:"spans_lower_bound"`
-	CaptureGaps     []gapJSON `json:"capture_gaps"`
-}
-
-type percentiles struct {
-	P50 int `json:"p50"`
-	P99 int `json:"p99"`
-	Max int `json:"max"`
-}
-
-type groupJSON struct {
-	Captured int             `json:"captured"`
-	Kept     int             `json:"kept"`
-	Cost     *groupCostJSON  `json:"cost"`
-	Worth    *groupWorthJSON `json:"worth"`
-}
-
-type rolloutJSON struct {
-	RolloutID string         `json:"rollout_id"`
-	Spans     int            `json:"spans"`
-	Traces    int            `json:"traces"`
-	Captured  int            `json:"captured"`
-	Joined    bool           `json:"joined"`
-	PerGroup  map[string]int `json:"per_group"`
-	// SpansMin and SpansMax bound the rollout's spans in a run under the
-	// spec when spans_spread is set.
-	SpansMin *int `json:"spans_min,omitempty"`
-	SpansMax *int `json:"spans_max,omitempty"`
-	// Tokens: the rollout's token usage as captured, when its spans
-	// report any.
-	Tokens *tokensJSON `json:"tokens,omitempty"`
-	// Evidence: what Gym's files say of the rollout, with --evidence.
-	Evidence *evidence.RolloutJSON `json:"evidence,omitempty"`
-}
-
-type breakJSON struct {
-	FromService string `json:"from_service"`
-	ToService   string `json:"to_service"`
-	SpanName    string `json:"span_name"`
-	Cause       string `json:"cause"` // the reason's stable code
-	Reason      string `json:"reason"`
-	Fix         string `json:"fix,omitempty"`
-	Count       int    `json:"count"`
-	Rollouts    int    `json:"rollouts"`
-}
-
-type projectionJSON struct {
-	Rollouts int   `json:"rollouts"`
-	Spans    int   `json:"spans"`
-	Bytes    int64 `json:"bytes"`
-}
-
-type previewCurrentJSON struct {
-	Spec         string            `json:"spec"`
-	Source       string            `json:"source"`
-	TelemetryOff bool              `json:"telemetry_off"`
-	Dropped      []string          `json:"dropped"`
-	Result       previewResultJSON `json:"result"`
-}
-
-// gapJSON is a group the spec keeps that a process did not emit when the
-// capture was made.
-type gapJSON struct {
-	Service string `json:"service"`
-	Group   string `json:"group"`
-	Cause   string `json:"cause"`
-}
-
-func resultJSON(reg *groups.Registry, r whatif.Result, v whatif.JoinVerdict) previewResultJSON {
-	gaps := []gapJSON{}
-	for _, g := range v.Gaps {
-		gaps = append(gaps, gapJSON{Service: g.Service, Group: reg.Name(g.Group), Cause: g.Cause.Code()})
-	}
-	return previewResultJSON{
-		Spans: r.Spans, Dropped: r.Dropped, Traces: r.Traces, Bytes: r.Bytes, LargestTrace: r.LargestTrace,
-		RolloutsJoined: v.Joined, RolloutsSplit: v.Split, SpansLowerBound: v.LowerBound(), CaptureGaps: gaps,
-		SpansPerRollout: percentiles{r.P50, r.P99, r.Max},
-		SpansPerSecond:  round2(r.SpansPerSecond), BytesPerSecond: round2(r.BytesPerSecond),
-	}
-}
-
-func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
-
-func groupNames(reg *groups.Registry, gs []groups.Group) []string {
-	out := []string{}
-	for _, g := range gs {
-		out = append(out, reg.Name(g))
-	}
-	sort.Strings(out)
-	return out
-}
+func groupNames(reg *groups.Registry, gs []groups.Group) []string { return report.GroupNames(reg, gs) }
 
 func runPreview(args []string, stdout, stderr io.Writer) int {
 	su := newSetup("preview", stdout, stderr, "usage: gymtrace preview --spec SPEC [--current SPEC] [--rollouts N] [--json] FILE...\n\n"+
@@ -257,142 +97,29 @@ func runPreview(args []string, stdout, stderr io.Writer) int {
 	if snap, err = selectWhere(reg, snap, *where, ev); err != nil {
 		return su.fail("%v", err)
 	}
-	res := reg.Resolve(*spec)
-	curRes := reg.Resolve(curSpec)
-	set := res.Set
-	eng := whatif.NewEngine(reg)
-	cur := eng.PreviewResolution(snap, curRes)
-	rep := eng.PreviewResolution(snap, res)
-	copySpec, refused := reg.CopyOut(set)
-	if res.Off {
-		refused = fmt.Errorf("%w: %s", groups.ErrNotGymSpec, res.Effect())
-	}
-	// One joining verdict with the TUI's: the preview read with what the
-	// capture itself shows broken.
-	chk := eng.Check(snap, time.Now(), 0)
-	ev = rejoin(ev, chk.Structure)
-	curV, repV := whatif.Verdict(cur, chk), whatif.Verdict(rep, chk)
-	capV := whatif.Captured(chk, cur)
-	spread := eng.TimingSpread(snap, rep)
-	worth := eng.Worth(snap, set, *wf.spanCost)
-	var verdict *whatif.BudgetVerdict
-	if budget != nil {
-		v := budget.Judge(rep, *wf.rate)
-		verdict = &v
-	}
-
+	pa := report.PreviewArgs{Spec: *spec, Current: report.Setting{Spec: curSpec, Source: curSource}, Rollouts: *rollouts,
+		SpanCost: *wf.spanCost, Budget: budget, Rate: *wf.rate, Evidence: ev}
+	run := report.RunPreview(whatif.NewEngine(reg), snap, pa)
 	if *asJSON {
-		out := previewJSON{
-			variantJSON:  vc.json(),
-			Spec:         *spec,
-			Groups:       reg.Names(set),
-			TelemetryOff: res.Off,
-			Dropped:      nonNil(res.Dropped),
-			GymMessage:   res.Message,
-			Input: previewInputJSON{
-				Spans: rep.Input.Spans, Rollouts: rep.Input.Rollouts, Traces: rep.Input.Traces,
-				CapturedGroups: reg.Names(rep.Input.Captured), Unclassified: rep.Input.Unclassified,
-			},
-			Result:       resultJSON(reg, rep.Result, repV),
-			PerGroup:     map[string]groupJSON{},
-			PerRollout:   []rolloutJSON{},
-			NotInCapture: groupNames(reg, rep.NotInCapture),
-			NoSpans:      groupNames(reg, rep.NoSpans),
-			Metrics:      map[string]int64{},
-			WallSeconds:  round2(rep.WallSeconds),
-			Current: &previewCurrentJSON{Spec: curSpec, Source: curSource, TelemetryOff: curRes.Off,
-				Dropped: nonNil(curRes.Dropped), Result: resultJSON(reg, cur.Result, curV)},
-			Snippets:    map[string]string{},
-			BadLines:    badLines(frep),
-			Breaks:      []breakJSON{},
-			trafficJSON: trafficOf(rep.Structure),
-			Evidence:    evidenceSummary(ev),
-		}
-		if refused != nil {
-			out.SnippetsRefused = refused.Error()
-		} else {
-			out.Snippets["yaml"], out.Snippets["env"] = groups.TelemetryYAML(copySpec), groups.EnvLine(copySpec)
-		}
-		for g, n := range rep.MetricsSeen {
-			out.Metrics[reg.Name(g)] = n
-		}
-		if out.Groups == nil {
-			out.Groups = []string{}
-		}
-		if out.Input.CapturedGroups == nil {
-			out.Input.CapturedGroups = []string{}
-		}
-		out.Projection.Rollouts = *rollouts
-		out.Projection.Spans, out.Projection.Bytes = rep.Project(*rollouts)
-		for _, gc := range rep.PerGroup {
-			if gc.Group == groups.Unclassified && gc.Captured == 0 || !shownGroup(reg, gc.Group) {
-				continue
-			}
-			out.PerGroup[reg.Name(gc.Group)] = groupJSON{Captured: gc.Captured, Kept: gc.Kept}
-		}
-		toks := tokenReport(rep.Structure)
-		out.Tokens = tokenTotal(toks)
-		for _, r := range rep.PerRollout {
-			rj := rolloutJSON{Tokens: tokensOut(toks.PerRollout[r.ID]), RolloutID: r.ID, Spans: r.Spans, Traces: r.Traces, Captured: r.Captured, Joined: r.Spans > 0 && !repV.IsSplit(r.ID), PerGroup: map[string]int{}}
-			if spread != nil {
-				rr := spread.PerRollout[r.ID]
-				rj.SpansMin, rj.SpansMax = &rr.Min, &rr.Max
-			}
-			for _, gc := range r.Groups {
-				if gc.Kept > 0 {
-					rj.PerGroup[reg.Name(gc.Group)] = gc.Kept
-				}
-			}
-			if ev != nil {
-				rj.Evidence = ev.Rollout(r.ID)
-			}
-			out.PerRollout = append(out.PerRollout, rj)
-		}
-		out.Breaks = collectBreaks(rep)
-		out.Latency = latencyOut(eng.Latency(snap, eng.Structure(snap).Rollouts))
-		addWorth(out.PerGroup, reg, worth, *wf.spanCost)
-		if verdict != nil {
-			out.Budget = budgetOut(*verdict)
-		}
-		out.AsCaptured = asCapturedJSON{Intact: chk.Intact, Joined: capV.Joined, Split: capV.Split, Pending: capV.Pending, Verdict: capV.String()}
-		if spread != nil {
-			out.SpansSpread = &spreadJSON{Note: spread.Sentence(), Requests: spread.Requests, Fewer: spread.Fewer, More: spread.More,
-				Run: spread.Run, SpansMin: spread.SpansMin, SpansMax: spread.SpansMax, Rollout: spread.Rollout}
-		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+		if err := enc.Encode(report.NewPreview(vc.json(), run, pa, badLines(frep))); err != nil {
 			return su.fail("%v", err)
 		}
 		return exitOK
 	}
+	res, set, cur, rep, curV, repV, capV, spread, copySpec, refused := run.Res, run.Res.Set, run.Cur, run.Rep, run.CurV, run.RepV, run.CapV, run.Spread, run.CopySpec, run.Refused
+	worth, verdict := run.Worth, run.Verdict
+	ev = run.Ev
 	writePreviewText(stdout, reg, vc, *spec, res, curSpec, curSource, cur, rep, curV, repV, capV, spread, frep, *rollouts, copySpec, refused)
 	writeWorthText(stdout, reg, set, worth, *wf.spanCost, verdict)
 	writeEvidenceText(stdout, ev)
 	return exitOK
 }
 
-// shownGroup: a report lists the variant's groups and the pseudo-groups,
-// never the placeholders of built-in groups the variant lacks.
-func shownGroup(reg *groups.Registry, g groups.Group) bool {
-	return g == groups.Unclassified || g == groups.Ungated || reg.Known(g)
-}
+func shownGroup(reg *groups.Registry, g groups.Group) bool { return report.ShownGroup(reg, g) }
 
-func nonNil(xs []string) []string {
-	if xs == nil {
-		return []string{}
-	}
-	return xs
-}
-
-// collectBreaks lists the hops the spec cuts as gate sums them for every view.
-func collectBreaks(rep *whatif.Report) []breakJSON {
-	out := []breakJSON{}
-	for _, b := range rep.BreakSummary(nil) {
-		out = append(out, breakJSON{FromService: b.FromService, ToService: b.ToService, SpanName: b.SpanName, Cause: b.Cause.Code(), Reason: b.Reason, Fix: b.Cause.Fix(), Count: b.Spans, Rollouts: b.Rollouts})
-	}
-	return out
-}
+func nonNil(xs []string) []string { return report.NonNil(xs) }
 
 func writePreviewText(w io.Writer, reg *groups.Registry, vc variantChoice, spec string, res groups.Resolution, curSpec, curSource string, cur, rep *whatif.Report, curV, repV, capV whatif.JoinVerdict, spread *whatif.Spread, frep receiver.FileReport, projectTo int, copySpec string, refused error) {
 	fmt.Fprintf(w, "variant: %s\n", vc)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
@@ -45,40 +46,7 @@ func (w worthFlags) check() (*whatif.Budget, error) {
 	return &b, nil
 }
 
-type groupCostJSON struct {
-	Spans           int     `json:"spans"`
-	Bytes           int64   `json:"bytes"`
-	SpansPerRollout float64 `json:"spans_per_rollout"`
-	BytesPerRollout float64 `json:"bytes_per_rollout"`
-	CPUMSPerRollout float64 `json:"cpu_ms_per_rollout"`
-	SpansPerSecond  float64 `json:"spans_per_second"`
-	BytesPerSecond  float64 `json:"bytes_per_second"`
-	CPUMSPerSecond  float64 `json:"cpu_ms_per_second"`
-	SpanCostUS      float64 `json:"span_cost_us"`
-}
-
-type groupWorthJSON struct {
-	WallShare     float64 `json:"wall_share"`
-	DurationP50MS float64 `json:"duration_p50_ms"`
-	DurationP99MS float64 `json:"duration_p99_ms"`
-	ErrorSpans    int     `json:"error_spans"`
-	ErrorRollouts int     `json:"error_rollouts"`
-	KeepsJoins    bool    `json:"keeps_joins"`
-	JoinedWith    int     `json:"rollouts_joined_with"`
-	JoinedWithout int     `json:"rollouts_joined_without"`
-}
-
-type budgetJSON struct {
-	Budget      string  `json:"budget"`
-	Unit        string  `json:"unit"`
-	Per         string  `json:"per"`
-	Limit       float64 `json:"limit"`
-	Value       float64 `json:"value"`
-	Fits        bool    `json:"fits"`
-	MissesBy    float64 `json:"misses_by"`
-	Headroom    float64 `json:"headroom"`
-	RolloutRate float64 `json:"rollout_rate"`
-}
+type budgetJSON = report.BudgetFit
 
 // uiWorth is what the TUI's cost and worth view and budget row need.
 type uiWorth struct {
@@ -96,41 +64,14 @@ func (w worthFlags) ui() (uiWorth, error) {
 	return uiWorth{SpanCost: *w.spanCost, Budget: b, Rate: *w.rate}, nil
 }
 
-func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }
+func round4(f float64) float64 { return report.Round4(f) }
 
 // addWorth fills per_group[g].cost and .worth.
 func addWorth(per map[string]groupJSON, reg *groups.Registry, ws []whatif.GroupWorth, spanCost time.Duration) {
-	for _, w := range ws {
-		name := reg.Name(w.Group)
-		g, ok := per[name]
-		if !ok {
-			continue
-		}
-		g.Cost = &groupCostJSON{
-			Spans: w.Spans, Bytes: w.Bytes,
-			SpansPerRollout: round2(w.SpansPerRollout), BytesPerRollout: round2(w.BytesPerRollout), CPUMSPerRollout: round4(w.CPUMSPerRollout),
-			SpansPerSecond: round2(w.SpansPerSecond), BytesPerSecond: round2(w.BytesPerSecond), CPUMSPerSecond: round4(w.CPUMSPerSecond),
-			SpanCostUS: round2(float64(spanCost) / float64(time.Microsecond)),
-		}
-		g.Worth = &groupWorthJSON{
-			WallShare: round4(w.WallShare), DurationP50MS: ms(w.P50), DurationP99MS: ms(w.P99),
-			ErrorSpans: w.ErrorSpans, ErrorRollouts: w.ErrorRollouts,
-			KeepsJoins: w.KeepsJoins, JoinedWith: w.JoinedWith, JoinedWithout: w.JoinedWithout,
-		}
-		per[name] = g
-	}
+	report.AddWorth(per, reg, ws, spanCost)
 }
 
-func budgetOut(v whatif.BudgetVerdict) *budgetJSON {
-	unit := "spans"
-	if v.Budget.Bytes {
-		unit = "bytes"
-	}
-	return &budgetJSON{
-		Budget: v.Budget.String(), Unit: unit, Per: v.Budget.Per, Limit: round2(v.Budget.Limit), Value: round2(v.Value),
-		Fits: v.Fits, MissesBy: round2(v.MissesBy), Headroom: round2(v.Headroom), RolloutRate: round2(v.RolloutRate),
-	}
-}
+func budgetOut(v whatif.BudgetVerdict) *budgetJSON { return report.BudgetOf(v) }
 
 // writeWorthText prints the cost and worth table and the budget verdict.
 func writeWorthText(w io.Writer, reg *groups.Registry, spec groups.Set, ws []whatif.GroupWorth, spanCost time.Duration, verdict *whatif.BudgetVerdict) {
