@@ -3,85 +3,27 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
 func cmdDiff(args []string) int { return runDiff(args, os.Stdout, os.Stderr) }
 
-// diffJSON is the documented schema of `diff --json` (docs/json.md).
-type diffJSON struct {
-	variantJSON
-	// AEvidence and BEvidence: what Gym's files say of each, with --evidence.
-	AEvidence       *evidence.RolloutJSON `json:"a_evidence,omitempty"`
-	BEvidence       *evidence.RolloutJSON `json:"b_evidence,omitempty"`
-	A               diffSideJSON          `json:"a"`
-	B               diffSideJSON          `json:"b"`
-	Operations      []diffOpJSON          `json:"operations"`
-	OnlyA           []diffSpanJSON        `json:"only_a"`
-	OnlyB           []diffSpanJSON        `json:"only_b"`
-	Moved           []diffMoveJSON        `json:"moved"`
-	Changed         []diffOpJSON          `json:"changed"`
-	ErrorsOnlyA     []diffSpanJSON        `json:"errors_only_a"`
-	ErrorsOnlyB     []diffSpanJSON        `json:"errors_only_b"`
-	FirstDivergence *divergenceJSON       `json:"first_divergence"`
-}
-
-type diffSideJSON struct {
-	RolloutID  string   `json:"rollout_id"`
-	Files      []string `json:"files"`
-	Spec       string   `json:"spec"`
-	Spans      int      `json:"spans"`
-	Errors     int      `json:"errors"`
-	Traces     int      `json:"traces"`
-	DurationMS float64  `json:"duration_ms"`
-}
-
-type diffOpJSON struct {
-	Service  string  `json:"service"`
-	Name     string  `json:"name"`
-	CountA   int     `json:"count_a"`
-	CountB   int     `json:"count_b"`
-	ErrorsA  int     `json:"errors_a"`
-	ErrorsB  int     `json:"errors_b"`
-	TotalMSA float64 `json:"total_ms_a"`
-	TotalMSB float64 `json:"total_ms_b"`
-	MaxMSA   float64 `json:"max_ms_a"`
-	MaxMSB   float64 `json:"max_ms_b"`
-	SelfMSA  float64 `json:"self_ms_a"`
-	SelfMSB  float64 `json:"self_ms_b"`
-}
-
-type diffSpanJSON struct {
-	Service string   `json:"service"`
-	Name    string   `json:"name"`
-	SpanID  string   `json:"span_id"`
-	Path    []string `json:"path"`
-	Status  string   `json:"status"`
-	Message string   `json:"status_message,omitempty"`
-}
-
-// diffMoveJSON is a span on both sides under another parent.
-type diffMoveJSON struct {
-	Service string   `json:"service"`
-	Name    string   `json:"name"`
-	SpanID  string   `json:"span_id"`
-	PathA   []string `json:"path_a"`
-	PathB   []string `json:"path_b"`
-}
-
-type divergenceJSON struct {
-	Path []string `json:"path"`
-	A    string   `json:"a"`
-	B    string   `json:"b"`
-}
+// diffJSON is the documented schema of `diff --json` (docs/json.md),
+// shared with the MCP compare tool.
+type (
+	diffJSON     = report.Diff
+	diffSideJSON = report.DiffSide
+	diffSpanJSON = report.DiffSpan
+)
 
 func ms(ns int64) float64 { return round2(float64(ns) / 1e6) }
 
@@ -184,22 +126,7 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	d := whatif.CompareRollouts(a, b)
-	out := diffJSON{
-		variantJSON: vc.json(),
-		A:           sideJSON(d.A, files, *specA), B: sideJSON(d.B, filesB, *specB),
-		Operations: []diffOpJSON{}, Changed: []diffOpJSON{},
-		OnlyA: spansJSON(d.OnlyA), OnlyB: spansJSON(d.OnlyB), Moved: []diffMoveJSON{},
-		ErrorsOnlyA: spansJSON(d.ErrorsA), ErrorsOnlyB: spansJSON(d.ErrorsB),
-	}
-	for _, mv := range d.Moved {
-		out.Moved = append(out.Moved, diffMoveJSON{Service: mv.Service, Name: mv.Name, SpanID: mv.SpanID.String(), PathA: mv.Path, PathB: mv.PathB})
-	}
-	for _, o := range d.Operations {
-		out.Operations = append(out.Operations, opJSON(o))
-	}
-	for _, o := range d.Changed {
-		out.Changed = append(out.Changed, opJSON(o))
-	}
+	out := report.NewDiff(vc.json(), d, files, filesB, *specA, *specB)
 	if ev, err := su.joinEvidence(reg, snapA); err != nil {
 		return fail("%v", err)
 	} else if ev != nil {
@@ -207,9 +134,6 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 		if snapB == snapA {
 			out.BEvidence = ev.Rollout(b.Rollout)
 		}
-	}
-	if d.First != nil {
-		out.FirstDivergence = &divergenceJSON{Path: d.First.Path, A: d.First.A, B: d.First.B}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -221,26 +145,6 @@ func runDiff(args []string, stdout, stderr io.Writer) int {
 	}
 	writeDiffText(stdout, out)
 	return exitOK
-}
-
-func sideJSON(s whatif.DiffSummary, files []string, spec string) diffSideJSON {
-	return diffSideJSON{RolloutID: s.Rollout, Files: files, Spec: spec, Spans: s.Spans, Errors: s.Errors, Traces: s.Traces, DurationMS: ms(s.DurationNS)}
-}
-
-func opJSON(o whatif.OpDiff) diffOpJSON {
-	return diffOpJSON{
-		Service: o.Service, Name: o.Name, CountA: o.CountA, CountB: o.CountB, ErrorsA: o.ErrorsA, ErrorsB: o.ErrorsB,
-		TotalMSA: ms(o.TotalNSA), TotalMSB: ms(o.TotalNSB), MaxMSA: ms(o.MaxNSA), MaxMSB: ms(o.MaxNSB),
-		SelfMSA: ms(o.SelfNSA), SelfMSB: ms(o.SelfNSB),
-	}
-}
-
-func spansJSON(ss []whatif.DiffSpan) []diffSpanJSON {
-	out := []diffSpanJSON{}
-	for _, s := range ss {
-		out = append(out, diffSpanJSON{Service: s.Service, Name: s.Name, SpanID: s.SpanID.String(), Path: s.Path, Status: s.Status.String(), Message: s.Message})
-	}
-	return out
 }
 
 func writeDiffText(w io.Writer, d diffJSON) {

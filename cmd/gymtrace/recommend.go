@@ -9,59 +9,15 @@ import (
 
 	"github.com/nemo-gym/gymtrace/gate/advise"
 	"github.com/nemo-gym/gymtrace/gate/groups"
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 func cmdRecommend(args []string) int { return runRecommend(args, os.Stdout, os.Stderr) }
 
 // recommendJSON is the documented schema of `recommend --json` (README.md,
-// "Recommend a spec").
-type recommendJSON struct {
-	variantJSON
-	Budget      string   `json:"budget"`
-	Must        []string `json:"must"`
-	Never       []string `json:"never"`
-	AllowSplits bool     `json:"allow_splits"`
-	// Outcome: found, must_too_dear, none_fits or none_joins.
-	Outcome        string               `json:"outcome"`
-	Reason         string               `json:"reason"`
-	SearchedGroups []string             `json:"searched_groups"`
-	FreeGroups     []string             `json:"free_groups"`
-	UnjudgedGroups []string             `json:"unjudged_groups"`
-	Space          int                  `json:"space"`
-	Previewed      int                  `json:"previewed"`
-	Pruned         int                  `json:"pruned"`
-	Best           *candidateJSON       `json:"best"`
-	RunnersUp      []runnerUpJSON       `json:"runners_up"`
-	Floor          *candidateJSON       `json:"floor"`
-	Rollouts       int                  `json:"rollouts"`
-	WallSeconds    float64              `json:"wall_seconds"`
-	BadLines       badLinesJSON         `json:"bad_lines"`
-	PerGroup       map[string]groupJSON `json:"per_group"`
-}
-
-type candidateJSON struct {
-	Spec           string            `json:"spec"`
-	Groups         []string          `json:"groups"`
-	Budget         *budgetJSON       `json:"budget"`
-	Spans          int               `json:"spans"`
-	Bytes          int64             `json:"bytes"`
-	RolloutsJoined int               `json:"rollouts_joined"`
-	RolloutsSplit  int               `json:"rollouts_split"`
-	NewSplits      int               `json:"new_splits"`
-	WallShare      float64           `json:"wall_share"`
-	ErrorSpans     int               `json:"error_spans"`
-	GroupsKept     int               `json:"groups_kept"`
-	Snippets       map[string]string `json:"snippets"`
-}
-
-type runnerUpJSON struct {
-	candidateJSON
-	WorseBy string   `json:"worse_by"`
-	Why     string   `json:"why"`
-	Lacks   []string `json:"lacks"`
-	Adds    []string `json:"adds"`
-}
+// "Recommend a spec"), shared with the MCP recommend tool.
+type recommendJSON = report.Recommend
 
 func runRecommend(args []string, stdout, stderr io.Writer) int {
 	su := newSetup("recommend", stdout, stderr, "usage: gymtrace recommend --budget B [--must GROUPS] [--never GROUPS] [--allow-splits] [--json] FILE...\n\n"+
@@ -132,29 +88,7 @@ func runRecommend(args []string, stdout, stderr io.Writer) int {
 	}
 	wall := eng.Preview(snap, reg.All()).WallSeconds
 	if *asJSON {
-		out := recommendJSON{
-			variantJSON: c.vc.json(), Budget: budget.String(), Must: nonNil(reg.Names(opt.Must)), Never: nonNil(reg.Names(opt.Never)),
-			AllowSplits: opt.AllowSplits, Outcome: a.Outcome.String(), Reason: a.Outcome.Text(),
-			SearchedGroups: nonNil(reg.Names(a.Searched)), FreeGroups: nonNil(reg.Names(a.Free)), UnjudgedGroups: nonNil(reg.Names(a.Unjudged)),
-			Space: a.Space, Previewed: a.Previewed, Pruned: a.Pruned, RunnersUp: []runnerUpJSON{},
-			Rollouts: len(eng.Structure(snap).Rollouts), WallSeconds: round2(wall), BadLines: badLines(c.frep),
-			PerGroup: map[string]groupJSON{},
-		}
-		if a.Best != nil {
-			out.Best = candidateOut(reg, a.Best)
-			rep := eng.Preview(snap, a.Best.Set)
-			for _, gc := range rep.PerGroup {
-				if gc.Captured > 0 && shownGroup(reg, gc.Group) {
-					out.PerGroup[reg.Name(gc.Group)] = groupJSON{Captured: gc.Captured, Kept: gc.Kept}
-				}
-			}
-			addWorth(out.PerGroup, reg, eng.Worth(snap, a.Best.Set, *wf.spanCost), *wf.spanCost)
-		}
-		out.Floor = candidateOut(reg, a.Floor)
-		for _, r := range a.RunnersUp {
-			out.RunnersUp = append(out.RunnersUp, runnerUpJSON{candidateJSON: *candidateOut(reg, &r.Candidate),
-				WorseBy: r.Short.String(), Why: r.Why(a.Best), Lacks: nonNil(reg.Names(r.Lacks)), Adds: nonNil(reg.Names(r.Adds))})
-		}
+		out := report.NewRecommend(c.vc.json(), eng, snap, a, opt, *wf.spanCost, badLines(c.frep))
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
@@ -227,20 +161,4 @@ func tradeText(reg *groups.Registry, r advise.RunnerUp) string {
 		return ""
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
-}
-
-func candidateOut(reg *groups.Registry, c *advise.Candidate) *candidateJSON {
-	if c == nil {
-		return nil
-	}
-	out := &candidateJSON{
-		Spec: reg.Spec(c.Set), Groups: nonNil(reg.Names(c.Set)), Budget: budgetOut(c.Verdict), Spans: c.Spans, Bytes: c.Bytes,
-		RolloutsJoined: c.RolloutsJoined, RolloutsSplit: c.RolloutsSplit, NewSplits: c.NewSplits,
-		WallShare: round4(c.WallShare), ErrorSpans: c.ErrorSpans, GroupsKept: c.Groups, Snippets: map[string]string{},
-	}
-	if spec, err := reg.CopyOut(c.Set); err == nil {
-		out.Spec = spec
-		out.Snippets["yaml"], out.Snippets["env"] = groups.TelemetryYAML(spec), groups.EnvLine(spec)
-	}
-	return out
 }
