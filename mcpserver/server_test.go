@@ -136,7 +136,7 @@ func TestTools(t *testing.T) {
 				}
 			}
 			sort.Strings(names)
-			for _, want := range []string{"check", "cohort", "critical_path", "explain", "get_rollout", "get_spans", "groups", "list_rollouts", "status"} {
+			for _, want := range []string{"check", "cohort", "compare", "critical_path", "explain", "get_rollout", "get_spans", "groups", "list_rollouts", "preview", "recommend", "status"} {
 				if sort.SearchStrings(names, want) == len(names) || names[sort.SearchStrings(names, want)] != want {
 					t.Errorf("tools/list = %v, lacks %s", names, want)
 				}
@@ -273,6 +273,31 @@ func TestTools(t *testing.T) {
 				t.Errorf("critical_path = %+v", path)
 			}
 
+			var pv report.Preview
+			call(t, cs, "preview", map[string]any{"spec": "all", "limit": 3}, &pv)
+			if len(pv.PerRollout) != 3 || pv.Page == nil || !pv.Page.Truncated || pv.Page.Total != chk.Rollouts || pv.Input.Rollouts != chk.Rollouts {
+				t.Errorf("preview limit 3: %d rows, page %+v, input %+v", len(pv.PerRollout), pv.Page, pv.Input)
+			}
+			var pv2 report.Preview
+			call(t, cs, "preview", map[string]any{"spec": "all", "limit": 3, "cursor": pv.Page.NextCursor}, &pv2)
+			if len(pv2.PerRollout) != 3 || pv2.PerRollout[0].RolloutID != wantIDs[3] {
+				t.Errorf("preview page 2 starts at %+v, want %s", pv2.PerRollout, wantIDs[3])
+			}
+			var ck report.Check
+			call(t, cs, "check", map[string]any{"limit": 2}, &ck)
+			if len(ck.SplitRollouts) != 2 || ck.Page == nil || ck.Page.Total != chk.Split || !ck.Page.Truncated {
+				t.Errorf("check limit 2: split_rollouts %v, page %+v", ck.SplitRollouts, ck.Page)
+			}
+			var same report.Diff
+			call(t, cs, "compare", map[string]any{"a": id}, &same)
+			if len(same.OnlyA)+len(same.OnlyB)+len(same.Changed) != 0 || same.FirstDivergence != nil {
+				t.Errorf("compare of a rollout with itself: %+v", same)
+			}
+			var rec report.Recommend
+			call(t, cs, "recommend", map[string]any{"budget": "1000spans/rollout", "runners_up": 50}, &rec)
+			if rec.Outcome == "" || len(rec.RunnersUp) > MaxRunnersUp || rec.Page == nil || !strings.Contains(rec.Page.Notes[0], "clamped to 20") {
+				t.Errorf("recommend: %+v", rec)
+			}
 			var co report.Cohort
 			call(t, cs, "cohort", map[string]any{"cohort": "id=" + id, "top": 5}, &co)
 			if co.Cohort.Rollouts != 1 || co.Baseline.Rollouts != chk.Rollouts-1 || len(co.Rows) > 5 {
@@ -320,6 +345,13 @@ func TestToolErrors(t *testing.T) {
 				{"list_rollouts", map[string]any{"filter": "reward>0"}, []string{`filter "reward>0": reward, verdict, failure and task are read from Gym's files`, "--evidence PATH"}},
 				{"list_rollouts", map[string]any{"sort": "-reward"}, []string{`sort "-reward": rewards are read from Gym's files`}},
 				{"cohort", map[string]any{"cohort": "verdict=unhealthy"}, []string{"--evidence PATH"}},
+				{"preview", map[string]any{"spec": ""}, []string{"spec is empty"}},
+				{"preview", map[string]any{"spec": "all", "budget": "lots"}, []string{"budget: "}},
+				{"preview", map[string]any{"spec": "all", "filter": "dur>"}, []string{"filter: "}},
+				{"recommend", map[string]any{"budget": ""}, []string{"budget is empty"}},
+				{"recommend", map[string]any{"budget": "10spans/rollout", "must": "nosuchgroup"}, []string{"must: ", "nosuchgroup"}},
+				{"compare", map[string]any{"a": id, "b": "nope"}, []string{"rollout B: ", `no rollout "nope"`, "nearest"}},
+				{"compare", map[string]any{"a": id, "a_spec": "nosuchgroup"}, []string{`span_groups "nosuchgroup" from a_spec argument`}},
 			}
 			for _, tt := range tests {
 				msg := call(t, cs, tt.tool, tt.args, nil)

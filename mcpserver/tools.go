@@ -84,6 +84,7 @@ type SpansInput struct {
 type CheckInput struct {
 	Filter string `json:"filter,omitempty" jsonschema:"only rollouts matching this filter (the CLI's --where)"`
 	Spec   string `json:"spec,omitempty" jsonschema:"the span_groups the capture was made with, for the advice (default: the setting in force)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"split_rollouts listed (and rollouts in rollout_tokens, rollout_evidence), 1-1000 (default 100)"`
 }
 
 // ExplainInput names a rollout, or nothing for the capture's hops.
@@ -121,6 +122,7 @@ func (s *Server) addTools() {
 		"The CLI's `diff --cohort --json`: rollouts a filter selects against a baseline, feature by feature (span counts, error rates, wall shares), most different first (Cliff's delta)."), s.cohortTool)
 	mcp.AddTool(s.srv, add("groups", "Span groups",
 		"The CLI's `groups --json`: the Gym variant's span groups, presets and classification rules, as span_groups specs name them."), s.groupsTool)
+	s.addWhatIfTools(ro)
 }
 
 func (s *Server) status(_ context.Context, _ *mcp.CallToolRequest, _ StatusInput) (*mcp.CallToolResult, report.Status, error) {
@@ -544,6 +546,8 @@ func (s *Server) setting(spec string) report.Setting {
 }
 
 func (s *Server) checkTool(_ context.Context, _ *mcp.CallToolRequest, in CheckInput) (*mcp.CallToolResult, report.Check, error) {
+	var notes []string
+	limit := clamp("limit", in.Limit, DefaultRolloutRows, MaxRolloutRows, &notes)
 	v, done, err := s.begin()
 	if err != nil {
 		return nil, report.Check{}, err
@@ -575,6 +579,7 @@ func (s *Server) checkTool(_ context.Context, _ *mcp.CallToolRequest, in CheckIn
 			}
 		}
 	}
+	boundCheck(&out, limit, notes)
 	return nil, out, nil
 }
 
@@ -712,4 +717,37 @@ func (s *Server) evidenceNotes(notes []string) []string {
 		notes = append(notes, "Gym's outcome files could not be read again: "+s.ev.err.Error()+"; evidence is as last read")
 	}
 	return notes
+}
+
+// boundCheck cuts a check's per-rollout lists to limit rollouts: the split
+// ones listed, and the tokens and evidence of those alone once the
+// capture has more rollouts than that.
+func boundCheck(out *report.Check, limit int, notes []string) {
+	p := report.Page{Total: len(out.SplitRollouts), Notes: notes}
+	if len(out.SplitRollouts) > limit {
+		p.Truncated = true
+		p.Notes = append(p.Notes, fmt.Sprintf("split_rollouts lists %d of %d; list_rollouts with sort -traces pages through them all", limit, len(out.SplitRollouts)))
+		out.SplitRollouts = out.SplitRollouts[:limit]
+	}
+	if len(out.RolloutTokens) > limit || len(out.RolloutEvidence) > limit {
+		keep := map[string]bool{}
+		for _, id := range out.SplitRollouts {
+			keep[id] = true
+		}
+		for id := range out.RolloutTokens {
+			if !keep[id] {
+				delete(out.RolloutTokens, id)
+			}
+		}
+		for id := range out.RolloutEvidence {
+			if !keep[id] {
+				delete(out.RolloutEvidence, id)
+			}
+		}
+		p.Truncated = true
+		p.Notes = append(p.Notes, "rollout_tokens and rollout_evidence hold the listed split rollouts' only: list_rollouts gives every rollout's")
+	}
+	if p.Truncated || len(p.Notes) > 0 {
+		out.Page = &p
+	}
 }

@@ -68,7 +68,7 @@ func TestMCPInspector(t *testing.T) {
 	for _, tl := range list["tools"].([]any) {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	for _, want := range []string{"status", "list_rollouts", "get_rollout", "get_spans", "check", "explain", "critical_path", "cohort", "groups"} {
+	for _, want := range []string{"status", "list_rollouts", "get_rollout", "get_spans", "check", "explain", "critical_path", "cohort", "groups", "preview", "recommend", "compare"} {
 		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+want+" ") {
 			t.Errorf("tools/list = %v: no %s", names, want)
 		}

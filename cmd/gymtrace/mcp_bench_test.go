@@ -81,6 +81,9 @@ func BenchmarkMCPTools(b *testing.B) {
 			{"critical_path", map[string]any{"rollout_id": id}},
 			{"cohort", map[string]any{"cohort": "id=" + id}},
 			{"groups", nil},
+			{"preview", map[string]any{"spec": "default"}},
+			{"compare", map[string]any{"a": id, "b_spec": "default"}},
+			{"recommend", map[string]any{"budget": "30spans/rollout"}},
 		} {
 			name := tc.tool
 			if tc.args["filter"] != nil {

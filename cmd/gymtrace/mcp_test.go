@@ -82,6 +82,28 @@ func TestMCPMatchesCLI(t *testing.T) {
 	if got := tool("cohort", map[string]any{"cohort": "id=" + id, "top": 20}); !reflect.DeepEqual(got, cohort) {
 		t.Errorf("cohort tool != diff --cohort --json:\n got %v\nwant %v", got, cohort)
 	}
+	preview := cli(func(a []string, o, e *bytes.Buffer) int { return runPreview(a, o, e) },
+		append([]string{"--json", "--spec", "per_rollout", "--budget", "40spans/rollout"}, files...)...)
+	if got := tool("preview", map[string]any{"spec": "per_rollout", "budget": "40spans/rollout", "limit": 1000}); !reflect.DeepEqual(got, preview) {
+		t.Errorf("preview tool != preview --json:\n got %v\nwant %v", got, preview)
+	}
+	rec := cli(func(a []string, o, e *bytes.Buffer) int { return runRecommend(a, o, e) },
+		append([]string{"--json", "--budget", "30spans/rollout", "--never", "sandbox"}, files...)...)
+	if got := tool("recommend", map[string]any{"budget": "30spans/rollout", "never": "sandbox"}); !reflect.DeepEqual(got, rec) {
+		t.Errorf("recommend tool != recommend --json:\n got %v\nwant %v", got, rec)
+	}
+	other := split[1].(string)
+	diff := cli(func(a []string, o, e *bytes.Buffer) int { return runDiff(a, o, e) },
+		append([]string{"--json", "--b-spec", "all", id, other}, files...)...)
+	got = tool("compare", map[string]any{"a": id, "b": other, "b_spec": "all"})
+	// The command names the files each side was read from; the server's
+	// store has no files to name per call.
+	for _, k := range []string{"a", "b"} {
+		diff[k].(map[string]any)["files"], got[k].(map[string]any)["files"] = nil, nil
+	}
+	if !reflect.DeepEqual(got, diff) {
+		t.Errorf("compare tool != diff --json:\n got %v\nwant %v", got, diff)
+	}
 }
 
 // TestMCPEvidence: with --evidence, the tools carry Gym's outcomes as the

@@ -31,6 +31,9 @@ type Check struct {
 	// With evidence: what Gym's files say, and of each rollout joined.
 	Evidence        *evidence.SummaryJSON            `json:"evidence,omitempty"`
 	RolloutEvidence map[string]*evidence.RolloutJSON `json:"rollout_evidence,omitempty"`
+	// Page is set by a face that cut the lists (the MCP check tool on a
+	// large capture); the CLI prints them whole.
+	Page *Page `json:"page,omitempty"`
 	Traffic
 }
 

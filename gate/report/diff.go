@@ -22,6 +22,9 @@ type Diff struct {
 	ErrorsOnlyA     []DiffSpan            `json:"errors_only_a"`
 	ErrorsOnlyB     []DiffSpan            `json:"errors_only_b"`
 	FirstDivergence *Divergence           `json:"first_divergence"`
+	// Page is set by a face that cut the span lists (the MCP compare
+	// tool); the CLI prints them whole.
+	Page *Page `json:"page,omitempty"`
 }
 
 type DiffSide struct {

@@ -51,6 +51,9 @@ type Preview struct {
 	// Tokens: the capture's token usage, when spans report any.
 	Tokens *TokenTotal `json:"tokens,omitempty"`
 	Traffic
+	// Page is set by a face that cut per_rollout (the MCP preview tool);
+	// the CLI prints it whole.
+	Page *Page `json:"page,omitempty"`
 }
 
 type AsCaptured struct {

@@ -33,6 +33,9 @@ type Recommend struct {
 	WallSeconds    float64                 `json:"wall_seconds"`
 	BadLines       BadLines                `json:"bad_lines"`
 	PerGroup       map[string]GroupFigures `json:"per_group"`
+	// Page is set by a face that clamped what was asked (the MCP
+	// recommend tool); the CLI never sets it.
+	Page *Page `json:"page,omitempty"`
 }
 
 type Candidate struct {
