@@ -49,3 +49,16 @@ func TestTmuxEvidence(t *testing.T) {
 	s.keys("q")
 	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
 }
+
+// TestTmuxDemoShowsRewards: the demo on screen, with no flag, joins the
+// fleet's own rollout files and shows their rewards.
+func TestTmuxDemoShowsRewards(t *testing.T) {
+	bin := tmuxBinary(t)
+	s := startTmux(t, t.TempDir(), bin+" demo --grpc-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --rollouts 12 --rate 20 --latency 1ms --batch-timeout 100ms", 120, 40)
+	scr := s.waitFor("the fleet's rewards", regexp.MustCompile(`evidence [1-9]\d*/\d+ joined[\s\S]*reward avg`))
+	if !strings.Contains(scr, "reward outcome") {
+		t.Errorf("no reward column in the demo:\n%s", scr)
+	}
+	s.keys("q")
+	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
+}

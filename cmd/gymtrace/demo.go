@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -76,7 +77,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 	fs.StringVar(&o.variant, "gym-variant", "G1", variantUsage+" (the same as --gym-version)")
 	groupsFile := fs.String("groups", "", "groups file adding span groups, presets and rules")
 	su.evidenceFlag()
-	fs.BoolVar(&o.obs, "observability", false, "Gym's observability_enabled: rollout ids on spans and /ng-rollout/{id}/ URL prefixes")
+	fs.BoolVar(&o.obs, "observability", false, "Gym's observability_enabled (on by default in the TUI, so Gym's rollout files join by id; off headless): rollout ids on spans and /ng-rollout/{id}/ URL prefixes")
 	fs.BoolVar(&o.aiohttp, "aiohttp", false, "the aiohttp client instrumentation (as NeMo-RL runs it): a second CLIENT span per call that injects traceparent whatever the spec")
 	fs.BoolVar(&o.standalone, "standalone", false, "the driver runs without telemetry (standalone collect_rollouts): no gym.job, each /run a root")
 	fs.Float64Var(&o.leak, "context-leak", 0, "share of requests (0-1) whose span is carried over from the previous request on a kept-alive connection")
@@ -156,11 +157,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		return fail("%v", err)
 	}
 	headless := o.headless || o.json || !tty
-	feed, err := su.evidenceFeed(true)
-	if err != nil {
-		return fail("%v", err)
+	if !headless && !flagGiven(fs, "observability") {
+		// On screen the demo shows Gym's outcomes beside the traces with no
+		// set-up: that takes the rollout ids observability puts on spans.
+		// Headless runs keep Gym's default for scripts and comparisons.
+		o.obs = true
 	}
-
 	evidenceDir := o.evidenceOut
 	if evidenceDir == "" {
 		if evidenceDir, err = os.MkdirTemp("", "gymtrace-demo-evidence-"); err != nil {
@@ -168,6 +170,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer, tty b
 		}
 		// Removed after everything else, once the fleet is done writing.
 		defer os.RemoveAll(evidenceDir)
+	} else if err := os.MkdirAll(evidenceDir, 0o755); err != nil {
+		return fail("--evidence-out: %v", err)
+	}
+	if len(su.evidence) == 0 {
+		// The fleet's own rollout files, read as they grow: rewards with
+		// no set-up.
+		su.evidence = []string{evidenceDir}
+	}
+	feed, err := su.evidenceFeed(true)
+	if err != nil {
+		return fail("%v", err)
 	}
 	held := &heldLog{w: stderr}
 	rr, err := startDemoReceivers(ctx, o, held)
@@ -430,4 +443,11 @@ func formatProcessSpecs(v *gymsim.Variant, specs map[string]string, prefix, suff
 		return ""
 	}
 	return prefix + strings.Join(parts, ", ") + suffix
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
