@@ -165,7 +165,7 @@ func TestTmuxDemo(t *testing.T) {
 	// From the top: the run-level rows (listed after the rollouts) may
 	// still be arriving and take the cursor.
 	s.keys("g", "j", "j")
-	s.waitFor("the third rollout's trace", regexp.MustCompile(`Trace ~[0-9a-f]{8}/[0-9a-f]{16} · \d+ spans · 1 trace`))
+	s.waitFor("the third rollout's trace", regexp.MustCompile(`Trace (~[0-9a-f]{8}/[0-9a-f]{16}|\d+-\d+) · \d+ spans · 1 trace`))
 
 	s.keys("Tab", "Tab", "Space")
 	s.waitFor("job unchecked", regexp.MustCompile(`\[ \] job\*`))
