@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -653,6 +654,28 @@ func TestRealGymCriticalPathShown(t *testing.T) {
 		m = keys(t, m, "P")
 		if l := ansi.Strip(strings.Split(m.trace.view(), "\n")[1]); strings.HasPrefix(l, string(glyphPath)) {
 			t.Errorf("%dx%d: P again leaves the path line: %q", sz[0], sz[1], l)
+		}
+	}
+}
+
+// A filter that does not parse, or is half typed, narrows nothing yet: the
+// title never counts the run-level rows as matching rollouts.
+func TestRealGymBadFilterCount(t *testing.T) {
+	for _, c := range []string{"s41-obs1-iso/all", "s41-obs0-iso/spec-server+rollout+verify", "s41-obs0-leak/all"} {
+		badFilterCount(t, c)
+	}
+}
+
+func badFilterCount(t *testing.T, c string) {
+	for _, text := range []string{">", "=", "(", "dur>", "status="} {
+		m := realModel(t, c, 120, 40, "default") // panels are shared: a fresh one per text
+		total := len(m.rollouts.snap.Rollouts)
+		m = keys(t, m, "/")
+		m = typeText(t, m, text)
+		title := ansi.Strip(strings.Split(m.rollouts.view(), "\n")[0])
+		var n, of int
+		if _, err := fmt.Sscanf(title, "Rollouts %d/%d", &n, &of); err != nil || n > of || of != total {
+			t.Errorf("%s, filter %q: title %q, %d rollouts", c, text, title, total)
 		}
 	}
 }

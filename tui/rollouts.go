@@ -926,7 +926,14 @@ func (l *rolloutList) render() {
 	}
 	head := fmt.Sprintf("Rollouts %d", total)
 	if l.filter != "" {
-		head = fmt.Sprintf("Rollouts %d/%d", len(l.rows), total)
+		// Rollouts only: the run-level rows below them match no filter.
+		n := 0
+		for _, i := range l.rowIdx {
+			if i >= 0 {
+				n++
+			}
+		}
+		head = fmt.Sprintf("Rollouts %d/%d", n, total)
 	}
 	// Parts in the order shown, each with its rank: on a narrow panel the
 	// highest ranks give way first, whole, rather than the line being cut.
