@@ -19,7 +19,7 @@ func (m *Model) openHelp() {
 	m.helpView.vp.GotoTop()
 }
 
-// helpLines is the help screen: how to leave first, then the focused
+// helpLines is the help screen: how to quit and close first, then the focused
 // panel's keys, the global keys, every other panel's keys and the legend.
 func (m *Model) helpLines() []string {
 	k := m.keys
@@ -42,7 +42,7 @@ func (m *Model) helpLines() []string {
 			secs = append(secs, section{title, out})
 		}
 	}
-	add("leave", []key.Binding{k.Quit, k.Back, k.Help})
+	add("quit and close", []key.Binding{k.Quit, k.Back, k.Help})
 	front := m.front(m.focus)
 	add(front.name()+" (focused)", front.help())
 	add("everywhere", k.Global())

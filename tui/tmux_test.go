@@ -298,6 +298,10 @@ func TestTmuxSmallHelp(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^\s+q\s+quit`).MatchString(scr) {
 		t.Errorf("the help lacks the quit key:\n%s", scr)
 	}
+	// The first heading names what its keys do.
+	if !regexp.MustCompile(`(?m)^Help · .*\n(quit and close)\s`).MatchString(scr) {
+		t.Errorf("the help's first heading is not \"quit and close\":\n%s", scr)
+	}
 	s.keys("q")
 	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
 }
