@@ -464,7 +464,7 @@ func (e *Engine) check(snap *model.Snapshot, now time.Time, grace time.Duration,
 		hosts:   map[string]model.ResourceID{}, joined: map[model.ResourceID]bool{}, seen: map[model.ResourceID]bool{},
 		agg: map[BrokenHop]int{}, aggRollouts: map[BrokenHop]int{},
 	}
-	leaksByRollout(st, t.leaksIn)
+	t.leaksByRollout(st)
 	p := checkPass{
 		snap: snap, st: st,
 		rep: &CheckReport{
@@ -506,11 +506,13 @@ type checkPass struct {
 
 // checkTables are a check's maps.
 type checkTables struct {
-	// leaksIn is each rollout's leaked request spans (leaksByRollout).
-	leaksIn map[string][]leakCount
-	hosts   map[string]model.ResourceID // host:port -> the process serving it
-	joined  map[model.ResourceID]bool   // processes on a cross-process edge
-	seen    map[model.ResourceID]bool   // processes of the judged rollouts, jobs and strays
+	// leaksIn is each rollout's leaked request spans, looseLeaks those of
+	// no rollout (leaksByRollout).
+	leaksIn    map[string][]leakCount
+	looseLeaks []leakCount
+	hosts      map[string]model.ResourceID // host:port -> the process serving it
+	joined     map[model.ResourceID]bool   // processes on a cross-process edge
+	seen       map[model.ResourceID]bool   // processes of the judged rollouts, jobs and strays
 	// agg is each hop, counts aside, with its spans; aggRollouts the
 	// judged rollouts showing it.
 	agg, aggRollouts map[BrokenHop]int
@@ -524,21 +526,31 @@ type leakCount struct {
 }
 
 // leaksByRollout fills leaksIn with each rollout's leaked request spans,
-// by process and span, in the structure's order.
-func leaksByRollout(st *rollouts.Structure, leaksIn map[string][]leakCount) {
-	for _, l := range st.Leaks {
-		if l.Rollout == "" || l.Rollout == l.Host {
-			continue
-		}
-		name := l.Name
-		ls := leaksIn[l.Rollout]
-		i := slices.IndexFunc(ls, func(x leakCount) bool { return x.svc == l.Service && x.name == name })
+// by process and span, in the structure's order: every leak of the
+// structure once, so the hops' counts add up to its context leaks. A leak
+// is the rollout's it belongs to, else (a run-level request, such as
+// /aggregate_metrics) the one whose span it was put under; one of neither
+// is loose, counted without a rollout.
+func (t *checkTables) leaksByRollout(st *rollouts.Structure) {
+	add := func(ls []leakCount, l rollouts.Leak) []leakCount {
+		i := slices.IndexFunc(ls, func(x leakCount) bool { return x.svc == l.Service && x.name == l.Name })
 		if i < 0 {
-			ls = append(ls, leakCount{svc: l.Service, name: name})
+			ls = append(ls, leakCount{svc: l.Service, name: l.Name})
 			i = len(ls) - 1
 		}
 		ls[i].n++
-		leaksIn[l.Rollout] = ls
+		return ls
+	}
+	for _, l := range st.Leaks {
+		id := l.Rollout
+		if id == "" {
+			id = l.Host
+		}
+		if id == "" {
+			t.looseLeaks = add(t.looseLeaks, l)
+			continue
+		}
+		t.leaksIn[id] = add(t.leaksIn[id], l)
 	}
 }
 
@@ -681,6 +693,11 @@ func (p *checkPass) total(t *checkTables) {
 				seen[f.Spans[0].Resource] = true
 			}
 		}
+	}
+	for _, l := range t.looseLeaks {
+		lh := newHop(l.svc, l.svc, l.name, CauseLeak)
+		lh.Count = 0
+		agg[lh] += l.n
 	}
 	// A process that never joins anyone is worth a row of its own only when
 	// no hop above already names it.

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/model"
 	"github.com/nemo-gym/gymtrace/receiver"
 )
@@ -140,5 +142,60 @@ func TestCheckHopsCounted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckLeaksAddUp: over every real capture, the context-leak hops count
+// every leak of the structure once, the run-level request put under a
+// rollout's span (/aggregate_metrics in the leak capture under
+// per_rollout) among them, so the hops and the context-leak figure agree.
+func TestCheckLeaksAddUp(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join(realGymDir, "*", "*", "meta.json"))
+	total := 0
+	for _, m := range dirs {
+		dir := filepath.Dir(m)
+		name, _ := filepath.Rel(realGymDir, dir)
+		rep := realCheck(t, dir)
+		want := rep.Structure.Traffic().LeakSpans
+		got, runLevel := 0, false
+		for _, h := range rep.Hops {
+			if h.Cause == CauseLeak {
+				got += h.Count
+				runLevel = runLevel || h.SpanName == "POST /aggregate_metrics"
+			}
+		}
+		if got != want {
+			t.Errorf("%s: leak hops count %d spans, the structure %d leaks", name, got, want)
+		}
+		if name == "s41-obs0-leak/spec-per_rollout" && !runLevel {
+			t.Errorf("%s: the leaked /aggregate_metrics is in no hop: %v", name, hopStrings(rep.Hops))
+		}
+		total += want
+	}
+	if total == 0 {
+		t.Fatal("no real capture leaks: the leak captures are missing")
+	}
+}
+
+// TestLeaksByRollout: a leak is its own rollout's, else the rollout it was
+// put under, else loose; none is dropped.
+func TestLeaksByRollout(t *testing.T) {
+	st := &rollouts.Structure{Leaks: []rollouts.Leak{
+		{Service: "agent", Name: "POST /run", Rollout: "r1", Host: "r2"},
+		{Service: "agent", Name: "POST /run", Rollout: "r1", Host: "r1"},
+		{Service: "agent", Name: "POST /aggregate_metrics", Host: "r2"},
+		{Service: "agent", Name: "POST /aggregate_metrics"},
+	}}
+	tb := checkTables{leaksIn: map[string][]leakCount{}}
+	tb.leaksByRollout(st)
+	want := map[string][]leakCount{
+		"r1": {{svc: "agent", name: "POST /run", n: 2}},
+		"r2": {{svc: "agent", name: "POST /aggregate_metrics", n: 1}},
+	}
+	if !reflect.DeepEqual(tb.leaksIn, want) {
+		t.Errorf("leaks by rollout %+v, want %+v", tb.leaksIn, want)
+	}
+	if loose := []leakCount{{svc: "agent", name: "POST /aggregate_metrics", n: 1}}; !reflect.DeepEqual(tb.looseLeaks, loose) {
+		t.Errorf("loose leaks %+v, want %+v", tb.looseLeaks, loose)
 	}
 }
