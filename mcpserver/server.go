@@ -60,6 +60,8 @@ type Server struct {
 	eng *whatif.Engine
 	reg *groups.Registry
 	ev  evState
+	// memo keeps the last snapshot's costly answers.
+	memo memo
 }
 
 // New returns a server with every tool, prompt and resource added.

@@ -690,6 +690,11 @@ func (s *Server) cohortTool(_ context.Context, _ *mcp.CallToolRequest, in Cohort
 			return nil, report.Cohort{}, err
 		}
 	}
+	m := s.memoFor(v, ev)
+	key := memoKey("cohort", in)
+	if r, ok := m.get(key); ok {
+		return nil, r.(report.Cohort), nil
+	}
 	var lookup func(string) *evidence.Outcome
 	if ev != nil {
 		lookup = ev.Lookup
@@ -698,7 +703,9 @@ func (s *Server) cohortTool(_ context.Context, _ *mcp.CallToolRequest, in Cohort
 	if err != nil {
 		return nil, report.Cohort{}, err
 	}
-	return nil, report.NewCohort(v.v, in.Cohort, in.Baseline, cmp, top), nil
+	out := report.NewCohort(v.v, in.Cohort, in.Baseline, cmp, top)
+	m.put(key, out)
+	return nil, out, nil
 }
 
 func (s *Server) groupsTool(_ context.Context, _ *mcp.CallToolRequest, _ noInput) (*mcp.CallToolResult, report.Groups, error) {

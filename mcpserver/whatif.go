@@ -113,10 +113,31 @@ func (s *Server) preview(_ context.Context, _ *mcp.CallToolRequest, in PreviewIn
 	if err != nil {
 		return nil, report.Preview{}, err
 	}
-	args := report.PreviewArgs{Spec: in.Spec, Current: cur, Rollouts: in.Rollouts, SpanCost: whatif.DefaultSpanCost,
-		Budget: budget, Rate: in.RolloutRate, Evidence: ev}
-	run := report.RunPreview(v.eng, snap, args)
-	out := report.NewPreview(v.v, run, args, s.badLines())
+	// Kept whole, and paged as asked: the next page reads the same
+	// preview.
+	m := s.memoFor(v, ev)
+	whole := in
+	whole.Limit, whole.Cursor = 0, ""
+	key := memoKey("preview", whole)
+	var out report.Preview
+	if r, ok := m.get(key); ok {
+		out = r.(report.Preview)
+	} else {
+		args := report.PreviewArgs{Spec: in.Spec, Current: cur, Rollouts: in.Rollouts, SpanCost: whatif.DefaultSpanCost,
+			Budget: budget, Rate: in.RolloutRate, Evidence: ev}
+		run := report.RunPreview(v.eng, snap, args)
+		// Of the selected rollouts, whatever the spec.
+		run.Latency = m.latency[in.Filter]
+		if run.Latency == nil {
+			run.Latency = v.eng.Latency(snap, v.eng.Structure(snap).Rollouts)
+			if len(m.latency) >= maxMemo {
+				clear(m.latency)
+			}
+			m.latency[in.Filter] = run.Latency
+		}
+		out = report.NewPreview(v.v, run, args, s.badLines())
+		m.put(key, out)
+	}
 	lo, hi, p := page(len(out.PerRollout), from, limit, notes)
 	out.PerRollout = out.PerRollout[lo:hi]
 	if p.Truncated || from > 0 || len(p.Notes) > 0 {
@@ -177,9 +198,14 @@ func (s *Server) recommend(_ context.Context, _ *mcp.CallToolRequest, in Recomme
 			return nil, report.Recommend{}, fmt.Errorf("%s: %w", g.name, err)
 		}
 	}
-	snap, _, err := s.selected(v, in.Filter)
+	snap, ev, err := s.selected(v, in.Filter)
 	if err != nil {
 		return nil, report.Recommend{}, err
+	}
+	m := s.memoFor(v, ev)
+	key := memoKey("recommend", in)
+	if r, ok := m.get(key); ok {
+		return nil, r.(report.Recommend), nil
 	}
 	a, err := advise.Recommend(v.eng, snap, opt)
 	if err != nil {
@@ -189,6 +215,7 @@ func (s *Server) recommend(_ context.Context, _ *mcp.CallToolRequest, in Recomme
 	if len(notes) > 0 {
 		out.Page = &report.Page{Total: len(out.RunnersUp), Notes: notes}
 	}
+	m.put(key, out)
 	return nil, out, nil
 }
 

@@ -18,12 +18,21 @@ import (
 // schemas), over 100k and 1M spans of the real Gym run's request (fresh
 // ids per copy). first is the first call on a new server, which pays for
 // finding the rollouts and the join check; every other row is a call on a
-// server that answered once (the engine caches by fragment version).
+// server that answered once (the engine caches by fragment version), and
+// for preview, recommend and cohort the same call again: warm, the answer
+// the server kept for the snapshot. Their cold rows are a call whose
+// answer was never kept: new-args asks of the same snapshot what it was
+// not asked yet (another spec, budget or cohort each time), new-snapshot
+// asks the same after one more request's spans (20 rollouts, 5072 spans)
+// arrived, as a live store publishes them.
 func BenchmarkMCPTools(b *testing.B) {
+	const reserve = 40 // requests kept back for the new-snapshot rows
 	for _, spans := range []int{100_000, 1_000_000} {
 		st := model.NewStore(model.Options{})
 		add := storeAdder(b, st)
-		for _, body := range yardstickBodies(b, "req-realgym-run-5072.bin.gz", spans) {
+		bodies := yardstickBodies(b, "req-realgym-run-5072.bin.gz", spans+reserve*5072)
+		bodies, more := bodies[:len(bodies)-reserve], bodies[len(bodies)-reserve:]
+		for _, body := range bodies {
 			add(body)
 		}
 		st.Sync()
@@ -94,11 +103,68 @@ func BenchmarkMCPTools(b *testing.B) {
 			}
 			b.Run(size+"/"+name, func(b *testing.B) {
 				b.ReportAllocs()
+				call(b, cs, tc.tool, tc.args) // answered once: warm
 				for b.Loop() {
+					call(b, cs, tc.tool, tc.args)
+				}
+			})
+		}
+		// Cold: arguments not asked yet of the snapshot.
+		ids := rolloutIDs(b, call(b, cs, "list_rollouts", map[string]any{"limit": 500}))
+		specs := []string{"default", "default,sandbox", "per_rollout", "all", "default,verify", "model_call", "server,http_client", "default,model_call"}
+		for _, tc := range []struct {
+			tool string
+			args func(i int) map[string]any
+		}{
+			{"cohort", func(i int) map[string]any { return map[string]any{"cohort": "id=" + ids[i%len(ids)]} }},
+			{"preview", func(i int) map[string]any { return map[string]any{"spec": specs[i%len(specs)], "rollouts": 1000 + i} }},
+			{"recommend", func(i int) map[string]any { return map[string]any{"budget": fmt.Sprintf("%dspans/rollout", 30+i)} }},
+		} {
+			b.Run(size+"/"+tc.tool+"/new-args", func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					call(b, cs, tc.tool, tc.args(i))
+					i++
+				}
+			})
+		}
+		// Cold: the same arguments after more spans arrived.
+		for _, tc := range []struct {
+			tool string
+			args map[string]any
+		}{
+			{"cohort", map[string]any{"cohort": "id=" + id}},
+			{"preview", map[string]any{"spec": "default"}},
+			{"recommend", map[string]any{"budget": "30spans/rollout"}},
+		} {
+			b.Run(size+"/"+tc.tool+"/new-snapshot", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					b.StopTimer()
+					if len(more) == 0 {
+						b.Fatal("no request left to add: run with a smaller -benchtime")
+					}
+					add(more[0])
+					more = more[1:]
+					st.Sync()
+					b.StartTimer()
 					call(b, cs, tc.tool, tc.args)
 				}
 			})
 		}
 		st.Close()
 	}
+}
+
+// rolloutIDs are the ids list_rollouts answered.
+func rolloutIDs(b *testing.B, res *mcp.CallToolResult) []string {
+	var ids []string
+	for _, r := range res.StructuredContent.(map[string]any)["rollouts"].([]any) {
+		ids = append(ids, r.(map[string]any)["rollout_id"].(string))
+	}
+	if len(ids) == 0 {
+		b.Fatal("no rollouts listed")
+	}
+	return ids
 }

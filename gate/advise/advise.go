@@ -366,13 +366,16 @@ func (s *search) measure(all *whatif.Report) {
 	snap := all.Structure.Snap
 	for _, r := range snap.Rollouts {
 		rs := rollSpans{start: r.Start, end: r.End}
-		sim := s.eng.SimulateRollout(snap, r, s.reg.All())
+		gs := s.eng.SpanGroups(snap, r)
 		for fi, f := range r.Fragments {
 			for i := range f.Spans {
 				sp := &f.Spans[i]
-				rs.spans = append(rs.spans, spanRef{group: sim.Frags[fi].Group[i], start: sp.Start, end: sp.End, err: sp.Status == model.StatusError})
+				rs.spans = append(rs.spans, spanRef{group: gs[fi][i], start: max(sp.Start, r.Start), end: min(sp.End, r.End), err: sp.Status == model.StatusError})
 			}
 		}
+		// In start order once, so that what each spec keeps is in order
+		// already and its union needs no sort.
+		sort.SliceStable(rs.spans, func(i, j int) bool { return rs.spans[i].start < rs.spans[j].start })
 		s.rolls = append(s.rolls, rs)
 	}
 }
@@ -388,7 +391,7 @@ func (s *search) worth(set groups.Set) Worth {
 			if !groups.Kept(sp.group, set) {
 				continue
 			}
-			ivs = append(ivs, [2]int64{max(sp.start, r.start), min(sp.end, r.end)})
+			ivs = append(ivs, [2]int64{sp.start, sp.end})
 			if sp.err {
 				w.ErrorSpans++
 			}
@@ -397,7 +400,7 @@ func (s *search) worth(set groups.Set) Worth {
 			continue
 		}
 		n++
-		w.WallShare += float64(union(ivs)) / float64(r.end-r.start)
+		w.WallShare += float64(unionSorted(ivs)) / float64(r.end-r.start)
 	}
 	if n > 0 {
 		w.WallShare /= float64(n)
@@ -414,6 +417,11 @@ func (s *search) worth(set groups.Set) Worth {
 // sorts ivs.
 func union(ivs [][2]int64) int64 {
 	sort.Slice(ivs, func(i, j int) bool { return ivs[i][0] < ivs[j][0] })
+	return unionSorted(ivs)
+}
+
+// unionSorted is union of intervals in start order.
+func unionSorted(ivs [][2]int64) int64 {
 	total, a, b := int64(0), int64(0), int64(math.MinInt64)
 	for _, iv := range ivs {
 		if iv[1] <= iv[0] {

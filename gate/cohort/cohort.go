@@ -10,7 +10,9 @@
 package cohort
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"sort"
 	"strings"
@@ -199,7 +201,7 @@ func CompareWith(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *fil
 		s := side{per: map[Feature][]sample{}}
 		for ri, r := range rolls {
 			s.wall = append(s.wall, r.End-r.Start)
-			sim := eng.SimulateRollout(st, r, reg.All())
+			gs := eng.SpanGroups(st, r)
 			add := func(f Feature, sp *model.Span, self int64) {
 				xs := s.per[f]
 				for len(xs) <= ri {
@@ -223,8 +225,8 @@ func CompareWith(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *fil
 					service := snap.ServiceName(sp.Resource)
 					add(Feature{Kind: SpanName, Service: service, Name: rollouts.DisplayName(in, sp)}, sp, self[i])
 					add(Feature{Kind: Service, Name: service}, sp, self[i])
-					if fi < len(sim.Frags) && i < len(sim.Frags[fi].Group) {
-						add(Feature{Kind: Group, Name: reg.Name(sim.Frags[fi].Group[i])}, sp, self[i])
+					if fi < len(gs) && i < len(gs[fi]) {
+						add(Feature{Kind: Group, Name: reg.Name(gs[fi][i])}, sp, self[i])
 					}
 					for _, kv := range attrValues(in, sp, comparable) {
 						add(Feature{Kind: Attr, Name: kv}, sp, self[i])
@@ -262,7 +264,7 @@ func CompareWith(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *fil
 		}
 		return order[i].String() < order[j].String()
 	})
-	same := map[string]int{} // metric and values -> row index
+	same := sameRows{seed: maphash.MakeSeed(), at: map[uint64][]sameRow{}}
 	for _, f := range order {
 		xa, xb := a.per[f], b.per[f]
 		if xa == nil {
@@ -286,17 +288,73 @@ func CompareWith(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *fil
 			if row.Effect == 0 {
 				continue
 			}
-			key := fmt.Sprint(m, va, "|", vb)
-			if i, ok := same[key]; ok {
+			if i := same.find(m, va, vb); i >= 0 {
 				c.Rows[i].Same = append(c.Rows[i].Same, f)
 				continue
 			}
-			same[key] = len(c.Rows)
+			same.add(m, va, vb, len(c.Rows))
 			c.Rows = append(c.Rows, row)
 		}
 	}
 	sort.Slice(c.Rows, func(i, j int) bool { return before(c.Rows[i], c.Rows[j]) })
 	return c, nil
+}
+
+// sameRows finds the row whose metric and values, rollout by rollout, a
+// feature's are: by a hash of them, then compared bit for bit (as their
+// printed forms would be: the shortest form of a float is its own).
+type sameRows struct {
+	seed maphash.Seed
+	at   map[uint64][]sameRow
+}
+
+type sameRow struct {
+	m      Metric
+	va, vb []float64
+	row    int
+}
+
+func (s *sameRows) hash(m Metric, va, vb []float64) uint64 {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	var b [8]byte
+	h.WriteByte(byte(m))
+	for _, xs := range [2][]float64{va, vb} {
+		binary.LittleEndian.PutUint64(b[:], uint64(len(xs)))
+		h.Write(b[:])
+		for _, x := range xs {
+			binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
+			h.Write(b[:])
+		}
+	}
+	return h.Sum64()
+}
+
+// find returns the row index of m's values va and vb, or -1.
+func (s *sameRows) find(m Metric, va, vb []float64) int {
+	for _, r := range s.at[s.hash(m, va, vb)] {
+		if r.m == m && sameBits(r.va, va) && sameBits(r.vb, vb) {
+			return r.row
+		}
+	}
+	return -1
+}
+
+func (s *sameRows) add(m Metric, va, vb []float64, row int) {
+	k := s.hash(m, va, vb)
+	s.at[k] = append(s.at[k], sameRow{m, va, vb, row})
+}
+
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // values is one metric of a feature over a side's rollouts. ErrorRate

@@ -337,6 +337,10 @@ type PreviewRun struct {
 	CopySpec         string
 	Refused          error
 	Ev               *evidence.Joined
+	// Latency, when set, is the selected rollouts' latency profile, which
+	// no spec changes: a face that previews many specs of one snapshot
+	// profiles it once. Nil: NewPreview profiles them.
+	Latency *whatif.Latency
 }
 
 // RunPreview previews p.Spec over snap against p.Current on eng.
@@ -441,7 +445,11 @@ func NewPreview(v Variant, r *PreviewRun, p PreviewArgs, bad BadLines) Preview {
 		out.PerRollout = append(out.PerRollout, rj)
 	}
 	out.Breaks = Breaks(r.Rep)
-	out.Latency = LatencyOf(r.Eng.Latency(r.Snap, r.Eng.Structure(r.Snap).Rollouts))
+	lat := r.Latency
+	if lat == nil {
+		lat = r.Eng.Latency(r.Snap, r.Eng.Structure(r.Snap).Rollouts)
+	}
+	out.Latency = LatencyOf(lat)
 	AddWorth(out.PerGroup, r.Reg, r.Worth, p.SpanCost)
 	if r.Verdict != nil {
 		out.Budget = BudgetOf(*r.Verdict)

@@ -642,6 +642,19 @@ func (e *Engine) SimulateRollout(snap *model.Snapshot, r *model.Rollout, spec gr
 	return out
 }
 
+// SpanGroups returns the group of each span of r, per fragment (parallel to
+// r.Fragments and their Spans): what SimulateRollout's Group lists hold,
+// without simulating. The lists are the engine's cache: read them only.
+func (e *Engine) SpanGroups(snap *model.Snapshot, r *model.Rollout) [][]groups.Group {
+	e.sync(snap)
+	rs := e.rollState(r)
+	out := make([][]groups.Group, len(rs.frags))
+	for i, fi := range rs.frags {
+		out[i] = fi.groups
+	}
+	return out
+}
+
 // OTLP batching assumed by the byte estimate: the SDK's BatchSpanProcessor
 // exports at most 512 spans per request and at least every 5 s.
 const (
