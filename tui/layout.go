@@ -36,7 +36,7 @@ func (m *Model) layout() {
 	}
 	if m.width >= wideWidth {
 		top := max(avail*55/100, m.frameH+4)
-		left := m.width * 2 / 5
+		left := max(m.width*2/5, 42) // the verdict columns whole, as when the waterfall is focused
 		m.listWant = m.rollouts.wantW
 		if m.width >= wideList {
 			// Room to spare: the list takes what its ids and services need,

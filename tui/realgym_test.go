@@ -174,35 +174,53 @@ func TestRealGymFilterSameAsWhere(t *testing.T) {
 	}
 }
 
-// When every rollout id starts alike (one trace for the whole run, so the
-// structural ids share "~<trace>/"), a list too narrow for the whole id
-// still tells the rollouts apart.
+// When rollout ids start alike (one trace for the whole run, or a few
+// traces each shared by several rollouts, so the structural ids share
+// "~<trace>/"), a list too narrow for the whole id still tells every row
+// apart, with the waterfall focused (the list narrowed) or not.
 func TestRealGymNarrowIDsDiffer(t *testing.T) {
-	for _, w := range []int{80, 100, 120} {
-		m := realModel(t, "s41-obs0-iso/all", w, 40, "all")
-		m = keys(t, m, "tab") // the waterfall takes the room, the list narrows
-		seen := map[string]bool{}
-		lines := strings.Split(m.rollouts.view(), "\n")
-		n := 0
-		for _, l := range lines {
-			l = ansi.Strip(l)
-			if !strings.Contains(l, "joined") && !strings.Contains(l, "split") {
-				continue
-			}
-			f := strings.Fields(strings.TrimLeft(l, " ›│┃"))
-			if len(f) == 0 || strings.HasPrefix(f[0], "run:") {
-				continue
-			}
-			n++
-			if seen[f[0]] {
-				t.Errorf("%d columns: two rollouts show as %q:\n%s", w, f[0], m.rollouts.view())
-				break
-			}
-			seen[f[0]] = true
+	var cases []string
+	for _, dir := range []string{"s41-obs0-iso", "s41-obs0-leak"} {
+		m, err := filepath.Glob(filepath.Join("..", "testdata", "real-gym", dir, "*", "meta.json"))
+		if err != nil || len(m) == 0 {
+			t.Fatalf("no captures under %s: %v", dir, err)
 		}
-		if n < 5 {
-			t.Errorf("%d columns: %d rollout rows seen:\n%s", w, n, m.rollouts.view())
+		for _, f := range m {
+			cases = append(cases, dir+"/"+filepath.Base(filepath.Dir(f)))
 		}
+	}
+	for _, c := range cases {
+		for _, sz := range [][2]int{{80, 24}, {100, 40}, {120, 40}} {
+			for _, focus := range [][]string{nil, {"tab"}} {
+				m := realModel(t, c, sz[0], sz[1], "all")
+				m = keys(t, m, focus...)
+				narrowIDsDiffer(t, fmt.Sprintf("%s %d×%d %v", c, sz[0], sz[1], focus), m.rollouts)
+			}
+		}
+	}
+}
+
+func narrowIDsDiffer(t *testing.T, name string, l *rolloutList) {
+	t.Helper()
+	seen := map[string]bool{}
+	n := 0
+	for _, line := range strings.Split(l.view(), "\n")[2:] {
+		f := strings.Fields(strings.TrimLeft(ansi.Strip(line), " ›★"))
+		if len(f) < 2 || f[0] == "run:" || f[0] == "unattributed" {
+			continue
+		}
+		n++
+		if !regexp.MustCompile(`(✓ joined|✗ split|… pending|… in flight)( |$)`).MatchString(ansi.Strip(line)) {
+			t.Errorf("%s: the join verdict is cut: %q", name, ansi.Strip(line))
+		}
+		if seen[f[0]] {
+			t.Errorf("%s: two rollouts show as %q:\n%s", name, f[0], l.view())
+			return
+		}
+		seen[f[0]] = true
+	}
+	if want := min(l.listHeight(), len(l.snap.Rollouts)); n < want {
+		t.Errorf("%s: %d rollout rows seen, want %d:\n%s", name, n, want, l.view())
 	}
 }
 

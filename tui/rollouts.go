@@ -170,12 +170,13 @@ type rolloutList struct {
 	inFlight  int                 // rollouts whose root has not arrived
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
-	// shared is the leading text every listed rollout id shares, sharedN
-	// how many ids share it, longest the widest id: set by rebuild, which
-	// walks the rows, so that render (every cursor move) does not.
-	shared           string
-	sharedN, longest int
-	sortBuf          []sortKey
+	// cut is how ids too wide for their column are shown, chosen for the
+	// rows measured and the column width cutW: render (every cursor move)
+	// reuses it.
+	cut     idCut
+	cutW    int
+	cutOf   measureKey
+	sortBuf []sortKey
 	// measured is what widths and measure last ran for: their figures
 	// do not depend on the rows' order, so a new sort keeps them.
 	measured measureKey
@@ -727,27 +728,31 @@ func idWidth(id string) int {
 	return len(id)
 }
 
-// widths sets the figures of every row render needs: the column widths,
-// the widest id and the id text all rollouts share.
+// widths sets the column widths of every row render needs.
 func (l *rolloutList) widths() {
-	l.shared, l.sharedN, l.longest = "", 0, 0
-	idW, longest, spansW := int32(l.idW), int32(0), int32(l.spansW)
+	idW, spansW := int32(l.idW), int32(l.spansW)
 	for i := range l.rows {
 		in := l.infoAt(i)
 		idW = max(idW, in.idLen)
-		longest = max(longest, in.idW)
 		spansW = max(spansW, in.spansW)
-		if !in.apart {
-			// Once no text is shared, the ids need not be read.
-			if l.sharedN == 0 {
-				l.shared = in.r.ID
-			} else if l.shared != "" {
-				l.shared = commonPrefix(l.shared, in.r.ID)
-			}
-			l.sharedN++
+	}
+	l.idW, l.spansW = int(idW), int(spansW)
+}
+
+// idCutFor is the cut of the listed rollout ids at column width w,
+// chosen again only when the rows or the width changed.
+func (l *rolloutList) idCutFor(w int) idCut {
+	if l.cutW == w && l.cutOf == l.measured {
+		return l.cut
+	}
+	ids := make([]string, 0, len(l.rows))
+	for i, r := range l.rows {
+		if l.rowIdx[i] >= 0 {
+			ids = append(ids, r.ID)
 		}
 	}
-	l.idW, l.longest, l.spansW = int(idW), int(longest), int(spansW)
+	l.cut, l.cutW, l.cutOf = chooseCut(ids, w), w, l.measured
+	return l.cut
 }
 
 // countWidth is len(fmtCount(n)), without the string for most counts.
@@ -978,16 +983,9 @@ func (l *rolloutList) render() {
 	}
 	lines := []string{l.st.Panel.Title.Render(fitTitle(l.width, head, parts))}
 
-	shared, sharedN, longest := l.shared, l.sharedN, l.longest
 	spansW := l.spansW
 	// The id gives way first: the state and join verdicts are never cut.
 	idW := clamp(l.width-(1+1+5+1+7+1+spansW+1+9), 8, min(l.idW, max(l.width/2, 8)))
-	// A cut id must still tell rollouts apart: when they all share their
-	// start (one trace for the whole run, so ~<trace>/ is the same), the
-	// shared part gives way to the span id after it.
-	if sharedN < 2 || longest <= idW || len(shared) < idW-1 {
-		shared = ""
-	}
 	evW := l.evCols()
 	if evW > 0 && l.width-evW < 1+8+1+5+1+7+1+spansW+1+9 {
 		evW = 0 // too narrow: the join verdict keeps its room
@@ -1008,6 +1006,9 @@ func (l *rolloutList) render() {
 	}
 	lines = append(lines, l.st.Panel.Column.Render(cols(" ", "rollout", "state", "time", "spans", "join", "reward", "outcome", "services")))
 
+	// A cut id must still tell the rollouts apart (one run trace, or a few
+	// shared by many rollouts, gives them all one start).
+	cut := l.idCutFor(idW)
 	h := l.listHeight()
 	l.follow(h, len(l.rows))
 	for i := l.offset; i < len(l.rows) && i < l.offset+h; i++ {
@@ -1028,7 +1029,11 @@ func (l *rolloutList) render() {
 		if evW > 0 && !in.apart {
 			reward, outcome = l.outcomeCells(r.ID)
 		}
-		line := cols(gut, cutShared(r.ID, shared), status, fmtDur(r.End-r.Start), fmtCount(int64(r.Spans)), l.joinCell(r.ID), reward, outcome, in.services)
+		id := r.ID
+		if !in.apart {
+			id = cut.apply(r.ID, idW)
+		}
+		line := cols(gut, id, status, fmtDur(r.End-r.Start), fmtCount(int64(r.Spans)), l.joinCell(r.ID), reward, outcome, in.services)
 		if i == l.cursor {
 			line = l.st.List.Selected.Render(fit(line, l.width))
 		}
@@ -1133,24 +1138,4 @@ func padLinesSlice(lines []string, height int) []string {
 		lines = append(lines, "")
 	}
 	return lines
-}
-
-// commonPrefix returns the longest prefix a and b share.
-func commonPrefix(a, b string) string {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return a[:i]
-		}
-	}
-	return a[:n]
-}
-
-// cutShared shows id without the prefix every listed id shares, marked by
-// "…"; ids that do not have it (run-level rows) are shown whole.
-func cutShared(id, shared string) string {
-	if shared == "" || !strings.HasPrefix(id, shared) {
-		return id
-	}
-	return "…" + id[len(shared):]
 }

@@ -69,3 +69,31 @@ func TestTmuxRealGymSizes(t *testing.T) {
 	s.keys("q")
 	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
 }
+
+// TestTmuxNarrowIDsOfFewTraces opens a capture where several rollouts
+// share each trace (a context carried over between rollouts), so the
+// inferred ids of a trace all start "~<trace>/": at 120×40, with the
+// list beside the waterfall and then narrowed by focusing the waterfall,
+// no two rollout rows read alike.
+func TestTmuxNarrowIDsOfFewTraces(t *testing.T) {
+	bin := tmuxBinary(t)
+	s := startTmux(t, t.TempDir(), bin+" open "+realConsole(t, "s41-obs0-leak/spec-per_rollout"), 120, 40)
+	row := regexp.MustCompile(`(?m)^[┃│][ ›★]([~…]\S+) +(?:ok|! \d+) `)
+	check := func(what string, scr string) {
+		seen := map[string]bool{}
+		for _, m := range row.FindAllStringSubmatch(scr, -1) {
+			if seen[m[1]] {
+				t.Errorf("%s: two rollouts read %q:\n%s", what, m[1], scr)
+			}
+			seen[m[1]] = true
+		}
+		if len(seen) < 15 {
+			t.Errorf("%s: %d rollouts told apart, want 15 or more:\n%s", what, len(seen), scr)
+		}
+	}
+	check("the list beside the waterfall", s.waitFor("the join check", regexp.MustCompile(`✗ split`)))
+	s.keys("Tab")
+	check("the narrowed list", s.waitFor("the focused waterfall", regexp.MustCompile(`(?m)^│›…[0-9a-f]+ `)))
+	s.keys("q")
+	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
+}
