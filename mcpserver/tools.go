@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -151,42 +152,6 @@ func parseFilter(arg, text string) (*filter.Filter, error) {
 	return f, nil
 }
 
-// sorters order rollout rows by a key, ascending.
-var sorters = map[string]func(a, b *model.Rollout) int{
-	"start":    func(a, b *model.Rollout) int { return cmpInt(a.Start, b.Start) },
-	"duration": func(a, b *model.Rollout) int { return cmpInt(a.End-a.Start, b.End-b.Start) },
-	"spans":    func(a, b *model.Rollout) int { return cmpInt(int64(a.Spans), int64(b.Spans)) },
-	"errors":   func(a, b *model.Rollout) int { return cmpInt(int64(a.Errors), int64(b.Errors)) },
-	"traces":   func(a, b *model.Rollout) int { return cmpInt(int64(a.Traces), int64(b.Traces)) },
-	"id":       func(a, b *model.Rollout) int { return strings.Compare(a.ID, b.ID) },
-	"reward":   nil, // bound to the evidence of the call (bindSort)
-}
-
-// bindSort is the sort of key, the reward sort reading ev: rollouts
-// without a reward go last either way up, so -reward lists the best first.
-func bindSort(key string, by func(a, b *model.Rollout) int, ev *evidence.Joined) func(a, b *model.Rollout) int {
-	if key != "reward" {
-		return by
-	}
-	return func(a, b *model.Rollout) int {
-		ra, rb := reward(ev, a.ID), reward(ev, b.ID)
-		switch {
-		case ra == nil && rb == nil:
-			return 0
-		case ra == nil:
-			return 1
-		case rb == nil:
-			return -1
-		}
-		if *ra < *rb {
-			return -1
-		} else if *ra > *rb {
-			return 1
-		}
-		return 0
-	}
-}
-
 func reward(ev *evidence.Joined, id string) *float64 {
 	if o := ev.Lookup(id); o != nil && o.HasReward() {
 		return &o.Reward
@@ -204,14 +169,7 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-func sortKeys() string {
-	keys := make([]string, 0, len(sorters))
-	for k := range sorters {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return strings.Join(keys, ", ")
-}
+func sortKeys() string { return strings.Join(sortKeyNames, ", ") }
 
 // parseCursor reads a cursor: the offset of the page's first item.
 func parseCursor(c string) (int, error) {
@@ -246,16 +204,18 @@ func page(total, from, limit int, notes []string) (lo, hi int, p report.Page) {
 func (s *Server) listRollouts(_ context.Context, _ *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, report.RolloutList, error) {
 	var notes []string
 	limit := clamp("limit", in.Limit, DefaultLimit, MaxLimit, &notes)
-	from, err := parseCursor(in.Cursor)
+	cur, from, err := parseListCursor(in.Cursor)
 	if err != nil {
 		return nil, report.RolloutList{}, err
+	}
+	if cur != nil && (cur.Sort != in.Sort || cur.Filter != in.Filter) {
+		return nil, report.RolloutList{}, fmt.Errorf("cursor: it pages the list of sort %q and filter %q; ask with those, or without cursor from the start", cur.Sort, cur.Filter)
 	}
 	key, desc := strings.TrimPrefix(in.Sort, "-"), strings.HasPrefix(in.Sort, "-")
 	if key == "" {
 		key = "start"
 	}
-	by, ok := sorters[key]
-	if !ok {
+	if !slices.Contains(sortKeyNames, key) {
 		return nil, report.RolloutList{}, fmt.Errorf("sort %q: want one of %s, - before it for descending", in.Sort, sortKeys())
 	}
 	v, done, err := s.begin()
@@ -273,19 +233,34 @@ func (s *Server) listRollouts(_ context.Context, _ *mcp.CallToolRequest, in List
 	if key == "reward" && ev == nil {
 		return nil, report.RolloutList{}, fmt.Errorf("sort %q: rewards are read from Gym's files: start the server with --evidence PATH", in.Sort)
 	}
-	by = bindSort(key, by, ev)
-	rolls := f.Rollouts(st.Snap)
-	if key != "start" || desc {
-		rolls = append([]*model.Rollout(nil), rolls...)
-		sort.SliceStable(rolls, func(i, j int) bool {
-			c := by(rolls[i], rolls[j])
-			if desc {
-				return c > 0
-			}
-			return c < 0
-		})
+	capture := f.Rollouts(st.Snap)
+	rolls, sorted := capture, key != "start" || desc
+	if sorted {
+		type row struct {
+			r *model.Rollout
+			v sortVal
+		}
+		rows := make([]row, len(capture))
+		for i, r := range capture {
+			rows[i] = row{r, valueOf(key, r, ev)}
+		}
+		sort.SliceStable(rows, func(i, j int) bool { return ordered(key, rows[i].v, rows[j].v, desc) < 0 })
+		rolls = make([]*model.Rollout, len(rows))
+		for i, r := range rows {
+			rolls[i] = r.r
+		}
+	}
+	if cur != nil {
+		var moved []string
+		from, moved = resume(cur, v.snap.Seq, key, desc, sorted, rolls, capture, ev)
+		notes = append(notes, moved...)
 	}
 	lo, hi, p := page(len(rolls), from, limit, notes)
+	if p.Truncated {
+		last := rolls[hi-1]
+		p.NextCursor = listCursor{Seq: v.snap.Seq, Off: hi, Total: len(rolls), ID: last.ID, Key: valueOf(key, last, ev),
+			Seen: last.FirstSeen, Sort: in.Sort, Filter: in.Filter}.String()
+	}
 	toks := report.TokenReport(st)
 	out := report.RolloutList{Variant: v.v, Filter: in.Filter, Sort: in.Sort, Rollouts: []report.RolloutRow{}, Page: p}
 	if out.Sort == "" {

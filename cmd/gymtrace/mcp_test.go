@@ -145,7 +145,7 @@ func TestMCPEvidence(t *testing.T) {
 	rolloutEv := want["rollout_evidence"].(map[string]any)
 	var l report.RolloutList
 	tool("list_rollouts", map[string]any{"sort": "-reward", "limit": 500}, &l)
-	last := 2.0
+	last, unknown := 2.0, ""
 	for _, r := range l.Rollouts {
 		var gotEv any
 		b, _ := json.Marshal(r.Evidence)
@@ -153,7 +153,12 @@ func TestMCPEvidence(t *testing.T) {
 		if !reflect.DeepEqual(gotEv, rolloutEv[r.RolloutID]) {
 			t.Errorf("rollout %s evidence %v, want check's %v", r.RolloutID, gotEv, rolloutEv[r.RolloutID])
 		}
-		if r.Evidence != nil && r.Evidence.Reward != nil {
+		if r.Evidence == nil || r.Evidence.Reward == nil {
+			unknown = r.RolloutID
+		} else {
+			if unknown != "" {
+				t.Errorf("sort -reward: %s, without a reward, before %s with %v", unknown, r.RolloutID, *r.Evidence.Reward)
+			}
 			if *r.Evidence.Reward > last {
 				t.Errorf("sort -reward: %s has %v after %v", r.RolloutID, *r.Evidence.Reward, last)
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,137 @@ func TestServeMCPExposed(t *testing.T) {
 		&stdout, &stderr, false, nil)
 	if code != exitUsage || !strings.Contains(stderr.String(), "--mcp-addr: refusing to listen beyond loopback without a token: 0.0.0.0:0 is not a loopback address") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestServeMCPCursorLive pages list_rollouts over a live serve store while
+// rollouts arrive between two pages: the second page goes on after the
+// first's last row, wherever the new rollouts sort, repeating and skipping
+// none of those listed before, and says that the listing changed.
+func TestServeMCPCursorLive(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	ready := make(chan *runningReceivers, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- runServe(ctx, []string{"--headless", "--grpc-addr", "off", "--http-addr", "127.0.0.1:0", "--mcp-addr", "127.0.0.1:0", "--spec", "all"},
+			&stdout, &stderr, false, func(r *runningReceivers) { ready <- r })
+	}()
+	var rr *runningReceivers
+	select {
+	case rr = <-ready:
+	case code := <-done:
+		t.Fatalf("serve exited %d: %s", code, stderr.String())
+	}
+	send := func(path string) {
+		t.Helper()
+		for _, line := range testfile.Lines(t, path) {
+			resp, err := http.Post("http://"+rr.HTTPAddr+"/v1/traces", "application/json", bytes.NewReader(line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("POST: %s", resp.Status)
+			}
+		}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + rr.MCPAddr + "/"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list := func(args map[string]any) report.RolloutList {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_rollouts", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("list_rollouts(%v): %v %+v", args, err, res)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var l report.RolloutList
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	ids := func(l report.RolloutList) []string {
+		var out []string
+		for _, r := range l.Rollouts {
+			out = append(out, r.RolloutID)
+		}
+		return out
+	}
+	// settled waits for n rollouts listed alike three times running: a
+	// rollout without an id is named by its root, which may arrive last.
+	settled := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		var last []string
+		for same := 0; same < 3; {
+			l := list(map[string]any{"limit": 500})
+			if got := ids(l); l.Total == n && slices.Equal(got, last) {
+				same++
+			} else {
+				same, last = 0, got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d rollouts listed, want %d, settled", l.Total, n)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	send(filepath.Join("..", "..", "testdata", "real-gym", "s41-obs0-iso", "all-otlp", "otlp", "traces.jsonl.gz"))
+	settled(20)
+	sorts := []string{"", "id", "-start", "-spans"}
+	before := map[string][]string{} // every row, in order, before more arrive
+	first := map[string]report.RolloutList{}
+	for _, s := range sorts {
+		before[s] = ids(list(map[string]any{"sort": s, "limit": 500}))
+		first[s] = list(map[string]any{"sort": s, "limit": 5})
+		if got := ids(first[s]); !slices.Equal(got, before[s][:5]) || !first[s].Truncated {
+			t.Fatalf("sort %q: page 1 %v, want %v, truncated", s, got, before[s][:5])
+		}
+		// Unchanged, the next page is the next five.
+		if got := ids(list(map[string]any{"sort": s, "limit": 5, "cursor": first[s].NextCursor})); !slices.Equal(got, before[s][5:10]) {
+			t.Errorf("sort %q, store unchanged: page 2 %v, want %v", s, got, before[s][5:10])
+		}
+	}
+
+	// Another run's 20 rollouts arrive between the pages.
+	send(filepath.Join("..", "..", "testdata", "real-gym", "s61-rl-iso", "rl-all-otlp", "otlp", "traces.jsonl.gz"))
+	settled(40)
+	for _, s := range sorts {
+		now := ids(list(map[string]any{"sort": s, "limit": 500}))
+		p2 := list(map[string]any{"sort": s, "limit": 5, "cursor": first[s].NextCursor})
+		got := ids(p2)
+		// The page is the rows after page 1's last in today's order.
+		at := slices.Index(now, before[s][4])
+		if at < 0 || !slices.Equal(got, now[at+1:min(at+6, len(now))]) {
+			t.Errorf("sort %q: page 2 %v, want the rows after %s in %v", s, got, before[s][4], now)
+		}
+		for _, id := range got {
+			if slices.Contains(before[s][:5], id) {
+				t.Errorf("sort %q: page 2 repeats %s of page 1", s, id)
+			}
+		}
+		if p2.Total != 40 || !slices.ContainsFunc(p2.Notes, func(n string) bool {
+			return strings.Contains(n, "store changed since the previous page (20 rollouts matched then, 40 now)")
+		}) {
+			t.Errorf("sort %q: page 2 total %d, notes %q", s, p2.Total, p2.Notes)
+		}
+	}
+	// A cursor of another sort is refused.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_rollouts", Arguments: map[string]any{"sort": "id", "cursor": first[""].NextCursor}})
+	if err != nil || !res.IsError {
+		t.Errorf("cursor of another sort: %v %+v", err, res)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
 	}
 }
