@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/internal/testfile"
+	"github.com/nemo-gym/gymtrace/receiver"
 )
 
 // bearer adds a token to every request, as an MCP client configured with
@@ -288,5 +291,186 @@ func TestServeMCPCursorLive(t *testing.T) {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
+	}
+}
+
+// startServe runs serve with args until the test ends, and returns its
+// receivers once they listen.
+func startServe(t *testing.T, args ...string) (*runningReceivers, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	ready := make(chan *runningReceivers, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- runServe(ctx, append([]string{"--headless", "--grpc-addr", "off", "--http-addr", "127.0.0.1:0"}, args...),
+			&stdout, &stderr, false, func(r *runningReceivers) { ready <- r })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	select {
+	case rr := <-ready:
+		return rr, &stderr
+	case code := <-done:
+		t.Fatalf("serve %q exited %d: %s", args, code, stderr.String())
+	}
+	return nil, nil
+}
+
+// mcpStatus connects the SDK's client to addr over streamable HTTP (with
+// hc, nil: the default) and calls status.
+func mcpStatus(t *testing.T, addr string, hc *http.Client) (report.Status, error) {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/", HTTPClient: hc}, nil)
+	if err != nil {
+		return report.Status{}, err
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "status"})
+	if err != nil || res.IsError {
+		t.Fatalf("status: %v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var s report.Status
+	return s, json.Unmarshal(b, &s)
+}
+
+// TestServeMCPBeyondLoopback: on every address (0.0.0.0), --insecure
+// serves MCP with no token and warns so; --auth-token serves it to
+// requests with the token only, with no warning.
+func TestServeMCPBeyondLoopback(t *testing.T) {
+	port := func(rr *runningReceivers) string {
+		_, p, err := net.SplitHostPort(rr.MCPAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "127.0.0.1:" + p
+	}
+	t.Run("insecure", func(t *testing.T) {
+		rr, stderr := startServe(t, "--mcp-addr", "0.0.0.0:0", "--insecure")
+		if host, _, _ := net.SplitHostPort(rr.MCPAddr); receiver.IsLoopback(rr.MCPAddr) || host == "127.0.0.1" {
+			t.Fatalf("bound %s, want every address", rr.MCPAddr)
+		}
+		if want := "warning: --insecure: MCP on " + rr.MCPAddr + " answers anyone who can reach it, with no token"; !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q lacks %q", stderr.String(), want)
+		}
+		s, err := mcpStatus(t, port(rr), nil)
+		if err != nil || !s.Live {
+			t.Errorf("status with no token: %+v, %v", s, err)
+		}
+	})
+	t.Run("token", func(t *testing.T) {
+		const token = "t0ken"
+		rr, stderr := startServe(t, "--mcp-addr", "0.0.0.0:0", "--auth-token", token)
+		if strings.Contains(stderr.String(), "warning: --insecure") {
+			t.Errorf("warned with a token: %s", stderr.String())
+		}
+		if _, err := mcpStatus(t, port(rr), nil); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+			t.Errorf("no token: %v, want 401", err)
+		}
+		s, err := mcpStatus(t, port(rr), &http.Client{Transport: bearer{token}})
+		if err != nil || !s.Live {
+			t.Errorf("status with the token: %+v, %v", s, err)
+		}
+	})
+}
+
+// TestDemoMCP runs the demo with --mcp-addr on free ports and reads its
+// live store over streamable HTTP with the SDK's client: status counts the
+// fleet's rollouts, and list_rollouts shows them with the rewards of the
+// rollout files the fleet writes.
+func TestDemoMCP(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runDemo(ctx, append(append([]string(nil), demoArgs...), "--headless", "--observability", "--rate", "20", "--mcp-addr", "127.0.0.1:0"),
+			&stdout, &stderr, false)
+	}()
+	said := regexp.MustCompile(`gymtrace demo: MCP \(streamable HTTP\) on http://(127\.0\.0\.1:[0-9]+)/`)
+	var addr string
+	for deadline := time.Now().Add(20 * time.Second); addr == ""; {
+		if m := said.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no MCP address said: %s", stderr.String())
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("demo exited %d: %s", code, stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tool := func(name string, args map[string]any, out any) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		s       report.Status
+		l       report.RolloutList
+		rewards int
+	)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		tool("status", nil, &s)
+		tool("list_rollouts", map[string]any{"limit": 500}, &l)
+		rewards = 0
+		for _, r := range l.Rollouts {
+			if r.Evidence != nil && r.Evidence.Reward != nil {
+				rewards++
+			}
+		}
+		if s.RolloutsJoined >= 8 && rewards >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s: status %+v, %d of %d rows with a reward", s, rewards, len(l.Rollouts))
+		}
+	}
+	if !s.Live || s.GymVariant != "G1" || s.Evidence == nil || s.SpansStored == 0 {
+		t.Errorf("status: %+v", s)
+	}
+	if l.Total < s.Rollouts || len(l.Rollouts) == 0 || l.Rollouts[0].Spans == 0 {
+		t.Errorf("list_rollouts: total %d, status %d rollouts, rows %+v", l.Total, s.Rollouts, l.Rollouts)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("demo exited %d: %s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("demo did not stop")
+	}
+}
+
+// TestDemoMCPExposed: the demo's --mcp-addr beyond loopback without a
+// token is refused, as serve refuses it.
+func TestDemoMCPExposed(t *testing.T) {
+	t.Setenv(envAuthToken, "")
+	var stdout, stderr bytes.Buffer
+	code := runDemo(context.Background(), append(append([]string(nil), demoArgs...), "--headless", "--mcp-addr", "0.0.0.0:0"), &stdout, &stderr, false)
+	if code == exitOK || !strings.Contains(stderr.String(), "--mcp-addr: refusing to listen beyond loopback without a token: 0.0.0.0:0 is not a loopback address") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
