@@ -38,6 +38,8 @@ type Candidate struct {
 	// rollouts the spec splits that the capture joins.
 	RolloutsJoined, RolloutsSplit, NewSplits int
 	Worth
+	// complete: previewed and measured, not only judged by its cost.
+	complete bool
 }
 
 // Worth is what a spec keeps, the ranking's three measures in order.
@@ -169,8 +171,9 @@ type Advice struct {
 	// every candidate and keep nothing.
 	Searched, Free, Unjudged groups.Set
 	// Space is the number of specs the search chose among (2^Searched);
-	// Previewed how many it previewed; Pruned how many it never had to,
-	// because a subset of theirs already missed the budget.
+	// Previewed how many it judged (each one's cost; the joins of those
+	// that fit); Pruned how many it never had to, because a subset of
+	// theirs already missed the budget.
 	Space, Previewed, Pruned int
 	Best                     *Candidate
 	RunnersUp                []RunnerUp
@@ -254,7 +257,7 @@ func Recommend(eng *whatif.Engine, snap *model.Snapshot, opt Options) (*Advice, 
 	root := opt.Must | a.Free | a.Unjudged
 	if root != 0 {
 		if c := s.eval(root); !c.Verdict.Fits {
-			a.Outcome, a.Floor = MustTooDear, c
+			a.Outcome, a.Floor = MustTooDear, s.complete(c)
 			a.Previewed, a.Pruned = len(s.seen), a.Space-1
 			return a, nil
 		}
@@ -280,7 +283,7 @@ func Recommend(eng *whatif.Engine, snap *model.Snapshot, opt Options) (*Advice, 
 		if !fits {
 			a.Outcome = NoneFits
 		}
-		a.Floor = s.cheapest()
+		a.Floor = s.complete(s.cheapest())
 		return a, nil
 	}
 	sort.Slice(feasible, func(i, j int) bool { return better(feasible[i], feasible[j], reg) })
@@ -343,21 +346,38 @@ func (s *search) cheapest() *Candidate {
 	return best
 }
 
-// eval previews set once and judges it.
+// eval judges set once: its cost from the engine's estimate, which
+// simulates nothing, and, when it fits, its joins from a preview and what
+// it keeps (complete). A spec over budget is an answer only as the floor,
+// completed then.
 func (s *search) eval(set groups.Set) *Candidate {
 	if c, ok := s.seen[set]; ok {
 		return c
 	}
-	rep := s.eng.Preview(s.snap, set)
-	c := &Candidate{Set: set, Verdict: s.opt.Budget.Judge(rep, s.opt.Rate), Spans: rep.Result.Spans, Bytes: rep.Result.Bytes,
-		RolloutsJoined: rep.Result.RolloutsJoined, RolloutsSplit: rep.Result.RolloutsSplit}
+	rep := s.eng.Estimate(s.snap, set)
+	c := &Candidate{Set: set, Verdict: s.opt.Budget.Judge(rep, s.opt.Rate), Spans: rep.Result.Spans, Bytes: rep.Result.Bytes}
+	c.Groups = s.groupsKept(set)
+	s.seen[set] = c
+	if c.Verdict.Fits {
+		s.complete(c)
+	}
+	return c
+}
+
+// complete previews c's spec for its joins and measures what it keeps.
+func (s *search) complete(c *Candidate) *Candidate {
+	if c == nil || c.complete {
+		return c
+	}
+	rep := s.eng.Preview(s.snap, c.Set)
+	c.RolloutsJoined, c.RolloutsSplit = rep.Result.RolloutsJoined, rep.Result.RolloutsSplit
 	for i := range rep.PerRollout {
 		if rep.PerRollout[i].Split() && i < len(s.base) && !s.base[i] {
 			c.NewSplits++
 		}
 	}
-	c.Worth = s.worth(set)
-	s.seen[set] = c
+	c.Worth = s.worth(c.Set)
+	c.complete = true
 	return c
 }
 
@@ -405,12 +425,19 @@ func (s *search) worth(set groups.Set) Worth {
 	if n > 0 {
 		w.WallShare /= float64(n)
 	}
+	w.Groups = s.groupsKept(set)
+	return w
+}
+
+// groupsKept counts set's groups that gate spans and were chosen among.
+func (s *search) groupsKept(set groups.Set) int {
+	n := 0
 	for _, info := range s.reg.Groups() {
 		if set.Has(info.Group) && info.EmitsSpans && (s.opt.Must.Has(info.Group) || slices.Contains(s.order, info.Group)) {
-			w.Groups++
+			n++
 		}
 	}
-	return w
+	return n
 }
 
 // union is the length the intervals cover, overlaps counted once. It

@@ -44,6 +44,9 @@ type Engine struct {
 	keys rollouts.Keys
 	sc   scratch
 	ck   checkScratch
+
+	// cost is the last structure's cost table (Estimate).
+	cost *costTable
 }
 
 // NewEngine returns an engine classifying with reg.
