@@ -1,8 +1,10 @@
 package mcpserver
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/nemo-gym/gymtrace/gate/report"
@@ -76,5 +78,26 @@ func TestMemo(t *testing.T) {
 	was := first["cohort"].(*report.Cohort)
 	if c.Cohort.Rollouts+c.Baseline.Rollouts == was.Cohort.Rollouts+was.Baseline.Rollouts {
 		t.Errorf("cohort after more rollouts still reads %d+%d", c.Cohort.Rollouts, c.Baseline.Rollouts)
+	}
+}
+
+// TestCutCohortIDs: a side with more rollouts than the bound lists the
+// first of them, its count whole, and the page says so.
+func TestCutCohortIDs(t *testing.T) {
+	srv, _, _, _ := newServer(t)
+	cs := transports(t, srv)["stdio"]
+	var whole report.Cohort
+	if e := call(t, cs, "cohort", map[string]any{"cohort": "status=error"}, &whole); e != "" {
+		t.Fatal(e)
+	}
+	if whole.Page != nil || len(whole.Baseline.IDs) != whole.Baseline.Rollouts || whole.Baseline.Rollouts < 4 {
+		t.Fatalf("20 rollouts cut: %+v", whole)
+	}
+	cut := whole
+	cutCohortIDs(&cut, 3, nil)
+	if !reflect.DeepEqual(cut.Baseline.IDs, whole.Baseline.IDs[:3]) || cut.Baseline.Rollouts != whole.Baseline.Rollouts ||
+		cut.Page == nil || !cut.Page.Truncated || len(cut.Page.Notes) == 0 ||
+		!strings.Contains(cut.Page.Notes[len(cut.Page.Notes)-1], fmt.Sprintf("baseline.rollout_ids lists 3 of %d", whole.Baseline.Rollouts)) {
+		t.Errorf("cut to 3: %+v (page %+v)", cut.Baseline, cut.Page)
 	}
 }

@@ -32,6 +32,7 @@ const (
 	MaxErrorSpans   = 20 // get_rollout's error spans
 	DefaultTopRows  = 20 // cohort rows
 	MaxCohortRowCap = 200
+	MaxCohortIDs    = 100 // each side's rollout_ids
 )
 
 // clamp bounds n to [1, most] (0: def), saying what it did in notes.
@@ -679,8 +680,28 @@ func (s *Server) cohortTool(_ context.Context, _ *mcp.CallToolRequest, in Cohort
 		return nil, report.Cohort{}, err
 	}
 	out := report.NewCohort(v.v, in.Cohort, in.Baseline, cmp, top)
+	cutCohortIDs(&out, MaxCohortIDs, notes)
 	m.put(key, out)
 	return nil, out, nil
+}
+
+// cutCohortIDs cuts each side's id list, of every rollout it holds, to
+// most, as check's split_rollouts is cut: the counts stay, and
+// list_rollouts pages through the rest. page.total is the rows compared.
+func cutCohortIDs(out *report.Cohort, most int, notes []string) {
+	cut := false
+	for _, side := range []struct {
+		name string
+		s    *report.CohortSide
+	}{{"cohort", &out.Cohort}, {"baseline", &out.Baseline}} {
+		if len(side.s.IDs) > most {
+			notes = append(notes, fmt.Sprintf("%s.rollout_ids lists %d of %d; list_rollouts with its filter pages through them all", side.name, most, len(side.s.IDs)))
+			side.s.IDs, cut = side.s.IDs[:most], true
+		}
+	}
+	if len(notes) > 0 {
+		out.Page = &report.Page{Total: len(out.Rows), Truncated: cut, Notes: notes}
+	}
 }
 
 func (s *Server) groupsTool(_ context.Context, _ *mcp.CallToolRequest, _ noInput) (*mcp.CallToolResult, report.Groups, error) {

@@ -10,6 +10,9 @@ type Cohort struct {
 	Baseline CohortSide  `json:"baseline"`
 	Overlap  int         `json:"overlap"`
 	Rows     []CohortRow `json:"rows"`
+	// Page is set by a face that cut the id lists (the MCP cohort tool);
+	// the CLI prints them whole.
+	Page *Page `json:"page,omitempty"`
 }
 
 // CohortSide is one side: its filter and its rollouts.

@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
@@ -42,6 +43,25 @@ func TestEstimateIsPreview(t *testing.T) {
 		}
 		if snap.Stats.Stored == 0 || checked < 2 {
 			t.Fatalf("%s: %d spans, %d specs", dir, snap.Stats.Stored, checked)
+		}
+	}
+}
+
+// TestWorthKeptIsFresh: an engine that already answered Worth, Preview and
+// Estimate for other specs of a snapshot (its counts and joins kept) gives
+// each spec's worth as a fresh engine does.
+func TestWorthKeptIsFresh(t *testing.T) {
+	for _, dir := range []string{"s41-obs0-iso/all", "s61-rl-iso/rl-all"} {
+		snap, reg := realSnap(t, filepath.Join(realGymDir, dir))
+		eng := NewEngine(reg)
+		for _, text := range []string{"default", "all", "per_rollout", "default,sandbox", "none", "default"} {
+			spec := reg.Resolve(text).Set
+			eng.Estimate(snap, spec.Without(groups.Server))
+			got, want := eng.Worth(snap, spec, 0), NewEngine(reg).Worth(snap, spec, 0)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s, spec %s: kept %+v\nfresh %+v", dir, text, got, want)
+			}
+			eng.Preview(snap, spec.With(groups.HTTPClient))
 		}
 	}
 }

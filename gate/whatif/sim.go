@@ -45,8 +45,13 @@ type Engine struct {
 	sc   scratch
 	ck   checkScratch
 
-	// cost is the last structure's cost table (Estimate).
-	cost *costTable
+	// cost is the last structure's cost table (Estimate), worth its
+	// Worth's counts, joined the rollouts joined under each spec
+	// previewed of joinedSnap (rolloutsJoined).
+	cost       *costTable
+	worth      *worthCache
+	joined     map[groups.Set]int
+	joinedSnap *model.Snapshot
 }
 
 // NewEngine returns an engine classifying with reg.
@@ -842,6 +847,7 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 	}
 	rep.Input.Unclassified = captured[groups.Unclassified]
 	rep.PerGroup = append(rep.PerGroup, GroupCount{Group: groups.Unclassified, Captured: captured[groups.Unclassified], Kept: captured[groups.Unclassified]})
+	e.joinedOf(snap)[spec] = rep.Result.RolloutsJoined
 	e.evict()
 	return rep
 }

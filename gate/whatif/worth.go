@@ -56,6 +56,68 @@ func (e *Engine) Worth(snap *model.Snapshot, spec groups.Set, spanCost time.Dura
 	if spanCost <= 0 {
 		spanCost = DefaultSpanCost
 	}
+	wb := e.worthBase(snap)
+	out, rolls, n := slices.Clone(wb.out), wb.rolls, len(e.reg.Table())
+	base := e.Preview(snap, spec)
+	rollouts, wall := float64(base.Input.Rollouts), base.WallSeconds
+	joined := map[groups.Set]int{spec: base.Result.RolloutsJoined}
+	joinedUnder := func(s groups.Set) int {
+		if v, ok := joined[s]; ok {
+			return v
+		}
+		v := e.rolloutsJoined(snap, s)
+		joined[s] = v
+		return v
+	}
+	cost := float64(spanCost) / float64(time.Millisecond)
+	for k := range out {
+		w := &out[k]
+		if rolls > 0 {
+			w.WallShare /= float64(rolls)
+		}
+		if rollouts > 0 {
+			w.SpansPerRollout = float64(w.Spans) / rollouts
+			w.BytesPerRollout = float64(w.Bytes) / rollouts
+			w.CPUMSPerRollout = w.SpansPerRollout * cost
+		}
+		if wall > 0 {
+			w.SpansPerSecond = float64(w.Spans) / wall
+			w.BytesPerSecond = float64(w.Bytes) / wall
+			w.CPUMSPerSecond = w.SpansPerSecond * cost
+		}
+		if w.Group == groups.Unclassified || w.Group == groups.Ungated || w.Spans == 0 && !e.reg.Table()[k].EmitsSpans {
+			// Always kept, or nothing to gate: with and without are one spec.
+			w.JoinedWith, w.JoinedWithout = base.Result.RolloutsJoined, base.Result.RolloutsJoined
+			continue
+		}
+		w.JoinedWith, w.JoinedWithout = joinedUnder(spec.With(w.Group)), joinedUnder(spec.Without(w.Group))
+		w.KeepsJoins = w.JoinedWith > w.JoinedWithout
+	}
+	kept := out[:n]
+	for _, w := range out[n:] {
+		if w.Spans > 0 {
+			kept = append(kept, w)
+		}
+	}
+	out = kept
+	return out
+}
+
+// worthCache is what Worth counts of a structure whatever the spec: each
+// group's spans, bytes, errors, durations and summed wall shares (out,
+// before the division by rolls, the rollouts with a wall time).
+type worthCache struct {
+	snap  *model.Snapshot
+	out   []GroupWorth
+	rolls int
+}
+
+// worthBase returns the part of Worth no spec changes over snap's
+// structure, counted once.
+func (e *Engine) worthBase(snap *model.Snapshot) *worthCache {
+	if st := e.Structure(snap); e.worth != nil && e.worth.snap == st.Snap {
+		return e.worth
+	}
 	pieces := e.Pieces(snap)
 	nRolls := len(e.Structure(snap).Rollouts)
 	e.sync(snap)
@@ -135,53 +197,14 @@ func (e *Engine) Worth(snap *model.Snapshot, spec groups.Set, spanCost time.Dura
 			}
 		}
 	}
-	base := e.Preview(snap, spec)
-	rollouts, wall := float64(base.Input.Rollouts), base.WallSeconds
-	joined := map[groups.Set]int{spec: base.Result.RolloutsJoined}
-	joinedUnder := func(s groups.Set) int {
-		if v, ok := joined[s]; ok {
-			return v
-		}
-		v := e.rolloutsJoined(snap, s)
-		joined[s] = v
-		return v
-	}
-	cost := float64(spanCost) / float64(time.Millisecond)
 	for k := range out {
-		w := &out[k]
-		if rolls > 0 {
-			w.WallShare /= float64(rolls)
-		}
-		if rollouts > 0 {
-			w.SpansPerRollout = float64(w.Spans) / rollouts
-			w.BytesPerRollout = float64(w.Bytes) / rollouts
-			w.CPUMSPerRollout = w.SpansPerRollout * cost
-		}
-		if wall > 0 {
-			w.SpansPerSecond = float64(w.Spans) / wall
-			w.BytesPerSecond = float64(w.Bytes) / wall
-			w.CPUMSPerSecond = w.SpansPerSecond * cost
-		}
 		if d := durs[k]; len(d) > 0 {
 			slices.Sort(d)
-			w.P50, w.P99 = percentile64(d, 50), percentile64(d, 99)
-		}
-		if w.Group == groups.Unclassified || w.Group == groups.Ungated || w.Spans == 0 && !e.reg.Table()[k].EmitsSpans {
-			// Always kept, or nothing to gate: with and without are one spec.
-			w.JoinedWith, w.JoinedWithout = base.Result.RolloutsJoined, base.Result.RolloutsJoined
-			continue
-		}
-		w.JoinedWith, w.JoinedWithout = joinedUnder(spec.With(w.Group)), joinedUnder(spec.Without(w.Group))
-		w.KeepsJoins = w.JoinedWith > w.JoinedWithout
-	}
-	kept := out[:n]
-	for _, w := range out[n:] {
-		if w.Spans > 0 {
-			kept = append(kept, w)
+			out[k].P50, out[k].P99 = percentile64(d, 50), percentile64(d, 99)
 		}
 	}
-	out = kept
-	return out
+	e.worth = &worthCache{snap: e.Structure(snap).Snap, out: out, rolls: rolls}
+	return e.worth
 }
 
 // rolloutsJoined is Preview(snap, spec).Result.RolloutsJoined without the
@@ -192,6 +215,9 @@ func (e *Engine) Worth(snap *model.Snapshot, spec groups.Set, spanCost time.Dura
 func (e *Engine) rolloutsJoined(snap *model.Snapshot, spec groups.Set) int {
 	st := e.Structure(snap)
 	snap = st.Snap
+	if n, ok := e.joinedOf(snap)[spec]; ok {
+		return n
+	}
 	e.sync(snap)
 	n := 0
 	for _, j := range e.sims(snap, snap.Rollouts, spec) {
@@ -199,5 +225,16 @@ func (e *Engine) rolloutsJoined(snap *model.Snapshot, spec groups.Set) int {
 			n++
 		}
 	}
+	e.joined[spec] = n
 	return n
+}
+
+// joinedOf is the rollouts joined under each spec previewed of snap, a
+// structure's snapshot: Worth asks two specs a group, and a preview of
+// another spec, or the recommend search, asked most of them already.
+func (e *Engine) joinedOf(snap *model.Snapshot) map[groups.Set]int {
+	if e.joinedSnap != snap {
+		e.joinedSnap, e.joined = snap, map[groups.Set]int{}
+	}
+	return e.joined
 }
