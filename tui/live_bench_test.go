@@ -210,7 +210,8 @@ func (lp *loop) exec(cmd tea.Cmd) {
 }
 
 // serve runs m until quit closes; onKey gets each key's latency (arrival
-// to the View after its Update), after each message's model.
+// to the View after its Update), after each message's model (a key as the
+// keyAt it came in).
 func (lp *loop) serve(m Model, onKey func(kind string, d time.Duration), after func(Model, any)) Model {
 	// On a thread of its own, the UI goroutine's CPU can be told from the
 	// wall time it waited for a core.
@@ -225,6 +226,7 @@ func (lp *loop) serve(m Model, onKey func(kind string, d time.Duration), after f
 		case msg = <-lp.msgs:
 		}
 		var k *keyAt
+		orig := msg
 		if ka, ok := msg.(keyAt); ok {
 			k, msg = &ka, ka.km
 		}
@@ -265,7 +267,7 @@ func (lp *loop) serve(m Model, onKey func(kind string, d time.Duration), after f
 			lp.recent = append(lp.recent[:0], lp.recent[32:]...)
 		}
 		if after != nil {
-			after(m, msg)
+			after(m, orig)
 		}
 		lp.exec(cmd)
 	}
