@@ -293,6 +293,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case focusMsg:
 		m.setFocus(msg.to)
 		return m, m.afterChange()
+	case filterTypedMsg:
+		if !m.rollouts.applyTyped(msg) {
+			return m, nil
+		}
+		m.revealFilteredSpan()
+		return m, m.afterChange()
 	case filterDoneMsg:
 		// A span id typed in the filter: show that span.
 		if m.revealFilteredSpan() {

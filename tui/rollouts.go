@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
@@ -161,6 +162,10 @@ type rolloutList struct {
 	gen     uint32
 	genText string
 	judged  uint32
+	// typed numbers the edits of the filter input on a large capture,
+	// where the text typed is applied only after a pause in typing
+	// (filterPause): the tick of an older edit finds a newer number.
+	typed uint64
 
 	listCursor
 	selected  string              // the cursor's rollout id, kept across refreshes
@@ -433,6 +438,31 @@ func (l *rolloutList) Reverse() {
 // filterDone is sent when the filter input closes with enter.
 type filterDoneMsg struct{}
 
+// filterPause is how long typing must pause before the text typed is
+// applied, on a capture of at least filterPauseFrom spans; smaller ones
+// apply each key at once.
+var (
+	filterPause     = 150 * time.Millisecond
+	filterPauseFrom = 100_000
+)
+
+// filterTypedMsg ends a pause in typing after edit seq of the filter.
+type filterTypedMsg struct{ seq uint64 }
+
+// applyTyped applies the text typed when msg is the tick of the last
+// edit; it reports whether the filter changed.
+func (l *rolloutList) applyTyped(msg filterTypedMsg) bool {
+	if msg.seq != l.typed || !l.filtering || l.input.Value() == l.filter {
+		return false
+	}
+	l.filter = l.input.Value()
+	l.rebuild()
+	return true
+}
+
+// typing reports text typed into the filter and not yet applied.
+func (l *rolloutList) typing() bool { return l.filtering && l.input.Value() != l.filter }
+
 // handle takes keys while the panel has focus.
 func (l *rolloutList) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 	if l.filtering {
@@ -441,11 +471,19 @@ func (l *rolloutList) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 			l.filtering = false
 			l.input.Blur()
 			l.filter = ""
+			l.typed++
 			l.rebuild()
 			return true, nil
-		case km.Type == tea.KeyEnter && l.filterErr != "":
-			return true, nil // the error stays shown until the filter parses
 		case km.Type == tea.KeyEnter:
+			// Enter applies what is typed at once, pause or not.
+			l.typed++
+			if v := l.input.Value(); v != l.filter {
+				l.filter = v
+				l.rebuild()
+			}
+			if l.filterErr != "" {
+				return true, nil // the error stays shown until the filter parses
+			}
 			l.filtering = false
 			l.input.Blur()
 			l.render()
@@ -456,11 +494,20 @@ func (l *rolloutList) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 		}
 		var cmd tea.Cmd
 		l.input, cmd = l.input.Update(km)
-		if v := l.input.Value(); v != l.filter {
+		l.typed++
+		switch v := l.input.Value(); {
+		case v == l.filter:
+			l.render()
+		case l.snap != nil && l.snap.Stats.Stored >= filterPauseFrom:
+			// Each text applied judges every rollout and previews the
+			// span groups anew: on a large capture only the text the
+			// typing pauses at is. The input shows every key at once.
+			l.render()
+			seq := l.typed
+			cmd = tea.Batch(cmd, tea.Tick(filterPause, func(time.Time) tea.Msg { return filterTypedMsg{seq} }))
+		default:
 			l.filter = v
 			l.rebuild()
-		} else {
-			l.render()
 		}
 		return true, cmd
 	}
@@ -541,7 +588,7 @@ func (l *rolloutList) rebuild() {
 		}
 		// New rollouts under a filter already judged are judged here, so
 		// that a flood cannot keep the rows waiting.
-		if len(want) > matchAsyncFrom && l.judged != l.gen {
+		if l.judged != l.gen && (len(want) > matchAsyncFrom || l.spansOf(want) > matchAsyncSpans) {
 			l.matchWant = want
 			l.render()
 			return
@@ -795,10 +842,25 @@ func isApart(id string) bool {
 	return strings.HasPrefix(id, rollouts.RunRowPrefix) || id == rollouts.UnattributedRow
 }
 
-// matchAsyncFrom is how many rollouts the filter may judge on the UI
-// goroutine: each judgement may walk every span of the rollout, and a new
-// filter text (every key typed) judges them all again.
-var matchAsyncFrom = 2000
+// matchAsyncFrom and matchAsyncSpans are how many rollouts, and spans in
+// them, the filter may judge on the UI goroutine: each judgement may walk
+// every span of the rollout, and a new filter text judges them all again.
+var (
+	matchAsyncFrom  = 2000
+	matchAsyncSpans = 100_000
+)
+
+// spansOf counts the spans of the rollouts at want, up to past
+// matchAsyncSpans.
+func (l *rolloutList) spansOf(want []int32) int {
+	n := 0
+	for _, i := range want {
+		if n += l.infos[i].r.Spans; n > matchAsyncSpans {
+			break
+		}
+	}
+	return n
+}
 
 // matchMsg carries the filter's verdicts on rollouts of snap, judged off
 // the UI goroutine: ok[k] is the verdict on snap.Rollouts[at[k]].
@@ -978,7 +1040,7 @@ func (l *rolloutList) render() {
 	if l.filter != "" && !l.filtering {
 		parts = append(parts, titlePart{"/" + l.filter, 0})
 	}
-	if len(l.matchWant) > 0 {
+	if len(l.matchWant) > 0 || l.typing() {
 		parts = append(parts, titlePart{"filtering…", 0})
 	}
 	lines := []string{l.st.Panel.Title.Render(fitTitle(l.width, head, parts))}
