@@ -697,7 +697,7 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 	rep := &Report{Spec: spec, Structure: st}
 	rep.Input = InputSummary{Spans: snap.Stats.Stored, Rollouts: len(snap.Rollouts), Traces: snap.Stats.Traces}
 	var captured [64]int
-	var perRes map[model.ResourceID]int
+	perRes := map[model.ResourceID]int{}
 	jobSpans := map[model.SpanID]int{}
 	start, end := int64(math.MaxInt64), int64(math.MinInt64)
 	rep.PerRollout = make([]RolloutResult, 0, len(snap.Rollouts))
@@ -711,9 +711,6 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 			jobSpans[sp.SpanID] = 1
 			rep.Result.Spans++
 			rep.Result.Bytes += int64(wireSize(sp))
-			if perRes == nil {
-				perRes = map[model.ResourceID]int{}
-			}
 			perRes[sp.Resource]++
 		}
 	}
@@ -744,9 +741,6 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 		}
 		pct = append(pct, s.res.Spans)
 		for _, rc := range s.perRes {
-			if perRes == nil {
-				perRes = map[model.ResourceID]int{}
-			}
 			perRes[rc.res] += rc.spans
 		}
 	}
@@ -766,9 +760,6 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 			jobSpans[j.job] += j.spans
 		}
 		for _, rc := range s.perRes {
-			if perRes == nil {
-				perRes = map[model.ResourceID]int{}
-			}
 			perRes[rc.res] += rc.spans
 		}
 	}
