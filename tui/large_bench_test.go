@@ -143,8 +143,14 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// statsShown is the scope whose figures the statistics show.
-func statsShown(m Model) statsScope { return m.stats.scoped }
+// statsShown is the scope whose figures the statistics show, numScopes
+// while they wait for them.
+func statsShown(m Model) statsScope {
+	if m.stats.shown != m.stats.want {
+		return numScopes
+	}
+	return m.stats.shown.scope
+}
 
 // filterApplied is the filter text whose rows the list shows.
 func filterApplied(m Model) string {

@@ -196,7 +196,7 @@ func New(o Options) Model {
 			trace:    newTraceView(st, keys, o.Registry),
 			groups:   newGroupsPanel(st, keys, o.Registry, o.Current, o.CurrentSpec),
 			detail:   newDetailView(st, keys),
-			stats:    newStatsView(st, keys, o.Registry),
+			stats:    newStatsView(st, keys, o.Registry, o.Live),
 			compare:  newCompareView(st, keys, o.Registry),
 			worth:    newWorthView(st, keys, o.Registry, o.SpanCost, o.Budget, o.RolloutRate),
 			cohort:   newCohortView(st, keys, o.Registry),

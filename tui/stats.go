@@ -36,23 +36,53 @@ func (s statsScope) String() string {
 // statsView is latency by operation (whatif.Latency): per service, span name
 // and group, the spans' count, p50/p90/p99/max duration, total and self
 // time, over the selected rollout, the listed ones or all (a cycles).
+//
+// A scope of more than statsSyncSpans spans is measured off the UI
+// goroutine, one measurement at a time, and every measurement is kept
+// until the list's snapshot changes: cycling back to a scope shows it at
+// once, and on a capture that no longer changes the scopes not shown are
+// measured ahead, while the view is open.
 type statsView struct {
 	pager
 	reg *groups.Registry
-	// eng classifies for the view alone, on the UI goroutine: the model's
-	// engines belong to running commands.
-	eng   *whatif.Engine
-	scope statsScope
-	lat   *whatif.Latency
-	// what lat was computed from
-	r      *model.Rollout
-	snap   *model.Snapshot
-	rows   int
-	scoped statsScope
+	// eng classifies for the view alone, on the UI goroutine; bg for the
+	// one measurement in flight: the model's engines belong to its
+	// commands.
+	eng, bg *whatif.Engine
+	live    bool // the capture may change: nothing is measured ahead
+	scope   statsScope
+	lat     *whatif.Latency
+	shown   statsKey // what lat is of
+	want    statsKey // what the scope shows now
+	// cache holds the measurements of snapshot gen, by what they are of.
+	gen     *model.Snapshot
+	cache   map[statsKey]*whatif.Latency
+	running bool
 }
 
-func newStatsView(st *Styles, keys *KeyMap, reg *groups.Registry) *statsView {
-	return &statsView{pager: newPager(st, keys, "t/esc back · a scope"), reg: reg, eng: whatif.NewEngine(reg)}
+// statsKey names what a measurement covers: a scope of the list's
+// snapshot, and the rollout or the listed rows it stands for.
+type statsKey struct {
+	scope statsScope
+	snap  *model.Snapshot // the list's (env.rsnap)
+	r     *model.Rollout  // scopeRollout's
+	where string          // scopeFiltered's filter and row count
+	rows  int
+}
+
+// statsMsg carries a measurement made off the UI goroutine.
+type statsMsg struct {
+	key statsKey
+	lat *whatif.Latency
+}
+
+// statsSyncSpans is the most spans a scope may have to be measured on the
+// UI goroutine: ~2 ms at 50k, where 446k spans take ~300 ms.
+var statsSyncSpans = 50_000
+
+func newStatsView(st *Styles, keys *KeyMap, reg *groups.Registry, live bool) *statsView {
+	return &statsView{pager: newPager(st, keys, "t/esc back · a scope"), reg: reg,
+		eng: whatif.NewEngine(reg), bg: whatif.NewEngine(reg), live: live}
 }
 
 func (s *statsView) name() string        { return "statistics" }
@@ -65,61 +95,164 @@ func (s *statsView) help() []key.Binding {
 
 func (s *statsView) open(e *env) bool {
 	s.opened = true
-	s.compute(e)
+	s.show(e)
 	s.vp.GotoTop()
 	return true
 }
 
-// refresh recomputes while open when what the scope covers changed.
+// refresh follows what the scope covers while open.
 func (s *statsView) refresh(e *env) {
-	if !s.opened || s.scoped == s.scope && s.snap == e.rsnap && s.rows == len(e.rows) && (s.scope != scopeRollout || e.rollout == s.r) {
-		return
+	if s.opened && s.keyOf(e, s.scope) != s.want {
+		s.show(e)
 	}
-	s.compute(e)
 }
 
 func (s *statsView) handle(km tea.KeyMsg, e *env) (bool, tea.Cmd) {
 	if key.Matches(km, s.keys.Scope) {
 		s.scope = (s.scope + 1) % numScopes
-		s.compute(e)
+		s.show(e)
 		s.vp.GotoTop()
 		return true, nil
 	}
 	return s.pager.handle(km, e)
 }
 
-func (s *statsView) compute(e *env) {
-	s.r, s.snap, s.rows, s.scoped = e.rollout, e.rsnap, len(e.rows), s.scope
-	var rolls []*model.Rollout
-	switch s.scope {
+// keyOf is what scope covers in e.
+func (s *statsView) keyOf(e *env, scope statsScope) statsKey {
+	k := statsKey{scope: scope, snap: e.rsnap}
+	switch scope {
+	case scopeRollout:
+		k.r = e.rollout
+	case scopeFiltered:
+		k.where, k.rows = e.where.String(), len(e.rows)
+	}
+	return k
+}
+
+// rollsOf is the rollouts scope covers in e.
+func rollsOf(e *env, scope statsScope) []*model.Rollout {
+	switch scope {
 	case scopeRollout:
 		if e.rollout != nil {
-			rolls = []*model.Rollout{e.rollout}
+			return []*model.Rollout{e.rollout}
 		}
 	case scopeFiltered:
-		rolls = e.rows
+		return e.rows
 	case scopeAll:
 		if e.rsnap != nil {
-			rolls = e.rsnap.Rollouts
+			return e.rsnap.Rollouts
 		}
 	}
+	return nil
+}
+
+// spansIn counts the spans of rolls, up to past statsSyncSpans.
+func spansIn(rolls []*model.Rollout) int {
+	n := 0
+	for _, r := range rolls {
+		if n += r.Spans; n > statsSyncSpans {
+			break
+		}
+	}
+	return n
+}
+
+// show puts the scope's figures up: kept ones, or measured here when the
+// scope is small; a large one waits for request's measurement.
+func (s *statsView) show(e *env) {
+	if e.rsnap != s.gen {
+		s.gen, s.cache = e.rsnap, map[statsKey]*whatif.Latency{}
+	}
+	k := s.keyOf(e, s.scope)
+	s.want = k
+	if lat, ok := s.cache[k]; ok {
+		s.install(k, lat)
+		return
+	}
+	rolls := rollsOf(e, s.scope)
 	if len(rolls) == 0 || e.snap == nil {
-		s.title, s.more, s.lat = "Statistics · "+s.scope.String(), nil, nil
+		s.install(k, nil)
+		return
+	}
+	if spansIn(rolls) <= statsSyncSpans {
+		lat := s.eng.Latency(e.snap, rolls)
+		s.cache[k] = lat
+		s.install(k, lat)
+		return
+	}
+	if s.shown.scope != k.scope {
+		// Another scope's figures would read as this one's.
+		s.lat, s.shown = nil, statsKey{scope: k.scope}
+	}
+	s.title = "Statistics · " + s.scope.String()
+	s.more = []titlePart{{"measuring " + countNoun(len(rolls), "rollout") + "…", 3}}
+	s.layout()
+}
+
+// install shows lat, the measurement of k.
+func (s *statsView) install(k statsKey, lat *whatif.Latency) {
+	s.lat, s.shown = lat, k
+	if lat == nil {
+		s.title, s.more = "Statistics · "+k.scope.String(), nil
 		s.layout()
 		return
 	}
-	s.lat = s.eng.Latency(e.snap, rolls)
-	what := s.scope.String()
-	if s.scope == scopeRollout {
-		what = e.rollout.ID
+	what := k.scope.String()
+	if k.scope == scopeRollout {
+		what = k.r.ID
 	}
 	s.title = "Statistics " + what
-	count := countNoun(s.lat.Spans, "span")
-	if s.scope != scopeRollout {
-		count += " in " + countNoun(s.lat.Rollouts, "rollout")
+	count := countNoun(lat.Spans, "span")
+	if k.scope != scopeRollout {
+		count += " in " + countNoun(lat.Rollouts, "rollout")
 	}
 	s.more = []titlePart{{count, 3}}
 	s.layout()
+}
+
+// request measures the scope shown when it waits for figures, else, on a
+// capture that no longer changes, a scope not yet measured; one at a time,
+// on the view's own engine.
+func (s *statsView) request(e *env) tea.Cmd {
+	if !s.opened || s.running || e.snap == nil || e.rsnap != s.gen {
+		return nil
+	}
+	k, rolls := s.want, rollsOf(e, s.scope)
+	if s.shown == s.want {
+		k, rolls = statsKey{}, nil
+		for sc := statsScope(0); sc < numScopes && !s.live; sc++ {
+			sk := s.keyOf(e, sc)
+			if _, ok := s.cache[sk]; !ok && sc != s.scope {
+				if r := rollsOf(e, sc); spansIn(r) > statsSyncSpans {
+					k, rolls = sk, r
+					break
+				}
+			}
+		}
+		if rolls == nil {
+			return nil
+		}
+	}
+	s.running = true
+	eng, snap := s.bg, e.snap
+	return func() tea.Msg { return statsMsg{key: k, lat: eng.Latency(snap, rolls)} }
+}
+
+// update takes a measurement: kept while its snapshot is the list's,
+// shown when it is what the scope waits for.
+func (s *statsView) update(msg tea.Msg) bool {
+	m, ok := msg.(statsMsg)
+	if !ok {
+		return false
+	}
+	s.running = false
+	if m.key.snap == s.gen && s.cache != nil {
+		s.cache[m.key] = m.lat
+	}
+	if m.key == s.want {
+		s.install(m.key, m.lat)
+	}
+	return true
 }
 
 // statCols are the figures of a row, most wanted first: on a narrow
@@ -139,7 +272,11 @@ var statCols = []struct {
 
 func (s *statsView) layout() {
 	if s.lat == nil {
-		s.setLines([]string{"", "  nothing to measure in " + s.scope.String()})
+		text := "  nothing to measure in " + s.scope.String()
+		if s.shown != s.want {
+			text = "  measuring " + s.scope.String() + "…"
+		}
+		s.setLines([]string{"", text})
 		s.resize(s.width, s.height)
 		return
 	}
