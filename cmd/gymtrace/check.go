@@ -95,6 +95,12 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	for _, h := range hops {
 		fmt.Fprintf(stdout, "  %s %s: %s\n", whatif.HopName(h, "->", keepName), hopCounts(h), h.Reason)
 	}
+	if n := out.ContextLeaks; n > 0 {
+		// The sum of the context_leak rows above, the figure JSON and the
+		// TUI give: not a join break.
+		fmt.Fprintf(stdout, "context leaks: %d %s in %d %s, not join breaks\n", n, plural(n, "span", "spans"),
+			out.ContextLeakRollouts, plural(out.ContextLeakRollouts, "rollout", "rollouts"))
+	}
 	writeTokensText(stdout, toks)
 	writeEvidenceText(stdout, ev)
 	if len(out.SplitRollouts) > 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 // Variant is the pair of keys every result carries: the Gym variant whose
@@ -38,6 +39,7 @@ type Traffic struct {
 	RunTraffic            RunTraffic `json:"run_traffic"`
 	UnattributedFragments int        `json:"unattributed_fragments"`
 	ContextLeaks          int        `json:"context_leaks"`
+	ContextLeakRollouts   int        `json:"context_leak_rollouts"`
 	ContextLeakDetails    []Leak     `json:"context_leak_details"`
 }
 
@@ -49,12 +51,14 @@ type RunTraffic struct {
 }
 
 // Leak is one process's request spans of a name created under another
-// request's span.
+// request's span: Cause is the stable code, Reason its sentence, as a
+// broken hop says them.
 type Leak struct {
 	Service string `json:"service"`
 	Span    string `json:"span"`
 	Count   int    `json:"count"`
 	Cause   string `json:"cause"`
+	Reason  string `json:"reason"`
 }
 
 // TrafficOf is st's traffic (st nil: none).
@@ -67,13 +71,14 @@ func TrafficOf(st *rollouts.Structure) Traffic {
 		RunTraffic:            RunTraffic{Spans: t.RunSpans, Traces: t.RunTraces, Kinds: t.RunKinds},
 		UnattributedFragments: t.Unattributed,
 		ContextLeaks:          t.LeakSpans,
+		ContextLeakRollouts:   t.LeakRollouts,
 		ContextLeakDetails:    []Leak{},
 	}
 	if out.RunTraffic.Kinds == nil {
 		out.RunTraffic.Kinds = map[string]int{}
 	}
 	for _, l := range t.Leaks {
-		out.ContextLeakDetails = append(out.ContextLeakDetails, Leak{l.Service, l.Name, l.Count, rollouts.LeakCause})
+		out.ContextLeakDetails = append(out.ContextLeakDetails, Leak{l.Service, l.Name, l.Count, whatif.CauseLeak.Code(), whatif.CauseLeak.Sentence()})
 	}
 	return out
 }

@@ -183,7 +183,7 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			continue
 		}
 		top := &u.f.Spans[u.info.root()]
-		l := Leak{Service: snap.ServiceName(top.Resource), Name: DisplayName(e.in, top), Rollout: rollOf(find(i))}
+		l := Leak{Service: snap.ServiceName(top.Resource), Name: DisplayName(e.in, top), Rollout: rollOf(find(i)), Span: top.SpanID}
 		if hu := u.info.extra().hostUnit; hu >= 0 {
 			for k, j := range unitAt[u.f] {
 				if int32(k) == hu {

@@ -70,6 +70,38 @@ type Leak struct {
 	// Rollout is the rollout the request belongs to ("" when it could not be
 	// attributed); Host the rollout whose span it was parented to.
 	Rollout, Host string
+	Span          model.SpanID // the request span, for a view to mark it
+}
+
+// Owner is the rollout a leak is counted in: the one it belongs to, else
+// (a run-level request, such as /aggregate_metrics) the one whose span it
+// was put under; "" for neither. The check's hops, the figures and the
+// views' marks all count by it.
+func (l Leak) Owner() string {
+	if l.Rollout != "" {
+		return l.Rollout
+	}
+	return l.Host
+}
+
+// LeaksByRollout is how many leaks each rollout owns (Leak.Owner).
+func (s *Structure) LeaksByRollout() map[string]int {
+	out := map[string]int{}
+	for _, l := range s.Leaks {
+		if id := l.Owner(); id != "" {
+			out[id]++
+		}
+	}
+	return out
+}
+
+// LeakedSpans is the set of the leaked request spans.
+func (s *Structure) LeakedSpans() map[model.SpanID]bool {
+	out := make(map[model.SpanID]bool, len(s.Leaks))
+	for _, l := range s.Leaks {
+		out[l.Span] = true
+	}
+	return out
 }
 
 // Suspect is an unattributed fragment a rollout may own: its process and
@@ -874,6 +906,7 @@ type Traffic struct {
 	UnattributedSpans   int
 	Leaks               []LeakCount // request spans carried over, per process and span
 	LeakSpans           int
+	LeakRollouts        int // the rollouts owning them (Leak.Owner)
 }
 
 // LeakCount is how many request spans of one process and name a keep-alive
@@ -882,9 +915,6 @@ type LeakCount struct {
 	Service, Name string
 	Count         int
 }
-
-// LeakCause is the likely cause of a context leak, as reports say it.
-const LeakCause = "request context carried over on a reused keep-alive connection: the server started the request while the previous request's span was still current"
 
 // Traffic returns the structure's run-level traffic, unattributed fragments
 // and context leaks.
@@ -905,6 +935,7 @@ func (s *Structure) Traffic() Traffic {
 		t.Leaks[i].Count++
 		t.LeakSpans++
 	}
+	t.LeakRollouts = len(s.LeaksByRollout())
 	sort.Slice(t.Leaks, func(i, j int) bool {
 		if t.Leaks[i].Count != t.Leaks[j].Count {
 			return t.Leaks[i].Count > t.Leaks[j].Count

@@ -3,8 +3,6 @@ package whatif
 import (
 	"fmt"
 	"testing"
-
-	"github.com/nemo-gym/gymtrace/gate/rollouts"
 )
 
 // The sentences reports have printed, word for word: the causes must keep
@@ -22,6 +20,7 @@ const (
 	reasonNoServer       = "server off: traceparent not extracted"
 	reasonNeither        = "http_client and server off: no traceparent sent or extracted"
 	reasonCarried        = "request context carried over on a reused keep-alive connection: the span is in another rollout's trace, and only the job span keeps both in one (job on?)"
+	reasonLeak           = "request span created INTERNAL under another request's span: request context carried over on a reused keep-alive connection (a server-side context leak, not a span_groups setting)"
 )
 
 func TestCauseSentences(t *testing.T) {
@@ -40,7 +39,7 @@ func TestCauseSentences(t *testing.T) {
 		{CauseNewTrace, []string{"gym.verify", "r"}, fmt.Sprintf(reasonNewTrace, "gym.verify", "r"), "gym.verify starts a new trace inside the rollout (server off in r?)", ""},
 		{CauseUnattributed, []string{"r"}, fmt.Sprintf(reasonUnattributed, "r"), "no CLIENT span calls it (http_client off? server off?)", ""},
 		{CauseProcessNoJoins, nil, reasonProcessNoJoins, "process never joins another process's trace (server and http_client on in its span_groups?)", ""},
-		{CauseLeak, nil, rollouts.LeakReason, "request span created INTERNAL under another request's span (a server-side context leak, not a span_groups setting)", ""},
+		{CauseLeak, nil, reasonLeak, "request span created INTERNAL under another request's span (a server-side context leak, not a span_groups setting)", ""},
 		{CauseNoClient, nil, reasonNoClient, "http_client off", "keep http_client on"},
 		{CauseNoServer, nil, reasonNoServer, "server off", "keep server on"},
 		{CauseNeither, nil, reasonNeither, "http_client and server off", "keep server and http_client on"},

@@ -528,9 +528,8 @@ type leakCount struct {
 // leaksByRollout fills leaksIn with each rollout's leaked request spans,
 // by process and span, in the structure's order: every leak of the
 // structure once, so the hops' counts add up to its context leaks. A leak
-// is the rollout's it belongs to, else (a run-level request, such as
-// /aggregate_metrics) the one whose span it was put under; one of neither
-// is loose, counted without a rollout.
+// is its owner's (rollouts.Leak.Owner); one owned by no rollout is loose,
+// counted without a rollout.
 func (t *checkTables) leaksByRollout(st *rollouts.Structure) {
 	add := func(ls []leakCount, l rollouts.Leak) []leakCount {
 		i := slices.IndexFunc(ls, func(x leakCount) bool { return x.svc == l.Service && x.name == l.Name })
@@ -542,10 +541,7 @@ func (t *checkTables) leaksByRollout(st *rollouts.Structure) {
 		return ls
 	}
 	for _, l := range st.Leaks {
-		id := l.Rollout
-		if id == "" {
-			id = l.Host
-		}
+		id := l.Owner()
 		if id == "" {
 			t.looseLeaks = add(t.looseLeaks, l)
 			continue

@@ -199,3 +199,28 @@ func TestLeaksByRollout(t *testing.T) {
 		t.Errorf("loose leaks %+v, want %+v", tb.looseLeaks, loose)
 	}
 }
+
+// TestLeakSpansInTheirRollout: each leak of the leak capture names its
+// request span, found in the rollout it belongs to, so a view can mark it.
+func TestLeakSpansInTheirRollout(t *testing.T) {
+	rep := realCheck(t, filepath.Join(realGymDir, "s41-obs0-leak", "all"))
+	byID := map[string]*model.Rollout{}
+	for _, r := range rep.Structure.Rollouts {
+		byID[r.ID] = r
+	}
+	if len(rep.Structure.Leaks) == 0 {
+		t.Fatal("no leaks in the leak capture")
+	}
+	for _, l := range rep.Structure.Leaks {
+		r := byID[l.Rollout]
+		found := false
+		for _, f := range r.Fragments {
+			for i := range f.Spans {
+				found = found || f.Spans[i].SpanID == l.Span && rep.Structure.Snap.ServiceName(f.Spans[i].Resource) == l.Service
+			}
+		}
+		if !found {
+			t.Errorf("leak %+v: its span is not in rollout %q", l, l.Rollout)
+		}
+	}
+}
