@@ -22,7 +22,6 @@ var longFuncs = map[string]int{
 	"gate/rollouts/structure.go cutUnits": 177,
 	"gate/whatif/sim.go Preview":          153,
 	"gate/whatif/sim.go simulate":         137,
-	"gate/cohort/cohort.go CompareWith":   138,
 	"receiver/decode_json.go span":        251,
 	"receiver/decode_json.go anyValue":    148,
 }

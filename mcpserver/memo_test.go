@@ -79,6 +79,16 @@ func TestMemo(t *testing.T) {
 	if c.Cohort.Rollouts+c.Baseline.Rollouts == was.Cohort.Rollouts+was.Baseline.Rollouts {
 		t.Errorf("cohort after more rollouts still reads %d+%d", c.Cohort.Rollouts, c.Baseline.Rollouts)
 	}
+	// What was kept of the rollouts that did not change answers as a
+	// fresh server does.
+	for _, a := range asks {
+		x, z := a.out(), a.out()
+		call(t, cs, a.tool, a.args, x)
+		call(t, transports(t, fresh())["stdio"], a.tool, a.args, z)
+		if !reflect.DeepEqual(x, z) {
+			t.Errorf("%s after more spans: %+v, a fresh server's %+v", a.tool, x, z)
+		}
+	}
 }
 
 // TestCutCohortIDs: a side with more rollouts than the bound lists the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nemo-gym/gymtrace/gate/cohort"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
@@ -60,8 +61,11 @@ type Server struct {
 	eng *whatif.Engine
 	reg *groups.Registry
 	ev  evState
-	// memo keeps the last snapshot's costly answers.
-	memo memo
+	// memo keeps the last snapshot's costly answers; prof the rollouts'
+	// features for cohort, by version, for profEng.
+	memo    memo
+	prof    *cohort.Profiles
+	profEng *whatif.Engine
 }
 
 // New returns a server with every tool, prompt and resource added.

@@ -675,7 +675,10 @@ func (s *Server) cohortTool(_ context.Context, _ *mcp.CallToolRequest, in Cohort
 	if ev != nil {
 		lookup = ev.Lookup
 	}
-	cmp, err := cohort.CompareWith(v.eng, v.snap, cf, bf, lookup)
+	if s.prof == nil || s.profEng != v.eng {
+		s.prof, s.profEng = cohort.NewProfiles(v.eng), v.eng
+	}
+	cmp, err := cohort.CompareKept(v.eng, v.snap, cf, bf, lookup, s.prof)
 	if err != nil {
 		return nil, report.Cohort{}, err
 	}

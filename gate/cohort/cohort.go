@@ -19,7 +19,6 @@ import (
 
 	"github.com/nemo-gym/gymtrace/gate/evidence"
 	"github.com/nemo-gym/gymtrace/gate/filter"
-	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
 )
@@ -163,6 +162,13 @@ func Compare(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *filter.
 // tool calls, tokens, latency, failure class, verdict — ranks beside the
 // spans.
 func CompareWith(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *filter.Filter, outcome func(id string) *evidence.Outcome) (*Comparison, error) {
+	return CompareKept(eng, snap, cohort, baseline, outcome, nil)
+}
+
+// CompareKept is CompareWith reading the rollouts' features from prof,
+// which keeps them for the next comparison (nil: kept for this one
+// alone).
+func CompareKept(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *filter.Filter, outcome func(id string) *evidence.Outcome, prof *Profiles) (*Comparison, error) {
 	st := eng.Structure(snap).Snap
 	c := &Comparison{}
 	for _, r := range st.Rollouts {
@@ -190,60 +196,16 @@ func CompareWith(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *fil
 	case len(c.Baseline) == 0:
 		return nil, fmt.Errorf("baseline %q matches none of the %d rollouts", baseline, len(st.Rollouts))
 	}
-	reg := eng.Registry()
-	in := st.Interner()
-	comparable := distinctValues(st, in)
-	type side struct {
-		per  map[Feature][]sample
-		wall []int64
+	if prof == nil {
+		prof = NewProfiles(eng)
 	}
-	measure := func(rolls []*model.Rollout) side {
-		s := side{per: map[Feature][]sample{}}
-		for ri, r := range rolls {
-			s.wall = append(s.wall, r.End-r.Start)
-			gs := eng.SpanGroups(st, r)
-			add := func(f Feature, sp *model.Span, self int64) {
-				xs := s.per[f]
-				for len(xs) <= ri {
-					xs = append(xs, sample{})
-				}
-				xs[ri].count++
-				xs[ri].self += self
-				if sp.Status == model.StatusError {
-					xs[ri].errors++
-				}
-				s.per[f] = xs
-			}
-			if outcome != nil {
-				addOutcome(s.per, ri, outcome(r.ID))
-			}
-			var self []int64
-			for fi, f := range r.Fragments {
-				self = whatif.SelfTimes(f, self)
-				for i := range f.Spans {
-					sp := &f.Spans[i]
-					service := snap.ServiceName(sp.Resource)
-					add(Feature{Kind: SpanName, Service: service, Name: rollouts.DisplayName(in, sp)}, sp, self[i])
-					add(Feature{Kind: Service, Name: service}, sp, self[i])
-					if fi < len(gs) && i < len(gs[fi]) {
-						add(Feature{Kind: Group, Name: reg.Name(gs[fi][i])}, sp, self[i])
-					}
-					for _, kv := range attrValues(in, sp, comparable) {
-						add(Feature{Kind: Attr, Name: kv}, sp, self[i])
-					}
-				}
-			}
-		}
-		// Every rollout has a sample of every feature, zero when absent.
-		for f, xs := range s.per {
-			for len(xs) < len(rolls) {
-				xs = append(xs, sample{})
-			}
-			s.per[f] = xs
-		}
-		return s
+	prs := prof.of(st, st.Rollouts)
+	profileOf := make(map[*model.Rollout]*profile, len(prs))
+	for i, r := range st.Rollouts {
+		profileOf[r] = prs[i]
 	}
-	a, b := measure(c.Cohort), measure(c.Baseline)
+	comparable := distinctOf(prs)
+	a, b := measure(c.Cohort, profileOf, comparable, outcome), measure(c.Baseline, profileOf, comparable, outcome)
 	feats := map[Feature]bool{}
 	for f := range a.per {
 		feats[f] = true
@@ -357,6 +319,52 @@ func sameBits(a, b []float64) bool {
 	return true
 }
 
+// side is one side's samples of each feature, one a rollout, and the
+// rollouts' wall times.
+type side struct {
+	per  map[Feature][]sample
+	wall []int64
+}
+
+// measure sums the features of rolls from their profiles, the attribute
+// values of comparable keys only, and their outcomes.
+func measure(rolls []*model.Rollout, profileOf map[*model.Rollout]*profile, comparable map[string]bool, outcome func(id string) *evidence.Outcome) side {
+	s := side{per: map[Feature][]sample{}}
+	put := func(f Feature, ri int, x sample) {
+		xs := s.per[f]
+		for len(xs) <= ri {
+			xs = append(xs, sample{})
+		}
+		xs[ri].count += x.count
+		xs[ri].self += x.self
+		xs[ri].errors += x.errors
+		s.per[f] = xs
+	}
+	for ri, r := range rolls {
+		s.wall = append(s.wall, r.End-r.Start)
+		if outcome != nil {
+			addOutcome(s.per, ri, outcome(r.ID))
+		}
+		pr := profileOf[r]
+		for _, x := range pr.feats {
+			put(x.f, ri, x.sample)
+		}
+		for _, x := range pr.attrs {
+			if comparable[x.key] {
+				put(x.f, ri, x.sample)
+			}
+		}
+	}
+	// Every rollout has a sample of every feature, zero when absent.
+	for f, xs := range s.per {
+		for len(xs) < len(rolls) {
+			xs = append(xs, sample{})
+		}
+		s.per[f] = xs
+	}
+	return s
+}
+
 // values is one metric of a feature over a side's rollouts. ErrorRate
 // leaves out rollouts without such spans: a rate of nothing is no rate.
 func values(m Metric, xs []sample, wall []int64) []float64 {
@@ -436,50 +444,6 @@ func rel(r Row) float64 {
 	return math.Abs(r.Cohort-r.Baseline) / d
 }
 
-// distinctValues returns, per attribute key, whether the capture's
-// rollouts give it few enough distinct short values to compare value by
-// value.
-func distinctValues(snap *model.Snapshot, in *model.Interner) map[string]bool {
-	seen := map[string]map[string]bool{}
-	tooMany := map[string]bool{}
-	note := func(a model.Attrs) {
-		a.Each(in, func(k string, v model.Value) bool {
-			if tooMany[k] {
-				return true
-			}
-			s := v.String()
-			vs := seen[k]
-			if vs == nil {
-				vs = map[string]bool{}
-				seen[k] = vs
-			}
-			vs[s] = true
-			if len(s) > maxValueLen || len(vs) > MaxValues {
-				tooMany[k] = true
-			}
-			return true
-		})
-	}
-	for _, r := range snap.Rollouts {
-		for _, f := range r.Fragments {
-			for i := range f.Spans {
-				note(f.Spans[i].Attrs)
-				if f.Spans[i].Extra != nil {
-					for _, ev := range f.Spans[i].Extra.Events {
-						note(ev.Attrs)
-					}
-				}
-			}
-		}
-	}
-	ok := map[string]bool{}
-	for k, vs := range seen {
-		// One value everywhere says no more than the span's kind does.
-		ok[k] = !tooMany[k] && len(vs) > 1 && !endpointKey(k)
-	}
-	return ok
-}
-
 // endpointKey reports keys that name a connection's ends (ports, peer
 // addresses, the host a server was reached at): they tell connections
 // apart, not rollouts, and the service already names the process.
@@ -490,33 +454,6 @@ func endpointKey(k string) bool {
 		}
 	}
 	return strings.Contains(k, ".peer.")
-}
-
-// attrValues lists a span's comparable attribute values as key=value,
-// its events' included, each once.
-func attrValues(in *model.Interner, sp *model.Span, ok map[string]bool) []string {
-	var out []string
-	add := func(a model.Attrs) {
-		a.Each(in, func(k string, v model.Value) bool {
-			if ok[k] {
-				kv := k + "=" + v.String()
-				for _, x := range out {
-					if x == kv {
-						return true
-					}
-				}
-				out = append(out, kv)
-			}
-			return true
-		})
-	}
-	add(sp.Attrs)
-	if sp.Extra != nil {
-		for _, ev := range sp.Extra.Events {
-			add(ev.Attrs)
-		}
-	}
-	return out
 }
 
 // addOutcome adds rollout ri's outcome features: its known figures as
