@@ -305,6 +305,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setFocus(slotTrace)
 		}
 		return m, m.afterChange()
+	case statusMsg:
+		m.status, m.statusErr = msg.text, msg.err
+		return m, nil
 	case copiedMsg:
 		return m.setCopied(msg), nil
 	case exportedMsg:

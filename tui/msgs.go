@@ -96,6 +96,12 @@ type simKey struct {
 	spec    groups.Set
 }
 
+// statusMsg is a panel's word for the status line, an error when err.
+type statusMsg struct {
+	text string
+	err  bool
+}
+
 // copiedMsg reports the outcome of a copy-out.
 type copiedMsg struct {
 	path     string // the file written, "" if none

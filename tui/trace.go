@@ -271,10 +271,19 @@ func (t *traceView) handle(km tea.KeyMsg, _ *env) (bool, tea.Cmd) {
 		t.step(t.search.hits, 1)
 	case key.Matches(km, t.keys.PrevMatch) && len(t.search.hits) > 0:
 		t.step(t.search.hits, -1)
-	case key.Matches(km, t.keys.NextError):
-		t.stepError(1)
-	case key.Matches(km, t.keys.PrevError):
-		t.stepError(-1)
+	case key.Matches(km, t.keys.NextError), key.Matches(km, t.keys.PrevError):
+		d := 1
+		if key.Matches(km, t.keys.PrevError) {
+			d = -1
+		}
+		if !t.stepError(d) {
+			// Nothing to go to: say so rather than stay still in silence.
+			text := "no failed span in this rollout"
+			if t.r == nil {
+				text = "no rollout shown to look for failed spans in"
+			}
+			return true, func() tea.Msg { return statusMsg{text: text} }
+		}
 	case key.Matches(km, t.keys.Back) && t.search.query != "":
 		t.search.clear()
 	case key.Matches(km, t.keys.Expand), key.Matches(km, t.keys.Toggle):
@@ -363,10 +372,11 @@ func (t *traceView) step(refs []spanRef, d int) {
 	}
 }
 
-// stepError moves to the next or previous span with error status.
-func (t *traceView) stepError(d int) {
+// stepError moves to the next or previous span with error status; it
+// reports whether the rollout has one.
+func (t *traceView) stepError(d int) bool {
 	if t.r == nil {
-		return
+		return false
 	}
 	var refs []spanRef
 	for fi, f := range t.r.Fragments {
@@ -377,6 +387,7 @@ func (t *traceView) stepError(d int) {
 		}
 	}
 	t.step(refs, d)
+	return len(refs) > 0
 }
 
 // Reveal puts the cursor on the span with id, expanding its ancestors; it
