@@ -205,7 +205,7 @@ func CompareKept(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *fil
 		profileOf[r] = prs[i]
 	}
 	comparable := distinctOf(prs)
-	a, b := measure(c.Cohort, profileOf, comparable, outcome), measure(c.Baseline, profileOf, comparable, outcome)
+	a, b := measure(prof, c.Cohort, profileOf, comparable, outcome), measure(prof, c.Baseline, profileOf, comparable, outcome)
 	feats := map[Feature]bool{}
 	for f := range a.per {
 		feats[f] = true
@@ -327,19 +327,21 @@ type side struct {
 }
 
 // measure sums the features of rolls from their profiles, the attribute
-// values of comparable keys only, and their outcomes.
-func measure(rolls []*model.Rollout, profileOf map[*model.Rollout]*profile, comparable map[string]bool, outcome func(id string) *evidence.Outcome) side {
-	s := side{per: map[Feature][]sample{}}
-	put := func(f Feature, ri int, x sample) {
-		xs := s.per[f]
-		for len(xs) <= ri {
-			xs = append(xs, sample{})
+// values of comparable keys only, and their outcomes. Every rollout has
+// a sample of every feature the side has, zero when absent.
+func measure(prof *Profiles, rolls []*model.Rollout, profileOf map[*model.Rollout]*profile, comparable map[string]bool, outcome func(id string) *evidence.Outcome) side {
+	byID := make([][]sample, len(prof.feats))
+	put := func(x featSample, ri int) {
+		xs := byID[x.f]
+		if xs == nil {
+			xs = make([]sample, len(rolls))
+			byID[x.f] = xs
 		}
 		xs[ri].count += x.count
 		xs[ri].self += x.self
 		xs[ri].errors += x.errors
-		s.per[f] = xs
 	}
+	s := side{per: map[Feature][]sample{}, wall: make([]int64, 0, len(rolls))}
 	for ri, r := range rolls {
 		s.wall = append(s.wall, r.End-r.Start)
 		if outcome != nil {
@@ -347,20 +349,24 @@ func measure(rolls []*model.Rollout, profileOf map[*model.Rollout]*profile, comp
 		}
 		pr := profileOf[r]
 		for _, x := range pr.feats {
-			put(x.f, ri, x.sample)
+			put(x, ri)
 		}
 		for _, x := range pr.attrs {
 			if comparable[x.key] {
-				put(x.f, ri, x.sample)
+				put(x.featSample, ri)
 			}
 		}
 	}
-	// Every rollout has a sample of every feature, zero when absent.
-	for f, xs := range s.per {
+	for f, xs := range s.per { // outcomes
 		for len(xs) < len(rolls) {
 			xs = append(xs, sample{})
 		}
 		s.per[f] = xs
+	}
+	for id, xs := range byID {
+		if xs != nil {
+			s.per[prof.feats[id]] = xs
+		}
 	}
 	return s
 }

@@ -16,11 +16,26 @@ type Profiles struct {
 	eng   *whatif.Engine
 	in    *model.Interner
 	rolls map[string]*profile
+	// ids numbers the features the profiles hold, feats names them: a
+	// comparison sums rollouts by number.
+	ids   map[Feature]int32
+	feats []Feature
+}
+
+// id numbers f.
+func (p *Profiles) id(f Feature) int32 {
+	i, ok := p.ids[f]
+	if !ok {
+		i = int32(len(p.feats))
+		p.ids[f] = i
+		p.feats = append(p.feats, f)
+	}
+	return i
 }
 
 // NewProfiles returns an empty cache for comparisons on eng.
 func NewProfiles(eng *whatif.Engine) *Profiles {
-	return &Profiles{eng: eng, rolls: map[string]*profile{}}
+	return &Profiles{eng: eng, rolls: map[string]*profile{}, ids: map[Feature]int32{}}
 }
 
 // profile is one rollout's features: the span names, services and
@@ -38,7 +53,7 @@ type profile struct {
 }
 
 type featSample struct {
-	f Feature
+	f int32 // Profiles.feats
 	sample
 }
 
@@ -58,7 +73,7 @@ type keyValues struct {
 // forgets the rollouts snap no longer holds.
 func (p *Profiles) of(snap *model.Snapshot, rolls []*model.Rollout) []*profile {
 	if p.in != snap.Interner() {
-		p.in, p.rolls = snap.Interner(), map[string]*profile{}
+		p.in, p.rolls, p.ids, p.feats = snap.Interner(), map[string]*profile{}, map[Feature]int32{}, nil
 	}
 	out := make([]*profile, len(rolls))
 	for i, r := range rolls {
@@ -91,7 +106,7 @@ func (p *Profiles) profile(snap *model.Snapshot, r *model.Rollout) *profile {
 		if !ok {
 			i = len(pr.feats)
 			at[f] = i
-			pr.feats = append(pr.feats, featSample{f: f})
+			pr.feats = append(pr.feats, featSample{f: p.id(f)})
 		}
 		pr.feats[i].add(sp, self)
 	}
@@ -114,7 +129,7 @@ func (p *Profiles) profile(snap *model.Snapshot, r *model.Rollout) *profile {
 				if !ok {
 					j = len(pr.attrs)
 					attrAt[kv.pair] = j
-					pr.attrs = append(pr.attrs, attrSample{key: kv.key, featSample: featSample{f: Feature{Kind: Attr, Name: kv.pair}}})
+					pr.attrs = append(pr.attrs, attrSample{key: kv.key, featSample: featSample{f: p.id(Feature{Kind: Attr, Name: kv.pair})}})
 				}
 				pr.attrs[j].add(sp, self[i])
 			}
