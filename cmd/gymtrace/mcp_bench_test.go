@@ -11,6 +11,8 @@ import (
 	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/mcpserver"
 	"github.com/nemo-gym/gymtrace/model"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // BenchmarkMCPTools is one tool call, as a client sees it (JSON-RPC over an
@@ -23,19 +25,37 @@ import (
 // the server kept for the snapshot. Their cold rows are a call whose
 // answer was never kept: new-args asks of the same snapshot what it was
 // not asked yet (another spec, budget or cohort each time), new-snapshot
-// asks the same after one more request's spans (20 rollouts, 5072 spans)
-// arrived, as a live store publishes them.
+// asks the same after 64 more spans arrived (the first of a copy of the
+// request, fresh ids), as a live store publishes them while a run goes
+// on: a new snapshot, a rollout more, the others unchanged.
 func BenchmarkMCPTools(b *testing.B) {
-	const reserve = 40 // requests kept back for the new-snapshot rows
+	const reserve = 200 // trickles kept back for the new-snapshot rows
 	for _, spans := range []int{100_000, 1_000_000} {
 		st := model.NewStore(model.Options{})
 		add := storeAdder(b, st)
-		bodies := yardstickBodies(b, "req-realgym-run-5072.bin.gz", spans+reserve*5072)
-		bodies, more := bodies[:len(bodies)-reserve], bodies[len(bodies)-reserve:]
-		for _, body := range bodies {
+		for _, body := range yardstickBodies(b, "req-realgym-run-5072.bin.gz", spans) {
 			add(body)
 		}
 		st.Sync()
+		var more [][]byte
+		copies := 0
+		stored := yardstickCopies(b, "req-realgym-run-5072.bin.gz", spans, func(*coltrace.ExportTraceServiceRequest) {}) / 5072
+		yardstickCopies(b, "req-realgym-run-5072.bin.gz", spans+reserve*5072, func(req *coltrace.ExportTraceServiceRequest) {
+			// Copies past the stored ones: ids no stored span has.
+			if copies++; copies <= stored || len(more) == reserve {
+				return
+			}
+			cut := proto.Clone(req).(*coltrace.ExportTraceServiceRequest)
+			cut.ResourceSpans = cut.ResourceSpans[:1]
+			rs := cut.ResourceSpans[0]
+			rs.ScopeSpans = rs.ScopeSpans[:1]
+			rs.ScopeSpans[0].Spans = rs.ScopeSpans[0].Spans[:min(64, len(rs.ScopeSpans[0].Spans))]
+			body, err := proto.Marshal(cut)
+			if err != nil {
+				b.Fatal(err)
+			}
+			more = append(more, body)
+		})
 		reg := groups.Default()
 		cfg := mcpserver.Config{Source: st, Registry: reg, Variant: report.Variant{GymVariant: "G1", GymVariantSource: "bench"},
 			Setting: report.Setting{Spec: "all", Source: "bench"}}
