@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
@@ -140,25 +141,7 @@ func (w *worthView) layout() {
 	for _, l := range wrap(fmt.Sprintf("CPU at %v per enabled span; judged against %s", w.spanCost, w.reg.Format(w.rowsSpec)), width-1) {
 		lines = append(lines, " "+l)
 	}
-	const keyW = 12
-	// Drop columns, lowest drop first, until the row fits.
-	shown := make([]bool, len(worthCols))
-	rowW := 1 + keyW + 1 + 3
-	for i, c := range worthCols {
-		shown[i] = true
-		rowW += 1 + c.width
-	}
-	for d := 1; rowW > width; d++ {
-		found := false
-		for i, c := range worthCols {
-			if c.drop == d && shown[i] {
-				shown[i], rowW, found = false, rowW-1-c.width, true
-			}
-		}
-		if !found && d > len(worthCols) {
-			break
-		}
-	}
+	widths, keyW, shown := w.columns(width)
 	row := func(g, on string, cells func(i int) string) string {
 		line := " " + fit(g, keyW) + " " + fit(on, 3)
 		for i, c := range worthCols {
@@ -166,9 +149,9 @@ func (w *worthView) layout() {
 				continue
 			}
 			if c.left {
-				line += " " + fit(cells(i), c.width)
+				line += " " + fit(cells(i), widths[i])
 			} else {
-				line += " " + fitRight(cells(i), c.width)
+				line += " " + fitRight(cells(i), widths[i])
 			}
 		}
 		return clip(line, width)
@@ -178,7 +161,7 @@ func (w *worthView) layout() {
 		lines = append(lines, w.st.List.Dim.Render(clip("  computing…", width)))
 	}
 	for _, g := range w.rows {
-		if g.Spans == 0 && !g.KeepsJoins {
+		if !w.listed(g) {
 			continue
 		}
 		on := "off"
@@ -197,6 +180,72 @@ func (w *worthView) layout() {
 		}
 	}
 	w.setLines(lines)
+}
+
+// listed reports whether the table shows g: it emits spans or keeps joins.
+func (w *worthView) listed(g whatif.GroupWorth) bool { return g.Spans > 0 || g.KeepsJoins }
+
+// worthKeyW is the group column's width at least; a longer name widens
+// it when the screen has room.
+const worthKeyW = 12
+
+// columns sizes the table for width cells: each column as wide as its
+// head and cells need when they all fit; else each at its least width,
+// the room left to the joins and then the group names, and columns
+// dropped, lowest drop first, until the row fits.
+func (w *worthView) columns(width int) (widths []int, keyW int, shown []bool) {
+	widths, shown = make([]int, len(worthCols)), make([]bool, len(worthCols))
+	need := make([]int, len(worthCols))
+	keyNeed := worthKeyW
+	for i, c := range worthCols {
+		need[i] = max(c.width, ansi.StringWidth(c.head))
+	}
+	for _, g := range w.rows {
+		if !w.listed(g) {
+			continue
+		}
+		keyNeed = max(keyNeed, ansi.StringWidth(w.reg.Name(g.Group)))
+		for i, c := range worthCols {
+			need[i] = max(need[i], ansi.StringWidth(c.val(w, g)))
+		}
+	}
+	rowW := func(ws []int, kw int) int {
+		n := 1 + kw + 1 + 3
+		for i := range worthCols {
+			if shown[i] {
+				n += 1 + ws[i]
+			}
+		}
+		return n
+	}
+	for i := range shown {
+		shown[i] = true
+	}
+	if rowW(need, keyNeed) <= width {
+		return need, keyNeed, shown
+	}
+	keyW = worthKeyW
+	for i, c := range worthCols {
+		widths[i] = c.width
+	}
+	for d := 1; rowW(widths, keyW) > width && d <= len(worthCols); d++ {
+		for i, c := range worthCols {
+			if c.drop == d {
+				shown[i] = false
+			}
+		}
+	}
+	// What is left goes to the cut text: the joins, then the group names.
+	spare := width - rowW(widths, keyW)
+	joins := len(worthCols) - 1
+	if grow := min(max(spare, 0), need[joins]-widths[joins]); grow > 0 {
+		widths[joins] += grow
+		spare -= grow
+	}
+	if grow := min(max(spare, 0), keyNeed-keyW); grow > 0 {
+		keyW += grow
+	}
+	return widths, keyW, shown
 }
 
 // verdict is the budget line for the previewed spec, or "".
