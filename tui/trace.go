@@ -497,7 +497,7 @@ func (t *traceView) rebuildKeeping(cur model.SpanID) {
 					t.dropped++
 					continue
 				}
-				p, cut = fs.Parent[i], fs.Cut[i]
+				p, cut = fs.Parent[i], fs.Cut[i] != whatif.CauseNone
 			}
 			switch {
 			case cut:
@@ -560,8 +560,8 @@ func (t *traceView) rebuildKeeping(cur model.SpanID) {
 		walk(roots)
 		byStart(cutRoots)
 		for _, i := range cutRoots {
-			reason, cause := t.cutReason(fi, int(i))
-			note := glyphSplit + " new trace: " + reason
+			cause := fs.Cut[i] // a cut root is of a previewed fragment
+			note := glyphSplit + " new trace: " + cause.Sentence()
 			if fix := cause.Fix(); fix != "" {
 				note += "; fix: " + fix
 			}
@@ -599,37 +599,6 @@ func (t *traceView) fragNote(fi int, f *model.Fragment) string {
 		s += " · split: same trace, not connected"
 	}
 	return s
-}
-
-// cutReason explains why a kept span starts a new trace under the preview.
-func (t *traceView) cutReason(fi, i int) (string, whatif.Cause) {
-	sp := &t.r.Fragments[fi].Spans[i]
-	name, svc := rollouts.DisplayName(t.snap.Interner(), sp), t.snap.ServiceName(sp.Resource)
-	if t.simPrev != nil {
-		for _, b := range t.simPrev.Breaks {
-			if b.SpanName == name && b.ToService == svc && b.Reason != "" {
-				return b.Reason, b.Cause
-			}
-		}
-	}
-	c := hopCause(t.spec)
-	if c == whatif.CauseNone {
-		return "parent dropped", c
-	}
-	return c.Sentence(), c
-}
-
-// hopCause is why any cross-process hop breaks under spec.
-func hopCause(spec groups.Set) whatif.Cause {
-	switch {
-	case !spec.Has(groups.HTTPClient) && !spec.Has(groups.Server):
-		return whatif.CauseNeither
-	case !spec.Has(groups.HTTPClient):
-		return whatif.CauseNoClient
-	case !spec.Has(groups.Server):
-		return whatif.CauseNoServer
-	}
-	return whatif.CauseNone
 }
 
 // nameCell is a span row's name cell: tree glyphs, a collapsed node's

@@ -1,6 +1,10 @@
 package whatif
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/nemo-gym/gymtrace/gate/groups"
+)
 
 // Cause is why a hop breaks, typed: it owns its sentence, its short form
 // and its fix, so every face (CLI text, JSON, TUI) renders from it and none
@@ -65,6 +69,21 @@ var causes = [numCauses]causeText{
 		sentence: "a fragment of %s that no CLIENT span can be matched to started during the rollout: its caller sent no traceparent (http_client off?) or the callee read none (server off?)"},
 	CauseLeak: {code: "context_leak", finding: "request span created INTERNAL under another request's span",
 		why: "request context carried over on a reused keep-alive connection", hints: []string{"a server-side context leak, not a span_groups setting"}},
+}
+
+// SpecCause is why a cross-process hop breaks under spec: what of server and
+// http_client it has off, CauseNone when it keeps both. The preview's
+// breaks are caused by it; a face reads them, never the spec.
+func SpecCause(spec groups.Set) Cause {
+	switch server, client := spec.Has(groups.Server), spec.Has(groups.HTTPClient); {
+	case !server && !client:
+		return CauseNeither
+	case !client:
+		return CauseNoClient
+	case !server:
+		return CauseNoServer
+	}
+	return CauseNone
 }
 
 // Code is the cause's stable name in JSON output.

@@ -110,9 +110,11 @@ type FragSim struct {
 	// Parent is the index of the nearest kept ancestor within the fragment,
 	// -1 when the span becomes a root (of the fragment or a new trace).
 	Parent []int32
-	// Cut marks kept spans whose link to their kept ancestor crosses a
-	// process boundary that the spec breaks: they start a new trace.
-	Cut []bool
+	// Cut is, for a kept span whose link to its kept ancestor crosses a
+	// process boundary that the spec breaks (it starts a new trace), why
+	// the link breaks; CauseNone where it holds. The same cause as the
+	// rollout's Breaks count for the span.
+	Cut []Cause
 }
 
 // JoinStatus is a rollout's cross-process joining as captured.

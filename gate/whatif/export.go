@@ -62,11 +62,11 @@ func (e *Engine) ExportSpans(snap *model.Snapshot, rollouts []*model.Rollout, sp
 				switch p := fs.Parent[i]; {
 				case p >= 0:
 					up, tid = f.Spans[p].SpanID, trace[p]
-				case fs.Cut[i] && sp.Flags()&model.FlagCarried != 0:
+				case fs.Cut[i] != CauseNone && sp.Flags()&model.FlagCarried != 0:
 					// It stays under the span it was captured under, in
 					// that span's trace (set once every span is out).
 					carried = append(carried, len(out.Spans))
-				case fs.Cut[i]:
+				case fs.Cut[i] != CauseNone:
 					up, tid = model.SpanID{}, derivedTrace(tid, sp.SpanID)
 				case jobKept && noKeptAncestor(f, fs, i):
 					up = f.Job()

@@ -411,7 +411,7 @@ func (e *Engine) sims(snap *model.Snapshot, rolls []*model.Rollout, spec groups.
 // nearest kept ancestor and whether the path to it crosses processes. When
 // out is not nil it also fills the per-span view for the TUI.
 func (e *Engine) simulate(sc *scratch, snap *model.Snapshot, r *model.Rollout, rs *rollState, spec groups.Set, s *rollSim, out *RolloutSim) {
-	joinable := spec.Has(groups.Server) && spec.Has(groups.HTTPClient)
+	hopCause := SpecCause(spec) // why a hop breaks, CauseNone when none does
 	sc.sizes = sc.sizes[:0]
 	sc.carriedComps = 0
 	var carriedComp []bool
@@ -426,7 +426,7 @@ func (e *Engine) simulate(sc *scratch, snap *model.Snapshot, r *model.Rollout, r
 		var fs *FragSim
 		if out != nil {
 			fs = &out.Frags[fIdx]
-			*fs = FragSim{Group: fi.groups, Kept: make([]bool, n), Parent: make([]int32, n), Cut: make([]bool, n)}
+			*fs = FragSim{Group: fi.groups, Kept: make([]bool, n), Parent: make([]int32, n), Cut: make([]Cause, n)}
 		}
 		// The job span, when kept, is the top's parent in the same trace.
 		jobIdx := int32(-1)
@@ -497,13 +497,13 @@ func (e *Engine) simulate(sc *scratch, snap *model.Snapshot, r *model.Rollout, r
 				carriedComp[sc.comp[i]] = true
 				sc.carriedComps++
 				if fs != nil {
-					fs.Cut[i] = true
+					fs.Cut[i] = CauseCarried
 				}
-			case x && !joinable && !(aio && spec.Has(groups.Server)):
+			case x && hopCause != CauseNone && !(aio && spec.Has(groups.Server)):
 				sc.comp[i] = s.newRoot(sc)
-				s.addBreak(snap, from, sp, spec)
+				s.addBreakCause(snap, from, sp, hopCause)
 				if fs != nil {
-					fs.Cut[i] = true
+					fs.Cut[i] = hopCause
 				}
 			case a == viaJob:
 				sc.comp[i] = -1 - jobIdx
@@ -590,17 +590,6 @@ func (s *rollSim) addRes(r model.ResourceID) {
 		}
 	}
 	s.perRes = append(s.perRes, resCount{res: r, spans: 1})
-}
-
-func (s *rollSim) addBreak(snap *model.Snapshot, from model.ResourceID, sp *model.Span, spec groups.Set) {
-	cause := CauseNeither
-	switch {
-	case spec.Has(groups.Server):
-		cause = CauseNoClient
-	case spec.Has(groups.HTTPClient):
-		cause = CauseNoServer
-	}
-	s.addBreakCause(snap, from, sp, cause)
 }
 
 func (s *rollSim) addBreakCause(snap *model.Snapshot, from model.ResourceID, sp *model.Span, cause Cause) {

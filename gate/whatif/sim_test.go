@@ -204,7 +204,7 @@ func TestSimulateRollout(t *testing.T) {
 			parent = in.Str(f.Spans[p].Name)
 		}
 		cut := ""
-		if fs.Cut[i] {
+		if fs.Cut[i] != CauseNone {
 			cut = " (cut)"
 		}
 		got = append(got, fmt.Sprintf("%s@%s <- %s%s", in.Str(sp.Name), snap.ServiceName(sp.Resource), parent, cut))
