@@ -121,7 +121,7 @@ func TestWorthView(t *testing.T) {
 	m = send(t, m, tea.WindowSizeMsg{Width: 160, Height: 60})
 	m = run(t, m, m.Init())
 	view := ansi.Strip(m.View())
-	if !strings.Contains(view, "misses by 1 (11 of 10 spans/rollout)") {
+	if !strings.Contains(view, "budget          10 spans/rollout") || !strings.Contains(view, "misses by 1 (11)") {
 		t.Errorf("the groups panel shows no budget verdict:\n%s", view)
 	}
 	m = keys(t, m, "w")

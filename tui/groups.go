@@ -451,18 +451,7 @@ func (g *groupsPanel) compareLines(w int) []string {
 	}...)
 	lines = append(lines, g.joinRows(row, colW-1)...)
 	if b := g.budget; b != nil {
-		cell := func(r *whatif.Report) []string {
-			if r == nil {
-				return []string{"…"}
-			}
-			v := b.Judge(r, g.rate)
-			st := g.st.Join.Joined
-			if !v.Fits {
-				st = g.st.Join.Split
-			}
-			return styled(wrap(budgetCell(v), colW-1), st)
-		}
-		lines = append(lines, wrapRows(row, "budget", cell(cur), cell(prev))...)
+		lines = append(lines, g.budgetRows(*b, row, w, colW)...)
 	}
 	var texts []string
 	breaks, leaks := splitHops(captureHops(g.check))
@@ -814,6 +803,31 @@ func (g *groupsPanel) joinRows(row func(label, a, b string) string, colW int) []
 		rows = append(rows, row("as captured", st.Render(t), ""))
 	}
 	return rows
+}
+
+// budgetRows are the budget, on a line of its own, then each spec's
+// verdict in its column in the budget's unit: the two fit their columns
+// on one line at 120 columns, where with the budget said in each they
+// went on to a second.
+func (g *groupsPanel) budgetRows(b whatif.Budget, row func(label, a, b string) string, w, colW int) []string {
+	var against string
+	cell := func(r *whatif.Report) []string {
+		if r == nil {
+			return []string{"…"}
+		}
+		v := b.Judge(r, g.rate)
+		against = v.Against()
+		st := g.st.Join.Joined
+		if !v.Fits {
+			st = g.st.Join.Split
+		}
+		return styled(wrap(budgetCell(v), colW-1), st)
+	}
+	a, p := cell(g.curRep), cell(g.prevRep)
+	if against == "" {
+		against = b.String()
+	}
+	return append([]string{clip(fit("budget", 15)+" "+against, w)}, wrapRows(row, "", a, p)...)
 }
 
 // styled renders each line in st.

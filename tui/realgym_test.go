@@ -334,51 +334,43 @@ func TestRealGymCompareRowsDiffer(t *testing.T) {
 	}
 }
 
-// At 120×40 a budget verdict longer than its column goes on to the next
-// row: none is cut.
-func TestRealGymBudgetUncut(t *testing.T) {
-	st := model.NewStore(model.Options{})
-	t.Cleanup(st.Close)
-	if _, err := receiver.ReadFiles(st, realFiles(t, "s41-obs0-iso/all"), receiver.ReadOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	st.Sync()
-	v, _ := groups.DetectVariant(st.Snapshot())
-	reg := v.Registry()
-	cur, _ := reg.Parse("default")
-	budget, err := whatif.ParseBudget("30spans/rollout")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(Options{Source: st, Registry: reg, Current: cur, CurrentSpec: "default", Budget: &budget,
-		SnippetPath: filepath.Join(t.TempDir(), SnippetFile)})
-	m.refresh = time.Nanosecond
-	m = send(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
-	m = run(t, m, m.Init())
-	lines := strings.Split(ansi.Strip(m.View()), "\n")
-	// The groups panel's comparison: a 16-cell label, then two 18-cell
-	// columns, after the border and the 64-cell group list.
-	const cellAt, cellW = 1 + 64 + 2 + 16, 18
-	var words []string
-	for i, l := range lines {
-		if strings.TrimSpace(ansi.Cut(l, cellAt-16, cellAt)) != "budget" {
-			continue
-		}
-		for k := i; k < len(lines); k++ {
-			if k > i && strings.TrimSpace(ansi.Cut(lines[k], cellAt-16, cellAt)) != "" {
-				break
+// At 120×40 the budget is said on a line of its own and each spec's
+// verdict fits its column on the next: none is cut, none goes on to
+// another line.
+func TestRealGymBudgetOneLine(t *testing.T) {
+	for _, tc := range []struct{ budget, against, cell string }{
+		{"30spans/rollout", "30 spans/rollout", `misses by \d+(\.\d+)? \(\d+(\.\d+)?\)`},
+		{"2GB/day", `2 GB/day at \d+\.\d\d rollouts/s`, `misses by \d+(\.\d+)? \(\d+(\.\d+)?\)`},
+		{"60spans/rollout", "60 spans/rollout", `fits \(\d+(\.\d+)?\)`},
+	} {
+		t.Run(tc.budget, func(t *testing.T) {
+			m := realModelWith(t, "s41-obs0-iso/all", 120, 40, "default", func(o *Options) {
+				b, err := whatif.ParseBudget(tc.budget)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Budget = &b
+			})
+			lines := strings.Split(ansi.Strip(m.View()), "\n")
+			head := regexp.MustCompile(` budget {10}` + tc.against + ` +│$`)
+			cells := regexp.MustCompile(`^ {16}(` + tc.cell + `) +(` + tc.cell + `) +│$`)
+			for i, l := range lines {
+				loc := head.FindStringIndex(l)
+				if loc == nil {
+					continue
+				}
+				// The comparison's columns start where its label does.
+				at := ansi.StringWidth(l[:loc[0]]) + 1
+				if i+2 >= len(lines) || !cells.MatchString(ansi.Cut(lines[i+1], at, 200)) {
+					t.Fatalf("the verdicts under %q are not one line each:\n%s", l, strings.Join(lines, "\n"))
+				}
+				if next := ansi.Cut(lines[i+2], at, 200); regexp.MustCompile(`^ {16}\S`).MatchString(next) {
+					t.Errorf("a verdict goes on to another line: %q", next)
+				}
+				return
 			}
-			cell := strings.Fields(ansi.Cut(lines[k], cellAt, cellAt+cellW))
-			if len(cell) == 0 {
-				break
-			}
-			words = append(words, cell...)
-		}
-		break
-	}
-	want := regexp.MustCompile(`^misses by \d+(\.\d)? \(\d+(\.\d)? of 30 spans/rollout\)$`)
-	if got := strings.Join(words, " "); !want.MatchString(got) {
-		t.Errorf("the current spec's budget verdict reads %q:\n%s", got, strings.Join(lines, "\n"))
+			t.Errorf("no budget line for %s:\n%s", tc.budget, strings.Join(lines, "\n"))
+		})
 	}
 }
 
@@ -432,16 +424,27 @@ func TestRealGymScreens(t *testing.T) {
 		name, capture string
 		w, h          int
 		keys          []string
+		budget        string
 	}{
-		{"http_client-off-80x24", "s41-obs0-iso/spec-server+rollout+verify", 80, 24, nil},
-		{"http_client-off-120x40", "s41-obs0-iso/spec-server+rollout+verify", 120, 40, nil},
-		{"http_client-off-200x50", "s41-obs0-iso/spec-server+rollout+verify", 200, 50, nil},
-		{"broken-model-120x40", "s41-obs0-iso/broken-model", 120, 40, nil},
-		{"broken-model-waterfall-120x40", "s41-obs0-iso/broken-model", 120, 40, []string{"tab"}},
-		{"leak-120x40", "s41-obs0-leak/all", 120, 40, nil},
+		{"http_client-off-80x24", "s41-obs0-iso/spec-server+rollout+verify", 80, 24, nil, ""},
+		{"http_client-off-120x40", "s41-obs0-iso/spec-server+rollout+verify", 120, 40, nil, ""},
+		{"http_client-off-200x50", "s41-obs0-iso/spec-server+rollout+verify", 200, 50, nil, ""},
+		{"broken-model-120x40", "s41-obs0-iso/broken-model", 120, 40, nil, ""},
+		{"broken-model-waterfall-120x40", "s41-obs0-iso/broken-model", 120, 40, []string{"tab"}, ""},
+		{"leak-120x40", "s41-obs0-leak/all", 120, 40, nil, ""},
+		{"budget-120x40", "s41-obs0-iso/all", 120, 40, []string{"3"}, "50spans/rollout"},
+		{"budget-bytes-120x40", "s41-obs0-iso/all", 120, 40, []string{"3"}, "2GB/day"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := realModel(t, tc.capture, tc.w, tc.h, "default")
+			m := realModelWith(t, tc.capture, tc.w, tc.h, "default", func(o *Options) {
+				if tc.budget != "" {
+					b, err := whatif.ParseBudget(tc.budget)
+					if err != nil {
+						t.Fatal(err)
+					}
+					o.Budget = &b
+				}
+			})
 			m = keys(t, m, tc.keys...)
 			got := m.View()
 			for i, l := range strings.Split(got, "\n") {

@@ -266,6 +266,6 @@ func budgetLine(st *Styles, v whatif.BudgetVerdict, width int) string {
 	return style.Render(clip(" "+v.String(), width))
 }
 
-// budgetCell is a verdict in a few characters: fits, or misses by how
-// much, with the value against the limit.
-func budgetCell(v whatif.BudgetVerdict) string { return v.Short() }
+// budgetCell is a verdict in a few characters, beside a line that names
+// the budget: fits, or misses by how much, with the value.
+func budgetCell(v whatif.BudgetVerdict) string { return v.Brief() }

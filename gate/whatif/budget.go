@@ -13,6 +13,9 @@ type Budget struct {
 	Bytes bool   // the limit counts bytes, else spans
 	Per   string // "rollout", "s" or "day"
 	text  string
+	// scale is the bytes of the unit the limit was written in (1e9 for
+	// GB); 0 reads as 1.
+	scale float64
 }
 
 // String returns the budget as given, a space between its number and its
@@ -63,7 +66,7 @@ func ParseBudget(s string) (Budget, error) {
 	case unit == "spans" || unit == "span":
 		b.Limit = v
 	case byteUnits[unit] > 0:
-		b.Limit, b.Bytes = v*byteUnits[unit], true
+		b.Limit, b.Bytes, b.scale = v*byteUnits[unit], true, byteUnits[unit]
 	default:
 		return bad(fmt.Sprintf("unknown unit %q (spans or B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", unit))
 	}
@@ -120,6 +123,34 @@ func (v BudgetVerdict) Short() string {
 		return fmt.Sprintf("fits (%s of %s)", f(v.Value), v.Budget)
 	}
 	return fmt.Sprintf("misses by %s (%s of %s)", f(v.MissesBy), f(v.Value), v.Budget)
+}
+
+// Brief is the verdict without the budget, in the budget's own unit (GB
+// for a GB budget), for a cell beside a line that names the budget: "fits
+// (49.9)", "misses by 0.2 (50.2)". Figures are as Short's.
+func (v BudgetVerdict) Brief() string {
+	if s := v.Budget.scale; s > 0 {
+		v.Value, v.MissesBy, v.Headroom, v.Budget.Limit = v.Value/s, v.MissesBy/s, v.Headroom/s, v.Budget.Limit/s
+	}
+	d := v.decimals(0)
+	if v.Value < 10 && d < 1 {
+		d = 1
+	}
+	f := func(x float64) string { return trimZeros(strconv.FormatFloat(x, 'f', d, 64)) }
+	if v.Fits {
+		return fmt.Sprintf("fits (%s)", f(v.Value))
+	}
+	return fmt.Sprintf("misses by %s (%s)", f(v.MissesBy), f(v.Value))
+}
+
+// Against is the budget a verdict is judged against, with the rollout
+// rate for /s and /day budgets: "50 spans/rollout", "2 GB/day at 0.23
+// rollouts/s".
+func (v BudgetVerdict) Against() string {
+	if v.Budget.Per == "rollout" {
+		return v.Budget.String()
+	}
+	return fmt.Sprintf("%s at %.2f rollouts/s", v.Budget, v.RolloutRate)
 }
 
 // ValueText is the verdict's value with as many decimals as String gives

@@ -156,6 +156,29 @@ func TestBudget(t *testing.T) {
 			t.Errorf("%s, %d spans over %d: short %q, want %q", tt.budget, tt.spans, tt.n, got, tt.short)
 		}
 	}
+	// Brief: the figures of Short, without the budget, in the unit the
+	// budget was written in.
+	for _, tt := range []struct {
+		budget       string
+		spans, bytes int64
+		n            int
+		rate         float64
+		want, of     string
+	}{
+		{"50spans/rollout", 1004, 0, 20, 0, "misses by 0.2 (50.2)", "50 spans/rollout"},
+		{"50spans/rollout", 997, 0, 20, 0, "fits (49.9)", "50 spans/rollout"},
+		{"2GB/day", 0, 5_000_000, 20, 0.5, "misses by 9 (11)", "2 GB/day at 0.50 rollouts/s"},
+		{"40 KB/rollout", 0, 799_000, 20, 0, "fits (39.95)", "40 KB/rollout"},
+		{"1KiB/rollout", 0, 20 * 1025, 20, 0, "misses by 0.001 (1.001)", "1 KiB/rollout"},
+	} {
+		v := mustBudget(t, tt.budget).Judge(&Report{Input: InputSummary{Rollouts: tt.n}, Result: Result{Spans: int(tt.spans), Bytes: tt.bytes}}, tt.rate)
+		if got := v.Brief(); got != tt.want {
+			t.Errorf("%s: brief %q, want %q", tt.budget, got, tt.want)
+		}
+		if got := v.Against(); got != tt.of {
+			t.Errorf("%s: against %q, want %q", tt.budget, got, tt.of)
+		}
+	}
 	if v := mustBudget(t, "1spans/rollout").Judge(&Report{}, 0); !v.Fits || v.Value != 0 {
 		t.Errorf("an empty capture: %+v, want 0 and fits", v)
 	}
