@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nemo-gym/gymtrace/gate/advise"
 	"github.com/nemo-gym/gymtrace/gate/cohort"
 	"github.com/nemo-gym/gymtrace/gate/groups"
 	"github.com/nemo-gym/gymtrace/gate/report"
@@ -66,6 +67,8 @@ type Server struct {
 	memo    memo
 	prof    *cohort.Profiles
 	profEng *whatif.Engine
+	// advice is what recommend searches measured, per spec and rollout.
+	advice advise.Cache
 }
 
 // New returns a server with every tool, prompt and resource added.

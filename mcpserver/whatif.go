@@ -207,7 +207,7 @@ func (s *Server) recommend(_ context.Context, _ *mcp.CallToolRequest, in Recomme
 	if r, ok := m.get(key); ok {
 		return nil, r.(report.Recommend), nil
 	}
-	a, err := advise.Recommend(v.eng, snap, opt)
+	a, err := s.advice.Recommend(v.eng, snap, opt)
 	if err != nil {
 		return nil, report.Recommend{}, fmt.Errorf("must %q, never %q: %w", in.Must, in.Never, err)
 	}

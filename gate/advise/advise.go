@@ -38,7 +38,7 @@ type Candidate struct {
 	// rollouts the spec splits that the capture joins.
 	RolloutsJoined, RolloutsSplit, NewSplits int
 	Worth
-	// complete: previewed and measured, not only judged by its cost.
+	// complete: its joins previewed, not only its cost judged.
 	complete bool
 }
 
@@ -171,9 +171,9 @@ type Advice struct {
 	// every candidate and keep nothing.
 	Searched, Free, Unjudged groups.Set
 	// Space is the number of specs the search chose among (2^Searched);
-	// Previewed how many it judged (each one's cost; the joins of those
-	// that fit); Pruned how many it never had to, because a subset of
-	// theirs already missed the budget.
+	// Previewed how many it judged by cost (the joins of those that fit
+	// as far as the answer needs them); Pruned how many it never had to,
+	// because a subset of theirs already missed the budget.
 	Space, Previewed, Pruned int
 	Best                     *Candidate
 	RunnersUp                []RunnerUp
@@ -191,39 +191,37 @@ type search struct {
 	snap  *model.Snapshot
 	opt   Options
 	reg   *groups.Registry
-	base  []bool // per rollout: split as captured
-	rolls []rollSpans
+	kept  *structKept
 	seen  map[groups.Set]*Candidate
 	order []groups.Group
-}
-
-// rollSpans is one rollout's spans as the worth measures read them.
-type rollSpans struct {
-	start, end int64
-	spans      []spanRef
-}
-
-type spanRef struct {
-	group      groups.Group
-	start, end int64
-	err        bool
 }
 
 // Recommend searches the spec space of eng's registry over snap for the
 // specs that fit opt.Budget, and returns the best that no group can be
 // added to, with the runners-up. Cost is monotone in the spec (a group
 // only adds spans), so once a spec misses the budget none of its
-// supersets is previewed.
+// supersets is judged. It keeps nothing: (*Cache).Recommend gives the same
+// answer, keeping what it measured for the next search.
 func Recommend(eng *whatif.Engine, snap *model.Snapshot, opt Options) (*Advice, error) {
+	return new(Cache).Recommend(eng, snap, opt)
+}
+
+// Recommend is the package's Recommend, reading and keeping in c what
+// searches of eng measure: of each structure searched (a few), each
+// spec's joins and worth, whatever the budget; of each rollout, by
+// version, what its groups cover. Another budget or constraint over the
+// same snapshot previews only specs not previewed yet, and a snapshot
+// with a few rollouts more measures only those. Not safe for concurrent
+// use.
+func (c *Cache) Recommend(eng *whatif.Engine, snap *model.Snapshot, opt Options) (*Advice, error) {
 	reg := eng.Registry()
 	if c := opt.Must & opt.Never; c != 0 {
 		return nil, fmt.Errorf("%w: %s", ErrConflict, strings.Join(reg.Names(c), ", "))
 	}
-	all := eng.Preview(snap, reg.All())
-	s := &search{eng: eng, snap: snap, opt: opt, reg: reg, seen: map[groups.Set]*Candidate{}}
-	for i := range all.PerRollout {
-		s.base = append(s.base, all.PerRollout[i].Split())
-	}
+	// Input.Captured and PerGroup are Preview's, without simulating.
+	all := eng.Estimate(snap, reg.All())
+	s := &search{eng: eng, snap: snap, opt: opt, reg: reg, seen: map[groups.Set]*Candidate{},
+		kept: c.structure(eng, all.Structure)}
 	captured := all.Input.Captured
 	a := &Advice{Options: opt}
 	for _, info := range reg.Groups() {
@@ -239,9 +237,8 @@ func Recommend(eng *whatif.Engine, snap *model.Snapshot, opt Options) (*Advice, 
 			a.Unjudged = a.Unjudged.With(g)
 		}
 	}
-	s.measure(all)
 	// Heavy groups first: a spec over budget is found early and its
-	// supersets never previewed.
+	// supersets never judged.
 	cost := map[groups.Group]int{}
 	for _, gc := range all.PerGroup {
 		cost[gc.Group] = gc.Captured
@@ -264,41 +261,56 @@ func Recommend(eng *whatif.Engine, snap *model.Snapshot, opt Options) (*Advice, 
 	}
 	a.Pruned = s.walk(root, 0)
 	a.Previewed = len(s.seen)
-
-	var feasible []*Candidate
-	fits := false
-	for _, c := range s.seen {
-		// A spec that keeps no group's spans is telemetry off by another
-		// name: never an answer.
-		if !c.Verdict.Fits || c.Groups == 0 {
-			continue
-		}
-		fits = true
-		if s.feasible(c) && s.maximal(c) {
-			feasible = append(feasible, c)
-		}
-	}
-	if len(feasible) == 0 {
-		a.Outcome = NoneJoins
-		if !fits {
-			a.Outcome = NoneFits
-		}
-		a.Floor = s.complete(s.cheapest())
-		return a, nil
-	}
-	sort.Slice(feasible, func(i, j int) bool { return better(feasible[i], feasible[j], reg) })
-	a.Best = feasible[0]
-	for _, c := range feasible[1:] {
-		if len(a.RunnersUp) == opt.RunnersUp {
-			break
-		}
-		a.RunnersUp = append(a.RunnersUp, RunnerUp{Candidate: *c, Short: shortfall(a.Best, c),
-			Lacks: a.Best.Set &^ c.Set, Adds: c.Set &^ a.Best.Set})
-	}
+	s.answer(a)
 	return a, nil
 }
 
-// walk previews every superset of s made by adding groups of s.order from
+// answer ranks the specs that fit and keeps, in rank order, those
+// feasible and maximal: the best, then the runners-up. A spec with a
+// group more keeps at least as much wall time and errors and one group
+// more, so it ranks before: when a spec is reached, whether each of its
+// one-group supersets is feasible is known already, and the specs ranked
+// after the last runner-up need no preview.
+func (s *search) answer(a *Advice) {
+	var fit []*Candidate
+	var sets []groups.Set
+	for _, c := range s.seen {
+		// A spec that keeps no group's spans is telemetry off by another
+		// name: never an answer.
+		if c.Verdict.Fits && c.Groups > 0 {
+			fit, sets = append(fit, c), append(sets, c.Set)
+		}
+	}
+	s.kept.worths(sets)
+	for _, c := range fit {
+		s.measure(c)
+	}
+	sort.Slice(fit, func(i, j int) bool { return better(fit[i], fit[j], s.reg) })
+	var picked []*Candidate
+	for _, c := range fit {
+		if s.opt.RunnersUp >= 0 && len(picked) > s.opt.RunnersUp {
+			break
+		}
+		if s.feasible(c) && s.maximal(c) {
+			picked = append(picked, s.complete(c))
+		}
+	}
+	if len(picked) == 0 {
+		a.Outcome = NoneJoins
+		if len(fit) == 0 {
+			a.Outcome = NoneFits
+		}
+		a.Floor = s.complete(s.cheapest())
+		return
+	}
+	a.Best = picked[0]
+	for _, c := range picked[1:] {
+		a.RunnersUp = append(a.RunnersUp, RunnerUp{Candidate: *c, Short: shortfall(a.Best, c),
+			Lacks: a.Best.Set &^ c.Set, Adds: c.Set &^ a.Best.Set})
+	}
+}
+
+// walk judges every superset of s made by adding groups of s.order from
 // index from on, in order, stopping at each that misses the budget. It
 // returns how many specs it skipped that way.
 func (s *search) walk(set groups.Set, from int) int {
@@ -317,11 +329,14 @@ func (s *search) walk(set groups.Set, from int) int {
 
 // feasible: fits, and keeps joins unless splits are allowed.
 func (s *search) feasible(c *Candidate) bool {
-	return c != nil && c.Verdict.Fits && (s.opt.AllowSplits || c.Joins())
+	if c == nil || !c.Verdict.Fits {
+		return false
+	}
+	return s.opt.AllowSplits || s.joins(c).Joins()
 }
 
 // maximal: no searched group can be added with the result still
-// feasible. A superset never previewed missed the budget (walk's pruning).
+// feasible. A superset never judged missed the budget (walk's pruning).
 func (s *search) maximal(c *Candidate) bool {
 	for _, g := range s.order {
 		if !c.Set.Has(g) && s.feasible(s.seen[c.Set.With(g)]) {
@@ -346,10 +361,8 @@ func (s *search) cheapest() *Candidate {
 	return best
 }
 
-// eval judges set once: its cost from the engine's estimate, which
-// simulates nothing, and, when it fits, its joins from a preview and what
-// it keeps (complete). A spec over budget is an answer only as the floor,
-// completed then.
+// eval judges set once, by its cost from the engine's estimate, which
+// simulates nothing.
 func (s *search) eval(set groups.Set) *Candidate {
 	if c, ok := s.seen[set]; ok {
 		return c
@@ -358,75 +371,34 @@ func (s *search) eval(set groups.Set) *Candidate {
 	c := &Candidate{Set: set, Verdict: s.opt.Budget.Judge(rep, s.opt.Rate), Spans: rep.Result.Spans, Bytes: rep.Result.Bytes}
 	c.Groups = s.groupsKept(set)
 	s.seen[set] = c
-	if c.Verdict.Fits {
-		s.complete(c)
-	}
 	return c
 }
 
-// complete previews c's spec for its joins and measures what it keeps.
+// complete gives c its joins and what it keeps.
 func (s *search) complete(c *Candidate) *Candidate {
-	if c == nil || c.complete {
+	if c == nil {
 		return c
 	}
-	rep := s.eng.Preview(s.snap, c.Set)
-	c.RolloutsJoined, c.RolloutsSplit = rep.Result.RolloutsJoined, rep.Result.RolloutsSplit
-	for i := range rep.PerRollout {
-		if rep.PerRollout[i].Split() && i < len(s.base) && !s.base[i] {
-			c.NewSplits++
-		}
+	s.measure(c)
+	return s.joins(c)
+}
+
+// joins previews c's spec for the rollouts it joins and splits, once a
+// structure.
+func (s *search) joins(c *Candidate) *Candidate {
+	if c.complete {
+		return c
 	}
-	c.Worth = s.worth(c.Set)
+	j := s.kept.joins(s.eng, c.Set)
+	c.RolloutsJoined, c.RolloutsSplit, c.NewSplits = j.joined, j.split, j.newSplits
 	c.complete = true
 	return c
 }
 
-// measure records each rollout's spans with the group that gates them.
-func (s *search) measure(all *whatif.Report) {
-	snap := all.Structure.Snap
-	for _, r := range snap.Rollouts {
-		rs := rollSpans{start: r.Start, end: r.End}
-		gs := s.eng.SpanGroups(snap, r)
-		for fi, f := range r.Fragments {
-			for i := range f.Spans {
-				sp := &f.Spans[i]
-				rs.spans = append(rs.spans, spanRef{group: gs[fi][i], start: max(sp.Start, r.Start), end: min(sp.End, r.End), err: sp.Status == model.StatusError})
-			}
-		}
-		// In start order once, so that what each spec keeps is in order
-		// already and its union needs no sort.
-		sort.SliceStable(rs.spans, func(i, j int) bool { return rs.spans[i].start < rs.spans[j].start })
-		s.rolls = append(s.rolls, rs)
-	}
-}
-
-// worth measures what set keeps of the rollouts.
-func (s *search) worth(set groups.Set) Worth {
-	var w Worth
-	var ivs [][2]int64
-	n := 0
-	for _, r := range s.rolls {
-		ivs = ivs[:0]
-		for _, sp := range r.spans {
-			if !groups.Kept(sp.group, set) {
-				continue
-			}
-			ivs = append(ivs, [2]int64{sp.start, sp.end})
-			if sp.err {
-				w.ErrorSpans++
-			}
-		}
-		if r.end <= r.start {
-			continue
-		}
-		n++
-		w.WallShare += float64(unionSorted(ivs)) / float64(r.end-r.start)
-	}
-	if n > 0 {
-		w.WallShare /= float64(n)
-	}
-	w.Groups = s.groupsKept(set)
-	return w
+// measure sets c's worth: what its spec keeps.
+func (s *search) measure(c *Candidate) {
+	share, errs := s.kept.worth(c.Set)
+	c.Worth = Worth{WallShare: share, ErrorSpans: errs, Groups: s.groupsKept(c.Set)}
 }
 
 // groupsKept counts set's groups that gate spans and were chosen among.

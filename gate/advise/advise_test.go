@@ -128,7 +128,7 @@ func TestRecommendAgreesWithExhaustive(t *testing.T) {
 						continue
 					}
 					if fits, joins, v := judged(eng, snap, set, b); fits && joins {
-						s := &search{eng: eng, snap: snap, opt: opt, reg: reg, order: gs}
+						s := &refSearch{eng: eng, snap: snap, opt: opt, reg: reg, order: gs}
 						all := eng.Preview(snap, reg.All())
 						s.measure(all)
 						feasible[set] = &Candidate{Set: set, Verdict: v, Worth: s.worth(set)}

@@ -64,7 +64,8 @@ type RunnerUp struct {
 // NewRecommend is a's result, the search run with opt over snap on eng.
 func NewRecommend(v Variant, eng *whatif.Engine, snap *model.Snapshot, a *advise.Advice, opt advise.Options, spanCost time.Duration, bad BadLines) Recommend {
 	reg := eng.Registry()
-	wall := eng.Preview(snap, reg.All()).WallSeconds
+	// Estimate's wall time and groups are Preview's, without simulating.
+	wall := eng.Estimate(snap, reg.All()).WallSeconds
 	out := Recommend{
 		Variant: v, Budget: opt.Budget.String(), Must: NonNil(reg.Names(opt.Must)), Never: NonNil(reg.Names(opt.Never)),
 		AllowSplits: opt.AllowSplits, Outcome: a.Outcome.String(), Reason: a.Outcome.Text(),
@@ -75,7 +76,7 @@ func NewRecommend(v Variant, eng *whatif.Engine, snap *model.Snapshot, a *advise
 	}
 	if a.Best != nil {
 		out.Best = CandidateOf(reg, a.Best)
-		rep := eng.Preview(snap, a.Best.Set)
+		rep := eng.Estimate(snap, a.Best.Set)
 		for _, gc := range rep.PerGroup {
 			if gc.Captured > 0 && ShownGroup(reg, gc.Group) {
 				out.PerGroup[reg.Name(gc.Group)] = GroupFigures{Captured: gc.Captured, Kept: gc.Kept}

@@ -79,9 +79,9 @@ func (e *Engine) costs(snap *model.Snapshot) *costTable {
 }
 
 // Estimate is the part of Preview(snap, spec) a budget judges, without
-// simulating a rollout: Input, WallSeconds and Result's Spans and Bytes,
-// equal to Preview's (TestEstimateIsPreview); nothing else of the report
-// is set. Budget.Judge reads no more.
+// simulating a rollout: Input, WallSeconds, PerGroup and Result's Spans
+// and Bytes, equal to Preview's (TestEstimateIsPreview); nothing else of
+// the report is set. Budget.Judge reads no more.
 func (e *Engine) Estimate(snap *model.Snapshot, spec groups.Set) *Report {
 	t := e.costs(snap)
 	rep := &Report{Spec: spec, Structure: e.Structure(snap), WallSeconds: t.wall,
@@ -92,6 +92,18 @@ func (e *Engine) Estimate(snap *model.Snapshot, spec groups.Set) *Report {
 		}
 	}
 	rep.Input.Unclassified = t.spans[groups.Unclassified] + t.jobSpans[groups.Unclassified]
+	rep.PerGroup = make([]GroupCount, 0, len(e.reg.Table())+2)
+	for g := range e.reg.Table() {
+		gc := GroupCount{Group: groups.Group(g), Captured: t.spans[g] + t.jobSpans[g]}
+		if spec.Has(gc.Group) {
+			gc.Kept = gc.Captured
+		}
+		rep.PerGroup = append(rep.PerGroup, gc)
+	}
+	if n := t.spans[groups.Ungated] + t.jobSpans[groups.Ungated]; n > 0 {
+		rep.PerGroup = append(rep.PerGroup, GroupCount{Group: groups.Ungated, Captured: n, Kept: n})
+	}
+	rep.PerGroup = append(rep.PerGroup, GroupCount{Group: groups.Unclassified, Captured: rep.Input.Unclassified, Kept: rep.Input.Unclassified})
 	perRes := map[model.ResourceID]int{}
 	for g := range t.spans {
 		if groups.Kept(groups.Group(g), spec) {

@@ -52,6 +52,8 @@ type Engine struct {
 	worth      *worthCache
 	joined     map[groups.Set]int
 	joinedSnap *model.Snapshot
+	// tr is what Traces keeps.
+	tr traceCache
 }
 
 // NewEngine returns an engine classifying with reg.
@@ -107,6 +109,9 @@ type rollClass struct {
 	relevant groups.Set // groups the rollout's result can depend on
 	captured []GroupCount
 	sims     []*rollSim // most recent first
+	// shape is what the rollout's traces under a spec depend on, shared
+	// by the rollouts alike in it (Engine.Traces); nil until asked.
+	shape *traceShape
 }
 
 // rollSim is one rollout's preview under one masked spec.

@@ -218,10 +218,9 @@ func (e *Engine) rolloutsJoined(snap *model.Snapshot, spec groups.Set) int {
 	if n, ok := e.joinedOf(snap)[spec]; ok {
 		return n
 	}
-	e.sync(snap)
 	n := 0
-	for _, j := range e.sims(snap, snap.Rollouts, spec) {
-		if j.s.res.Traces == 1 {
+	for _, t := range e.Traces(snap, spec, nil) {
+		if t == 1 {
 			n++
 		}
 	}
