@@ -220,10 +220,10 @@ func TestExportSpec(t *testing.T) {
 							t.Errorf("span %s %q: exported under %s, the preview puts it under %s", id, orig.Str(f.Spans[i].Name), got, f.Spans[p].SpanID)
 						}
 						carried := f.Spans[i].Flags()&model.FlagCarried != 0
-						if fs.Cut[i] && !carried && !got.IsZero() {
+						if fs.Cut[i] != whatif.CauseNone && !carried && !got.IsZero() {
 							t.Errorf("span %s %q starts a trace in the preview, exported under %s", id, orig.Str(f.Spans[i].Name), got)
 						}
-						if captured := f.ParentID(i); fs.Cut[i] && carried && got != captured {
+						if captured := f.ParentID(i); fs.Cut[i] != whatif.CauseNone && carried && got != captured {
 							t.Errorf("carried-over span %s %q exported under %s, captured under %s", id, orig.Str(f.Spans[i].Name), got, captured)
 						}
 					}
