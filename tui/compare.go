@@ -24,6 +24,9 @@ type compareView struct {
 	// what the comparison was computed from
 	a, b     *model.Rollout
 	cur, pre groups.Set
+	// the comparison and its sides' labels, laid out again on a resize
+	diff   *whatif.Diff
+	la, lb string
 }
 
 func newCompareView(st *Styles, keys *KeyMap, reg *groups.Registry) *compareView {
@@ -32,7 +35,12 @@ func newCompareView(st *Styles, keys *KeyMap, reg *groups.Registry) *compareView
 
 func (c *compareView) name() string        { return "compare" }
 func (c *compareView) opener() key.Binding { return c.keys.Compare }
-func (c *compareView) setSize(w, h int)    { c.resize(w, h) }
+func (c *compareView) setSize(w, h int) {
+	c.resize(w, h)
+	if c.opened && c.diff != nil {
+		c.setLines(c.diffLines(c.diff, c.la, c.lb))
+	}
+}
 
 func (c *compareView) open(e *env) bool {
 	c.opened = true
@@ -51,7 +59,7 @@ func (c *compareView) refresh(e *env) {
 func (c *compareView) compute(e *env) {
 	c.a, c.b, c.cur, c.pre = e.marked, e.rollout, e.current, e.preview
 	if e.rollout == nil {
-		c.title = "Compare"
+		c.title, c.diff = "Compare", nil
 		c.setLines([]string{"", "  no rollout selected"})
 		return
 	}
@@ -66,17 +74,26 @@ func (c *compareView) compute(e *env) {
 		a, b = eng.SpecSide(e.snap, e.rollout, e.current), eng.SpecSide(e.snap, e.rollout, e.preview)
 		la, lb = e.rollout.ID+" under "+c.reg.Format(e.current), e.rollout.ID+" under "+c.reg.Format(e.preview)
 	}
-	d := whatif.CompareRollouts(a, b)
+	c.diff, c.la, c.lb = whatif.CompareRollouts(a, b), la, lb
 	c.title = "Compare A " + la + " · B " + lb
-	c.setLines(c.diffLines(d, la, lb))
+	c.setLines(c.diffLines(c.diff, la, lb))
 }
 
+// diffLines renders d for the panel's width and height: each side's
+// time and counts, how much longer B took than A, then the operations
+// (those whose counts differ, or every one when the shapes match) with
+// each side's total time and the difference.
 func (c *compareView) diffLines(d *whatif.Diff, la, lb string) []string {
 	w := c.width
 	side := func(tag, label string, s whatif.DiffSummary) string {
-		return clip(fmt.Sprintf(" %s %s: %s, %d errors, %s, %s", tag, label, countNoun(s.Spans, "span"), s.Errors, countNoun(s.Traces, "trace"), fmtDur(s.DurationNS)), w)
+		// The figures are what is compared: a long label is cut, not them.
+		figs := fmt.Sprintf(": %s · %s, %d errors, %s", fmtDur(s.DurationNS), countNoun(s.Spans, "span"), s.Errors, countNoun(s.Traces, "trace"))
+		if room := w - 3 - ansi.StringWidth(figs); ansi.StringWidth(label) > room {
+			label = fitMiddle(label, max(room, 12))
+		}
+		return clip(" "+tag+" "+label+figs, w)
 	}
-	out := []string{side("A", la, d.A), side("B", lb, d.B), ""}
+	out := []string{side("A", la, d.A), side("B", lb, d.B), clip(" "+timeGap(d.A.DurationNS, d.B.DurationNS), w)}
 	switch {
 	case d.First != nil:
 		for k, l := range wrap(fmt.Sprintf("first divergence under %s: A has %s, B has %s", pathOf(d.First.Path), orNone(d.First.A), orNone(d.First.B)), w-3) {
@@ -91,24 +108,28 @@ func (c *compareView) diffLines(d *whatif.Diff, la, lb string) []string {
 	default:
 		out = append(out, clip(" same spans and tree; errors differ", w))
 	}
-	keyW := max(w-1-(1+4+1+4+1+4+1+4+1+7+1+7), 12)
-	row := func(k, na, nb, ea, eb, ta, tb string) string {
-		return clip(" "+fit(k, keyW)+" "+fitRight(na, 4)+" "+fitRight(nb, 4)+" "+fitRight(ea, 4)+" "+fitRight(eb, 4)+" "+fitRight(ta, 7)+" "+fitRight(tb, 7), w)
+	const figs = 1 + 4 + 1 + 4 + 1 + 4 + 1 + 4 + 1 + 7 + 1 + 7 + 1 + 8
+	keyW := max(w-1-figs, 12)
+	row := func(k, na, nb, ea, eb, ta, tb, gap string) string {
+		return clip(" "+fit(k, keyW)+" "+fitRight(na, 4)+" "+fitRight(nb, 4)+" "+fitRight(ea, 4)+" "+fitRight(eb, 4)+" "+fitRight(ta, 7)+" "+fitRight(tb, 7)+" "+fitRight(gap, 8), w)
 	}
-	if len(d.Changed) > 0 {
-		out = append(out, "", c.st.Panel.Column.Render(row("changed operations", "A n", "B n", "A !", "B !", "A total", "B total")))
-		for _, o := range d.Changed {
-			out = append(out, row(opKey(o.Name, shortService(o.Service), keyW), itoa(o.CountA), itoa(o.CountB), itoa(o.ErrorsA), itoa(o.ErrorsB), fmtDur(o.TotalNSA), fmtDur(o.TotalNSB)))
-		}
-	} else if len(d.Operations) > 0 {
+	ops, head := d.Changed, "changed operations"
+	if len(ops) == 0 {
 		// The same shape: what is left to compare is time, biggest
 		// difference first.
-		ops := slices.Clone(d.Operations)
+		ops, head = slices.Clone(d.Operations), "timings, most changed first"
 		gap := func(o whatif.OpDiff) int64 { return abs64(o.TotalNSB - o.TotalNSA) }
 		sort.SliceStable(ops, func(i, j int) bool { return gap(ops[i]) > gap(ops[j]) })
-		out = append(out, "", c.st.Panel.Column.Render(row("timings, most changed first", "A n", "B n", "A !", "B !", "A total", "B total")))
+	}
+	if len(ops) > 0 {
+		if c.height >= 14 {
+			// Room for air; on a short panel the rows come first.
+			out = append(out, "")
+		}
+		out = append(out, c.st.Panel.Column.Render(row(head, "A n", "B n", "A !", "B !", "A total", "B total", "B-A")))
 		for _, o := range ops {
-			out = append(out, row(opKey(o.Name, shortService(o.Service), keyW), itoa(o.CountA), itoa(o.CountB), itoa(o.ErrorsA), itoa(o.ErrorsB), fmtDur(o.TotalNSA), fmtDur(o.TotalNSB)))
+			out = append(out, row(opKey(o.Name, shortService(o.Service), keyW), itoa(o.CountA), itoa(o.CountB), itoa(o.ErrorsA), itoa(o.ErrorsB),
+				fmtDur(o.TotalNSA), fmtDur(o.TotalNSB), signedDur(o.TotalNSB-o.TotalNSA)))
 		}
 	}
 	list := func(title string, ss []whatif.DiffSpan, err bool) {
@@ -140,6 +161,33 @@ func (c *compareView) diffLines(d *whatif.Diff, la, lb string) []string {
 	list("errors only in A", d.ErrorsA, true)
 	list("errors only in B", d.ErrorsB, true)
 	return out
+}
+
+// timeGap says how much longer or shorter B took than A, first start to
+// last end.
+func timeGap(a, b int64) string {
+	switch {
+	case a == b:
+		return "B took as long as A: " + fmtDur(a)
+	case a <= 0:
+		return "B took " + fmtDur(b) + ", A no time"
+	}
+	word := "slower"
+	if b < a {
+		word = "faster"
+	}
+	return fmt.Sprintf("B was %s %s than A (%+.1f%%)", fmtDur(abs64(b-a)), word, 100*float64(b-a)/float64(a))
+}
+
+// signedDur is a difference of durations with its sign: "+4.2ms", "-26ms", "0".
+func signedDur(ns int64) string {
+	switch {
+	case ns > 0:
+		return "+" + fmtDur(ns)
+	case ns < 0:
+		return "-" + fmtDur(-ns)
+	}
+	return "0"
 }
 
 func pathOf(p []string) string {

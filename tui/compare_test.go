@@ -36,7 +36,7 @@ func TestMarkCompare(t *testing.T) {
 	}
 	text := ansi.Strip(strings.Join(m.compare.lines, "\n"))
 	for _, want := range []string{
-		"A r0000 (marked): 11 spans", "B r0001: 14 spans",
+		"A r0000 (marked): 189ms · 11 spans", "B r0001: 381ms · 14 spans", "B was 192ms slower than A (+",
 		"first divergence under HTTP POST › POST /run › gym.rollout: A has nothing more",
 		"only in B (3)", "gym.model.responses [policy_model]",
 		"errors only in B (1)", "gym.verify [example_tools]",
@@ -195,5 +195,58 @@ func TestRealGymCompareSpecsByID(t *testing.T) {
 	text := ansi.Strip(strings.Join(m.compare.lines, "\n"))
 	if strings.Contains(text, "only in B") || !strings.Contains(text, "only in A (") || !strings.Contains(text, "moved (") {
 		t.Errorf("all against default:\n%s", text)
+	}
+}
+
+// TestCompareSameShapeTimings: two rollouts of a real run with the same
+// spans in the same tree still differ in time: the comparison says how
+// much faster or slower B was, and each operation's time on both sides
+// and the difference, in view at 80×24 as at 120×40 and 200×50.
+func TestCompareSameShapeTimings(t *testing.T) {
+	for _, sz := range []struct{ w, h int }{{80, 24}, {120, 40}, {200, 50}} {
+		t.Run(fmt.Sprintf("%dx%d", sz.w, sz.h), func(t *testing.T) {
+			m := realModel(t, "s41-obs0-iso/all", sz.w, sz.h, "default")
+			rows := m.rollouts.rows
+			a, b := -1, -1
+			var d *whatif.Diff
+			for i := 0; i < len(rows) && a < 0; i++ {
+				for j := i + 1; j < len(rows); j++ {
+					if d = whatif.CompareRollouts(whatif.RolloutSide(m.snap, rows[i]), whatif.RolloutSide(m.snap, rows[j])); d.First == nil && d.A.DurationNS != d.B.DurationNS {
+						a, b = i, j
+						break
+					}
+				}
+			}
+			if a < 0 {
+				t.Fatal("no two rollouts of one shape")
+			}
+			for range a {
+				m = keys(t, m, "down")
+			}
+			m = keys(t, m, "m")
+			for range b - a {
+				m = keys(t, m, "down")
+			}
+			m = keys(t, m, "c")
+			view := ansi.Strip(m.View())
+			word := "slower"
+			if d.B.DurationNS < d.A.DurationNS {
+				word = "faster"
+			}
+			if want := "B was " + fmtDur(abs64(d.B.DurationNS-d.A.DurationNS)) + " " + word + " than A ("; !strings.Contains(view, want) {
+				t.Errorf("no %q:\n%s", want, view)
+			}
+			// The operation whose time changed most, with both times and the gap.
+			top := d.Operations[0]
+			for _, o := range d.Operations {
+				if abs64(o.TotalNSB-o.TotalNSA) > abs64(top.TotalNSB-top.TotalNSA) {
+					top = o
+				}
+			}
+			row := regexp.MustCompile(regexp.QuoteMeta(fmtDur(top.TotalNSA)) + ` +` + regexp.QuoteMeta(fmtDur(top.TotalNSB)) + ` +` + regexp.QuoteMeta(signedDur(top.TotalNSB-top.TotalNSA)) + `[┃│]`)
+			if !strings.Contains(view, "timings, most changed first") || !row.MatchString(view) {
+				t.Errorf("the timings of %s [%s] are not in view:\n%s", top.Name, top.Service, view)
+			}
+		})
 	}
 }

@@ -434,6 +434,9 @@ func TestRealGymScreens(t *testing.T) {
 		{"leak-120x40", "s41-obs0-leak/all", 120, 40, nil, ""},
 		{"budget-120x40", "s41-obs0-iso/all", 120, 40, []string{"3"}, "50spans/rollout"},
 		{"budget-bytes-120x40", "s41-obs0-iso/all", 120, 40, []string{"3"}, "2GB/day"},
+		// Two rollouts of one shape, the second marked against the sixth.
+		{"compare-same-80x24", "s41-obs0-iso/all", 80, 24, []string{"down", "m", "down", "down", "down", "down", "c"}, ""},
+		{"compare-same-120x40", "s41-obs0-iso/all", 120, 40, []string{"down", "m", "down", "down", "down", "down", "c"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := realModelWith(t, tc.capture, tc.w, tc.h, "default", func(o *Options) {
