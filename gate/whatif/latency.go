@@ -3,7 +3,6 @@ package whatif
 import (
 	"cmp"
 	"github.com/nemo-gym/gymtrace/gate/groups"
-	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"slices"
 	"sort"
 
@@ -32,55 +31,31 @@ type LatencyRow struct {
 	Total, Self        int64
 }
 
-// latencyAcc gathers one row and its durations.
+// latencyAcc gathers one row and its durations, in order.
 type latencyAcc struct {
 	row  LatencyRow
 	durs []int64
+	// gone and come are durations to take out and put in (latState.apply).
+	gone, come []int64
 }
 
 // Latency profiles the given rollouts of snap. Rows are ordered by total
-// time, longest first, then by key.
+// time, longest first, then by key. The engine keeps the last profiles'
+// sums and sorted durations by rollout version (latState): a profile of
+// nearly the same rollouts, a snapshot later, reads only the rollouts
+// that changed.
 func (e *Engine) Latency(snap *model.Snapshot, rolls []*model.Rollout) *Latency {
 	e.sync(snap)
-	out := &Latency{Rollouts: len(rolls)}
-	maps := [3]map[string]*latencyAcc{{}, {}, {}}
-	add := func(m map[string]*latencyAcc, k string, g groups.Group, sp *model.Span, self int64) {
-		acc := m[k]
-		if acc == nil {
-			acc = &latencyAcc{row: LatencyRow{Key: k, Group: g}}
-			m[k] = acc
-		}
-		row, d := &acc.row, sp.Duration()
-		row.Count++
-		row.Total += d
-		row.Self += self
-		acc.durs = append(acc.durs, d)
-		if sp.Status == model.StatusError {
-			row.Errors++
-		}
-	}
-	var self []int64
-	for _, r := range rolls {
-		for _, f := range r.Fragments {
-			fi := e.fragInfo(f)
-			self = SelfTimes(f, self)
-			for i := range f.Spans {
-				sp := &f.Spans[i]
-				out.Spans++
-				add(maps[0], snap.ServiceName(sp.Resource), 0, sp, self[i])
-				add(maps[1], rollouts.DisplayName(snap.Interner(), sp), 0, sp, self[i])
-				add(maps[2], e.reg.Name(fi.groups[i]), fi.groups[i], sp, self[i])
-			}
-		}
-	}
+	e.latSnap = snap
+	st := e.latState(rolls)
+	out := &Latency{Rollouts: len(rolls), Spans: st.spans}
 	lists := [3]*[]LatencyRow{&out.ByService, &out.ByName, &out.ByGroup}
-	for k, m := range maps {
+	for k, m := range st.keys {
 		rows := make([]LatencyRow, 0, len(m))
 		for _, acc := range m {
-			d, row := acc.durs, &acc.row
-			slices.Sort(d)
+			d, row := acc.durs, acc.row
 			row.P50, row.P90, row.P99, row.Max = percentile64(d, 50), percentile64(d, 90), percentile64(d, 99), d[len(d)-1]
-			rows = append(rows, *row)
+			rows = append(rows, row)
 		}
 		sort.Slice(rows, func(i, j int) bool {
 			if rows[i].Total != rows[j].Total {

@@ -52,8 +52,17 @@ type Engine struct {
 	worth      *worthCache
 	joined     map[groups.Set]int
 	joinedSnap *model.Snapshot
-	// tr is what Traces keeps.
-	tr traceCache
+	// tr is what Traces keeps; lat the last latency profiles, most
+	// recent first, and latSnap the snapshot Latency reads.
+	tr      traceCache
+	lat     []*latState
+	latSnap *model.Snapshot
+	// ws is what worthBase counted of the last structure; spread each
+	// fragment's requests TimingSpread read, by version.
+	ws        *worthState
+	spread    map[uint64]*spreadFrag
+	spreadIn  *model.Interner
+	spreadGen uint64
 }
 
 // NewEngine returns an engine classifying with reg.

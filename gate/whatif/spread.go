@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"fmt"
+	"github.com/nemo-gym/gymtrace/gate/groups"
 	"math"
 	"strings"
 
@@ -78,32 +79,11 @@ func (e *Engine) TimingSpread(snap *model.Snapshot, rep *Report) *Spread {
 		asgi    int // kept ASGI children
 	}
 	var reqs []request
+	e.spreadGen++
 	walk := func(id string, r *model.Rollout) {
 		for _, f := range r.Fragments {
-			fi := e.fragInfo(f)
-			asgi := map[int32]int{}
-			listener := map[int32]bool{}
-			for i := range f.Spans {
-				sp := &f.Spans[i]
-				if sp.Parent < 0 || !rep.Spec.Has(fi.groups[i]) {
-					continue
-				}
-				name := in.Str(sp.Name)
-				recv := strings.HasSuffix(name, " http receive")
-				if !recv && !strings.HasSuffix(name, " http send") {
-					continue
-				}
-				asgi[sp.Parent]++
-				if !recv {
-					continue
-				}
-				if v, typed := sp.Attrs.GetKey(in, eventKey); !typed || v.String() == "http.disconnect" {
-					listener[sp.Parent] = true
-				}
-			}
-			for p := range listener {
-				parent := &f.Spans[p]
-				reqs = append(reqs, request{rollout: id, failed: parent.Status == model.StatusError, asgi: asgi[p]})
+			for _, q := range e.spreadReqs(in, f, rep.Spec, eventKey) {
+				reqs = append(reqs, request{rollout: id, failed: q.failed, asgi: int(q.asgi)})
 			}
 		}
 	}
@@ -111,6 +91,7 @@ func (e *Engine) TimingSpread(snap *model.Snapshot, rep *Report) *Spread {
 		walk(r.ID, r)
 	}
 	st.ForOthers(func(r *model.Rollout) { walk("", r) })
+	e.evictSpread()
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -200,4 +181,84 @@ func poissonUpper95(x int) float64 {
 		}
 	}
 	return hi
+}
+
+// spreadReq is a kept request with a disconnect listener: whether it
+// failed and its kept ASGI children.
+type spreadReq struct {
+	failed bool
+	asgi   int32
+}
+
+// spreadFrag is a fragment version's requests under the masked specs
+// asked last (TimingSpread reads a capture's every fragment: a new
+// snapshot walks only the fragments that changed).
+type spreadFrag struct {
+	masks [2]groups.Set
+	reqs  [2][]spreadReq
+	n     int
+	gen   uint64
+}
+
+// spreadReqs returns f's requests with a listener whose kept ASGI spans
+// vary with timing, under spec, from the engine's cache by version.
+func (e *Engine) spreadReqs(in *model.Interner, f *model.Fragment, spec groups.Set, eventKey model.Str) []spreadReq {
+	fi := e.fragInfo(f)
+	mask := spec & (fi.present | groups.Set(0).With(groups.Unclassified).With(groups.Ungated))
+	if e.spread == nil || e.spreadIn != in {
+		e.spread, e.spreadIn = map[uint64]*spreadFrag{}, in
+	}
+	sf := e.spread[f.Version]
+	if sf == nil {
+		sf = &spreadFrag{}
+		e.spread[f.Version] = sf
+	}
+	sf.gen = e.spreadGen
+	for i := 0; i < sf.n; i++ {
+		if sf.masks[i] == mask {
+			return sf.reqs[i]
+		}
+	}
+	var reqs []spreadReq
+	asgi := map[int32]int{}
+	listener := map[int32]bool{}
+	for i := range f.Spans {
+		sp := &f.Spans[i]
+		if sp.Parent < 0 || !spec.Has(fi.groups[i]) {
+			continue
+		}
+		name := in.Str(sp.Name)
+		recv := strings.HasSuffix(name, " http receive")
+		if !recv && !strings.HasSuffix(name, " http send") {
+			continue
+		}
+		asgi[sp.Parent]++
+		if !recv {
+			continue
+		}
+		if v, typed := sp.Attrs.GetKey(in, eventKey); !typed || v.String() == "http.disconnect" {
+			listener[sp.Parent] = true
+		}
+	}
+	for p := range listener {
+		reqs = append(reqs, spreadReq{failed: f.Spans[p].Status == model.StatusError, asgi: int32(asgi[p])})
+	}
+	// The newest first; the older of two gives way.
+	sf.masks[1], sf.reqs[1] = sf.masks[0], sf.reqs[0]
+	sf.masks[0], sf.reqs[0] = mask, reqs
+	sf.n = min(sf.n+1, 2)
+	return reqs
+}
+
+// evictSpread forgets the fragments the last TimingSpread did not read,
+// once they are many.
+func (e *Engine) evictSpread() {
+	if len(e.spread) < 1024 {
+		return
+	}
+	for v, sf := range e.spread {
+		if sf.gen != e.spreadGen {
+			delete(e.spread, v)
+		}
+	}
 }
