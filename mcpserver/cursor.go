@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nemo-gym/gymtrace/gate/evidence"
+	"github.com/nemo-gym/gymtrace/gate/report"
 	"github.com/nemo-gym/gymtrace/model"
 )
 
@@ -160,4 +161,74 @@ func resume(c *listCursor, seq uint64, key string, desc, sorted bool, rolls []*m
 		note += fmt.Sprintf("; rollout %s has left the store", c.ID)
 	}
 	return from, []string{note}
+}
+
+// pageCursor is where a page of get_rollout's tree or preview's
+// per_rollout ended: the offset in the snapshot it was read from and the
+// last item's key (a span id, a rollout id), so that a page read from a
+// newer snapshot goes on after that item, wherever what arrived
+// meanwhile sits.
+type pageCursor struct {
+	Seq   uint64 `json:"q"`
+	Off   int    `json:"o"`
+	Total int    `json:"t"`
+	Key   string `json:"k"`
+	// List names the list: "tree " and the rollout id, or "preview".
+	List string `json:"l"`
+}
+
+const pageCursorPrefix = "c:"
+
+func (c pageCursor) String() string {
+	b, _ := json.Marshal(c)
+	return pageCursorPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// parsePageCursor reads a cursor of list; a plain offset (o:N) is taken
+// as one in the newest snapshot.
+func parsePageCursor(s, list string) (*pageCursor, int, error) {
+	if s == "" || strings.HasPrefix(s, "o:") {
+		n, err := parseCursor(s)
+		return nil, n, err
+	}
+	bad := fmt.Errorf("cursor %q: not a next_cursor this server gave", s)
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, pageCursorPrefix))
+	if err != nil || !strings.HasPrefix(s, pageCursorPrefix) {
+		return nil, 0, bad
+	}
+	var c pageCursor
+	if err := json.Unmarshal(b, &c); err != nil || c.Off < 0 {
+		return nil, 0, bad
+	}
+	if c.List != list {
+		return nil, 0, fmt.Errorf("cursor %q: a next_cursor of another list (%s), not of this one (%s)", s, c.List, list)
+	}
+	return &c, c.Off, nil
+}
+
+// resume is where the page after c starts among n items, key(i) the
+// i-th's, read from snapshot seq: c's offset in the same snapshot; in a
+// newer one, the item after c's last, with a note that the list changed.
+func (c *pageCursor) resume(seq uint64, n int, key func(int) string, what string) (int, []string) {
+	if c.Seq == seq {
+		return c.Off, nil
+	}
+	for i := 0; i < n; i++ {
+		if key(i) == c.Key {
+			return i + 1, []string{fmt.Sprintf("the store changed since the previous page (%d %s then, %d now): this page goes on after %s; those that arrived ahead of it are not shown (read from the start to see them)",
+				c.Total, what, n, c.Key)}
+		}
+	}
+	from := min(c.Off, n)
+	return from, []string{fmt.Sprintf("the store changed since the previous page (%d %s then, %d now) and %s has left it: this page goes on at the same offset", c.Total, what, n, c.Key)}
+}
+
+// keyedPage cuts n items to the page from from, as page does, its next
+// cursor naming the last item's key.
+func keyedPage(seq uint64, list string, n, from, limit int, key func(int) string, notes []string) (lo, hi int, p report.Page) {
+	lo, hi, p = page(n, from, limit, notes)
+	if p.Truncated && hi > 0 {
+		p.NextCursor = pageCursor{Seq: seq, Off: hi, Total: n, Key: key(hi - 1), List: list}.String()
+	}
+	return lo, hi, p
 }

@@ -290,7 +290,8 @@ func (s *Server) getRollout(_ context.Context, _ *mcp.CallToolRequest, in GetRol
 		notes, depth = append(notes, fmt.Sprintf("depth %d clamped to %d", in.Depth, MaxDepth)), MaxDepth
 	}
 	limit := clamp("max_nodes", in.MaxNodes, DefaultNodes, MaxNodes, &notes)
-	from, err := parseCursor(in.Cursor)
+	list := "tree " + in.RolloutID
+	cur, from, err := parsePageCursor(in.Cursor, list)
 	if err != nil {
 		return nil, report.RolloutDetail{}, err
 	}
@@ -333,7 +334,13 @@ func (s *Server) getRollout(_ context.Context, _ *mcp.CallToolRequest, in GetRol
 		notes = append(notes, fmt.Sprintf("error_spans lists the first %d of %d", MaxErrorSpans, r.Errors))
 	}
 	nodes := tree(st.Snap, r, depth)
-	lo, hi, p := page(len(nodes), from, limit, notes)
+	key := func(i int) string { return nodes[i].SpanID }
+	if cur != nil {
+		var moved []string
+		from, moved = cur.resume(v.snap.Seq, len(nodes), key, "nodes")
+		notes = append(notes, moved...)
+	}
+	lo, hi, p := keyedPage(v.snap.Seq, list, len(nodes), from, limit, key, notes)
 	out.Tree, out.Page = nodes[lo:hi], p
 	out.Notes = s.evidenceNotes(out.Notes)
 	return nil, out, nil

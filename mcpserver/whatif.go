@@ -79,7 +79,7 @@ func (s *Server) preview(_ context.Context, _ *mcp.CallToolRequest, in PreviewIn
 	}
 	var notes []string
 	limit := clamp("limit", in.Limit, DefaultRolloutRows, MaxRolloutRows, &notes)
-	from, err := parseCursor(in.Cursor)
+	pc, from, err := parsePageCursor(in.Cursor, "preview")
 	if err != nil {
 		return nil, report.Preview{}, err
 	}
@@ -138,8 +138,15 @@ func (s *Server) preview(_ context.Context, _ *mcp.CallToolRequest, in PreviewIn
 		out = report.NewPreview(v.v, run, args, s.badLines())
 		m.put(key, out)
 	}
-	lo, hi, p := page(len(out.PerRollout), from, limit, notes)
-	out.PerRollout = out.PerRollout[lo:hi]
+	rows := out.PerRollout
+	rowKey := func(i int) string { return rows[i].RolloutID }
+	if pc != nil {
+		var moved []string
+		from, moved = pc.resume(v.snap.Seq, len(rows), rowKey, "rollouts")
+		notes = append(notes, moved...)
+	}
+	lo, hi, p := keyedPage(v.snap.Seq, "preview", len(rows), from, limit, rowKey, notes)
+	out.PerRollout = rows[lo:hi]
 	if p.Truncated || from > 0 || len(p.Notes) > 0 {
 		out.Page = &p
 	}
