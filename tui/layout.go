@@ -34,8 +34,14 @@ func (m *Model) layout() {
 		m.rollouts.wide = wide
 		m.rollouts.measure()
 	}
+	roomy := m.roomy()
+	m.roomyAt = roomy
 	if m.width >= wideWidth {
 		top := max(avail*55/100, m.frameH+4)
+		if roomy {
+			// The span groups keep their title, columns and a few rows.
+			top = max(top, avail-m.frameH-5)
+		}
 		left := max(m.width*2/5, 42) // the verdict columns whole, as when the waterfall is focused
 		m.listWant = m.rollouts.wantW
 		if m.width >= wideList {
@@ -59,7 +65,14 @@ func (m *Model) layout() {
 	} else {
 		y := headerLines
 		m.groupsWant = m.groups.wantLines(m.width - m.frameW)
-		for s, h := range stackHeights(avail, m.focus, m.frameH, m.groupsWant) {
+		hs := stackHeights(avail, m.focus, m.frameH, m.groupsWant)
+		if roomy && avail >= 3*m.frameH+8 {
+			// The panels not focused keep their titles: the list's says
+			// its filter, the span groups' the spec previewed.
+			hs = [numSlots]int{slotRollouts: 1 + m.frameH, slotGroups: 1 + m.frameH}
+			hs[slotTrace] = avail - hs[slotRollouts] - hs[slotGroups]
+		}
+		for s, h := range hs {
 			m.rects[s] = rect{0, y, m.width, h}
 			y += h
 		}
@@ -79,6 +92,16 @@ func (m *Model) layout() {
 		m.helpView.setLines(m.helpLines())
 	}
 	m.renderHeader()
+}
+
+// roomy reports a focused view over the waterfall that wants the screen's
+// height (the cohort's rows and the detail of one).
+func (m *Model) roomy() bool {
+	if m.focus != slotTrace {
+		return false
+	}
+	r, ok := m.front(slotTrace).(interface{ wantsRoom() bool })
+	return ok && r.wantsRoom()
 }
 
 // stackHeights shares avail rows between the stacked panels (frames
@@ -146,13 +169,15 @@ func stackHeights(avail int, focus slot, frameH, groupsWant int) [numSlots]int {
 	return h
 }
 
-// fitPanels lays the screen out again when a panel's want changed: the
+// fitPanels lays the screen out again when a panel's want changed: a
+// view that wants the height opened or closed (roomy), the
 // span groups, narrow and not focused, need another number of lines (a
 // verdict gained hops), or the list, wide, longer ids or services.
 func (m *Model) fitPanels() {
 	switch {
 	case m.width <= 0:
-	case m.width < wideWidth && m.groups.wantLines(m.width-m.frameW) != m.groupsWant,
+	case m.roomy() != m.roomyAt,
+		m.width < wideWidth && m.groups.wantLines(m.width-m.frameW) != m.groupsWant,
 		m.width >= wideList && m.rollouts.wantW != m.listWant,
 		m.width >= wideWidth && m.rollouts.evCols() != m.listEv:
 		m.layout()

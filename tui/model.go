@@ -89,9 +89,10 @@ type screen struct {
 	frameW        int
 	frameH        int
 	rects         [numSlots]rect
-	groupsWant    int // the span groups' wantLines at the last layout
-	listWant      int // the list's wantW at the last layout
-	listEv        int // the list's evidence columns at the last layout
+	groupsWant    int  // the span groups' wantLines at the last layout
+	listWant      int  // the list's wantW at the last layout
+	listEv        int  // the list's evidence columns at the last layout
+	roomyAt       bool // a view that wants the height was in front at the last layout
 	header        string
 }
 

@@ -437,6 +437,11 @@ func TestRealGymScreens(t *testing.T) {
 		// Two rollouts of one shape, the second marked against the sixth.
 		{"compare-same-80x24", "s41-obs0-iso/all", 80, 24, []string{"down", "m", "down", "down", "down", "down", "c"}, ""},
 		{"compare-same-120x40", "s41-obs0-iso/all", 120, 40, []string{"down", "m", "down", "down", "down", "down", "c"}, ""},
+		// The failing rollouts against the others, the cursor on the
+		// fourth row: its feature is cut in the table, whole below it.
+		{"cohort-80x24", "s41-obs0-iso/all", 80, 24, []string{"/", "status=error", "enter", "C", "j", "j", "j"}, ""},
+		{"cohort-120x40", "s41-obs0-iso/all", 120, 40, []string{"/", "status=error", "enter", "C", "j", "j", "j"}, ""},
+		{"cohort-200x50", "s41-obs0-iso/all", 200, 50, []string{"/", "status=error", "enter", "C", "j", "j", "j"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := realModelWith(t, tc.capture, tc.w, tc.h, "default", func(o *Options) {
