@@ -60,12 +60,62 @@ func TestRecommendKey(t *testing.T) {
 	if v := ansi.Strip(m.View()); !strings.Contains(v, "recommended "+reg.Spec(want.Best.Set)) {
 		t.Errorf("the screen does not say it:\n%s", v)
 	}
-	none, _, _ := budgetModel(t, "s41-obs0-iso/all", "")
-	before := none.groups.Preview()
-	none = keys(t, none, "r")
-	if none.groups.Preview() != before || !none.statusErr || !strings.Contains(none.status, "start with --budget") {
-		t.Errorf("without a budget: preview %s, status %q", reg.Spec(none.groups.Preview()), none.status)
+}
+
+// TestRecommendTypedBudget: r without --budget asks for one on the footer
+// line, as / asks for a filter: a budget that does not read says why and
+// stays open, Esc leaves it, Enter applies it, and the search runs off the
+// UI goroutine, its answer in the preview as with --budget; the typed
+// budget is then judged in the span groups.
+func TestRecommendTypedBudget(t *testing.T) {
+	m, st, reg := budgetModel(t, "s41-obs0-iso/all", "")
+	before := m.groups.Preview()
+	m = keys(t, m, "r")
+	if !m.ask.on || !strings.Contains(footerOf(m), "budget to recommend a spec for: ") {
+		t.Fatalf("r opens no budget prompt:\n%s", footerOf(m))
 	}
+	// q is typed, not obeyed.
+	m = typeText(t, m, "q")
+	m = keys(t, m, "backspace")
+	m = typeText(t, m, "50spans")
+	m = keys(t, m, "enter")
+	if !m.ask.on || m.opts.Budget != nil || !strings.Contains(footerOf(m), "✗ no /rollout, /s or /day") {
+		t.Fatalf("a budget without a period: prompt open %v, footer %q", m.ask.on, footerOf(m))
+	}
+	m = keys(t, m, "esc")
+	if m.ask.on || m.opts.Budget != nil || m.groups.Preview() != before || strings.Contains(footerOf(m), "budget to recommend") {
+		t.Fatalf("esc: prompt open %v, budget %v, preview %s", m.ask.on, m.opts.Budget, reg.Spec(m.groups.Preview()))
+	}
+	m = keys(t, m, "r")
+	m = typeText(t, m, "50spans/rollout")
+	next, cmd := m.Update(keyMsg("enter"))
+	m = next.(Model)
+	if m.ask.on || cmd == nil || m.groups.Preview() != before || !strings.Contains(m.status, "searching the specs that fit 50 spans/rollout") {
+		t.Fatalf("enter: prompt open %v, cmd %v, preview %s, status %q", m.ask.on, cmd != nil, reg.Spec(m.groups.Preview()), m.status)
+	}
+	m = run(t, m, cmd)
+	b, _ := whatif.ParseBudget("50spans/rollout")
+	want, err := advise.Recommend(whatif.NewEngine(reg), st.Snapshot(), advise.Options{Budget: b})
+	if err != nil || want.Best == nil {
+		t.Fatalf("recommend: %v %+v", err, want)
+	}
+	if got := m.groups.Preview(); got != want.Best.Set || !strings.Contains(m.status, "recommended "+reg.Spec(want.Best.Set)) {
+		t.Errorf("preview %s, status %q; want the recommended %s", reg.Spec(got), m.status, reg.Spec(want.Best.Set))
+	}
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "budget          50 spans/rollout") {
+		t.Errorf("the typed budget is not judged in the span groups:\n%s", v)
+	}
+	// With a budget, r searches again at once.
+	m = keys(t, m, "3", "r")
+	if m.ask.on || m.groups.Preview() != want.Best.Set {
+		t.Errorf("r with the typed budget: prompt open %v, preview %s", m.ask.on, reg.Spec(m.groups.Preview()))
+	}
+}
+
+// footerOf is the screen's last line.
+func footerOf(m Model) string {
+	lines := strings.Split(ansi.Strip(m.View()), "\n")
+	return lines[len(lines)-1]
 }
 
 // TestCohortView: C over a filtered list compares the listed rollouts

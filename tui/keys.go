@@ -106,7 +106,7 @@ func DefaultKeyMap() *KeyMap {
 	k.ExportShaped = b([]string{"X"}, "X", "export previewed", "export it as under the previewed spec")
 	k.Worth = b([]string{"w"}, "w", "cost/worth", "cost and worth per group")
 	k.Scope = b([]string{"a"}, "a", "scope", "scope: this rollout, the listed ones, all")
-	k.Recommend = b([]string{"r"}, "r", "recommend", "preview the spec recommended for --budget")
+	k.Recommend = b([]string{"r"}, "r", "recommend", "preview the spec recommended for a budget")
 	k.Cohort = b([]string{"C"}, "C", "cohort", "compare the filtered rollouts with the others")
 	k.Path = b([]string{"P"}, "P", "critical path", "critical path on the waterfall")
 	return k

@@ -371,6 +371,9 @@ func (m Model) View() string {
 		}
 		footer = st.Render(clip(m.status, m.width))
 	}
+	if m.ask.on {
+		footer = m.budgetPromptView()
+	}
 	return m.header + "\n" + body + "\n" + clip(footer, m.width)
 }
 

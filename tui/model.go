@@ -159,6 +159,7 @@ type interaction struct {
 	statusErr bool
 	copied    bool
 	wrote     string // the snippet file this run wrote, to overwrite it silently
+	ask       budgetPrompt
 }
 
 // New builds the root model.
@@ -187,6 +188,7 @@ func New(o Options) Model {
 		opts:          o,
 		reg:           o.Registry,
 		screen:        screen{st: st, keys: keys, help: h},
+		interaction:   interaction{ask: newBudgetPrompt(st)},
 		jobs: jobs{
 			eng:     whatif.NewEngine(o.Registry),
 			sim:     whatif.NewEngine(o.Registry),
@@ -329,6 +331,9 @@ func (m Model) updateKey(km tea.KeyMsg) (tea.Model, tea.Cmd) {
 	m.status, m.statusErr = "", false
 	if km.Type == tea.KeyCtrlC {
 		return m, tea.Quit
+	}
+	if m.ask.on {
+		return m.updateBudgetPrompt(km)
 	}
 	// An open input owns every other key.
 	if p := m.front(m.focus); p != nil && p.capturing() {

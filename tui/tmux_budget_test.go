@@ -30,3 +30,26 @@ func TestTmuxBudgetOneLine(t *testing.T) {
 	s.keys("q")
 	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
 }
+
+// TestTmuxRecommendTypedBudget: without --budget, r asks for one on the
+// footer line; a budget that does not read says why, and one that does
+// is searched and its spec previewed.
+func TestTmuxRecommendTypedBudget(t *testing.T) {
+	bin := tmuxBinary(t)
+	s := startTmux(t, t.TempDir(), bin+" open "+realConsole(t, "s41-obs0-iso/all"), 120, 40)
+	s.waitFor("the join check", regexp.MustCompile(`✓ joined`))
+	s.keys("r")
+	s.waitFor("the prompt", regexp.MustCompile(`(?m)^budget to recommend a spec for: e\.g\. 50spans/rollout`))
+	s.tmux("send-keys", "-t", "gt", "-l", "50 furlongs/rollout")
+	s.keys("Enter")
+	s.waitFor("the problem", regexp.MustCompile(`(?m)^budget to recommend a spec for: 50 furlongs/rollout +✗ unknown unit "furlongs"`))
+	s.keys("Escape")
+	s.waitFor("the prompt gone", regexp.MustCompile(`(?m)^no budget typed: nothing recommended`))
+	s.keys("r")
+	s.tmux("send-keys", "-t", "gt", "-l", "50spans/rollout")
+	s.keys("Enter")
+	s.waitFor("the recommendation", regexp.MustCompile(`(?m)^recommended \S+: \d+\.\d+ spans/rollout, keeps`))
+	s.waitFor("the budget judged", regexp.MustCompile(`budget {10}50 spans/rollout`))
+	s.keys("q")
+	s.waitFor("exit", regexp.MustCompile(`GYMTRACE-EXITED`))
+}
