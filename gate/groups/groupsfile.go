@@ -121,25 +121,67 @@ func (r *Registry) clone() *Registry {
 	return &out
 }
 
-// loadNode is Load of a parsed groups file.
+// loadNode is Load of a parsed groups file: a loader reads its sections in
+// order, groups before the presets that name them and the rules that
+// select them, and collects every problem.
 func (r *Registry) loadNode(filename string, root *yaml.Node) (*Registry, error) {
-	out := r.clone()
-	var errs ErrorList
-	bad := func(n *yaml.Node, format string, args ...any) {
-		errs = append(errs, Problem{File: filename, Line: n.Line, Column: n.Column, Msg: fmt.Sprintf(format, args...)})
-	}
+	l := newLoader(filename, r.clone())
 	if root.Kind != yaml.MappingNode {
-		bad(root, "a groups file is a mapping with groups, presets and rules")
-		return nil, errs
+		l.bad(root, "a groups file is a mapping with groups, presets and rules")
+		return nil, l.errs
 	}
-	var userRules []Rule
-	taken := map[string]bool{}
+	section := l.sections(root)
+	if seq := section["groups"]; seq != nil {
+		for _, item := range seq.Content {
+			l.group(item)
+		}
+	}
+	if seq := section["presets"]; seq != nil {
+		for _, item := range seq.Content {
+			l.preset(item)
+		}
+	}
+	if seq := section["rules"]; seq != nil {
+		for _, item := range seq.Content {
+			l.rule(item)
+		}
+	}
+	return l.finish(r)
+}
+
+// loader is one groups file being loaded into out, a copy of the registry
+// it extends.
+type loader struct {
+	filename string
+	out      *Registry
+	errs     ErrorList
+	// taken holds every group and preset name, the registry's and the
+	// file's so far: a name may be defined once.
+	taken map[string]bool
+	// userRules are the file's rules, its groups' span patterns first, in
+	// the order the file lists them.
+	userRules []Rule
+}
+
+func newLoader(filename string, out *Registry) *loader {
+	l := &loader{filename: filename, out: out, taken: map[string]bool{}}
 	for _, g := range out.order {
-		taken[out.groups[g].Name] = true
+		l.taken[out.groups[g].Name] = true
 	}
 	for _, p := range out.presets {
-		taken[p.Name] = true
+		l.taken[p.Name] = true
 	}
+	return l
+}
+
+// bad records a problem at n.
+func (l *loader) bad(n *yaml.Node, format string, args ...any) {
+	l.errs = append(l.errs, Problem{File: l.filename, Line: n.Line, Column: n.Column, Msg: fmt.Sprintf(format, args...)})
+}
+
+// sections returns the root's groups, presets and rules lists by key; a
+// null section is absent, any other key a problem.
+func (l *loader) sections(root *yaml.Node) map[string]*yaml.Node {
 	section := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -147,151 +189,162 @@ func (r *Registry) loadNode(filename string, root *yaml.Node) (*Registry, error)
 		case "groups", "presets", "rules":
 			if v.Kind != yaml.SequenceNode {
 				if v.Tag != "!!null" {
-					bad(v, "%s must be a list", k.Value)
+					l.bad(v, "%s must be a list", k.Value)
 				}
 				continue
 			}
 			section[k.Value] = v
 		default:
-			bad(k, "unknown key %q (want groups, presets or rules)", k.Value)
+			l.bad(k, "unknown key %q (want groups, presets or rules)", k.Value)
 		}
 	}
-	if seq := section["groups"]; seq != nil {
-		for _, item := range seq.Content {
-			f := fields(item, bad, "name", "description", "spans", "kind", "metric", "matched")
-			if f == nil {
-				continue
-			}
-			name := f.str("name", bad, true)
-			if name == "" {
-				continue
-			}
-			desc := f.str("description", bad, true)
-			kind := f.kind(bad)
-			metric := f.str("metric", bad, false)
-			matched := f.str("matched", bad, false)
-			if metric != "" && strings.ContainsAny(metric, " \t\r\n") {
-				bad(f.at("metric"), "metric name %q must not contain spaces", metric)
-				metric = ""
-			}
-			if !snakeCase.MatchString(name) {
-				bad(f.at("name"), "group name %q must be snake_case (lower-case letters, digits, single underscores)", name)
-				continue
-			}
-			if taken[name] {
-				bad(f.at("name"), "group %q is already defined", name)
-				continue
-			}
-			// A built-in name takes its constant's bit, so gate.Startup
-			// means startup in every registry that knows it.
-			g, builtin := builtinGroup(name)
-			if !builtin {
-				if len(out.groups) >= MaxGroups {
-					bad(f.at("name"), "too many groups: at most %d, built-in ones included", MaxGroups)
-					continue
-				}
-				g = Group(len(out.groups))
-				out.groups = append(out.groups, GroupInfo{})
-			}
-			taken[name] = true
-			pats := f.list("spans", bad)
-			for _, p := range pats {
-				if rule, ok := patternRule(p.Value); ok {
-					rule.Group, rule.Kind = g, kind
-					userRules = append(userRules, rule)
-				} else {
-					bad(p, "span pattern %q: use a name, name*, or *name", p.Value)
-				}
-			}
-			spans := make([]string, len(pats))
-			for i, p := range pats {
-				spans[i] = p.Value
-			}
-			shown := strings.Join(spans, ", ")
-			if matched != "" {
-				shown = matched
-			}
-			out.groups[g] = GroupInfo{Group: g, Name: name, Description: desc, Spans: shown, EmitsSpans: len(pats) > 0, Metric: metric}
-			out.known = out.known.With(g)
-			out.order = append(out.order, g)
+	return section
+}
+
+// group adds one entry of the groups list: the group, and a rule for each
+// of its span patterns.
+func (l *loader) group(item *yaml.Node) {
+	out := l.out
+	f := fields(item, l.bad, "name", "description", "spans", "kind", "metric", "matched")
+	if f == nil {
+		return
+	}
+	name := f.str("name", l.bad, true)
+	if name == "" {
+		return
+	}
+	desc := f.str("description", l.bad, true)
+	kind := f.kind(l.bad)
+	metric := f.str("metric", l.bad, false)
+	matched := f.str("matched", l.bad, false)
+	if metric != "" && strings.ContainsAny(metric, " \t\r\n") {
+		l.bad(f.at("metric"), "metric name %q must not contain spaces", metric)
+		metric = ""
+	}
+	if !snakeCase.MatchString(name) {
+		l.bad(f.at("name"), "group name %q must be snake_case (lower-case letters, digits, single underscores)", name)
+		return
+	}
+	if l.taken[name] {
+		l.bad(f.at("name"), "group %q is already defined", name)
+		return
+	}
+	// A built-in name takes its constant's bit, so gate.Startup
+	// means startup in every registry that knows it.
+	g, builtin := builtinGroup(name)
+	if !builtin {
+		if len(out.groups) >= MaxGroups {
+			l.bad(f.at("name"), "too many groups: at most %d, built-in ones included", MaxGroups)
+			return
+		}
+		g = Group(len(out.groups))
+		out.groups = append(out.groups, GroupInfo{})
+	}
+	l.taken[name] = true
+	pats := f.list("spans", l.bad)
+	for _, p := range pats {
+		if rule, ok := patternRule(p.Value); ok {
+			rule.Group, rule.Kind = g, kind
+			l.userRules = append(l.userRules, rule)
+		} else {
+			l.bad(p, "span pattern %q: use a name, name*, or *name", p.Value)
 		}
 	}
-	if seq := section["presets"]; seq != nil {
-		for _, item := range seq.Content {
-			f := fields(item, bad, "name", "description", "groups")
-			if f == nil {
-				continue
-			}
-			name := f.str("name", bad, true)
-			desc := f.str("description", bad, true)
-			if name == "" {
-				continue
-			}
-			if !snakeCase.MatchString(name) {
-				bad(f.at("name"), "preset name %q must be snake_case", name)
-				continue
-			}
-			if taken[name] {
-				bad(f.at("name"), "preset %q clashes with a group or preset of that name", name)
-				continue
-			}
-			var set Set
-			entries := f.list("groups", bad)
-			for _, gn := range entries {
-				s, err := out.Parse(gn.Value)
-				if err != nil {
-					bad(gn, "preset %q: unknown group or preset %q", name, gn.Value)
-					continue
-				}
-				set |= s
-			}
-			switch {
-			case f.at("groups") == nil:
-				bad(item, "preset %q has no groups", name)
-			case len(entries) == 0:
-				bad(f.at("groups"), "preset %q has no groups", name)
-			}
-			taken[name] = true
-			var gs []Group
-			for _, g := range out.order {
-				if set.Has(g) {
-					gs = append(gs, g)
-				}
-			}
-			out.presets = append(out.presets, Preset{Name: name, Description: desc, Groups: gs})
+	spans := make([]string, len(pats))
+	for i, p := range pats {
+		spans[i] = p.Value
+	}
+	shown := strings.Join(spans, ", ")
+	if matched != "" {
+		shown = matched
+	}
+	out.groups[g] = GroupInfo{Group: g, Name: name, Description: desc, Spans: shown, EmitsSpans: len(pats) > 0, Metric: metric}
+	out.known = out.known.With(g)
+	out.order = append(out.order, g)
+}
+
+// preset adds one entry of the presets list, its groups in the registry's
+// order.
+func (l *loader) preset(item *yaml.Node) {
+	out := l.out
+	f := fields(item, l.bad, "name", "description", "groups")
+	if f == nil {
+		return
+	}
+	name := f.str("name", l.bad, true)
+	desc := f.str("description", l.bad, true)
+	if name == "" {
+		return
+	}
+	if !snakeCase.MatchString(name) {
+		l.bad(f.at("name"), "preset name %q must be snake_case", name)
+		return
+	}
+	if l.taken[name] {
+		l.bad(f.at("name"), "preset %q clashes with a group or preset of that name", name)
+		return
+	}
+	var set Set
+	entries := f.list("groups", l.bad)
+	for _, gn := range entries {
+		s, err := out.Parse(gn.Value)
+		if err != nil {
+			l.bad(gn, "preset %q: unknown group or preset %q", name, gn.Value)
+			continue
+		}
+		set |= s
+	}
+	switch {
+	case f.at("groups") == nil:
+		l.bad(item, "preset %q has no groups", name)
+	case len(entries) == 0:
+		l.bad(f.at("groups"), "preset %q has no groups", name)
+	}
+	l.taken[name] = true
+	var gs []Group
+	for _, g := range out.order {
+		if set.Has(g) {
+			gs = append(gs, g)
 		}
 	}
-	if seq := section["rules"]; seq != nil {
-		for _, item := range seq.Content {
-			f := fields(item, bad, "group", "name", "kind")
-			if f == nil {
-				continue
-			}
-			gname := f.str("group", bad, true)
-			pat := f.str("name", bad, false)
-			kind := f.kind(bad)
-			g, ok := out.Lookup(gname)
-			if gname != "" && !ok {
-				bad(f.at("group"), "unknown group %q; valid groups: %s", gname, strings.Join(out.groupNames(), ", "))
-				continue
-			}
-			if pat == "" && f.at("kind") == nil {
-				bad(item, "a rule needs a name pattern or a kind")
-				continue
-			}
-			rule := Rule{Group: g, Kind: kind}
-			if pat != "" {
-				pr, ok := patternRule(pat)
-				if !ok {
-					bad(f.at("name"), "span pattern %q: use a name, name*, or *name", pat)
-					continue
-				}
-				rule.Name, rule.Prefix, rule.Suffix = pr.Name, pr.Prefix, pr.Suffix
-			}
-			userRules = append(userRules, rule)
-		}
+	out.presets = append(out.presets, Preset{Name: name, Description: desc, Groups: gs})
+}
+
+// rule adds one entry of the rules list: a name pattern, a kind or both,
+// for a group the registry or the file defines.
+func (l *loader) rule(item *yaml.Node) {
+	f := fields(item, l.bad, "group", "name", "kind")
+	if f == nil {
+		return
 	}
-	if len(errs) > 0 {
+	gname := f.str("group", l.bad, true)
+	pat := f.str("name", l.bad, false)
+	kind := f.kind(l.bad)
+	g, ok := l.out.Lookup(gname)
+	if gname != "" && !ok {
+		l.bad(f.at("group"), "unknown group %q; valid groups: %s", gname, strings.Join(l.out.groupNames(), ", "))
+		return
+	}
+	if pat == "" && f.at("kind") == nil {
+		l.bad(item, "a rule needs a name pattern or a kind")
+		return
+	}
+	rule := Rule{Group: g, Kind: kind}
+	if pat != "" {
+		pr, ok := patternRule(pat)
+		if !ok {
+			l.bad(f.at("name"), "span pattern %q: use a name, name*, or *name", pat)
+			return
+		}
+		rule.Name, rule.Prefix, rule.Suffix = pr.Name, pr.Prefix, pr.Suffix
+	}
+	l.userRules = append(l.userRules, rule)
+}
+
+// finish returns the extended registry, the file's rules placed among r's,
+// or every problem sorted by position.
+func (l *loader) finish(r *Registry) (*Registry, error) {
+	if errs := l.errs; len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool {
 			if errs[i].Line != errs[j].Line {
 				return errs[i].Line < errs[j].Line
@@ -300,12 +353,13 @@ func (r *Registry) loadNode(filename string, root *yaml.Node) (*Registry, error)
 		})
 		return nil, errs
 	}
+	out := l.out
 	// Attribute rules stay first: an emitter's explicit word beats any name.
 	n := 0
 	for n < len(r.rules) && r.rules[n].Attr != "" {
 		n++
 	}
-	out.rules = append(append(append([]Rule(nil), r.rules[:n]...), userRules...), r.rules[n:]...)
+	out.rules = append(append(append([]Rule(nil), r.rules[:n]...), l.userRules...), r.rules[n:]...)
 	out.settle()
 	return out, nil
 }
