@@ -10,23 +10,74 @@ import (
 )
 
 // assemble turns the attributed units into rollouts, run-level pieces and
-// unattributed fragments, and the snapshot seen through them.
-func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find func(int) int) *Structure {
-	// The units of each union-find root (a group), in unit order, and the
-	// groups in order of their first unit: slices, not maps, since a live
-	// view rebuilds this for every snapshot, and few of them: a check of a
-	// large store holds them beside it, 4 bytes a unit each.
-	n := len(us)
-	gi := make([]int32, n) // root -> 1 + its group's index; 0: not a root
+// unattributed fragments, and the snapshot seen through them. Its steps
+// are methods of an assembly, in order.
+func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us units) *Structure {
+	// The groups' tables and the grafts are made here and passed to the
+	// steps apart from the assembly, where the compiler keeps them on the
+	// stack when small: a live view assembles a structure for every
+	// snapshot, and whatever the assembly holds goes to the heap with the
+	// rollouts it holds.
+	n, groups := len(us), countRoots(us, us.find)
+	gs := unitGroups{n: groups, gi: make([]int32, n), off: make([]int32, groups+1), mem: make([]int32, n), rollAt: make([]int32, groups)}
+	gs.fill(us.find)
+	grafts := map[int][]int{}
+	listGrafts(us, grafts)
+	a := assembly{e: e, snap: snap, st: st, us: us}
+	a.markCarried()
+	nroll := a.reserve(&gs)
+	a.place(&gs, grafts, make([]*model.Rollout, 0, nroll))
+	e.pruneRollCache()
+	a.suspects(&gs)
+	a.leaks(&gs)
+	st.Rollouts = a.rolls
+	st.Snap = snap.Derive(a.rolls)
+	return st
+}
+
+// assembly is one structure's units being turned into its rollouts.
+type assembly struct {
+	e    *Finder
+	snap *model.Snapshot
+	st   *Structure
+	us   units
+	// rolls are the rollouts made, in order of their groups.
+	rolls []*model.Rollout
+	// unitAt lists, for each fragment holding a leak, its units in order.
+	unitAt map[*model.Fragment][]int
+}
+
+// unitGroups are the units of each union-find root (a group), in unit
+// order, and the groups in order of their first unit: slices, not maps,
+// since a live view rebuilds them for every snapshot, and few of them: a
+// check of a large store holds them beside it, 4 bytes a unit each.
+type unitGroups struct {
+	n   int     // groups
+	gi  []int32 // root -> 1 + its group's index; 0: not a root
+	off []int32 // group g's members: mem[off[g]:off[g+1]]
+	mem []int32 // unit indexes, grouped by root
+	// rollAt is group -> 1 + its rollout's index in the assembly's
+	// rolls; 0: none.
+	rollAt []int32
+}
+
+// countRoots returns how many sets the units' union-find holds.
+func countRoots(us []gunit, find func(int) int) int {
 	groups := 0
 	for i := range us {
 		if find(i) == i {
 			groups++
 		}
 	}
-	off := make([]int32, groups+1) // group g's members: mem[off[g]:off[g+1]]
+	return groups
+}
+
+// fill lists the units of each group, the groups in order of their first
+// unit, into tables made to size (len(gi) is the number of units).
+func (gs *unitGroups) fill(find func(int) int) {
+	gi, off, mem := gs.gi, gs.off, gs.mem
 	ng := int32(0)
-	for i := range us {
+	for i := range gi {
 		r := find(i)
 		if gi[r] == 0 {
 			ng++
@@ -34,45 +85,66 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		}
 		off[gi[r]]++
 	}
-	for g := range groups {
+	for g := range gs.n {
 		off[g+1] += off[g]
 	}
-	pos := append([]int32(nil), off[:groups]...)
-	mem := make([]int32, n) // unit indexes, grouped by root
-	for i := range us {
+	// rollAt is not used before place: meanwhile it holds the groups'
+	// next free slots in mem, and is left zero.
+	pos := gs.rollAt
+	copy(pos, off[:gs.n])
+	for i := range gi {
 		g := gi[find(i)] - 1
 		mem[pos[g]] = int32(i)
 		pos[g]++
 	}
-	// grafts[u] lists the units hung under u's CLIENT spans: leaked request
-	// spans go back under the call that made them.
-	grafts := map[int][]int{}
+	clear(pos)
+}
+
+// members are group g's units.
+func (gs *unitGroups) members(g int) []int32 { return gs.mem[gs.off[g]:gs.off[g+1]] }
+
+// isRoll reports whether a group holds a rollout's unit.
+func (a *assembly) isRoll(members []int32) bool {
+	return slices.ContainsFunc(members, func(i int32) bool { return a.us[i].info.class == classRollout })
+}
+
+// inCaller reports whether u is a leak grafted back under its caller's
+// CLIENT span: it goes inside that unit's fragment, not in one of its own.
+func inCaller(u *gunit) bool { return u.graft >= 0 && u.info.leak() && u.how() == attrClient }
+
+// listGrafts lists in grafts[u] the units hung under u's CLIENT spans:
+// leaked request spans go back under the call that made them.
+func listGrafts(us []gunit, grafts map[int][]int) {
 	for i := range us {
-		if u := &us[i]; u.graft >= 0 && u.info.leak() && u.how() == attrClient {
+		if u := &us[i]; inCaller(u) {
 			grafts[int(u.graft)] = append(grafts[int(u.graft)], i)
 		}
 	}
-	// A leak whose carried context came from another rollout (or from
-	// run-level traffic) sits in that one's trace in the capture, grafted
-	// back or attributed otherwise: without a job span over both it splits
-	// its own rollout under any spec, and adds no trace. Only the fragments
-	// holding a leak are looked up by fragment.
-	var unitAt map[*model.Fragment][]int
+}
+
+// markCarried marks in e.carried each leak whose carried context came from
+// another rollout (or from run-level traffic): it sits in that one's trace
+// in the capture, grafted back or attributed otherwise, so without a job
+// span over both it splits its own rollout under any spec, and adds no
+// trace. Only the fragments holding a leak are looked up by fragment.
+func (a *assembly) markCarried() {
+	us, e := a.us, a.e
 	for i := range us {
 		if us[i].info.leak() {
-			if unitAt == nil {
-				unitAt = map[*model.Fragment][]int{}
+			if a.unitAt == nil {
+				a.unitAt = map[*model.Fragment][]int{}
 			}
-			unitAt[us[i].f] = nil
+			a.unitAt[us[i].f] = nil
 		}
 	}
-	if unitAt != nil {
+	if a.unitAt != nil {
 		for i := range us {
-			if l, ok := unitAt[us[i].f]; ok {
-				unitAt[us[i].f] = append(l, i)
+			if l, ok := a.unitAt[us[i].f]; ok {
+				a.unitAt[us[i].f] = append(l, i)
 			}
 		}
 	}
+	n := len(us)
 	if cap(e.carried) < n {
 		e.carried = make([]bool, n)
 	}
@@ -83,28 +155,28 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 		if !u.info.leak() || u.info.extra().hostUnit < 0 {
 			continue
 		}
-		for k, j := range unitAt[u.f] { // every unit of the fragment, in order
-			if int32(k) == u.info.extra().hostUnit && find(j) != find(i) {
+		for k, j := range a.unitAt[u.f] { // every unit of the fragment, in order
+			if int32(k) == u.info.extra().hostUnit && us.find(j) != us.find(i) {
 				e.carried[i] = true
 			}
 		}
 	}
-	isRoll := func(members []int32) bool {
-		return slices.ContainsFunc(members, func(i int32) bool { return us[i].info.class == classRollout })
-	}
-	// The rollouts, run-level pieces and unattributed fragments are
-	// counted first: the lists are kept until the next structure, and
-	// most groups of a capture of many small traces may be no rollout's.
-	inCaller := func(u *gunit) bool { return u.graft >= 0 && u.info.leak() && u.how() == attrClient }
+}
+
+// reserve counts the rollouts, run-level pieces and unattributed
+// fragments, grows the structure's lists to hold them and returns the
+// rollouts': the lists are kept until the next structure, and most groups
+// of a capture of many small traces may be no rollout's.
+func (a *assembly) reserve(gs *unitGroups) int {
 	nroll, nrun, nun := 0, 0, 0
-	for g := range groups {
-		members := mem[off[g]:off[g+1]]
-		if isRoll(members) {
+	for g := range gs.n {
+		members := gs.members(g)
+		if a.isRoll(members) {
 			nroll++
 			continue
 		}
 		for _, i := range members {
-			switch u := &us[i]; {
+			switch u := &a.us[i]; {
 			case inCaller(u):
 			case u.info.class == classRun:
 				nrun++
@@ -113,29 +185,27 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			}
 		}
 	}
-	st.Run = slices.Grow(st.Run, nrun)
-	st.Unattributed = slices.Grow(st.Unattributed, nun)
-	// group -> 1 + its rollout's index in rolls; 0: none. pos is done with.
-	rollAt := pos
-	clear(rollAt)
-	rolls := make([]*model.Rollout, 0, nroll)
-	rollOf := func(root int) string {
-		if k := rollAt[gi[root]-1]; k > 0 {
-			return rolls[k-1].ID
-		}
-		return ""
-	}
+	a.st.Run = slices.Grow(a.st.Run, nrun)
+	a.st.Unattributed = slices.Grow(a.st.Unattributed, nun)
+	return nroll
+}
+
+// place makes each group a rollout, appended to rolls and cached, or its
+// units run-level pieces and unattributed fragments, and counts the
+// traces of each kind.
+func (a *assembly) place(gs *unitGroups, grafts map[int][]int, rolls []*model.Rollout) {
+	e, st, us := a.e, a.st, a.us
 	runTraces := map[model.TraceID]bool{}
 	rollTraces := map[model.TraceID]bool{}
-	for g := range groups {
-		members := mem[off[g]:off[g+1]]
-		if !isRoll(members) {
+	for g := range gs.n {
+		members := gs.members(g)
+		if !a.isRoll(members) {
 			for _, i := range members {
 				u := &us[i]
 				if inCaller(u) {
 					continue // inside its caller's fragment
 				}
-				f := e.unitFragment(snap, us, int(i), grafts)
+				f := e.unitFragment(a.snap, us, int(i), grafts)
 				if u.info.class == classRun {
 					st.Run = append(st.Run, RunPiece{Kind: u.info.run, Frag: f})
 					st.RunSpans += len(f.Spans)
@@ -146,11 +216,11 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			}
 			continue
 		}
-		c := e.rollout(snap, us, members, grafts)
+		c := e.rollout(a.snap, us, members, grafts)
 		c.gen = uint32(e.gen)
 		e.rollCache[c.r.ID] = c
 		rolls = append(rolls, c.r)
-		rollAt[g] = int32(len(rolls))
+		gs.rollAt[g] = int32(len(rolls))
 		for _, i := range members {
 			rollTraces[us[i].f.TraceID] = true
 			if us[i].how() != attrNone && !us[i].info.leak() && us[i].info.class == classOrphan {
@@ -158,44 +228,63 @@ func (e *Finder) assemble(snap *model.Snapshot, st *Structure, us []gunit, find 
 			}
 		}
 	}
-	// The cache is kept in place, and what this structure did not use
-	// leaves it: a second map each check was a map of every rollout more.
+	a.rolls = rolls
+	st.RunTraces = len(runTraces)
+	st.RolloutTraces = len(rollTraces)
+}
+
+// pruneRollCache drops the rollouts this structure did not use from the
+// cache, kept in place: a second map each check was a map of every
+// rollout more.
+func (e *Finder) pruneRollCache() {
 	for id, c := range e.rollCache {
 		if c.gen != uint32(e.gen) {
 			delete(e.rollCache, id)
 		}
 	}
-	st.RunTraces = len(runTraces)
-	st.RolloutTraces = len(rollTraces)
-	for _, p := range st.suspectUnits {
-		id := rollOf(find(p[0]))
+}
+
+// rollOf returns the id of the rollout of a union-find root, "" for none.
+func (a *assembly) rollOf(gs *unitGroups, root int) string {
+	if k := gs.rollAt[gs.gi[root]-1]; k > 0 {
+		return a.rolls[k-1].ID
+	}
+	return ""
+}
+
+// suspects lists, under each rollout's id, the suspect units attributed
+// to it.
+func (a *assembly) suspects(gs *unitGroups) {
+	for _, p := range a.st.suspectUnits {
+		id := a.rollOf(gs, a.us.find(p[0]))
 		if id == "" {
 			continue
 		}
-		u := &us[p[1]]
+		u := &a.us[p[1]]
 		top := &u.f.Spans[u.info.root()]
-		st.Suspect[id] = append(st.Suspect[id], Suspect{Service: snap.ServiceName(top.Resource), Span: DisplayName(e.in, top)})
+		a.st.Suspect[id] = append(a.st.Suspect[id], Suspect{Service: a.snap.ServiceName(top.Resource), Span: DisplayName(a.e.in, top)})
 	}
-	// Leaks, with the rollout they belong to and the one they were put under.
-	for i := range us {
-		u := &us[i]
+}
+
+// leaks lists the leaks, with the rollout they belong to and the one they
+// were put under.
+func (a *assembly) leaks(gs *unitGroups) {
+	for i := range a.us {
+		u := &a.us[i]
 		if !u.info.leak() {
 			continue
 		}
 		top := &u.f.Spans[u.info.root()]
-		l := Leak{Service: snap.ServiceName(top.Resource), Name: DisplayName(e.in, top), Rollout: rollOf(find(i)), Span: top.SpanID}
+		l := Leak{Service: a.snap.ServiceName(top.Resource), Name: DisplayName(a.e.in, top), Rollout: a.rollOf(gs, a.us.find(i)), Span: top.SpanID}
 		if hu := u.info.extra().hostUnit; hu >= 0 {
-			for k, j := range unitAt[u.f] {
+			for k, j := range a.unitAt[u.f] {
 				if int32(k) == hu {
-					l.Host = rollOf(find(j))
+					l.Host = a.rollOf(gs, a.us.find(j))
 				}
 			}
 		}
-		st.Leaks = append(st.Leaks, l)
+		a.st.Leaks = append(a.st.Leaks, l)
 	}
-	st.Rollouts = rolls
-	st.Snap = snap.Derive(rolls)
-	return st
 }
 
 // cachedRoll is a rollout built for an earlier structure, with what it was

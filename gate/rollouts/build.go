@@ -57,7 +57,7 @@ func (e *Finder) buildStructure(snap *model.Snapshot) *Structure {
 	b.suspectByRoute()
 	b.lastResort(hasRollout, b.windows(make([]window, 0, rollUnits)))
 	// Only the units go on to assemble: the calls and needs are let go.
-	return e.assemble(snap, st, b.us, b.us.find)
+	return e.assemble(snap, st, b.us)
 }
 
 // listUnits lists the snapshot's units, the jobs' first, each a set of its
