@@ -483,19 +483,49 @@ func (e *Finder) keepAllCalls(us []gunit) {
 // are caches and scratch), so fragments may be cut on several cores. The
 // units are gathered in scratch and packed at their final size: a cache of
 // every fragment's units holds no slack. Dangling calls are counted, and
-// kept only with keepCalls.
+// kept only with keepCalls. Its steps are methods of a unitCut, in order.
 func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64, keepCalls bool) []unitInfo {
-	in := k.in
-	n := len(f.Spans)
-	// Per-span walk state, reused across fragments: only units are kept.
-	unitOf, depth, called := sc.unitWalk(n) // called: has a CLIENT, SERVER or request child
-	served := sc.served
 	// Units and dangling calls are gathered in scratch and copied out at
 	// their final size: a cache of every fragment's units holds no slack.
-	units := sc.units[:0]
-	calls := sc.calls[:0]
-	leaked := sc.leaked[:0]
-	for i := 0; i < n; i++ {
+	c := unitCut{k: k, f: f, keepCalls: keepCalls, units: sc.units[:0], calls: sc.calls[:0], leaked: sc.leaked[:0]}
+	// Per-span walk state, reused across fragments: only units are kept.
+	c.unitOf, c.depth, c.called = sc.unitWalk(len(f.Spans))
+	c.served = sc.served
+	c.walk()
+	c.listSpans()
+	c.scan()
+	c.classify(job)
+	sc.leaked = c.leaked
+	c.attachCalls(sc)
+	fu := newFragUnits(c.units, gen)
+	clear(c.units) // the scratch keeps no strings or slices alive
+	sc.units, sc.calls = c.units[:0], c.calls[:0]
+	return fu
+}
+
+// unitCut is one fragment being cut into units: the per-span walk state
+// and the units and dangling calls gathered, all in scratch.
+type unitCut struct {
+	k         *Keys
+	f         *model.Fragment
+	keepCalls bool
+	unitOf    []int32 // span -> its unit
+	depth     []uint8 // span -> its depth below its unit's top, up to 255
+	called    []bool  // span -> has a CLIENT, SERVER or request child
+	served    []bool  // span -> it or an ancestor is a request span: inside a server
+	units     []unitBuild
+	calls     []unitCall
+	leaked    []bool // unit -> its top is a leaked request span, parented or not
+}
+
+// walk cuts the fragment into units, in span order: a unit starts at a
+// span with no parent in the fragment, a leaked request span or a call to
+// /run cut out under another client's spans, and holds the spans below it.
+func (c *unitCut) walk() {
+	k, f := c.k, c.f
+	unitOf, depth, called, served := c.unitOf, c.depth, c.called, c.served
+	units, leaked := c.units, c.leaked
+	for i := range f.Spans {
 		sp := &f.Spans[i]
 		p := sp.Parent
 		var parent *model.Span
@@ -542,16 +572,33 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64, kee
 			u.errors++
 		}
 	}
-	if len(units) > 1 {
-		for i := range units {
-			units[i].idx = make([]int32, 0, units[i].spans)
-		}
-		for i := 0; i < n; i++ {
-			u := &units[unitOf[i]]
-			u.idx = append(u.idx, int32(i))
-		}
+	c.units, c.leaked = units, leaked
+}
+
+// listSpans lists each unit's spans in index order when the fragment has
+// more than one unit; a lone unit is the whole fragment (idx nil).
+func (c *unitCut) listSpans() {
+	units, unitOf := c.units, c.unitOf
+	if len(units) <= 1 {
+		return
 	}
-	for i := 0; i < n; i++ {
+	for i := range units {
+		units[i].idx = make([]int32, 0, units[i].spans)
+	}
+	for i := range c.f.Spans {
+		u := &units[unitOf[i]]
+		u.idx = append(u.idx, int32(i))
+	}
+}
+
+// scan reads each span into its unit: the dangling calls, the hosts
+// served, the span that names the rollout (the best anchor near the top)
+// and the rollout id the spans name.
+func (c *unitCut) scan() {
+	k, f, keepCalls := c.k, c.f, c.keepCalls
+	unitOf, depth, called := c.unitOf, c.depth, c.called
+	units, calls := c.units, c.calls
+	for i := range f.Spans {
 		sp := &f.Spans[i]
 		u := &units[unitOf[i]]
 		d := depth[i]
@@ -609,11 +656,18 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64, kee
 			u.rid = k.rolloutIDOf(sp)
 		}
 	}
-	for ui := range units {
-		u := &units[ui]
+	c.calls = calls
+}
+
+// classify reads each unit's top for its route and host, and classes the
+// unit: a rollout's, run-level of some kind, or an orphan.
+func (c *unitCut) classify(job bool) {
+	k, f, in := c.k, c.f, c.k.in
+	for ui := range c.units {
+		u := &c.units[ui]
 		top := &f.Spans[u.root]
 		name := in.Str(top.Name)
-		if top.Kind == model.KindServer || leaked[ui] || (top.Kind == model.KindInternal && k.isRequestSpan(top)) {
+		if top.Kind == model.KindServer || c.leaked[ui] || (top.Kind == model.KindInternal && k.isRequestSpan(top)) {
 			_, u.path = k.spanRoute(top)
 			u.host = k.hostOf(top)
 		} else if top.Kind == model.KindClient {
@@ -640,26 +694,27 @@ func cutUnits(k *Keys, sc *scratch, f *model.Fragment, job bool, gen uint64, kee
 			u.class, u.run = classRun, RunDriver
 		}
 	}
-	sc.leaked = leaked
-	if len(calls) > 0 {
-		// One array for the fragment's calls, each unit's in walk order.
-		per := sc.perUnit(len(units))
-		for _, c := range calls {
-			per[c.unit]++
-		}
-		all, at := make([]danglingClient, len(calls)), 0
-		for ui, n := range per {
-			units[ui].clients = all[at : at : at+n]
-			at += n
-		}
-		for _, c := range calls {
-			units[c.unit].clients = append(units[c.unit].clients, c.c)
-		}
+}
+
+// attachCalls gives each unit its kept dangling calls, in walk order, all
+// in one array for the fragment.
+func (c *unitCut) attachCalls(sc *scratch) {
+	units, calls := c.units, c.calls
+	if len(calls) == 0 {
+		return
 	}
-	fu := newFragUnits(units, gen)
-	clear(units) // the scratch keeps no strings or slices alive
-	sc.units, sc.calls = units[:0], calls[:0]
-	return fu
+	per := sc.perUnit(len(units))
+	for _, uc := range calls {
+		per[uc.unit]++
+	}
+	all, at := make([]danglingClient, len(calls)), 0
+	for ui, n := range per {
+		units[ui].clients = all[at : at : at+n]
+		at += n
+	}
+	for _, uc := range calls {
+		units[uc.unit].clients = append(units[uc.unit].clients, uc.c)
+	}
 }
 
 // unitCall is a dangling CLIENT span met in the walk, with its unit.
