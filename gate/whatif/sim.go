@@ -691,7 +691,10 @@ func (e *Engine) resourceSize(snap *model.Snapshot, id model.ResourceID) int {
 	return n
 }
 
-// Preview computes what spec would produce from snap.
+// Preview computes what spec would produce from snap. Its steps add the
+// job spans, the rollouts and the rest of the capture to a tally, then
+// count the job spans' traces, the batch overhead, the rollouts' sizes and
+// the groups.
 func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 	st := e.Structure(snap)
 	snap = st.Snap
@@ -699,75 +702,100 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 	e.sync(snap)
 	rep := &Report{Spec: spec, Structure: st}
 	rep.Input = InputSummary{Spans: snap.Stats.Stored, Rollouts: len(snap.Rollouts), Traces: snap.Stats.Traces}
-	var captured [64]int
-	perRes := map[model.ResourceID]int{}
-	jobSpans := map[model.SpanID]int{}
-	start, end := int64(math.MaxInt64), int64(math.MinInt64)
+	// The tally is made here and holds nothing of the report, so that the
+	// compiler keeps its maps on the stack when small: a live view
+	// previews every snapshot.
+	t := tally{perRes: map[model.ResourceID]int{}, jobSpans: map[model.SpanID]int{}, start: math.MaxInt64, end: math.MinInt64}
 	rep.PerRollout = make([]RolloutResult, 0, len(snap.Rollouts))
-	pct := e.sc.pct[:0]
-	for _, j := range snap.Jobs {
-		sp := &j.Spans[0]
-		start, end = min(start, sp.Start), max(end, sp.End)
-		ji := e.jobs[sp.SpanID]
-		captured[ji.group]++
-		if spec.Has(ji.group) {
-			jobSpans[sp.SpanID] = 1
-			rep.Result.Spans++
-			rep.Result.Bytes += int64(wireSize(sp))
-			perRes[sp.Resource]++
-		}
-	}
+	t.addJobs(e, snap, spec, &rep.Result)
 	var others []*model.Rollout
 	st.ForOthers(func(r *model.Rollout) { others = append(others, r) })
 	all := e.sims(snap, append(append(make([]*model.Rollout, 0, len(snap.Rollouts)+len(others)), snap.Rollouts...), others...), spec)
 	for i, r := range snap.Rollouts {
 		if r.Spans > 0 {
-			start, end = min(start, r.Start), max(end, r.End)
+			t.start, t.end = min(t.start, r.Start), max(t.end, r.End)
 		}
-		rs, s := all[i].rs, all[i].s
-		for _, c := range rs.captured {
-			captured[c.Group] += c.Captured
-		}
+		s := all[i].s
+		t.add(all[i].rs, s, &rep.Result)
 		rep.PerRollout = append(rep.PerRollout, s.res)
-		rep.Result.Spans += s.res.Spans
-		rep.Result.Bytes += s.res.Bytes
-		rep.Result.Traces += s.roots
-		rep.Result.LargestTrace = max(rep.Result.LargestTrace, s.maxComp)
-		for _, j := range s.jobs {
-			jobSpans[j.job] += j.spans
-		}
 		switch {
 		case s.res.Traces == 1:
 			rep.Result.RolloutsJoined++
 		case s.res.Traces > 1:
 			rep.Result.RolloutsSplit++
 		}
-		pct = append(pct, s.res.Spans)
-		for _, rc := range s.perRes {
-			perRes[rc.res] += rc.spans
-		}
 	}
 	// Run-level traffic and unattributed fragments count in spans, bytes and
 	// traces, never in the per-rollout figures.
 	for i, r := range others {
-		start, end = min(start, r.Start), max(end, r.End)
-		rs, s := all[len(snap.Rollouts)+i].rs, all[len(snap.Rollouts)+i].s
-		for _, c := range rs.captured {
-			captured[c.Group] += c.Captured
-		}
-		rep.Result.Spans += s.res.Spans
-		rep.Result.Bytes += s.res.Bytes
-		rep.Result.Traces += s.roots
-		rep.Result.LargestTrace = max(rep.Result.LargestTrace, s.maxComp)
-		for _, j := range s.jobs {
-			jobSpans[j.job] += j.spans
-		}
-		for _, rc := range s.perRes {
-			perRes[rc.res] += rc.spans
+		t.start, t.end = min(t.start, r.Start), max(t.end, r.End)
+		k := len(snap.Rollouts) + i
+		t.add(all[k].rs, all[k].s, &rep.Result)
+	}
+	e.addJobTraces(st, &rep.Result, t.jobSpans)
+	if t.end > t.start {
+		rep.WallSeconds = float64(t.end-t.start) / 1e9
+	}
+	e.addBatchOverhead(snap, rep, t.perRes)
+	rep.Result.Dropped = rep.Input.Spans - rep.Result.Spans
+	e.addSizes(rep)
+	if rep.WallSeconds > 0 {
+		rep.Result.SpansPerSecond = float64(rep.Result.Spans) / rep.WallSeconds
+		rep.Result.BytesPerSecond = float64(rep.Result.Bytes) / rep.WallSeconds
+	}
+	e.addGroups(snap, spec, rep, &t.captured)
+	e.joinedOf(snap)[spec] = rep.Result.RolloutsJoined
+	e.evict()
+	return rep
+}
+
+// tally is what Preview adds up over the capture besides the report's own
+// sums.
+type tally struct {
+	captured   [64]int                  // spans captured per group
+	perRes     map[model.ResourceID]int // kept spans per process, for the batch overhead
+	jobSpans   map[model.SpanID]int     // kept spans in each kept job span's trace
+	start, end int64                    // the capture's first start and last end
+}
+
+// addJobs adds the captured job spans, those spec keeps to res.
+func (t *tally) addJobs(e *Engine, snap *model.Snapshot, spec groups.Set, res *Result) {
+	for _, j := range snap.Jobs {
+		sp := &j.Spans[0]
+		t.start, t.end = min(t.start, sp.Start), max(t.end, sp.End)
+		ji := e.jobs[sp.SpanID]
+		t.captured[ji.group]++
+		if spec.Has(ji.group) {
+			t.jobSpans[sp.SpanID] = 1
+			res.Spans++
+			res.Bytes += int64(wireSize(sp))
+			t.perRes[sp.Resource]++
 		}
 	}
-	// A caller's span the rollouts hang under is in a run-level piece that
-	// counted the trace already: its rollouts add to that piece's trace.
+}
+
+// add adds one simulated rollout (or run-level piece, or unattributed
+// fragment) to the tally and to res.
+func (t *tally) add(rs *rollState, s *rollSim, res *Result) {
+	for _, c := range rs.captured {
+		t.captured[c.Group] += c.Captured
+	}
+	res.Spans += s.res.Spans
+	res.Bytes += s.res.Bytes
+	res.Traces += s.roots
+	res.LargestTrace = max(res.LargestTrace, s.maxComp)
+	for _, j := range s.jobs {
+		t.jobSpans[j.job] += j.spans
+	}
+	for _, rc := range s.perRes {
+		t.perRes[rc.res] += rc.spans
+	}
+}
+
+// addJobTraces adds a trace for each kept job span with spans in it. A
+// caller's span the rollouts hang under is in a run-level piece that
+// counted the trace already: its rollouts add to that piece's trace.
+func (e *Engine) addJobTraces(st *rollouts.Structure, res *Result, jobSpans map[model.SpanID]int) {
 	callerTrace := map[model.SpanID]int{} // caller span -> piece
 	var pieceSpans []int
 	for _, p := range st.Run {
@@ -784,16 +812,17 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 			pieceSpans[k] += n
 			continue
 		}
-		rep.Result.Traces++
-		rep.Result.LargestTrace = max(rep.Result.LargestTrace, n)
+		res.Traces++
+		res.LargestTrace = max(res.LargestTrace, n)
 	}
 	for _, n := range pieceSpans {
-		rep.Result.LargestTrace = max(rep.Result.LargestTrace, n)
+		res.LargestTrace = max(res.LargestTrace, n)
 	}
-	if end > start {
-		rep.WallSeconds = float64(end-start) / 1e9
-	}
-	// Batch overhead: every export request repeats the resource and scope.
+}
+
+// addBatchOverhead adds the bytes every export request repeats, the
+// resource and scope, for the batches each process's kept spans take.
+func (e *Engine) addBatchOverhead(snap *model.Snapshot, rep *Report, perRes map[model.ResourceID]int) {
 	for id, n := range perRes {
 		batches := (n + batchSpans - 1) / batchSpans
 		if t := int(math.Ceil(rep.WallSeconds / batchSeconds)); t > batches {
@@ -801,17 +830,27 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 		}
 		rep.Result.Bytes += int64(batches * (e.resourceSize(snap, id) + scopeOverhead))
 	}
-	rep.Result.Dropped = rep.Input.Spans - rep.Result.Spans
+}
+
+// addSizes sets the median, 99th percentile and largest of the rollouts'
+// kept spans.
+func (e *Engine) addSizes(rep *Report) {
+	pct := e.sc.pct[:0]
+	for i := range rep.PerRollout {
+		pct = append(pct, rep.PerRollout[i].Spans)
+	}
 	sort.Ints(pct)
 	rep.Result.P50, rep.Result.P99 = percentile(pct, 50), percentile(pct, 99)
 	if len(pct) > 0 {
 		rep.Result.Max = pct[len(pct)-1]
 	}
 	e.sc.pct = pct
-	if rep.WallSeconds > 0 {
-		rep.Result.SpansPerSecond = float64(rep.Result.Spans) / rep.WallSeconds
-		rep.Result.BytesPerSecond = float64(rep.Result.Bytes) / rep.WallSeconds
-	}
+}
+
+// addGroups lists each group's spans captured and kept, and the groups
+// spec asks for that the capture lacks: those that emit spans, and those
+// that emit none, with the metrics they gate.
+func (e *Engine) addGroups(snap *model.Snapshot, spec groups.Set, rep *Report, captured *[64]int) {
 	for i, info := range e.reg.Table() {
 		g := groups.Group(i)
 		gc := GroupCount{Group: g, Captured: captured[g]}
@@ -841,9 +880,6 @@ func (e *Engine) Preview(snap *model.Snapshot, spec groups.Set) *Report {
 	}
 	rep.Input.Unclassified = captured[groups.Unclassified]
 	rep.PerGroup = append(rep.PerGroup, GroupCount{Group: groups.Unclassified, Captured: captured[groups.Unclassified], Kept: captured[groups.Unclassified]})
-	e.joinedOf(snap)[spec] = rep.Result.RolloutsJoined
-	e.evict()
-	return rep
 }
 
 // percentile returns the nearest-rank p-th percentile of sorted xs.
