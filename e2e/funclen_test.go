@@ -17,7 +17,6 @@ const maxFuncLines = 120
 // longFuncs are the functions still past maxFuncLines, each with the
 // length it may not grow beyond: a split drops its row.
 var longFuncs = map[string]int{
-	"gate/whatif/sim.go simulate":      137,
 	"receiver/decode_json.go span":     251,
 	"receiver/decode_json.go anyValue": 148,
 }

@@ -59,3 +59,17 @@ func TestAddSizes(t *testing.T) {
 		}
 	}
 }
+
+// finish counts a rollout's traces, its own and each job span's with spans
+// of it, and its largest own trace, which is never one that lives in
+// another rollout's trace (carried over).
+func TestSimWalkFinish(t *testing.T) {
+	s := &rollSim{jobs: []jobCount{{spans: 4}, {spans: 0}}}
+	w := simWalk{s: s, carriedComp: []bool{false, true}}
+	sc := &scratch{sizes: []int{3, 10, 2}, carriedComps: 1}
+	w.finish(sc, &rollState{rollClass: &rollClass{}}, nil)
+	if s.maxComp != 3 || s.roots != 2 || s.res.Traces != 4 || s.res.Joined {
+		t.Errorf("sizes %v, carried %v, jobs %v: largest %d, roots %d, traces %d, joined %v; want 3, 2, 4, false",
+			sc.sizes, w.carriedComp, s.jobs, s.maxComp, s.roots, s.res.Traces, s.res.Joined)
+	}
+}

@@ -423,122 +423,155 @@ func (e *Engine) sims(snap *model.Snapshot, rolls []*model.Rollout, spec groups.
 // simulate walks every fragment of r once, in index order (a parent always
 // precedes its children within a fragment), carrying for each span its
 // nearest kept ancestor and whether the path to it crosses processes. When
-// out is not nil it also fills the per-span view for the TUI.
+// out is not nil it also fills the per-span view for the TUI. The walk of
+// each fragment and the rollout's totals are steps of a simWalk.
 func (e *Engine) simulate(sc *scratch, snap *model.Snapshot, r *model.Rollout, rs *rollState, spec groups.Set, s *rollSim, out *RolloutSim) {
-	hopCause := SpecCause(spec) // why a hop breaks, CauseNone when none does
+	w := simWalk{e: e, snap: snap, spec: spec, s: s, hopCause: SpecCause(spec)}
 	sc.sizes = sc.sizes[:0]
 	sc.carriedComps = 0
-	var carriedComp []bool
 	res := &s.res
 	res.ID = r.ID
 	res.Captured = r.Spans
 	res.Fragments = len(r.Fragments)
 	for fIdx, f := range r.Fragments {
 		fi := rs.frags[fIdx]
-		n := len(f.Spans)
-		sc.grow(n)
 		var fs *FragSim
 		if out != nil {
+			n := len(f.Spans)
 			fs = &out.Frags[fIdx]
 			*fs = FragSim{Group: fi.groups, Kept: make([]bool, n), Parent: make([]int32, n), Cut: make([]Cause, n)}
 		}
-		// The job span, when kept, is the top's parent in the same trace.
-		jobIdx := int32(-1)
-		var jobRes model.ResourceID
-		if !f.Job().IsZero() {
-			if j, ok := e.jobs[f.Job()]; ok && groups.Kept(j.group, spec) {
-				jobRes = j.res
-				jobIdx = int32(s.jobIndex(f.Job()))
-			}
-		}
-		for i := 0; i < n; i++ {
-			sp := &f.Spans[i]
-			g := fi.groups[i]
-			kept := groups.Kept(g, spec)
-			// a: nearest kept ancestor; x: the path to it crosses processes;
-			// from: the caller's process at the lowest crossing.
-			var a int32
-			var x, aio bool // aio: the crossing's caller is an aiohttp span
-			var from model.ResourceID
-			p := sp.Parent
-			switch {
-			case i == 0 || p < 0 || int(p) >= i:
-				if i == 0 && jobIdx >= 0 {
-					a, x, from = viaJob, sp.Resource != jobRes, jobRes
-				} else {
-					a = noKept
-				}
-			case sc.nk[p] == p: // the parent is kept
-				a, x, from = p, isHop(sp, &f.Spans[p]), f.Spans[p].Resource
-				aio = x && fi.groups[p] == groups.Ungated
-			default:
-				a = sc.nk[p]
-				if isHop(sp, &f.Spans[p]) {
-					x, from, aio = true, f.Spans[p].Resource, fi.groups[p] == groups.Ungated
-				} else {
-					x, from, aio = sc.cross[p], sc.from[p], sc.aio[p]
-				}
-			}
-			if sp.Flags()&model.FlagCarried != 0 && jobIdx < 0 {
-				// Grafted under the call that made it, but in the capture
-				// it is in the trace its context came from; only a kept
-				// job span over both keeps them one trace.
-				a, x = viaCarried, false
-				from = sp.Resource
-				if p >= 0 && int(p) < i {
-					from = f.Spans[p].Resource // the call it was grafted under
-				}
-			}
-			if !kept {
-				sc.nk[i], sc.cross[i], sc.from[i], sc.aio[i] = a, x, from, aio
-				if fs != nil {
-					fs.Parent[i] = -1
-				}
-				continue
-			}
-			sc.nk[i], sc.cross[i] = int32(i), false
-			res.Spans++
-			res.Bytes += int64(wireSize(sp))
-			s.addRes(sp.Resource)
-			parentIdx := int32(-1)
-			switch {
-			case a == noKept:
-				sc.comp[i] = s.newRoot(sc)
-			case a == viaCarried:
-				sc.comp[i] = s.newRoot(sc)
-				s.addBreakCause(snap, from, sp, CauseCarried)
-				carriedComp = append(carriedComp, make([]bool, len(sc.sizes)-len(carriedComp))...)
-				carriedComp[sc.comp[i]] = true
-				sc.carriedComps++
-				if fs != nil {
-					fs.Cut[i] = CauseCarried
-				}
-			case x && hopCause != CauseNone && !(aio && spec.Has(groups.Server)):
-				sc.comp[i] = s.newRoot(sc)
-				s.addBreakCause(snap, from, sp, hopCause)
-				if fs != nil {
-					fs.Cut[i] = hopCause
-				}
-			case a == viaJob:
-				sc.comp[i] = -1 - jobIdx
-				s.jobs[jobIdx].spans++
-			default:
-				sc.comp[i] = sc.comp[a]
-				parentIdx = a
-			}
-			if c := sc.comp[i]; c >= 0 {
-				sc.sizes[c]++
-			} else if a != viaJob {
-				s.jobs[-1-c].spans++
-			}
-			if fs != nil {
-				fs.Kept[i] = true
-				fs.Parent[i] = parentIdx
-			}
+		w.fragment(sc, f, fi, fs)
+	}
+	w.finish(sc, rs, out)
+}
+
+// simWalk is one rollout being simulated under one spec. The scratch is
+// passed to each step apart: a goroutine's own stays on its stack.
+type simWalk struct {
+	e        *Engine
+	snap     *model.Snapshot
+	spec     groups.Set
+	hopCause Cause // why a hop breaks, CauseNone when none does
+	s        *rollSim
+	// carriedComp marks the components (by index in sc.sizes) that live in
+	// another rollout's trace, nil while there is none.
+	carriedComp []bool
+}
+
+// fragment walks one fragment of the rollout, fi its classification,
+// keeping the spans spec keeps, linking each to its nearest kept ancestor
+// and cutting a new trace where the link breaks; fs, when not nil, gets
+// the per-span view.
+func (w *simWalk) fragment(sc *scratch, f *model.Fragment, fi *fragInfo, fs *FragSim) {
+	e, snap, spec, hopCause, s := w.e, w.snap, w.spec, w.hopCause, w.s
+	res := &s.res
+	n := len(f.Spans)
+	sc.grow(n)
+	// The job span, when kept, is the top's parent in the same trace.
+	jobIdx := int32(-1)
+	var jobRes model.ResourceID
+	if !f.Job().IsZero() {
+		if j, ok := e.jobs[f.Job()]; ok && groups.Kept(j.group, spec) {
+			jobRes = j.res
+			jobIdx = int32(s.jobIndex(f.Job()))
 		}
 	}
+	for i := 0; i < n; i++ {
+		sp := &f.Spans[i]
+		g := fi.groups[i]
+		kept := groups.Kept(g, spec)
+		// a: nearest kept ancestor; x: the path to it crosses processes;
+		// from: the caller's process at the lowest crossing.
+		var a int32
+		var x, aio bool // aio: the crossing's caller is an aiohttp span
+		var from model.ResourceID
+		p := sp.Parent
+		switch {
+		case i == 0 || p < 0 || int(p) >= i:
+			if i == 0 && jobIdx >= 0 {
+				a, x, from = viaJob, sp.Resource != jobRes, jobRes
+			} else {
+				a = noKept
+			}
+		case sc.nk[p] == p: // the parent is kept
+			a, x, from = p, isHop(sp, &f.Spans[p]), f.Spans[p].Resource
+			aio = x && fi.groups[p] == groups.Ungated
+		default:
+			a = sc.nk[p]
+			if isHop(sp, &f.Spans[p]) {
+				x, from, aio = true, f.Spans[p].Resource, fi.groups[p] == groups.Ungated
+			} else {
+				x, from, aio = sc.cross[p], sc.from[p], sc.aio[p]
+			}
+		}
+		if sp.Flags()&model.FlagCarried != 0 && jobIdx < 0 {
+			// Grafted under the call that made it, but in the capture
+			// it is in the trace its context came from; only a kept
+			// job span over both keeps them one trace.
+			a, x = viaCarried, false
+			from = sp.Resource
+			if p >= 0 && int(p) < i {
+				from = f.Spans[p].Resource // the call it was grafted under
+			}
+		}
+		if !kept {
+			sc.nk[i], sc.cross[i], sc.from[i], sc.aio[i] = a, x, from, aio
+			if fs != nil {
+				fs.Parent[i] = -1
+			}
+			continue
+		}
+		sc.nk[i], sc.cross[i] = int32(i), false
+		res.Spans++
+		res.Bytes += int64(wireSize(sp))
+		s.addRes(sp.Resource)
+		parentIdx := int32(-1)
+		switch {
+		case a == noKept:
+			sc.comp[i] = s.newRoot(sc)
+		case a == viaCarried:
+			sc.comp[i] = s.newRoot(sc)
+			s.addBreakCause(snap, from, sp, CauseCarried)
+			w.carriedComp = append(w.carriedComp, make([]bool, len(sc.sizes)-len(w.carriedComp))...)
+			w.carriedComp[sc.comp[i]] = true
+			sc.carriedComps++
+			if fs != nil {
+				fs.Cut[i] = CauseCarried
+			}
+		case x && hopCause != CauseNone && !(aio && spec.Has(groups.Server)):
+			sc.comp[i] = s.newRoot(sc)
+			s.addBreakCause(snap, from, sp, hopCause)
+			if fs != nil {
+				fs.Cut[i] = hopCause
+			}
+		case a == viaJob:
+			sc.comp[i] = -1 - jobIdx
+			s.jobs[jobIdx].spans++
+		default:
+			sc.comp[i] = sc.comp[a]
+			parentIdx = a
+		}
+		if c := sc.comp[i]; c >= 0 {
+			sc.sizes[c]++
+		} else if a != viaJob {
+			s.jobs[-1-c].spans++
+		}
+		if fs != nil {
+			fs.Kept[i] = true
+			fs.Parent[i] = parentIdx
+		}
+	}
+}
+
+// finish sets the rollout's totals once every fragment is walked: its
+// largest trace and traces (its own and the job spans' it adds to), and
+// its groups' spans kept.
+func (w *simWalk) finish(sc *scratch, rs *rollState, out *RolloutSim) {
+	s, spec := w.s, w.spec
+	res := &s.res
 	for c, n := range sc.sizes {
-		if n > s.maxComp && (c >= len(carriedComp) || !carriedComp[c]) {
+		if n > s.maxComp && (c >= len(w.carriedComp) || !w.carriedComp[c]) {
 			s.maxComp = n
 		}
 	}
