@@ -76,6 +76,7 @@ func (m *Model) helpLines() []string {
 		{string(glyphEvent), "span event (an exception, say) on its bar"},
 		{string(glyphPath), "the span holds the critical path there (P)"},
 		{glyphMatch, "search hit"},
+		{glyphLeak, "context leak, no join break; rollouts: has one"},
 		{"·", "time-axis tick"},
 		{"›", "cursor"},
 		{glyphMarked, "rollout marked for comparison (m)"},

@@ -248,10 +248,12 @@ func (m *Model) renderHeader() {
 				rolls += " · run ended"
 			}
 		}
-		parts = append(parts,
-			"spans "+fmtCount(int64(st.Stored)),
-			rolls,
-			"captured trace ids "+fmtCount(int64(st.Traces)))
+		parts = append(parts, "spans "+fmtCount(int64(st.Stored)), rolls)
+		if n := len(m.rollouts.leaks); n > 0 {
+			// check's context_leak_rollouts: the rollouts the list marks.
+			parts = append(parts, m.st.Tree.Leak.Render(fmt.Sprintf("%s context leaks in %s", glyphLeak, countNoun(n, "rollout"))))
+		}
+		parts = append(parts, "captured trace ids "+fmtCount(int64(st.Traces)))
 		if ev := m.rollouts.ev; ev != nil {
 			c := ev.Coverage
 			text := fmt.Sprintf("evidence %d/%d joined", c.Joined(), c.Rollouts)

@@ -432,6 +432,9 @@ func TestRealGymScreens(t *testing.T) {
 		{"broken-model-120x40", "s41-obs0-iso/broken-model", 120, 40, nil, ""},
 		{"broken-model-waterfall-120x40", "s41-obs0-iso/broken-model", 120, 40, []string{"tab"}, ""},
 		{"leak-120x40", "s41-obs0-leak/all", 120, 40, nil, ""},
+		{"leak-80x24", "s41-obs0-leak/all", 80, 24, nil, ""},
+		{"leak-waterfall-80x24", "s41-obs0-leak/all", 80, 24, []string{"down", "down", "tab"}, ""},
+		{"leak-waterfall-120x40", "s41-obs0-leak/all", 120, 40, []string{"down", "down", "tab"}, ""},
 		{"budget-120x40", "s41-obs0-iso/all", 120, 40, []string{"3"}, "50spans/rollout"},
 		{"budget-bytes-120x40", "s41-obs0-iso/all", 120, 40, []string{"3"}, "2GB/day"},
 		// Two rollouts of one shape, the second marked against the sixth.

@@ -171,8 +171,11 @@ type rolloutList struct {
 	selected  string              // the cursor's rollout id, kept across refreshes
 	selR      *model.Rollout      // the rollout selected names, as last seen: found without reading ids
 	structure *rollouts.Structure // the last check's: run-level traffic, unattributed
-	awaiting  int                 // spans of fragments still waiting for a parent
-	inFlight  int                 // rollouts whose root has not arrived
+	// leaks is how many context leaks each rollout owns (the structure's
+	// LeaksByRollout): its length is the leaking rollouts check counts.
+	leaks    map[string]int
+	awaiting int // spans of fragments still waiting for a parent
+	inFlight int // rollouts whose root has not arrived
 	// Column widths only grow, so the list does not jump as data arrives.
 	idW, spansW int
 	// cut is how ids too wide for their column are shown, chosen for the
@@ -326,6 +329,9 @@ func (l *rolloutList) SetCheck(c *whatif.CheckReport) {
 	if c != nil {
 		l.join, l.haveJoin, l.countJoin = c.ByRollout, true, true
 		if c.Structure != nil {
+			if c.Structure != l.structure {
+				l.leaks = c.Structure.LeaksByRollout()
+			}
 			l.structure = c.Structure
 			l.awaiting = c.Awaiting
 			l.setSnap(c.Structure.Snap)
@@ -360,7 +366,7 @@ func (l *rolloutList) evCols() int {
 // evidenceWant is the width that shows the evidence columns beside an id
 // of up to 12 cells and the verdicts.
 func (l *rolloutList) evidenceWant() int {
-	return 1 + min(max(l.idW, 8), 12) + 1 + 5 + 1 + 7 + 1 + l.spansW + 1 + 9 + l.evCols()
+	return 1 + min(max(l.idW, 8), 12) + 1 + 5 + 1 + 7 + 1 + l.spansW + 1 + l.joinW() + l.evCols()
 }
 
 // outcomeCells renders a rollout's reward and outcome cells.
@@ -833,7 +839,7 @@ func (l *rolloutList) measure() {
 		}
 	}
 	if idLen > 0 {
-		l.wantW = 1 + int(idLen) + 1 + 5 + 1 + 7 + 1 + l.spansW + 1 + 9 + 1 + int(svcW)
+		l.wantW = 1 + int(idLen) + 1 + 5 + 1 + 7 + 1 + l.spansW + 1 + l.joinW() + 1 + int(svcW)
 	}
 }
 
@@ -953,6 +959,30 @@ func newRowInfo(snap *model.Snapshot, r *model.Rollout) rowInfo {
 	return in
 }
 
+// joinW is the join column's width: the verdict, and after it the leak
+// mark when the capture has context leaks.
+func (l *rolloutList) joinW() int {
+	if len(l.leaks) > 0 {
+		return 9 + 1
+	}
+	return 9
+}
+
+// joinLeakCell is the join column's cell: the verdict, then the leak mark
+// on a rollout that owns a context leak (not a join break: the verdict
+// stays as it is).
+func (l *rolloutList) joinLeakCell(id string) string {
+	c := l.joinCell(id)
+	if len(l.leaks) == 0 {
+		return c
+	}
+	mark := " "
+	if l.leaks[id] > 0 {
+		mark = l.st.Tree.Leak.Render(glyphLeak)
+	}
+	return fit(c, 9) + mark // the shorter verdicts pad it apart
+}
+
 // joinCell renders a rollout's join status.
 func (l *rolloutList) joinCell(id string) string {
 	if !l.haveJoin {
@@ -1045,22 +1075,22 @@ func (l *rolloutList) render() {
 	}
 	lines := []string{l.st.Panel.Title.Render(fitTitle(l.width, head, parts))}
 
-	spansW := l.spansW
+	spansW, joinW := l.spansW, l.joinW()
 	// The id gives way first: the state and join verdicts are never cut.
-	idW := clamp(l.width-(1+1+5+1+7+1+spansW+1+9), 8, min(l.idW, max(l.width/2, 8)))
+	idW := clamp(l.width-(1+1+5+1+7+1+spansW+1+joinW), 8, min(l.idW, max(l.width/2, 8)))
 	evW := l.evCols()
-	if evW > 0 && l.width-evW < 1+8+1+5+1+7+1+spansW+1+9 {
+	if evW > 0 && l.width-evW < 1+8+1+5+1+7+1+spansW+1+joinW {
 		evW = 0 // too narrow: the join verdict keeps its room
 	}
 	if evW > 0 {
-		idW = clamp(l.width-evW-(1+1+5+1+7+1+spansW+1+9), 8, idW)
+		idW = clamp(l.width-evW-(1+1+5+1+7+1+spansW+1+joinW), 8, idW)
 	}
 	cols := func(gut, id, status, dur, spans, join, reward, outcome, svc string) string {
-		line := gut + fit(id, idW) + " " + fit(status, 5) + " " + fitRight(dur, 7) + " " + fitRight(spans, spansW) + " " + fit(join, 9)
+		line := gut + fit(id, idW) + " " + fit(status, 5) + " " + fitRight(dur, 7) + " " + fitRight(spans, spansW) + " " + fit(join, joinW)
 		if evW > 0 {
 			line += " " + fitRight(reward, 6) + " " + fit(outcome, 11)
 		}
-		rest := l.width - (1 + idW + 1 + 5 + 1 + 7 + 1 + spansW + 1 + 9 + evW)
+		rest := l.width - (1 + idW + 1 + 5 + 1 + 7 + 1 + spansW + 1 + joinW + evW)
 		if rest > 2 {
 			line += " " + fit(svc, rest-1)
 		}
@@ -1095,7 +1125,7 @@ func (l *rolloutList) render() {
 		if !in.apart {
 			id = cut.apply(r.ID, idW)
 		}
-		line := cols(gut, id, status, fmtDur(r.End-r.Start), fmtCount(int64(r.Spans)), l.joinCell(r.ID), reward, outcome, in.services)
+		line := cols(gut, id, status, fmtDur(r.End-r.Start), fmtCount(int64(r.Spans)), l.joinLeakCell(r.ID), reward, outcome, in.services)
 		if i == l.cursor {
 			line = l.st.List.Selected.Render(fit(line, l.width))
 		}

@@ -17,6 +17,7 @@ const (
 	glyphMatch     = "•" // a search hit
 	glyphEvent     = '◆' // a span event, on its bar
 	glyphMarked    = "★" // the rollout marked for comparison
+	glyphLeak      = "↪" // a context leak: a request span carried over onto another request's
 )
 
 // Styles holds every style the interface uses. Panels receive it and never
@@ -61,6 +62,7 @@ type Styles struct {
 		Dropped   lipgloss.Style
 		Fragment  lipgloss.Style
 		Match     lipgloss.Style
+		Leak      lipgloss.Style // a context leak's marks
 		Path      lipgloss.Style // the critical path's marks and summary
 		Tick      lipgloss.Style
 	}
@@ -125,6 +127,7 @@ func DefaultStyles(r *lipgloss.Renderer) *Styles {
 	s.Tree.Dropped = r.NewStyle().Foreground(subtle).Strikethrough(true)
 	s.Tree.Fragment = r.NewStyle().Foreground(warn).Bold(true)
 	s.Tree.Match = r.NewStyle().Foreground(accent).Bold(true)
+	s.Tree.Leak = r.NewStyle().Foreground(warn).Bold(true)
 	s.Tree.Tick = r.NewStyle().Foreground(subtle)
 	s.Tree.Path = r.NewStyle().Foreground(lipgloss.AdaptiveColor{Light: "#AF8700", Dark: "#FFD75F"}).Bold(true)
 

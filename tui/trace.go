@@ -60,6 +60,12 @@ type traceView struct {
 	search spanSearch
 	// check is the last join check: a split rollout's hops head its rows.
 	check *whatif.CheckReport
+	// leaked is the check's context leaks (the request spans a reused
+	// connection put under another request's span), each marked.
+	leaked map[model.SpanID]bool
+	// leakLead is 1 when the shown rollout has a leaked span: the column
+	// after the state mark that marks it.
+	leakLead int
 	// hint, with no rollout to show, is said instead: how to send spans,
 	// when the list beside is too narrow to say it.
 	hint  []string
@@ -76,6 +82,12 @@ func (t *traceView) refresh(e *env) {
 		t.render()
 	}
 	if e.check != t.check {
+		if e.check == nil || t.check == nil || e.check.Structure != t.check.Structure {
+			t.leaked = nil
+			if e.check != nil && e.check.Structure != nil && len(e.check.Structure.Leaks) > 0 {
+				t.leaked = e.check.Structure.LeakedSpans()
+			}
+		}
 		t.check = e.check
 		t.rebuild()
 	}
@@ -475,6 +487,7 @@ func (t *traceView) rebuild() { t.rebuildKeeping(t.cursorSpan()) }
 func (t *traceView) rebuildKeeping(cur model.SpanID) {
 	t.rows = t.rows[:0]
 	t.dropped = 0
+	t.leakLead = 0
 	t.needName, t.needSvc = 0, 0
 	if t.r == nil {
 		t.render()
@@ -492,6 +505,9 @@ func (t *traceView) rebuildKeeping(cur model.SpanID) {
 		var roots, cutRoots []int32
 		for i := range f.Spans {
 			p, cut := f.Spans[i].Parent, false
+			if t.leaked != nil && t.leaked[f.Spans[i].SpanID] {
+				t.leakLead = 1
+			}
 			if fs != nil {
 				if !fs.Kept[i] {
 					t.dropped++
@@ -797,9 +813,9 @@ func (t *traceView) render() {
 		}
 		lines = append(lines, t.st.Tree.Path.Render(clip(l, t.width)))
 	}
-	c := layoutColumns(t.width, t.needName, t.needSvc, t.focused, !t.st.Color)
+	c := layoutColumns(t.width-t.leakLead, t.needName, t.needSvc, t.focused, !t.st.Color)
 	ax := newAxis(r.End-r.Start, c.bar)
-	head := strings.Repeat(" ", rowLead) + fit("span", c.name) + " " + fitRight("time", c.dur)
+	head := strings.Repeat(" ", rowLead+t.leakLead) + fit("span", c.name) + " " + fitRight("time", c.dur)
 	if c.svc > 0 {
 		head += " " + fit("service", c.svc)
 	}
@@ -857,6 +873,14 @@ func (t *traceView) renderRow(j int, c columns, ax *axis) string {
 	case t.onPath(sp):
 		// Without room for bars the path still shows, span by span.
 		mark = t.st.Tree.Path.Render(string(glyphPath))
+	}
+	if t.leakLead > 0 {
+		// A column of its own: a leaked span may have failed too.
+		leak := " "
+		if t.leaked[sp.SpanID] {
+			leak = t.st.Tree.Leak.Render(glyphLeak)
+		}
+		mark += leak
 	}
 	glyphs, name := t.nameCell(&row, sp)
 	cell := t.st.Tree.Glyph.Render(glyphs) + name
