@@ -375,11 +375,21 @@ func (g *groupsPanel) listLines(w int) []string {
 		}
 		lines = append(lines, line)
 	}
-	if _, _, ok := g.countsFor(g.prevRep, groups.Unclassified); ok {
-		c, _, _ := g.countsFor(g.prevRep, groups.Unclassified)
-		if c > 0 {
-			lines = append(lines, row(" ", "   ", "unclassified", fmt.Sprint(c), fmt.Sprint(c), fmt.Sprint(c), g.st.Groups.Note.Render("always kept")))
+	// The spans no group of the spec gates, kept under every spec: the
+	// aiohttp instrumentation's (NeMo-RL turns it on) and those no rule
+	// matches. Each with spans has its row, so the rows add up to the
+	// capture.
+	for _, grp := range []groups.Group{groups.Ungated, groups.Unclassified} {
+		c, _, _ := g.countsFor(g.prevRep, grp)
+		if c == 0 {
+			continue
 		}
+		cur := "…"
+		if _, k, ok := g.countsFor(g.curRep, grp); ok {
+			cur = fmt.Sprint(k)
+		}
+		_, k, _ := g.countsFor(g.prevRep, grp)
+		lines = append(lines, row(" ", "   ", g.reg.Name(grp), fmt.Sprint(c), cur, fmt.Sprint(k), g.st.Groups.Note.Render("always kept")))
 	}
 	return lines
 }
@@ -912,8 +922,10 @@ func (g *groupsPanel) render() {
 			listW = max(listW, 64-ansi.StringWidth("emits no spans")+ansi.StringWidth(metricNote(n)))
 		}
 	}
+	listEnd := 0 // the group list's lines, from lead; 0 when not shown
 	if g.width >= listW+40 {
 		left := g.listLines(listW)
+		listEnd = len(left)
 		right := g.compareLines(g.width - listW - 2)
 		for i := 0; i < max(len(left), len(right)); i++ {
 			l, r := "", ""
@@ -939,17 +951,25 @@ func (g *groupsPanel) render() {
 		// hops are listed below the comparison.
 		lines = g.summary(g.width).lines(g.st, g.width, 5, "pgdn")
 		lead = len(lines)
-		lines = append(lines, g.listLines(g.width)...)
+		list := g.listLines(g.width)
+		listEnd = len(list)
+		lines = append(lines, list...)
 		lines = append(lines, "")
 		lines = append(lines, g.compareLines(g.width)...)
 	}
 	g.lead = lead
-	// Keep the cursor's group (line lead+cursor+1) visible, then apply scrolling.
+	// Keep the cursor's group (line lead+cursor+1) visible, then apply
+	// scrolling. On the last group the rows after it, which no cursor
+	// selects (aiohttp, unclassified), come into view with it.
 	g.offset = clamp(g.offset, 0, max(len(lines)-body, 0))
-	if c := lead + g.cursor + 1; g.follow && c < g.offset {
+	c, last := lead+g.cursor+1, lead+g.cursor+1
+	if g.cursor == len(g.reg.Groups())-1 && listEnd > 0 {
+		last = max(c, min(lead+listEnd-1, c+body-1))
+	}
+	if g.follow && c < g.offset {
 		g.offset = c
-	} else if g.follow && c >= g.offset+body && body > 0 {
-		g.offset = c - body + 1
+	} else if g.follow && last >= g.offset+body && body > 0 {
+		g.offset = last - body + 1
 	}
 	// The title says the spec, whether it changed, and which lines show
 	// when not all fit, as the other panels do.

@@ -435,6 +435,7 @@ func TestRealGymScreens(t *testing.T) {
 		{"leak-80x24", "s41-obs0-leak/all", 80, 24, nil, ""},
 		{"leak-waterfall-80x24", "s41-obs0-leak/all", 80, 24, []string{"down", "down", "tab"}, ""},
 		{"leak-waterfall-120x40", "s41-obs0-leak/all", 120, 40, []string{"down", "down", "tab"}, ""},
+		{"rl-groups-bottom-120x40", "s61-rl-iso/rl-all", 120, 40, []string{"tab", "tab", "G"}, ""},
 		{"budget-120x40", "s41-obs0-iso/all", 120, 40, []string{"3"}, "50spans/rollout"},
 		{"budget-bytes-120x40", "s41-obs0-iso/all", 120, 40, []string{"3"}, "2GB/day"},
 		// Two rollouts of one shape, the second marked against the sixth.
