@@ -34,6 +34,10 @@ func newCompareView(st *Styles, keys *KeyMap, reg *groups.Registry) *compareView
 }
 
 func (c *compareView) name() string        { return "compare" }
+
+// wantsRoom reports that, open and focused, the comparison takes the
+// screen's height from the panels beside it: its timings and lists.
+func (c *compareView) wantsRoom() bool { return true }
 func (c *compareView) opener() key.Binding { return c.keys.Compare }
 func (c *compareView) setSize(w, h int) {
 	c.resize(w, h)

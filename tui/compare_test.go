@@ -247,6 +247,10 @@ func TestCompareSameShapeTimings(t *testing.T) {
 			if !strings.Contains(view, "timings, most changed first") || !row.MatchString(view) {
 				t.Errorf("the timings of %s [%s] are not in view:\n%s", top.Name, top.Service, view)
 			}
+			// The comparison takes the height: rows of timings, not one.
+			if n := len(regexp.MustCompile(`(?m) [+-][\d.]+(ns|µs|ms|s)┃$`).FindAllString(view, -1)); n < 7 {
+				t.Errorf("%d timing rows in view, want 7 or more:\n%s", n, view)
+			}
 		})
 	}
 }
