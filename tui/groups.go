@@ -579,6 +579,19 @@ func (g *groupsPanel) summary(w int) summary {
 			fmtCount(int64(n)), fmtCount(int64(cs)), fmtCount(int64(ps)))
 	}
 	out := summary{figs: wrap(text, w)}
+	if b := g.budget; b != nil {
+		// The budget's verdicts, as the side-by-side rows say them.
+		vc, vp := b.Judge(cur, g.rate), b.Judge(prev, g.rate)
+		line := "budget " + vp.Against() + ": " + budgetCell(vc) + " → " + budgetCell(vp)
+		if budgetCell(vc) == budgetCell(vp) {
+			line = "budget " + vp.Against() + ": " + budgetCell(vp) + " (both)"
+		}
+		st := g.st.Join.Joined
+		if !vp.Fits {
+			st = g.st.Join.Split
+		}
+		out.figs = append(out.figs, styled(wrap(line, w), st)...)
+	}
 	out.join = "joining " + g.joinText(cur) + " → " + g.joinText(prev)
 	if g.joinText(cur) == g.joinText(prev) {
 		out.join = "joining " + g.joinText(prev) + " (both)"

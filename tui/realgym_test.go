@@ -438,6 +438,7 @@ func TestRealGymScreens(t *testing.T) {
 		{"rl-groups-bottom-120x40", "s61-rl-iso/rl-all", 120, 40, []string{"tab", "tab", "G"}, ""},
 		{"budget-120x40", "s41-obs0-iso/all", 120, 40, []string{"3"}, "50spans/rollout"},
 		{"budget-bytes-120x40", "s41-obs0-iso/all", 120, 40, []string{"3"}, "2GB/day"},
+		{"budget-bytes-80x24", "s41-obs0-iso/all", 80, 24, []string{"3"}, "2GB/day"},
 		// Two rollouts of one shape, the second marked against the sixth.
 		{"compare-same-80x24", "s41-obs0-iso/all", 80, 24, []string{"down", "m", "down", "down", "down", "down", "c"}, ""},
 		{"compare-same-120x40", "s41-obs0-iso/all", 120, 40, []string{"down", "m", "down", "down", "down", "down", "c"}, ""},

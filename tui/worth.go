@@ -135,8 +135,8 @@ func worthDur(ns int64) string { return time.Duration(ns).Round(time.Microsecond
 func (w *worthView) layout() {
 	width := w.width
 	var lines []string
-	if v := w.verdict(); v != "" {
-		lines = append(lines, v, "")
+	if v := w.verdict(); v != nil {
+		lines = append(append(lines, v...), "")
 	}
 	for _, l := range wrap(fmt.Sprintf("CPU at %v per enabled span; judged against %s", w.spanCost, w.reg.Format(w.rowsSpec)), width-1) {
 		lines = append(lines, " "+l)
@@ -248,22 +248,31 @@ func (w *worthView) columns(width int) (widths []int, keyW int, shown []bool) {
 	return widths, keyW, shown
 }
 
-// verdict is the budget line for the previewed spec, or "".
-func (w *worthView) verdict() string {
+// verdict is the budget's sentence for the previewed spec, wrapped to
+// the panel (one line from 120 columns), or nil.
+func (w *worthView) verdict() []string {
 	if w.budget == nil || w.prev == nil {
-		return ""
+		return nil
 	}
-	return budgetLine(w.st, w.budget.Judge(w.prev, w.rate), w.width)
+	return budgetLines(w.st, w.budget.Judge(w.prev, w.rate), w.width)
 }
 
-// budgetLine renders a budget verdict: fits with what is left, or by how
-// much it misses.
-func budgetLine(st *Styles, v whatif.BudgetVerdict, width int) string {
+// budgetLines renders a budget verdict: fits with what is left, or by how
+// much it misses, wrapped to width.
+func budgetLines(st *Styles, v whatif.BudgetVerdict, width int) []string {
 	style := st.Join.Split
 	if v.Fits {
 		style = st.Join.Joined
 	}
-	return style.Render(clip(" "+v.String(), width))
+	var out []string
+	for i, l := range wrap(v.String(), width-3) {
+		indent := " "
+		if i > 0 {
+			indent = "   "
+		}
+		out = append(out, style.Render(indent+l))
+	}
+	return out
 }
 
 // budgetCell is a verdict in a few characters, beside a line that names

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/nemo-gym/gymtrace/gate/whatif"
 )
 
 // TestWorthColumnsFitContent: with room to spare the cost and worth view
@@ -46,5 +47,37 @@ func TestWorthColumnsFitContent(t *testing.T) {
 				t.Fatal("no group keeps joins: the test shows nothing")
 			}
 		})
+	}
+}
+
+// TestBudgetNarrowAndWide: at 80×24 the short span groups panel says the
+// budget's verdict for both specs, and the cost and worth view says the
+// budget's sentence whole, wrapped; at 120×40 that sentence is one line.
+func TestBudgetNarrowAndWide(t *testing.T) {
+	withBudget := func(o *Options) {
+		b, err := whatif.ParseBudget("2GB/day")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Budget = &b
+	}
+	m := realModelWith(t, "s41-obs0-iso/all", 80, 24, "default", withBudget)
+	m = keys(t, m, "3")
+	cur, prev := m.opts.Budget.Judge(m.groups.curRep, 0), m.opts.Budget.Judge(m.groups.prevRep, 0)
+	want := "budget " + prev.Against() + ": " + cur.Brief() + " → " + prev.Brief()
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "│"+want) {
+		t.Errorf("the short span groups lack %q:\n%s", want, v)
+	}
+	for _, sz := range []struct{ w, h, lines int }{{80, 24, 2}, {120, 40, 1}} {
+		m := realModelWith(t, "s41-obs0-iso/all", sz.w, sz.h, "default", withBudget)
+		m = keys(t, m, "w")
+		sentence := m.opts.Budget.Judge(m.worth.prev, 0).String()
+		var got []string
+		for _, l := range m.worth.lines[:sz.lines] {
+			got = append(got, strings.TrimSpace(ansi.Strip(l)))
+		}
+		if strings.Join(got, " ") != sentence || strings.TrimSpace(ansi.Strip(m.worth.lines[sz.lines])) != "" {
+			t.Errorf("%dx%d: the verdict reads %q, want %q in %d lines", sz.w, sz.h, got, sentence, sz.lines)
+		}
 	}
 }
