@@ -34,11 +34,12 @@ func newCompareView(st *Styles, keys *KeyMap, reg *groups.Registry) *compareView
 }
 
 func (c *compareView) name() string        { return "compare" }
+func (c *compareView) opener() key.Binding { return c.keys.Compare }
 
 // wantsRoom reports that, open and focused, the comparison takes the
 // screen's height from the panels beside it: its timings and lists.
 func (c *compareView) wantsRoom() bool { return true }
-func (c *compareView) opener() key.Binding { return c.keys.Compare }
+
 func (c *compareView) setSize(w, h int) {
 	c.resize(w, h)
 	if c.opened && c.diff != nil {
