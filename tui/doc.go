@@ -28,8 +28,10 @@
 // panel drawn over another (span detail, statistics, cost and worth) is an
 // overlay: its opener key opens it over its slot from anywhere and closes
 // it again, esc closes it, and the footer and help follow whichever panel
-// is in front. The lists (rollouts, waterfall, span groups) move with one
-// listCursor (cursor.go); the overlays scroll a pager.
+// is in front. The lists (rollouts, waterfall, span groups, the cohort's
+// rows) move with one listCursor (cursor.go); the other overlays scroll a
+// pager. An overlay that wants the height (the cohort, the rollout
+// compare) has it while focused: the panels beside it keep their titles.
 //
 // Without colour (NO_COLOR) every state is still on screen: glyphs carry
 // errors, splits and marks, and each process's bars have a fill of their
