@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -118,4 +119,30 @@ func cohortPanel(t *testing.T, m Model) []string {
 		t.Fatalf("the trace slot does not show the cohort:\n%s", ansi.Strip(m.View()))
 	}
 	return out[1:]
+}
+
+// TestCohortMouse: a click on a row puts the cursor there and the wheel
+// moves it, as on the other lists.
+func TestCohortMouse(t *testing.T) {
+	m := cohortOpen(t, 120, 40)
+	r := m.rects[slotTrace]
+	// Below the top border: the title, the lines above the rows, then row 5.
+	y := r.y + 1 + 1 + len(m.cohort.head) + 5
+	m = send(t, m, tea.MouseMsg{X: r.x + 10, Y: y, Button: tea.MouseButtonLeft, Action: tea.MouseActionPress})
+	if m.cohort.cursor != 5 {
+		t.Fatalf("click on the sixth row: cursor %d", m.cohort.cursor)
+	}
+	sel := ""
+	for _, l := range cohortPanel(t, m) {
+		if strings.HasPrefix(l, "›") {
+			sel = l
+		}
+	}
+	if want := strings.TrimSpace(m.cohort.rowText[5])[:12]; !strings.Contains(sel, want) {
+		t.Errorf("cursor line %q, want row 5 %q", sel, want)
+	}
+	m = send(t, m, tea.MouseMsg{X: r.x + 10, Y: y, Button: tea.MouseButtonWheelDown, Action: tea.MouseActionPress})
+	if m.cohort.cursor != 8 {
+		t.Errorf("wheel down from row 5: cursor %d, want 8", m.cohort.cursor)
+	}
 }
