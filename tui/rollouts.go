@@ -360,6 +360,11 @@ func (l *rolloutList) evCols() int {
 	if l.ev == nil || l.ev.Coverage.Joined() == 0 {
 		return 0
 	}
+	if len(l.leaks) > 0 {
+		// The leak mark before them is their gap: the right-aligned
+		// reward leaves it one of its own.
+		return 6 + 1 + 11
+	}
 	return 1 + 6 + 1 + 11
 }
 
@@ -1088,7 +1093,7 @@ func (l *rolloutList) render() {
 	cols := func(gut, id, status, dur, spans, join, reward, outcome, svc string) string {
 		line := gut + fit(id, idW) + " " + fit(status, 5) + " " + fitRight(dur, 7) + " " + fitRight(spans, spansW) + " " + fit(join, joinW)
 		if evW > 0 {
-			line += " " + fitRight(reward, 6) + " " + fit(outcome, 11)
+			line += fitRight(reward, evW-1-11) + " " + fit(outcome, 11)
 		}
 		rest := l.width - (1 + idW + 1 + 5 + 1 + 7 + 1 + spansW + 1 + joinW + evW)
 		if rest > 2 {
