@@ -110,6 +110,7 @@ func BenchmarkDecode(b *testing.B) {
 			l := model.NewLocal(model.NewInterner())
 			b.ReportAllocs()
 			b.SetBytes(int64(len(in.pb)))
+			defer cputime.Timer(b)()
 			for b.Loop() {
 				batch, _, err := DecodeProto(l, in.pb, Limits{})
 				if err != nil || len(batch.Spans) != n {
@@ -133,6 +134,7 @@ func BenchmarkDecode(b *testing.B) {
 			l := model.NewLocal(model.NewInterner())
 			b.ReportAllocs()
 			b.SetBytes(int64(len(js)))
+			defer cputime.Timer(b)()
 			for b.Loop() {
 				batch, _, err := DecodeJSON(l, js, Limits{})
 				if err != nil || len(batch.Spans) != n {
