@@ -668,26 +668,8 @@ func (j *jsonDecoder) span(idx int) error {
 			if err := j.once(&seen, sfAttrs, "attributes"); err != nil {
 				return err
 			}
-			null, err := s.open('[')
-			if err != nil {
-				return jat("attributes", err)
-			}
-			for i := 0; !null; i++ {
-				ok, err := s.nextElem(i)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					break
-				}
-				k, v, n, err := j.keyValue(true)
-				if err != nil {
-					return jatIndex("attributes", i, err)
-				}
-				size += lenField(n)
-				if !d.keepAttr(&d.attrs, &sp, k, v, true) {
-					extraOf(&ex).DroppedAttrs++
-				}
+			if err := j.spanAttrs(&sp, &ex, &size); err != nil {
+				return err
 			}
 		case "droppedAttributesCount", "dropped_attributes_count":
 			if err := j.once(&seen, sfDroppedAttrs, "droppedAttributesCount"); err != nil {
@@ -705,47 +687,15 @@ func (j *jsonDecoder) span(idx int) error {
 			if err := j.once(&seen, sfEvents, "events"); err != nil {
 				return err
 			}
-			null, err := s.open('[')
-			if err != nil {
-				return jat("events", err)
-			}
-			for i := 0; !null; i++ {
-				ok, err := s.nextElem(i)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					break
-				}
-				ev, n, err := j.event(&sp)
-				if err != nil {
-					return jatIndex("events", i, err)
-				}
-				size += lenField(n)
-				d.keepEvent(extraOf(&ex), &sp, ev)
+			if err := j.spanEvents(&sp, &ex, &size); err != nil {
+				return err
 			}
 		case "links":
 			if err := j.once(&seen, sfLinks, "links"); err != nil {
 				return err
 			}
-			null, err := s.open('[')
-			if err != nil {
-				return jat("links", err)
-			}
-			for i := 0; !null; i++ {
-				ok, err := s.nextElem(i)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					break
-				}
-				ln, n, err := j.link(&sp)
-				if err != nil {
-					return jatIndex("links", i, err)
-				}
-				size += lenField(n)
-				d.keepLink(extraOf(&ex), &sp, ln)
+			if err := j.spanLinks(&sp, &ex, &size); err != nil {
+				return err
 			}
 		case "droppedEventsCount", "dropped_events_count", "droppedLinksCount", "dropped_links_count":
 			bit, name := uint32(sfDroppedEvents), "droppedEventsCount"
@@ -764,22 +714,8 @@ func (j *jsonDecoder) span(idx int) error {
 			if err := j.once(&seen, sfStatus, "status"); err != nil {
 				return err
 			}
-			if null, err := j.isNull(); null || err != nil {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			code, n, err := j.status(&ex)
-			if err != nil {
-				return jat("status", err)
-			}
-			size += lenField(n)
-			if code != 0 {
-				sp.Status = 0
-				if code >= 0 && code <= int32(model.StatusError) {
-					sp.Status = model.StatusCode(code)
-				}
+			if err := j.spanStatus(&sp, &ex, &size); err != nil {
+				return err
 			}
 		default:
 			if err := j.skip(); err != nil {
@@ -798,6 +734,103 @@ func (j *jsonDecoder) span(idx int) error {
 	d.spans = append(d.spans, sp)
 	d.traces = append(d.traces, trace)
 	d.parents = append(d.parents, parent)
+	return nil
+}
+
+// spanAttrs reads a span's attributes into d.attrs, capped as DecodeProto
+// caps them; those past the caps count as dropped in ex.
+func (j *jsonDecoder) spanAttrs(sp *model.Span, ex **model.Extra, size *int) error {
+	s, d := &j.s, j.d
+	null, err := s.open('[')
+	if err != nil {
+		return jat("attributes", err)
+	}
+	for i := 0; !null; i++ {
+		ok, err := s.nextElem(i)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		k, v, n, err := j.keyValue(true)
+		if err != nil {
+			return jatIndex("attributes", i, err)
+		}
+		*size += lenField(n)
+		if !d.keepAttr(&d.attrs, sp, k, v, true) {
+			extraOf(ex).DroppedAttrs++
+		}
+	}
+	return nil
+}
+
+// spanEvents reads a span's events into ex, kept as DecodeProto keeps them.
+func (j *jsonDecoder) spanEvents(sp *model.Span, ex **model.Extra, size *int) error {
+	s, d := &j.s, j.d
+	null, err := s.open('[')
+	if err != nil {
+		return jat("events", err)
+	}
+	for i := 0; !null; i++ {
+		ok, err := s.nextElem(i)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		ev, n, err := j.event(sp)
+		if err != nil {
+			return jatIndex("events", i, err)
+		}
+		*size += lenField(n)
+		d.keepEvent(extraOf(ex), sp, ev)
+	}
+	return nil
+}
+
+// spanLinks reads a span's links into ex, kept as DecodeProto keeps them.
+func (j *jsonDecoder) spanLinks(sp *model.Span, ex **model.Extra, size *int) error {
+	s, d := &j.s, j.d
+	null, err := s.open('[')
+	if err != nil {
+		return jat("links", err)
+	}
+	for i := 0; !null; i++ {
+		ok, err := s.nextElem(i)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		ln, n, err := j.link(sp)
+		if err != nil {
+			return jatIndex("links", i, err)
+		}
+		*size += lenField(n)
+		d.keepLink(extraOf(ex), sp, ln)
+	}
+	return nil
+}
+
+// spanStatus reads a span's status into sp and ex; a null one is absent.
+func (j *jsonDecoder) spanStatus(sp *model.Span, ex **model.Extra, size *int) error {
+	if null, err := j.isNull(); null || err != nil {
+		return err
+	}
+	code, n, err := j.status(ex)
+	if err != nil {
+		return jat("status", err)
+	}
+	*size += lenField(n)
+	if code != 0 {
+		sp.Status = 0
+		if code >= 0 && code <= int32(model.StatusError) {
+			sp.Status = model.StatusCode(code)
+		}
+	}
 	return nil
 }
 
@@ -1242,40 +1275,25 @@ func (j *jsonDecoder) anyValue(depth int, render bool) (value, int, error) {
 			if err := j.setOneof(&set, name); err != nil {
 				return v, 0, err
 			}
-			if !render {
-				j.out = j.out[:0]
-			}
-			n, err := j.list(depth, isMap)
+			lv, n, err := j.listValue(depth, render, isMap)
 			if err != nil {
 				return v, 0, err
 			}
-			size = lenField(n)
+			size = n
 			if !render {
-				v = value{kind: model.ValArray, s: j.out}
-				if isMap {
-					v.kind = model.ValMap
-				}
+				v = lv
 			}
 		case "bytesValue", "bytes_value":
 			if err := j.setOneof(&set, "bytesValue"); err != nil {
 				return v, 0, err
 			}
-			start := s.i
-			sv, err := j.strVal()
+			bv, n, err := j.bytesValue(render)
 			if err != nil {
-				return v, 0, jat("bytesValue", err)
+				return v, 0, err
 			}
-			if j.tmp, err = base64.StdEncoding.AppendDecode(j.tmp[:0], sv); err != nil {
-				return v, 0, at("bytesValue", s.valErr(start, fmt.Errorf("bad base64: %w", err)))
-			}
-			size = lenField(len(j.tmp))
-			if render {
-				j.out = append(j.out, '"')
-				j.out = base64.StdEncoding.AppendEncode(j.out, j.tmp)
-				j.out = append(j.out, '"')
-			} else {
-				j.out = base64.StdEncoding.AppendEncode(j.out[:0], j.tmp)
-				v = value{kind: model.ValBytes, s: j.out}
+			size = n
+			if !render {
+				v = bv
 			}
 		}
 	}
@@ -1287,6 +1305,46 @@ func (j *jsonDecoder) anyValue(depth int, render bool) (value, int, error) {
 		}
 	}
 	return v, size, nil
+}
+
+// listValue reads an ArrayValue or KeyValueList (isMap) object: its
+// compact text is j.out, after what is rendered already when render is set.
+func (j *jsonDecoder) listValue(depth int, render, isMap bool) (value, int, error) {
+	if !render {
+		j.out = j.out[:0]
+	}
+	n, err := j.list(depth, isMap)
+	if err != nil {
+		return value{}, 0, err
+	}
+	v := value{kind: model.ValArray, s: j.out}
+	if isMap {
+		v.kind = model.ValMap
+	}
+	return v, lenField(n), nil
+}
+
+// bytesValue reads a base64 bytes value, kept (and rendered, when render is
+// set) as the standard base64 of its bytes, as DecodeProto renders them.
+func (j *jsonDecoder) bytesValue(render bool) (value, int, error) {
+	s := &j.s
+	start := s.i
+	sv, err := j.strVal()
+	if err != nil {
+		return value{}, 0, jat("bytesValue", err)
+	}
+	if j.tmp, err = base64.StdEncoding.AppendDecode(j.tmp[:0], sv); err != nil {
+		return value{}, 0, at("bytesValue", s.valErr(start, fmt.Errorf("bad base64: %w", err)))
+	}
+	size := lenField(len(j.tmp))
+	if render {
+		j.out = append(j.out, '"')
+		j.out = base64.StdEncoding.AppendEncode(j.out, j.tmp)
+		j.out = append(j.out, '"')
+		return value{}, size, nil
+	}
+	j.out = base64.StdEncoding.AppendEncode(j.out[:0], j.tmp)
+	return value{kind: model.ValBytes, s: j.out}, size, nil
 }
 
 // list reads an ArrayValue or KeyValueList object, appends its compact JSON
