@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -171,16 +172,17 @@ func CompareWith(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *fil
 func CompareKept(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *filter.Filter, outcome func(id string) *evidence.Outcome, prof *Profiles) (*Comparison, error) {
 	st := eng.Structure(snap).Snap
 	c := &Comparison{}
-	for _, r := range st.Rollouts {
+	var ai, bi []int // the sides' rollouts, by index in st.Rollouts
+	for i, r := range st.Rollouts {
 		in := cohort.Match(st, r)
 		if in {
-			c.Cohort = append(c.Cohort, r)
+			c.Cohort, ai = append(c.Cohort, r), append(ai, i)
 		}
 		switch {
 		case baseline == nil && !in:
-			c.Baseline = append(c.Baseline, r)
+			c.Baseline, bi = append(c.Baseline, r), append(bi, i)
 		case baseline != nil && baseline.Match(st, r):
-			c.Baseline = append(c.Baseline, r)
+			c.Baseline, bi = append(c.Baseline, r), append(bi, i)
 			if in {
 				c.Overlap++
 			}
@@ -200,12 +202,9 @@ func CompareKept(eng *whatif.Engine, snap *model.Snapshot, cohort, baseline *fil
 		prof = NewProfiles(eng)
 	}
 	prs := prof.of(st, st.Rollouts)
-	profileOf := make(map[*model.Rollout]*profile, len(prs))
-	for i, r := range st.Rollouts {
-		profileOf[r] = prs[i]
-	}
-	comparable := distinctOf(prs)
-	a, b := measure(prof, c.Cohort, profileOf, comparable, outcome), measure(prof, c.Baseline, profileOf, comparable, outcome)
+	prof.comparable()
+	comparable := prof.cmpKey
+	a, b := measure(prof, c.Cohort, pick(prs, ai), comparable, outcome), measure(prof, c.Baseline, pick(prs, bi), comparable, outcome)
 	feats := map[Feature]bool{}
 	for f := range a.per {
 		feats[f] = true
@@ -326,20 +325,30 @@ type side struct {
 	wall []int64
 }
 
-// measure sums the features of rolls from their profiles, the attribute
-// values of comparable keys only, and their outcomes. Every rollout has
-// a sample of every feature the side has, zero when absent.
-func measure(prof *Profiles, rolls []*model.Rollout, profileOf map[*model.Rollout]*profile, comparable map[string]bool, outcome func(id string) *evidence.Outcome) side {
+// pick is the profiles at the indexes at.
+func pick(prs []*profile, at []int) []*profile {
+	out := make([]*profile, len(at))
+	for i, j := range at {
+		out[i] = prs[j]
+	}
+	return out
+}
+
+// measure sums the features of rolls from their profiles prs, the
+// attribute values of comparable keys only (by key number), and their
+// outcomes. Every rollout has a sample of every feature the side has,
+// zero when absent.
+func measure(prof *Profiles, rolls []*model.Rollout, prs []*profile, comparable []bool, outcome func(id string) *evidence.Outcome) side {
 	byID := make([][]sample, len(prof.feats))
-	put := func(x featSample, ri int) {
+	put := func(x featSum, ri int) {
 		xs := byID[x.f]
 		if xs == nil {
 			xs = make([]sample, len(rolls))
 			byID[x.f] = xs
 		}
-		xs[ri].count += x.count
+		xs[ri].count += int(x.count)
 		xs[ri].self += x.self
-		xs[ri].errors += x.errors
+		xs[ri].errors += int(x.errors)
 	}
 	s := side{per: map[Feature][]sample{}, wall: make([]int64, 0, len(rolls))}
 	for ri, r := range rolls {
@@ -347,13 +356,13 @@ func measure(prof *Profiles, rolls []*model.Rollout, profileOf map[*model.Rollou
 		if outcome != nil {
 			addOutcome(s.per, ri, outcome(r.ID))
 		}
-		pr := profileOf[r]
+		pr := prs[ri]
 		for _, x := range pr.feats {
 			put(x, ri)
 		}
 		for _, x := range pr.attrs {
 			if comparable[x.key] {
-				put(x.featSample, ri)
+				put(x.featSum, ri)
 			}
 		}
 	}
@@ -404,18 +413,29 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// cliff is Cliff's delta of a over b, by sorting b once.
+// cliff is Cliff's delta of a over b, by sorting the smaller side once
+// and placing the other's values in it (a cohort of a few rollouts
+// against thousands sorts a few).
 func cliff(a, b []float64) float64 {
+	gt, lt := above(a, b)
+	if len(b) < len(a) {
+		lt, gt = above(b, a)
+	}
+	return float64(gt-lt) / float64(len(a)*len(b))
+}
+
+// above counts the pairs of a value of a and one of b where a's is the
+// larger (gt) and where it is the smaller (lt), by sorting b.
+func above(a, b []float64) (gt, lt int) {
 	sb := append([]float64(nil), b...)
-	sort.Float64s(sb)
-	var gt, lt int
+	slices.Sort(sb)
 	for _, x := range a {
 		lo := sort.SearchFloat64s(sb, x)                                  // b values < x
 		hi := sort.Search(len(sb), func(i int) bool { return sb[i] > x }) // b values <= x
 		gt += lo
 		lt += len(sb) - hi
 	}
-	return float64(gt-lt) / float64(len(a)*len(b))
+	return gt, lt
 }
 
 // before ranks rows: the larger effect, then the more rollouts behind it

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/nemo-gym/gymtrace/gate/internal/realgym"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -159,6 +160,30 @@ func TestCliff(t *testing.T) {
 	for _, tt := range tests {
 		if got := cliff(tt.a, tt.b); math.Abs(got-tt.want) > 1e-12 {
 			t.Errorf("cliff(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+	// Sides of every size against each other, counted pair by pair.
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for _, n := range [][2]int{{1, 300}, {300, 1}, {7, 40}, {40, 7}, {50, 50}} {
+		a, b := make([]float64, n[0]), make([]float64, n[1])
+		for i := range a {
+			a[i] = float64(rnd.IntN(6))
+		}
+		for i := range b {
+			b[i] = float64(rnd.IntN(6))
+		}
+		var gt, lt int
+		for _, x := range a {
+			for _, y := range b {
+				if x > y {
+					gt++
+				} else if x < y {
+					lt++
+				}
+			}
+		}
+		if got, want := cliff(a, b), float64(gt-lt)/float64(len(a)*len(b)); got != want {
+			t.Errorf("cliff of %d against %d = %v, want %v", n[0], n[1], got, want)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package cohort
 
 import (
+	"slices"
+
 	"github.com/nemo-gym/gymtrace/gate/rollouts"
 	"github.com/nemo-gym/gymtrace/gate/whatif"
 	"github.com/nemo-gym/gymtrace/model"
@@ -20,6 +22,29 @@ type Profiles struct {
 	// comparison sums rollouts by number.
 	ids   map[Feature]int32
 	feats []Feature
+	// names numbers the attribute keys and values profiles hold, name
+	// spells them: a profile keeps numbers, not strings or maps.
+	names map[string]int32
+	name  []string
+	// keyVals counts, per attribute key, the rollouts holding each of
+	// its values, keyOver those where it has too many: kept as profiles
+	// come and go, they say which keys to compare (comparable) without
+	// a pass over every rollout.
+	keyVals map[int32]map[int32]int
+	keyOver map[int32]int
+	cmp     map[string]bool // nil: to be made again
+	cmpKey  []bool          // cmp by key number
+}
+
+// nameID numbers the attribute key or value s.
+func (p *Profiles) nameID(s string) int32 {
+	i, ok := p.names[s]
+	if !ok {
+		i = int32(len(p.name))
+		p.names[s] = i
+		p.name = append(p.name, s)
+	}
+	return i
 }
 
 // id numbers f.
@@ -35,31 +60,47 @@ func (p *Profiles) id(f Feature) int32 {
 
 // NewProfiles returns an empty cache for comparisons on eng.
 func NewProfiles(eng *whatif.Engine) *Profiles {
-	return &Profiles{eng: eng, rolls: map[string]*profile{}, ids: map[Feature]int32{}}
+	p := &Profiles{eng: eng}
+	p.reset(nil)
+	return p
+}
+
+// reset forgets every profile, for the interner in.
+func (p *Profiles) reset(in *model.Interner) {
+	p.in, p.rolls, p.ids, p.feats = in, map[string]*profile{}, map[Feature]int32{}, nil
+	p.names, p.name = map[string]int32{}, nil
+	p.keyVals, p.keyOver, p.cmp, p.cmpKey = map[int32]map[int32]int{}, map[int32]int{}, nil, nil
 }
 
 // profile is one rollout's features: the span names, services and
 // groups of its spans, and every attribute value no longer than
 // maxValueLen of a key with at most MaxValues of them in the rollout
 // (any other key has too many values in the capture to compare), each
-// with its figures; and each attribute key's values, which
-// distinctValues merges over the capture.
+// with its figures; and each attribute key's values, which the
+// Profiles' counts merge over the capture. A rollout has a profile as
+// long as the store holds it, so it keeps numbers only.
 type profile struct {
 	version uint64
 	seen    bool // in the comparison being made
-	feats   []featSample
-	attrs   []attrSample
-	keys    map[string]*keyValues
+	feats   []featSum
+	attrs   []attrSum
+	// vals are the rollout's attribute values, each key<<32|value by
+	// Profiles.names, but those of the keys in over, which have too many.
+	vals []uint64
+	over []int32
 }
 
-type featSample struct {
-	f int32 // Profiles.feats
-	sample
+// featSum is a feature's figures in one rollout.
+type featSum struct {
+	f             int32 // Profiles.feats
+	count, errors int32
+	self          int64
 }
 
-type attrSample struct {
-	key string
-	featSample
+// attrSum is an attribute value's, with its key (Profiles.names).
+type attrSum struct {
+	featSum
+	key int32
 }
 
 // keyValues are an attribute key's distinct values in a rollout, or
@@ -73,20 +114,25 @@ type keyValues struct {
 // forgets the rollouts snap no longer holds.
 func (p *Profiles) of(snap *model.Snapshot, rolls []*model.Rollout) []*profile {
 	if p.in != snap.Interner() {
-		p.in, p.rolls, p.ids, p.feats = snap.Interner(), map[string]*profile{}, map[Feature]int32{}, nil
+		p.reset(snap.Interner())
 	}
 	out := make([]*profile, len(rolls))
 	for i, r := range rolls {
 		pr := p.rolls[r.ID]
 		if pr == nil || pr.version != r.Version {
+			if pr != nil {
+				p.count(pr, -1)
+			}
 			pr = p.profile(snap, r)
 			p.rolls[r.ID] = pr
+			p.count(pr, +1)
 		}
 		pr.seen = true
 		out[i] = pr
 	}
 	for id, pr := range p.rolls {
 		if !pr.seen {
+			p.count(pr, -1)
 			delete(p.rolls, id)
 		}
 		pr.seen = false
@@ -94,11 +140,59 @@ func (p *Profiles) of(snap *model.Snapshot, rolls []*model.Rollout) []*profile {
 	return out
 }
 
+// count adds pr's attribute keys and values to the capture's counts (by
+// -1: takes them out).
+func (p *Profiles) count(pr *profile, by int) {
+	p.cmp, p.cmpKey = nil, nil
+	for _, k := range pr.over {
+		if p.keyOver[k] += by; p.keyOver[k] == 0 {
+			delete(p.keyOver, k)
+		}
+	}
+	for _, kv := range pr.vals {
+		k, v := int32(kv>>32), int32(uint32(kv))
+		vs := p.keyVals[k]
+		if vs == nil {
+			vs = map[int32]int{}
+			p.keyVals[k] = vs
+		}
+		if vs[v] += by; vs[v] == 0 {
+			delete(vs, v)
+			if len(vs) == 0 {
+				delete(p.keyVals, k)
+			}
+		}
+	}
+}
+
+// comparable is, per attribute key of the profiles of, whether the
+// capture's rollouts give it few enough distinct short values to compare
+// value by value: more than one, at most MaxValues, and not an endpoint.
+func (p *Profiles) comparable() map[string]bool {
+	if p.cmp != nil {
+		return p.cmp
+	}
+	ok := map[string]bool{}
+	p.cmpKey = make([]bool, len(p.name))
+	for k := range p.keyOver {
+		ok[p.name[k]] = false
+	}
+	for k, vs := range p.keyVals {
+		if p.keyOver[k] == 0 {
+			c := len(vs) > 1 && len(vs) <= MaxValues && !endpointKey(p.name[k])
+			ok[p.name[k]], p.cmpKey[k] = c, c
+		}
+	}
+	p.cmp = ok
+	return ok
+}
+
 // profile sums r's spans into its features, as measure once added them
 // span by span.
 func (p *Profiles) profile(snap *model.Snapshot, r *model.Rollout) *profile {
 	in, reg := snap.Interner(), p.eng.Registry()
-	pr := &profile{version: r.Version, keys: map[string]*keyValues{}}
+	pr := &profile{version: r.Version}
+	keys := map[string]*keyValues{}
 	at := map[Feature]int{}
 	attrAt := map[string]int{}
 	add := func(f Feature, sp *model.Span, self int64) {
@@ -106,7 +200,7 @@ func (p *Profiles) profile(snap *model.Snapshot, r *model.Rollout) *profile {
 		if !ok {
 			i = len(pr.feats)
 			at[f] = i
-			pr.feats = append(pr.feats, featSample{f: p.id(f)})
+			pr.feats = append(pr.feats, featSum{f: p.id(f)})
 		}
 		pr.feats[i].add(sp, self)
 	}
@@ -123,13 +217,13 @@ func (p *Profiles) profile(snap *model.Snapshot, r *model.Rollout) *profile {
 			if fi < len(gs) && i < len(gs[fi]) {
 				add(Feature{Kind: Group, Name: reg.Name(gs[fi][i])}, sp, self[i])
 			}
-			kvs = pr.spanValues(in, sp, kvs[:0])
+			kvs = spanValues(keys, in, sp, kvs[:0])
 			for _, kv := range kvs {
 				j, ok := attrAt[kv.pair]
 				if !ok {
 					j = len(pr.attrs)
 					attrAt[kv.pair] = j
-					pr.attrs = append(pr.attrs, attrSample{key: kv.key, featSample: featSample{f: p.id(Feature{Kind: Attr, Name: kv.pair})}})
+					pr.attrs = append(pr.attrs, attrSum{featSum: featSum{f: p.id(Feature{Kind: Attr, Name: kv.pair})}, key: p.nameID(kv.key)})
 				}
 				pr.attrs[j].add(sp, self[i])
 			}
@@ -138,15 +232,26 @@ func (p *Profiles) profile(snap *model.Snapshot, r *model.Rollout) *profile {
 	// A key with too many values here has too many in the capture.
 	kept := pr.attrs[:0]
 	for _, a := range pr.attrs {
-		if !pr.keys[a.key].tooMany {
+		if !keys[p.name[a.key]].tooMany {
 			kept = append(kept, a)
 		}
 	}
-	pr.attrs = kept
+	pr.attrs = slices.Clip(kept)
+	pr.feats = slices.Clip(pr.feats)
+	for k, kv := range keys {
+		kid := p.nameID(k)
+		if kv.tooMany {
+			pr.over = append(pr.over, kid)
+			continue
+		}
+		for v := range kv.vals {
+			pr.vals = append(pr.vals, uint64(kid)<<32|uint64(uint32(p.nameID(v))))
+		}
+	}
 	return pr
 }
 
-func (s *sample) add(sp *model.Span, self int64) {
+func (s *featSum) add(sp *model.Span, self int64) {
 	s.count++
 	s.self += self
 	if sp.Status == model.StatusError {
@@ -158,16 +263,16 @@ func (s *sample) add(sp *model.Span, self int64) {
 // its key.
 type attrKV struct{ key, pair string }
 
-// spanValues notes sp's attribute values (its events' too) in pr.keys
+// spanValues notes sp's attribute values (its events' too) in keys
 // and appends them to out as key=value, each once, but those of keys
 // with too many values in the rollout.
-func (pr *profile) spanValues(in *model.Interner, sp *model.Span, out []attrKV) []attrKV {
+func spanValues(keys map[string]*keyValues, in *model.Interner, sp *model.Span, out []attrKV) []attrKV {
 	note := func(a model.Attrs) {
 		a.Each(in, func(k string, v model.Value) bool {
-			kv := pr.keys[k]
+			kv := keys[k]
 			if kv == nil {
 				kv = &keyValues{vals: map[string]bool{}}
-				pr.keys[k] = kv
+				keys[k] = kv
 			}
 			if kv.tooMany {
 				return true
@@ -195,42 +300,4 @@ func (pr *profile) spanValues(in *model.Interner, sp *model.Span, out []attrKV) 
 		}
 	}
 	return out
-}
-
-// distinctOf is distinctValues over the profiles of every rollout.
-func distinctOf(prs []*profile) map[string]bool {
-	seen := map[string]map[string]bool{}
-	tooMany := map[string]bool{}
-	for _, pr := range prs {
-		for k, kv := range pr.keys {
-			if tooMany[k] {
-				continue
-			}
-			if kv.tooMany {
-				tooMany[k], seen[k] = true, nil
-				continue
-			}
-			vs := seen[k]
-			if vs == nil {
-				vs = map[string]bool{}
-				seen[k] = vs
-			}
-			for v := range kv.vals {
-				vs[v] = true
-			}
-			if len(vs) > MaxValues {
-				tooMany[k], seen[k] = true, nil
-			}
-		}
-	}
-	ok := map[string]bool{}
-	for k := range tooMany {
-		ok[k] = false
-	}
-	for k, vs := range seen {
-		if !tooMany[k] {
-			ok[k] = len(vs) > 1 && !endpointKey(k)
-		}
-	}
-	return ok
 }
