@@ -143,12 +143,13 @@ const MaxValues = 24
 // maxValueLen bounds an attribute value's length for the same reason.
 const maxValueLen = 80
 
-// sample is one rollout's figures for one feature.
+// sample is one rollout's figures for one feature, 24 bytes: a side
+// holds one of every feature for each of its rollouts.
 type sample struct {
-	count, errors int
+	// count is the spans (of an outcome's figure: 1 when known).
+	count, errors int32
 	self          int64
-	val           float64 // an outcome's figure, when has
-	has           bool
+	val           float64 // an outcome's figure, when count is 1
 }
 
 // Compare splits the structural rollouts of snap into the cohort (cohort
@@ -340,15 +341,15 @@ func pick(prs []*profile, at []int) []*profile {
 // zero when absent.
 func measure(prof *Profiles, rolls []*model.Rollout, prs []*profile, comparable []bool, outcome func(id string) *evidence.Outcome) side {
 	byID := make([][]sample, len(prof.feats))
-	put := func(x featSum, ri int) {
-		xs := byID[x.f]
+	put := func(f, count, errors int32, self int64, ri int) {
+		xs := byID[f]
 		if xs == nil {
 			xs = make([]sample, len(rolls))
-			byID[x.f] = xs
+			byID[f] = xs
 		}
-		xs[ri].count += int(x.count)
-		xs[ri].self += x.self
-		xs[ri].errors += int(x.errors)
+		xs[ri].count += count
+		xs[ri].self += self
+		xs[ri].errors += errors
 	}
 	s := side{per: map[Feature][]sample{}, wall: make([]int64, 0, len(rolls))}
 	for ri, r := range rolls {
@@ -358,11 +359,11 @@ func measure(prof *Profiles, rolls []*model.Rollout, prs []*profile, comparable 
 		}
 		pr := prs[ri]
 		for _, x := range pr.feats {
-			put(x, ri)
+			put(x.f, x.count, x.errors, x.self, ri)
 		}
 		for _, x := range pr.attrs {
 			if comparable[x.key] {
-				put(x.featSum, ri)
+				put(x.f, x.count, x.errors, x.self, ri)
 			}
 		}
 	}
@@ -397,7 +398,7 @@ func values(m Metric, xs []sample, wall []int64) []float64 {
 				out = append(out, float64(x.errors)/float64(x.count))
 			}
 		case Value:
-			if x.has {
+			if x.count > 0 {
 				out = append(out, x.val)
 			}
 		}
@@ -417,9 +418,11 @@ func mean(xs []float64) float64 {
 // and placing the other's values in it (a cohort of a few rollouts
 // against thousands sorts a few).
 func cliff(a, b []float64) float64 {
-	gt, lt := above(a, b)
-	if len(b) < len(a) {
+	var gt, lt int
+	if len(a) < len(b) {
 		lt, gt = above(b, a)
+	} else {
+		gt, lt = above(a, b)
 	}
 	return float64(gt-lt) / float64(len(a)*len(b))
 }
@@ -500,7 +503,7 @@ func addOutcome(per map[Feature][]sample, ri int, o *evidence.Outcome) {
 	num := func(name string, v float64, known bool) {
 		if known {
 			x := at(name)
-			x.val, x.has = v, true
+			x.val, x.count = v, 1
 		}
 	}
 	num("turns", float64(o.Turns), o.Turns >= 0)

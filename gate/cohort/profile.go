@@ -22,12 +22,13 @@ type Profiles struct {
 	// comparison sums rollouts by number.
 	ids   map[Feature]int32
 	feats []Feature
-	// names numbers the attribute keys and values profiles hold, name
-	// spells them: a profile keeps numbers, not strings or maps.
+	// names numbers the attribute keys profiles hold, name spells
+	// them: a profile keeps numbers, not strings or maps.
 	names map[string]int32
 	name  []string
 	// keyVals counts, per attribute key, the rollouts holding each of
-	// its values, keyOver those where it has too many: kept as profiles
+	// its values (by the key=value feature), keyOver those where it has
+	// too many: kept as profiles
 	// come and go, they say which keys to compare (comparable) without
 	// a pass over every rollout.
 	keyVals map[int32]map[int32]int
@@ -36,7 +37,7 @@ type Profiles struct {
 	cmpKey  []bool          // cmp by key number
 }
 
-// nameID numbers the attribute key or value s.
+// nameID numbers the attribute key s.
 func (p *Profiles) nameID(s string) int32 {
 	i, ok := p.names[s]
 	if !ok {
@@ -76,31 +77,31 @@ func (p *Profiles) reset(in *model.Interner) {
 // groups of its spans, and every attribute value no longer than
 // maxValueLen of a key with at most MaxValues of them in the rollout
 // (any other key has too many values in the capture to compare), each
-// with its figures; and each attribute key's values, which the
-// Profiles' counts merge over the capture. A rollout has a profile as
-// long as the store holds it, so it keeps numbers only.
+// with its figures (its values, which the Profiles' counts merge over
+// the capture); and the keys with too many values in the rollout. A
+// rollout has a profile as long as the store holds it, so it keeps
+// numbers only, 24 bytes a feature.
 type profile struct {
 	version uint64
 	seen    bool // in the comparison being made
 	feats   []featSum
 	attrs   []attrSum
-	// vals are the rollout's attribute values, each key<<32|value by
-	// Profiles.names, but those of the keys in over, which have too many.
-	vals []uint64
-	over []int32
+	over    []int32 // Profiles.names
 }
 
 // featSum is a feature's figures in one rollout.
 type featSum struct {
+	self          int64
 	f             int32 // Profiles.feats
 	count, errors int32
-	self          int64
 }
 
 // attrSum is an attribute value's, with its key (Profiles.names).
 type attrSum struct {
-	featSum
-	key int32
+	self          int64
+	f             int32 // Profiles.feats
+	count, errors int32
+	key           int32
 }
 
 // keyValues are an attribute key's distinct values in a rollout, or
@@ -149,8 +150,8 @@ func (p *Profiles) count(pr *profile, by int) {
 			delete(p.keyOver, k)
 		}
 	}
-	for _, kv := range pr.vals {
-		k, v := int32(kv>>32), int32(uint32(kv))
+	for _, a := range pr.attrs {
+		k, v := a.key, a.f
 		vs := p.keyVals[k]
 		if vs == nil {
 			vs = map[int32]int{}
@@ -223,9 +224,13 @@ func (p *Profiles) profile(snap *model.Snapshot, r *model.Rollout) *profile {
 				if !ok {
 					j = len(pr.attrs)
 					attrAt[kv.pair] = j
-					pr.attrs = append(pr.attrs, attrSum{featSum: featSum{f: p.id(Feature{Kind: Attr, Name: kv.pair})}, key: p.nameID(kv.key)})
+					pr.attrs = append(pr.attrs, attrSum{f: p.id(Feature{Kind: Attr, Name: kv.pair}), key: p.nameID(kv.key)})
 				}
-				pr.attrs[j].add(sp, self[i])
+				a := &pr.attrs[j]
+				a.count, a.self = a.count+1, a.self+self[i]
+				if sp.Status == model.StatusError {
+					a.errors++
+				}
 			}
 		}
 	}
@@ -239,13 +244,8 @@ func (p *Profiles) profile(snap *model.Snapshot, r *model.Rollout) *profile {
 	pr.attrs = slices.Clip(kept)
 	pr.feats = slices.Clip(pr.feats)
 	for k, kv := range keys {
-		kid := p.nameID(k)
 		if kv.tooMany {
-			pr.over = append(pr.over, kid)
-			continue
-		}
-		for v := range kv.vals {
-			pr.vals = append(pr.vals, uint64(kid)<<32|uint64(uint32(p.nameID(v))))
+			pr.over = append(pr.over, p.nameID(k))
 		}
 	}
 	return pr

@@ -108,8 +108,8 @@ func distinctOf(prof *Profiles, prs []*profile) map[string]bool {
 		for _, k := range pr.over {
 			tooMany[prof.name[k]], seen[prof.name[k]] = true, nil
 		}
-		for _, kv := range pr.vals {
-			k, v := prof.name[kv>>32], prof.name[uint32(kv)]
+		for _, a := range pr.attrs {
+			k, v := prof.name[a.key], prof.feats[a.f].Name
 			if tooMany[k] {
 				continue
 			}
