@@ -157,7 +157,7 @@ type Fragment struct {
 	Spans   []Span
 	// TopParent is the parent id of Spans[0], the top: zero for a true root,
 	// else the id of a parent that has not arrived or, when UnderJob, of
-	// the gym.job span.
+	// the gym.job span, or, when Attached, of a span in another fragment.
 	TopParent SpanID
 	Version   uint64
 	// Slot is the store's index of the fragment: unique among a snapshot's
@@ -167,6 +167,10 @@ type Fragment struct {
 	// UnderJob: the fragment hangs under the gym.job span (TopParent), which
 	// has arrived. A flag, not the id again, keeps a Fragment 64 bytes.
 	UnderJob bool
+	// Attached: an analysis's copy cut out of a stored fragment below its
+	// top (a request span carried over onto the request before it): the
+	// parent, TopParent, has arrived and is in another fragment.
+	Attached bool
 }
 
 // Job returns the id of the gym.job span the fragment hangs under, zero
@@ -206,7 +210,7 @@ func (f *Fragment) ParentID(i int) SpanID {
 }
 
 // Orphan reports whether the fragment waits for a parent that has not arrived.
-func (f *Fragment) Orphan() bool { return !f.TopParent.IsZero() && !f.UnderJob }
+func (f *Fragment) Orphan() bool { return !f.TopParent.IsZero() && !f.UnderJob && !f.Attached }
 
 // Derive returns a copy of s whose Rollouts are rolls: the same spans seen
 // through another grouping (gate finds Gym's rollouts by structure). Every

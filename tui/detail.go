@@ -77,6 +77,8 @@ func (d *detailView) SetSpan(snap *model.Snapshot, r *model.Rollout, f *model.Fr
 			parent += " (" + snap.Str(f.Spans[sp.Parent].Name) + ")"
 		} else if f.Orphan() && i == 0 {
 			parent += " (not arrived)"
+		} else if f.Attached && i == 0 {
+			parent += " (in another fragment)"
 		}
 	}
 	add("parent id", parent)

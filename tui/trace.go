@@ -609,6 +609,8 @@ func (t *traceView) fragNote(fi int, f *model.Fragment) string {
 	switch {
 	case f.Orphan():
 		s += " · orphan: parent " + f.TopParent.String() + " not arrived"
+	case f.Attached:
+		s += " · under span " + f.TopParent.String() + " of another fragment"
 	case fi > 0 && f.TraceID != t.r.Fragments[0].TraceID:
 		s += " · split: a separate trace"
 	case fi > 0:

@@ -561,6 +561,11 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 		// it holds every rollout it called in its one trace.
 		d.UnderJob = true
 		e.callJobs(jobCall{id: d.TopParent, f: f, span: f.Spans[u.info.root()].Parent})
+	} else {
+		// Cut below the stored fragment's top (a leak no call was matched
+		// to): its parent is in that fragment, so it has arrived, and the
+		// rollout waits for nothing here.
+		d.Attached = true
 	}
 	d.Version = h.Sum64() | 1<<63
 	return e.withVirtualJob(snap, d)
@@ -570,7 +575,7 @@ func (e *Finder) unitFragment(snap *model.Snapshot, us []gunit, i int, grafts ma
 // fragment as the run's gym.job, still open: the job span is exported when
 // the run ends, so until then every rollout of a live capture waits for it.
 func (e *Finder) withVirtualJob(snap *model.Snapshot, f *model.Fragment) *model.Fragment {
-	if f.UnderJob || f.TopParent.IsZero() || !e.isDriver(snap, f.Spans[0].Resource) {
+	if f.UnderJob || f.Attached || f.TopParent.IsZero() || !e.isDriver(snap, f.Spans[0].Resource) {
 		return f
 	}
 	e.callJobs(jobCall{virtual: true, id: f.TopParent, res: f.Spans[0].Resource})

@@ -251,8 +251,8 @@ func (e *Engine) unanswered(f *model.Fragment, hasChildFrom, hasClientChild []bo
 	}
 }
 
-// placeTop says what f's top is to the rollout: nothing under the job or
-// at its entry (entry), a hop from an unknown parent for an orphan, a
+// placeTop says what f's top is to the rollout: nothing under the job, under
+// a span of another fragment or at its entry (entry), a hop from an unknown parent for an orphan, a
 // SERVER root to pair with a call, or a stray starting a new trace.
 func (e *Engine) placeTop(snap *model.Snapshot, f *model.Fragment, entry bool) {
 	k, sc := &e.keys, &e.ck
@@ -260,6 +260,9 @@ func (e *Engine) placeTop(snap *model.Snapshot, f *model.Fragment, entry bool) {
 	top := &f.Spans[0]
 	switch {
 	case !f.Job().IsZero():
+	case f.Attached:
+		// Its parent is in the capture, in another fragment: what broke
+		// there (a context carried over) is the structure's to say.
 	case f.Orphan():
 		kind := top.Kind.String()
 		if top.Kind == model.KindInternal {
