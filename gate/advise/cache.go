@@ -61,7 +61,6 @@ type rollKept struct {
 	errs    []int
 	memo    map[groups.Set]rollShare
 	gen     uint64
-	ivs     [][2]int64
 }
 
 // rollShare is one rollout's worth under a masked spec: the share of its
@@ -163,13 +162,14 @@ func merged(ivs [][2]int64) [][2]int64 {
 	return out[:len(out):len(out)]
 }
 
-// kept is the rollout's worth under spec.
-func (rk *rollKept) kept(spec groups.Set) rollShare {
+// kept is the rollout's worth under spec, the intervals merged in
+// scratch (one for every rollout: a rollout keeps only its covers).
+func (rk *rollKept) kept(spec groups.Set, scratch *[][2]int64) rollShare {
 	mask := spec & rk.present
 	if r, ok := rk.memo[mask]; ok {
 		return r
 	}
-	ivs := append(rk.ivs[:0], rk.cover[0]...)
+	ivs := append((*scratch)[:0], rk.cover[0]...)
 	r := rollShare{errs: rk.errs[0]}
 	for i, g := range rk.groupOf {
 		if mask.Has(g) {
@@ -180,7 +180,7 @@ func (rk *rollKept) kept(spec groups.Set) rollShare {
 	if rk.end > rk.start {
 		r.share = float64(union(ivs)) / float64(rk.end-rk.start)
 	}
-	rk.ivs = ivs[:0]
+	*scratch = ivs[:0]
 	rk.memo[mask] = r
 	return r
 }
@@ -220,13 +220,14 @@ func (sk *structKept) worths(sets []groups.Set) {
 		return
 	}
 	n := 0
+	var scratch [][2]int64
 	for _, rk := range sk.rolls {
 		wall := rk.end > rk.start
 		if wall {
 			n++
 		}
 		for j, k := range todo {
-			r := rk.kept(specs[j])
+			r := rk.kept(specs[j], &scratch)
 			k.errs += r.errs
 			if wall {
 				k.share += r.share
