@@ -168,7 +168,7 @@ func (st *latState) apply() {
 				continue
 			}
 			acc.durs = mergeDurs(acc.durs, acc.gone, acc.come)
-			acc.gone, acc.come = acc.gone[:0], acc.come[:0]
+			acc.gone, acc.come = nil, nil // the first load's are all durations: not kept
 		}
 	}
 }

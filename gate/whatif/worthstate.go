@@ -131,7 +131,7 @@ func (e *Engine) worthBase(snap *model.Snapshot) *worthCache {
 		sl := &ws.slots[k]
 		if len(sl.gone) > 0 || len(sl.come) > 0 {
 			sl.durs = mergeDurs(sl.durs, sl.gone, sl.come)
-			sl.gone, sl.come = sl.gone[:0], sl.come[:0]
+			sl.gone, sl.come = nil, nil // the first load's are all durations: not kept
 		}
 		w := &out[k]
 		w.Spans, w.Bytes, w.ErrorSpans = sl.spans, sl.bytes, sl.errs
