@@ -573,38 +573,20 @@ func (j *jsonDecoder) span(idx int) error {
 		}
 		switch string(key) {
 		case "traceId", "trace_id":
-			if err := j.once(&seen, sfTraceID, "traceId"); err != nil {
+			if tidLen, err = j.idField(&seen, sfTraceID, "traceId", trace[:]); err != nil {
 				return err
-			}
-			if tidLen, err = j.hexID(trace[:]); err != nil {
-				return jat("traceId", err)
 			}
 			size += optLen(tidLen)
 		case "spanId", "span_id":
-			if err := j.once(&seen, sfSpanID, "spanId"); err != nil {
+			if sidLen, err = j.idField(&seen, sfSpanID, "spanId", sp.SpanID[:]); err != nil {
 				return err
-			}
-			if sidLen, err = j.hexID(sp.SpanID[:]); err != nil {
-				return jat("spanId", err)
 			}
 			size += optLen(sidLen)
 		case "parentSpanId", "parent_span_id":
-			if err := j.once(&seen, sfParent, "parentSpanId"); err != nil {
+			if pidLen, err = j.idField(&seen, sfParent, "parentSpanId", parent[:]); err != nil {
 				return err
-			}
-			if pidLen, err = j.hexID(parent[:]); err != nil {
-				return jat("parentSpanId", err)
 			}
 			size += optLen(pidLen)
-		case "traceState", "trace_state":
-			if err := j.once(&seen, sfTraceState, "traceState"); err != nil {
-				return err
-			}
-			v, err := j.strNotKept()
-			if err != nil {
-				return jat("traceState", err)
-			}
-			size += optLen(len(v))
 		case "flags":
 			if err := j.once(&seen, sfFlags, "flags"); err != nil {
 				return err
@@ -671,45 +653,6 @@ func (j *jsonDecoder) span(idx int) error {
 			if err := j.spanAttrs(&sp, &ex, &size); err != nil {
 				return err
 			}
-		case "droppedAttributesCount", "dropped_attributes_count":
-			if err := j.once(&seen, sfDroppedAttrs, "droppedAttributesCount"); err != nil {
-				return err
-			}
-			v, err := j.uintVal()
-			if err != nil {
-				return jat("droppedAttributesCount", err)
-			}
-			if c := uint32(v); c != 0 {
-				size += optVarint(uint64(c))
-				extraOf(&ex).DroppedAttrs += c
-			}
-		case "events":
-			if err := j.once(&seen, sfEvents, "events"); err != nil {
-				return err
-			}
-			if err := j.spanEvents(&sp, &ex, &size); err != nil {
-				return err
-			}
-		case "links":
-			if err := j.once(&seen, sfLinks, "links"); err != nil {
-				return err
-			}
-			if err := j.spanLinks(&sp, &ex, &size); err != nil {
-				return err
-			}
-		case "droppedEventsCount", "dropped_events_count", "droppedLinksCount", "dropped_links_count":
-			bit, name := uint32(sfDroppedEvents), "droppedEventsCount"
-			if bytes.Contains(key, []byte("inks")) {
-				bit, name = sfDroppedLinks, "droppedLinksCount"
-			}
-			if err := j.once(&seen, bit, name); err != nil {
-				return err
-			}
-			v, err := j.uintVal()
-			if err != nil {
-				return jat(name, err)
-			}
-			size += optVarint(uint64(uint32(v)))
 		case "status":
 			if err := j.once(&seen, sfStatus, "status"); err != nil {
 				return err
@@ -718,22 +661,101 @@ func (j *jsonDecoder) span(idx int) error {
 				return err
 			}
 		default:
-			if err := j.skip(); err != nil {
+			if err := j.spanRare(key, &seen, &sp, &ex, &size); err != nil {
 				return err
 			}
 		}
 	}
-	reason := spanIDsReason(trace, sp.SpanID, tidLen, sidLen, pidLen)
+	j.emitSpan(idx, &sp, trace, parent, ex, size, spanIDsReason(trace, sp.SpanID, tidLen, sidLen, pidLen))
+	return nil
+}
+
+// idField decodes one of a span's ids, once, into dst: its length in
+// bytes as decoded, for spanIDsReason to judge.
+func (j *jsonDecoder) idField(seen *uint32, bit uint32, name string, dst []byte) (int, error) {
+	if err := j.once(seen, bit, name); err != nil {
+		return 0, err
+	}
+	n, err := j.hexID(dst)
+	if err != nil {
+		return 0, jat(name, err)
+	}
+	return n, nil
+}
+
+// emitSpan completes a decoded span with its attributes, extra and wire
+// size, and adds it to the batch, or rejects it for reason.
+func (j *jsonDecoder) emitSpan(idx int, sp *model.Span, trace model.TraceID, parent model.SpanID, ex *model.Extra, size int, reason string) {
+	d := j.d
 	sp.SetWireSize(size)
 	sp.Attrs = d.attrs.Attrs()
 	sp.Extra = ex
 	if reason != "" {
 		d.rep.reject(fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]: %s", d.rs, d.ss, idx, reason))
-		return nil
+		return
 	}
-	d.spans = append(d.spans, sp)
+	d.spans = append(d.spans, *sp)
 	d.traces = append(d.traces, trace)
 	d.parents = append(d.parents, parent)
+}
+
+// spanRare decodes the Span fields Gym's exporters seldom or never set
+// (trace state, dropped counts, events, links) and skips unknown ones.
+// They are out of span's switch so that its hot cases stay one function,
+// and cost a call only where they occur.
+func (j *jsonDecoder) spanRare(key []byte, seen *uint32, sp *model.Span, ex **model.Extra, size *int) error {
+	switch string(key) {
+	case "traceState", "trace_state":
+		if err := j.once(seen, sfTraceState, "traceState"); err != nil {
+			return err
+		}
+		v, err := j.strNotKept()
+		if err != nil {
+			return jat("traceState", err)
+		}
+		*size += optLen(len(v))
+	case "droppedAttributesCount", "dropped_attributes_count":
+		if err := j.once(seen, sfDroppedAttrs, "droppedAttributesCount"); err != nil {
+			return err
+		}
+		v, err := j.uintVal()
+		if err != nil {
+			return jat("droppedAttributesCount", err)
+		}
+		if c := uint32(v); c != 0 {
+			*size += optVarint(uint64(c))
+			extraOf(ex).DroppedAttrs += c
+		}
+	case "events":
+		if err := j.once(seen, sfEvents, "events"); err != nil {
+			return err
+		}
+		if err := j.spanEvents(sp, ex, size); err != nil {
+			return err
+		}
+	case "links":
+		if err := j.once(seen, sfLinks, "links"); err != nil {
+			return err
+		}
+		if err := j.spanLinks(sp, ex, size); err != nil {
+			return err
+		}
+	case "droppedEventsCount", "dropped_events_count", "droppedLinksCount", "dropped_links_count":
+		bit, name := uint32(sfDroppedEvents), "droppedEventsCount"
+		if bytes.Contains(key, []byte("inks")) {
+			bit, name = sfDroppedLinks, "droppedLinksCount"
+		}
+		if err := j.once(seen, bit, name); err != nil {
+			return err
+		}
+		v, err := j.uintVal()
+		if err != nil {
+			return jat(name, err)
+		}
+		*size += optVarint(uint64(uint32(v)))
+	default:
+		return j.skip()
+	}
 	return nil
 }
 
@@ -1252,48 +1274,14 @@ func (j *jsonDecoder) anyValue(depth int, render bool) (value, int, error) {
 			} else {
 				v = value{kind: model.ValInt, i: i}
 			}
-		case "doubleValue", "double_value":
-			if err := j.setOneof(&set, "doubleValue"); err != nil {
-				return v, 0, err
-			}
-			f, err := j.floatVal()
-			if err != nil {
-				return v, 0, jat("doubleValue", err)
-			}
-			size = 9
-			if render {
-				j.out = appendFloat(j.out, f)
-			} else {
-				v = value{kind: model.ValDouble, f: f}
-			}
-		case "arrayValue", "array_value", "kvlistValue", "kvlist_value":
-			isMap := key[0] == 'k'
-			name := "arrayValue"
-			if isMap {
-				name = "kvlistValue"
-			}
-			if err := j.setOneof(&set, name); err != nil {
-				return v, 0, err
-			}
-			lv, n, err := j.listValue(depth, render, isMap)
+		default:
+			rv, n, err := j.anyRare(key, depth, render, &set)
 			if err != nil {
 				return v, 0, err
 			}
 			size = n
 			if !render {
-				v = lv
-			}
-		case "bytesValue", "bytes_value":
-			if err := j.setOneof(&set, "bytesValue"); err != nil {
-				return v, 0, err
-			}
-			bv, n, err := j.bytesValue(render)
-			if err != nil {
-				return v, 0, err
-			}
-			size = n
-			if !render {
-				v = bv
+				v = rv
 			}
 		}
 	}
@@ -1305,6 +1293,50 @@ func (j *jsonDecoder) anyValue(depth int, render bool) (value, int, error) {
 		}
 	}
 	return v, size, nil
+}
+
+// anyRare decodes the AnyValue kinds Gym's attributes seldom carry
+// (doubles, lists, maps, bytes), out of anyValue's switch so that its hot
+// kinds stay one function. key is one of them; set is anyValue's oneof.
+func (j *jsonDecoder) anyRare(key []byte, depth int, render bool, set *string) (value, int, error) {
+	switch string(key) {
+	case "doubleValue", "double_value":
+		if err := j.setOneof(set, "doubleValue"); err != nil {
+			return value{}, 0, err
+		}
+		f, err := j.floatVal()
+		if err != nil {
+			return value{}, 0, jat("doubleValue", err)
+		}
+		if render {
+			j.out = appendFloat(j.out, f)
+		}
+		return value{kind: model.ValDouble, f: f}, 9, nil
+	case "arrayValue", "array_value", "kvlistValue", "kvlist_value":
+		isMap := key[0] == 'k'
+		name := "arrayValue"
+		if isMap {
+			name = "kvlistValue"
+		}
+		if err := j.setOneof(set, name); err != nil {
+			return value{}, 0, err
+		}
+		lv, n, err := j.listValue(depth, render, isMap)
+		if err != nil {
+			return value{}, 0, err
+		}
+		return lv, n, nil
+	case "bytesValue", "bytes_value":
+		if err := j.setOneof(set, "bytesValue"); err != nil {
+			return value{}, 0, err
+		}
+		bv, n, err := j.bytesValue(render)
+		if err != nil {
+			return value{}, 0, err
+		}
+		return bv, n, nil
+	}
+	return value{}, 0, nil
 }
 
 // listValue reads an ArrayValue or KeyValueList (isMap) object: its
