@@ -5,6 +5,7 @@ package model
 
 import (
 	"slices"
+	"time"
 	"unsafe"
 )
 
@@ -18,6 +19,9 @@ func (w *writer) publish() *Snapshot {
 	w.pubSeq++
 	w.settle()
 	snap := &Snapshot{Seq: w.pubSeq, Taken: w.s.opts.Now(), strings: w.s.strs}
+	if w.nowNS != 0 {
+		snap.SpansAt = time.Unix(0, w.nowNS)
+	}
 	if w.restructure || w.pub == nil {
 		w.sortOrder()
 		w.pub = make([]*Rollout, 0, len(w.order))

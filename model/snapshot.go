@@ -12,6 +12,9 @@ import (
 type Snapshot struct {
 	Seq   uint64    // increases with every publication
 	Taken time.Time // the store clock when published
+	// SpansAt is the store clock when spans last arrived (zero before the
+	// first): a publication for metric points or logs alone keeps it.
+	SpansAt time.Time
 	// Rollouts in the order they were first seen, oldest first.
 	Rollouts []*Rollout
 	// Jobs holds the gym.job spans, each as its own one-span fragment.

@@ -54,7 +54,8 @@ type Tally struct {
 }
 
 // JobQuiet is how long without new spans after an end-of-run span before a
-// run counts as ended.
+// run counts as ended (model.Snapshot.SpansAt: metric points and logs do
+// not count).
 const JobQuiet = 3 * time.Second
 
 // Tally counts the report's rollouts; now and quiet tell whether the run
@@ -71,7 +72,13 @@ func (r *CheckReport) Tally(now time.Time, quiet time.Duration) Tally {
 	t.Unattributed, t.UnattributedSpans = tr.Unattributed, tr.UnattributedSpans
 	if st.RunEnded() {
 		t.Job = JobRunning
-		if r.InFlight == 0 && (quiet <= 0 || now.Sub(st.Snap.Taken) >= quiet) {
+		// Quiet since spans last arrived: the store publishes for metric
+		// points and logs too, and a run keeps exporting those once over.
+		last := st.Snap.SpansAt
+		if last.IsZero() {
+			last = st.Snap.Taken
+		}
+		if r.InFlight == 0 && (quiet <= 0 || now.Sub(last) >= quiet) {
 			t.Job = JobEnded
 		}
 	}
