@@ -174,7 +174,10 @@ func (r *Reader) readNew(t *tail) (bool, error) {
 	if fi.Size() == t.size {
 		return false, nil
 	}
-	if fi.Size() < t.size { // rewritten: read it anew
+	// A document (aggregate metrics, a quality summary) is rewritten whole,
+	// shorter as well as longer, and read whole each time; lines that
+	// shrank were rewritten under us, and what they held is kept.
+	if fi.Size() < t.size && !t.doc {
 		return false, fmt.Errorf("evidence %s: the file shrank from %d to %d bytes while being read (rewritten?)", t.path, t.size, fi.Size())
 	}
 	f, err := os.Open(t.path)

@@ -145,6 +145,32 @@ func TestReaderTailsGrowingFiles(t *testing.T) {
 	}
 }
 
+// TestReaderRereadsRewrittenDocument: aggregate metrics rewritten shorter
+// (a run's writer replaces the file whole) are read anew, not refused as a
+// file that shrank; a JSON-lines file that shrinks is still said plainly.
+func TestReaderRereadsRewrittenDocument(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "rollouts_aggregate_metrics.json", "[\n  {\"agent_ref\": {\"name\": \"simple_agent\"}, \"agent_metrics\": {\"mean/reward\": 0.123456789}}\n]\n")
+	r := NewReader(dir)
+	s, _, err := r.Poll()
+	if err != nil || len(s.Agents) != 1 || s.Agents[0].MeanReward != 0.123456789 {
+		t.Fatalf("first poll: %v %+v", err, s.Agents)
+	}
+	write(t, dir, "rollouts_aggregate_metrics.json", "[{\"agent_ref\": {\"name\": \"simple_agent\"}, \"agent_metrics\": {\"mean/reward\": 0.5}}]\n")
+	s, changed, err := r.Poll()
+	if err != nil || !changed || len(s.Agents) != 1 || s.Agents[0].MeanReward != 0.5 {
+		t.Fatalf("after a shorter rewrite: %v %v %+v", err, changed, s.Agents)
+	}
+	p := write(t, dir, "rollouts.jsonl", `{"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 1}`+"\n")
+	if _, _, err := r.Poll(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "rollouts.jsonl", "\n")
+	if _, _, err := r.Poll(); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "shrank") {
+		t.Fatalf("a results file that shrank: %v", err)
+	}
+}
+
 func TestReadMissingPath(t *testing.T) {
 	_, err := Read(filepath.Join(t.TempDir(), "nope.jsonl"))
 	if err == nil || !strings.Contains(err.Error(), "nope.jsonl") {
