@@ -935,7 +935,13 @@ func addCount(hops []BrokenHop, h BrokenHop) []BrokenHop {
 // awaiting counts the spans of unattributed fragments whose top waits for a
 // parent that may still arrive: the grace window has not passed.
 func awaiting(st *rollouts.Structure, now time.Time, grace time.Duration) int {
-	if grace <= 0 || now.Sub(st.Snap.Taken) >= grace {
+	// The grace runs from when spans last arrived, as the run's end does:
+	// a store publishing metric points alone brings no parent.
+	last := st.Snap.SpansAt
+	if last.IsZero() {
+		last = st.Snap.Taken
+	}
+	if grace <= 0 || now.Sub(last) >= grace {
 		return 0
 	}
 	n := 0
