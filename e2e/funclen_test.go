@@ -16,8 +16,7 @@ const maxFuncLines = 120
 
 // longFuncs are the functions still past maxFuncLines, each with the
 // length it may not grow beyond: a split drops its row.
-var longFuncs = map[string]int{
-}
+var longFuncs = map[string]int{}
 
 // TestFuncLength holds every function of gate/ and receiver/, test files
 // aside, to maxFuncLines, and those of longFuncs to their length.

@@ -108,20 +108,31 @@ func (c listCursor) String() string {
 // parseListCursor reads a list_rollouts cursor; a plain offset (o:N)
 // is taken as one in the newest snapshot.
 func parseListCursor(s string) (*listCursor, int, error) {
-	if s == "" || strings.HasPrefix(s, "o:") {
-		n, err := parseCursor(s)
+	var c listCursor
+	if plain, n, err := decodeCursor(s, listCursorPrefix, &c); plain || err != nil {
 		return nil, n, err
 	}
-	bad := fmt.Errorf("cursor %q: not a next_cursor this server gave", s)
-	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, listCursorPrefix))
-	if err != nil || !strings.HasPrefix(s, listCursorPrefix) {
-		return nil, 0, bad
-	}
-	var c listCursor
-	if err := json.Unmarshal(b, &c); err != nil || c.Off < 0 {
-		return nil, 0, bad
-	}
 	return &c, c.Off, nil
+}
+
+// cursorBody is what a cursor holds past its prefix.
+type cursorBody interface{ offset() int }
+
+func (c *listCursor) offset() int { return c.Off }
+func (c *pageCursor) offset() int { return c.Off }
+
+// decodeCursor reads s, a cursor this server gave with prefix, into c.
+// An empty s or a plain offset (o:N) is plain, n that offset.
+func decodeCursor(s, prefix string, c cursorBody) (plain bool, n int, err error) {
+	if s == "" || strings.HasPrefix(s, "o:") {
+		n, err := parseCursor(s)
+		return true, n, err
+	}
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, prefix))
+	if err != nil || !strings.HasPrefix(s, prefix) || json.Unmarshal(b, c) != nil || c.offset() < 0 {
+		return false, 0, fmt.Errorf("cursor %q: not a next_cursor this server gave", s)
+	}
+	return false, c.offset(), nil
 }
 
 // resume is where the page after c starts in rolls, as sorted by key
@@ -187,18 +198,9 @@ func (c pageCursor) String() string {
 // parsePageCursor reads a cursor of list; a plain offset (o:N) is taken
 // as one in the newest snapshot.
 func parsePageCursor(s, list string) (*pageCursor, int, error) {
-	if s == "" || strings.HasPrefix(s, "o:") {
-		n, err := parseCursor(s)
-		return nil, n, err
-	}
-	bad := fmt.Errorf("cursor %q: not a next_cursor this server gave", s)
-	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, pageCursorPrefix))
-	if err != nil || !strings.HasPrefix(s, pageCursorPrefix) {
-		return nil, 0, bad
-	}
 	var c pageCursor
-	if err := json.Unmarshal(b, &c); err != nil || c.Off < 0 {
-		return nil, 0, bad
+	if plain, n, err := decodeCursor(s, pageCursorPrefix, &c); plain || err != nil {
+		return nil, n, err
 	}
 	if c.List != list {
 		return nil, 0, fmt.Errorf("cursor %q: a next_cursor of another list (%s), not of this one (%s)", s, c.List, list)

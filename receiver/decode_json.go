@@ -789,35 +789,33 @@ func (j *jsonDecoder) spanAttrs(sp *model.Span, ex **model.Extra, size *int) err
 
 // spanEvents reads a span's events into ex, kept as DecodeProto keeps them.
 func (j *jsonDecoder) spanEvents(sp *model.Span, ex **model.Extra, size *int) error {
-	s, d := &j.s, j.d
-	null, err := s.open('[')
-	if err != nil {
-		return jat("events", err)
-	}
-	for i := 0; !null; i++ {
-		ok, err := s.nextElem(i)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
+	return j.spanList("events", size, func() (int, error) {
 		ev, n, err := j.event(sp)
-		if err != nil {
-			return jatIndex("events", i, err)
+		if err == nil {
+			j.d.keepEvent(extraOf(ex), sp, ev)
 		}
-		*size += lenField(n)
-		d.keepEvent(extraOf(ex), sp, ev)
-	}
-	return nil
+		return n, err
+	})
 }
 
 // spanLinks reads a span's links into ex, kept as DecodeProto keeps them.
 func (j *jsonDecoder) spanLinks(sp *model.Span, ex **model.Extra, size *int) error {
-	s, d := &j.s, j.d
+	return j.spanList("links", size, func() (int, error) {
+		ln, n, err := j.link(sp)
+		if err == nil {
+			j.d.keepLink(extraOf(ex), sp, ln)
+		}
+		return n, err
+	})
+}
+
+// spanList reads the array field name of a span, elem reading and keeping
+// each element and giving its message's size.
+func (j *jsonDecoder) spanList(name string, size *int, elem func() (int, error)) error {
+	s := &j.s
 	null, err := s.open('[')
 	if err != nil {
-		return jat("links", err)
+		return jat(name, err)
 	}
 	for i := 0; !null; i++ {
 		ok, err := s.nextElem(i)
@@ -827,12 +825,11 @@ func (j *jsonDecoder) spanLinks(sp *model.Span, ex **model.Extra, size *int) err
 		if !ok {
 			break
 		}
-		ln, n, err := j.link(sp)
+		n, err := elem()
 		if err != nil {
-			return jatIndex("links", i, err)
+			return jatIndex(name, i, err)
 		}
 		*size += lenField(n)
-		d.keepLink(extraOf(ex), sp, ln)
 	}
 	return nil
 }

@@ -38,23 +38,19 @@ type Profiles struct {
 }
 
 // nameID numbers the attribute key s.
-func (p *Profiles) nameID(s string) int32 {
-	i, ok := p.names[s]
-	if !ok {
-		i = int32(len(p.name))
-		p.names[s] = i
-		p.name = append(p.name, s)
-	}
-	return i
-}
+func (p *Profiles) nameID(s string) int32 { return number(p.names, &p.name, s) }
 
 // id numbers f.
-func (p *Profiles) id(f Feature) int32 {
-	i, ok := p.ids[f]
+func (p *Profiles) id(f Feature) int32 { return number(p.ids, &p.feats, f) }
+
+// number is x's number in ids, given in order of first appearance; list
+// spells each number.
+func number[K comparable](ids map[K]int32, list *[]K, x K) int32 {
+	i, ok := ids[x]
 	if !ok {
-		i = int32(len(p.feats))
-		p.ids[f] = i
-		p.feats = append(p.feats, f)
+		i = int32(len(*list))
+		ids[x] = i
+		*list = append(*list, x)
 	}
 	return i
 }

@@ -3,6 +3,7 @@ package whatif
 import (
 	"encoding/binary"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/nemo-gym/gymtrace/gate/groups"
@@ -116,24 +117,8 @@ func (tc *traceCache) of(e *Engine, snap *model.Snapshot) {
 func (tc *traceCache) key(e *Engine, r *model.Rollout, rs *rollState) []byte {
 	b := tc.buf[:0]
 	tc.res, tc.jobs = tc.res[:0], tc.jobs[:0]
-	res := func(id model.ResourceID) uint64 {
-		for i, x := range tc.res {
-			if x == id {
-				return uint64(i)
-			}
-		}
-		tc.res = append(tc.res, id)
-		return uint64(len(tc.res) - 1)
-	}
-	job := func(id model.SpanID) uint64 {
-		for i, x := range tc.jobs {
-			if x == id {
-				return uint64(i)
-			}
-		}
-		tc.jobs = append(tc.jobs, id)
-		return uint64(len(tc.jobs) - 1)
-	}
+	res := func(id model.ResourceID) uint64 { return numberIn(&tc.res, id) }
+	job := func(id model.SpanID) uint64 { return numberIn(&tc.jobs, id) }
 	for fIdx, f := range r.Fragments {
 		fi := rs.frags[fIdx]
 		b = binary.AppendUvarint(b, uint64(len(f.Spans)))
@@ -189,4 +174,14 @@ func (e *Engine) simShapes(snap *model.Snapshot, spec groups.Set, todo []*traceS
 	for _, sh := range todo {
 		sh.traces[spec&sh.relevant] = sh.cur
 	}
+}
+
+// numberIn numbers x by its first appearance in *seen, adding it when new;
+// the lists are a rollout's few processes and job spans.
+func numberIn[T comparable](seen *[]T, x T) uint64 {
+	if i := slices.Index(*seen, x); i >= 0 {
+		return uint64(i)
+	}
+	*seen = append(*seen, x)
+	return uint64(len(*seen) - 1)
 }
